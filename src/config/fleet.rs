@@ -1,0 +1,372 @@
+//! `fleet.toml`: the user's list of boxes and how to reach them.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::error::{ConfigError, Located};
+use super::paths::expand_tilde;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFleet {
+    known_hosts: Option<Spanned<String>>,
+    ssh_config: Option<Spanned<String>>,
+    poll_secs: Option<Spanned<f64>>,
+    accept_new: Option<bool>,
+    connect_timeout_secs: Option<Spanned<f64>>,
+    keepalive_secs: Option<Spanned<f64>>,
+    keepalive_max: Option<Spanned<u32>>,
+    reconnect_max_secs: Option<Spanned<f64>>,
+    max_sessions: Option<Spanned<u32>>,
+    #[serde(default)]
+    host: Vec<RawHost>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHost {
+    name: Spanned<String>,
+    ssh: Spanned<String>,
+    identity: Option<Spanned<String>>,
+    profile: Option<Spanned<String>>,
+    accept_new: Option<bool>,
+}
+
+/// How rigwatch treats every link; each field falls back to the host's `~/.ssh/config`
+/// (ServerAliveInterval, ConnectTimeout) and then to these defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkTuning {
+    pub connect_timeout: Option<Duration>,
+    pub keepalive_interval: Option<Duration>,
+    pub keepalive_max: Option<u32>,
+    pub reconnect_max: Duration,
+    /// Channels open at once per host; OpenSSH's MaxSessions defaults to 10.
+    pub max_sessions: u32,
+}
+
+impl Default for LinkTuning {
+    fn default() -> Self {
+        LinkTuning {
+            connect_timeout: None,
+            keepalive_interval: None,
+            keepalive_max: None,
+            reconnect_max: Duration::from_secs(30),
+            max_sessions: 8,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct FleetConfig {
+    pub path: PathBuf,
+    /// Explicit known_hosts file; when absent, the files `ssh -G` names are used.
+    pub known_hosts: Option<PathBuf>,
+    /// Explicit ssh client config, passed to `ssh -G -F`; when absent OpenSSH's own defaults.
+    pub ssh_config: Option<PathBuf>,
+    pub poll: Duration,
+    pub link: LinkTuning,
+    pub hosts: Vec<HostConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostConfig {
+    pub name: String,
+    pub target: SshTarget,
+    pub identity: Option<PathBuf>,
+    pub profile: String,
+    /// Trust on first use: record an unknown host key instead of refusing it.
+    pub accept_new: bool,
+}
+
+/// What the `ssh = "..."` field names: an alias for `~/.ssh/config`, or user@host:port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshTarget {
+    pub user: Option<String>,
+    pub host: String,
+    pub port: Option<u16>,
+}
+
+impl std::fmt::Display for SshTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(user) = &self.user {
+            write!(f, "{user}@")?;
+        }
+        if self.host.contains(':') {
+            write!(f, "[{}]", self.host)?;
+        } else {
+            write!(f, "{}", self.host)?;
+        }
+        if let Some(port) = self.port {
+            write!(f, ":{port}")?;
+        }
+        Ok(())
+    }
+}
+
+impl SshTarget {
+    pub fn parse(spec: &str) -> Result<SshTarget, String> {
+        let spec = spec.trim();
+        if spec.is_empty() {
+            return Err("empty ssh target; expected user@host[:port] or a Host alias".into());
+        }
+        if let Some(bad) = spec.chars().find(|c| c.is_whitespace() || c.is_control()) {
+            return Err(format!(
+                "ssh target {spec:?} contains {bad:?}; expected user@host[:port] or a Host alias"
+            ));
+        }
+        let (user, rest) = match spec.rsplit_once('@') {
+            Some((u, r)) if !u.is_empty() => (Some(u.to_string()), r),
+            Some(_) => return Err(format!("ssh target {spec:?} has an empty user before '@'")),
+            None => (None, spec),
+        };
+        let (host, port) =
+            split_host_port(rest).map_err(|e| format!("ssh target {spec:?}: {e}"))?;
+        if host.is_empty() {
+            return Err(format!("ssh target {spec:?} has no host"));
+        }
+        Ok(SshTarget { user, host, port })
+    }
+}
+
+fn split_host_port(rest: &str) -> Result<(String, Option<u16>), String> {
+    if let Some(inner) = rest.strip_prefix('[') {
+        let (host, after) = inner
+            .split_once(']')
+            .ok_or_else(|| "unclosed '[' in IPv6 address".to_string())?;
+        return match after.strip_prefix(':') {
+            Some(port) => Ok((host.to_string(), Some(parse_port(port)?))),
+            None if after.is_empty() => Ok((host.to_string(), None)),
+            None => Err(format!("unexpected {after:?} after ']'")),
+        };
+    }
+    match rest.split_once(':') {
+        Some((host, port)) if !port.contains(':') => {
+            Ok((host.to_string(), Some(parse_port(port)?)))
+        }
+        Some(_) => Err("an IPv6 address must be written [addr]:port".into()),
+        None => Ok((rest.to_string(), None)),
+    }
+}
+
+fn parse_port(text: &str) -> Result<u16, String> {
+    match text.parse::<u16>() {
+        Ok(0) | Err(_) => Err(format!("port {text:?} is not a number from 1 to 65535")),
+        Ok(port) => Ok(port),
+    }
+}
+
+pub fn load(path: &Path) -> Result<FleetConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
+pub fn parse(path: &Path, text: &str) -> Result<FleetConfig, ConfigError> {
+    let at = |offset: usize, message: String| {
+        ConfigError::At(Located::at_offset(path, text, offset, message))
+    };
+    let raw: RawFleet = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        at(offset, e.message().trim().to_string())
+    })?;
+    let secs = |value: &Option<Spanned<f64>>, key: &str| -> Result<Option<Duration>, ConfigError> {
+        match value {
+            None => Ok(None),
+            Some(v) if v.get_ref().is_finite() && *v.get_ref() > 0.0 && *v.get_ref() < 1e7 => {
+                Ok(Some(Duration::from_secs_f64(*v.get_ref())))
+            }
+            Some(v) => Err(at(
+                v.span().start,
+                format!(
+                    "{key} = {} must be a positive number of seconds",
+                    v.get_ref()
+                ),
+            )),
+        }
+    };
+    let defaults = LinkTuning::default();
+    let max_sessions = match &raw.max_sessions {
+        Some(v) if *v.get_ref() == 0 => {
+            return Err(at(v.span().start, "max_sessions must be at least 1".into()));
+        }
+        Some(v) => *v.get_ref(),
+        None => defaults.max_sessions,
+    };
+    let link = LinkTuning {
+        connect_timeout: secs(&raw.connect_timeout_secs, "connect_timeout_secs")?,
+        keepalive_interval: secs(&raw.keepalive_secs, "keepalive_secs")?,
+        keepalive_max: raw.keepalive_max.as_ref().map(|v| *v.get_ref()),
+        reconnect_max: secs(&raw.reconnect_max_secs, "reconnect_max_secs")?
+            .unwrap_or(defaults.reconnect_max),
+        max_sessions,
+    };
+    let global_accept_new = raw.accept_new.unwrap_or(false);
+    let mut hosts: Vec<HostConfig> = Vec::with_capacity(raw.host.len());
+    for h in raw.host {
+        let name = h.name.get_ref().trim().to_string();
+        if name.is_empty() || name.chars().any(|c| c.is_control()) {
+            return Err(at(
+                h.name.span().start,
+                format!(
+                    "host name {:?} must be non-empty printable text",
+                    h.name.get_ref()
+                ),
+            ));
+        }
+        if hosts.iter().any(|o| o.name == name) {
+            return Err(at(
+                h.name.span().start,
+                format!("duplicate host name {name:?}; each [[host]] needs a unique name"),
+            ));
+        }
+        let target = SshTarget::parse(h.ssh.get_ref()).map_err(|e| at(h.ssh.span().start, e))?;
+        let profile = match &h.profile {
+            None => "generic-ssh".to_string(),
+            Some(p) if is_profile_name(p.get_ref()) => p.get_ref().clone(),
+            Some(p) => {
+                return Err(at(
+                    p.span().start,
+                    format!(
+                        "profile {:?} is not a profile name (lowercase letters, digits and '-')",
+                        p.get_ref()
+                    ),
+                ));
+            }
+        };
+        hosts.push(HostConfig {
+            name,
+            target,
+            identity: h.identity.map(|i| expand_tilde(i.get_ref())),
+            profile,
+            accept_new: h.accept_new.unwrap_or(global_accept_new),
+        });
+    }
+    let poll = secs(&raw.poll_secs, "poll_secs")?.unwrap_or(Duration::from_secs(2));
+    Ok(FleetConfig {
+        path: path.to_path_buf(),
+        known_hosts: raw.known_hosts.map(|k| expand_tilde(k.get_ref())),
+        ssh_config: raw.ssh_config.map(|k| expand_tilde(k.get_ref())),
+        poll,
+        link,
+        hosts,
+    })
+}
+
+fn is_profile_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        match parse(Path::new("fleet.toml"), text) {
+            Ok(_) => panic!("expected an error for {text:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn full_example_parses() {
+        let text = r#"
+known_hosts = "~/.ssh/known_hosts"
+poll_secs = 2
+[[host]]
+name = "a100-1"
+ssh = "root@203.0.113.5:2222"
+identity = "~/.ssh/id_ed25519"
+profile = "runpod"
+[[host]]
+name = "lab"
+ssh = "lab-alias"
+"#;
+        let fleet = parse(Path::new("f.toml"), text).expect("valid");
+        assert_eq!(fleet.hosts.len(), 2);
+        let a = &fleet.hosts[0];
+        assert_eq!(
+            a.target,
+            SshTarget {
+                user: Some("root".into()),
+                host: "203.0.113.5".into(),
+                port: Some(2222)
+            }
+        );
+        assert_eq!(a.profile, "runpod");
+        assert!(a.identity.as_ref().is_some_and(|p| !p.starts_with("~")));
+        assert_eq!(
+            fleet.hosts[1].target,
+            SshTarget {
+                user: None,
+                host: "lab-alias".into(),
+                port: None
+            }
+        );
+        assert_eq!(fleet.hosts[1].profile, "generic-ssh");
+        assert_eq!(fleet.poll, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_line() {
+        let e = err("poll_secs = 2\n[[host]]\nname = \"a\"\nssh = \"a\"\nport = 22\n");
+        assert!(e.starts_with("fleet.toml:5:1: unknown field `port`"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_names_point_at_the_second() {
+        let e = err("[[host]]\nname = \"a\"\nssh = \"x\"\n[[host]]\nname = \"a\"\nssh = \"y\"\n");
+        assert!(
+            e.starts_with("fleet.toml:5:8: duplicate host name \"a\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_port_points_at_the_value() {
+        let e = err("[[host]]\nname = \"a\"\nssh = \"root@h:99999\"\n");
+        assert!(e.starts_with("fleet.toml:3:7: ssh target"), "{e}");
+        assert!(e.contains("port \"99999\""), "{e}");
+    }
+
+    #[test]
+    fn syntax_error_has_position() {
+        let e = err("poll_secs = \n");
+        assert!(e.starts_with("fleet.toml:1:"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_names_the_field() {
+        let e = err("poll_secs = \"fast\"\n");
+        assert!(e.starts_with("fleet.toml:1:13:"), "{e}");
+    }
+
+    #[test]
+    fn zero_poll_is_refused() {
+        let e = err("poll_secs = 0\n");
+        assert!(e.contains("poll_secs = 0 must be a positive number"), "{e}");
+    }
+
+    #[test]
+    fn targets_parse_like_openssh_destinations() {
+        assert_eq!(
+            SshTarget::parse("[::1]:2200").map(|t| (t.host, t.port)),
+            Ok(("::1".into(), Some(2200)))
+        );
+        assert_eq!(
+            SshTarget::parse("me@box").map(|t| t.user),
+            Ok(Some("me".into()))
+        );
+        assert!(SshTarget::parse("a b").is_err());
+        assert!(SshTarget::parse("@h").is_err());
+        assert!(SshTarget::parse("h:").is_err());
+        assert!(SshTarget::parse("::1").is_err());
+    }
+}

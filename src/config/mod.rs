@@ -1,0 +1,9 @@
+//! Configuration: `fleet.toml` and what `~/.ssh/config` says about each host.
+
+pub mod error;
+pub mod fleet;
+pub mod paths;
+pub mod ssh;
+
+pub use error::{ConfigError, Located};
+pub use fleet::{FleetConfig, HostConfig, LinkTuning, SshTarget};

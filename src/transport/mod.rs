@@ -1,0 +1,26 @@
+//! Transport: the pooled SSH connections to the boxes. The only module that talks to the network.
+
+mod auth;
+mod banner;
+mod error;
+mod handler;
+pub mod known_hosts;
+mod link;
+mod pool;
+mod session;
+
+use std::time::Duration;
+
+pub use error::TransportError;
+pub use link::{LinkState, SLOW_RTT};
+pub use pool::{HostLink, Pool, backoff};
+pub use session::{ConnectOptions, ExecLimits, ExecOutput, Session, WINDOW_BYTES};
+
+pub fn fmt_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}

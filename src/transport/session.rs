@@ -1,0 +1,341 @@
+//! One authenticated SSH connection to one box, shared by every command and stream for it.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use russh::ChannelMsg;
+use russh::client::{self, Handle};
+use russh::keys::Algorithm;
+use tokio::sync::{Semaphore, watch};
+
+use super::auth::authenticate;
+use super::banner::{BannerTap, Duplex};
+use super::error::TransportError;
+use super::handler::ClientHandler;
+use super::known_hosts;
+use crate::config::ssh::ResolvedHost;
+
+/// A per-connection SSH window well above OpenSSH's fixed 2 MiB, so bulk reads are not capped
+/// at window / RTT on long links.
+pub const WINDOW_BYTES: u32 = 16 * 1024 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// Replaces the known_hosts files `ssh -G` names, when the fleet config sets one.
+    pub known_hosts: Option<PathBuf>,
+    pub accept_new: bool,
+    /// Replaces the identity files `ssh -G` names.
+    pub identity: Option<PathBuf>,
+    pub connect_timeout: Duration,
+    pub keepalive_interval: Duration,
+    pub keepalive_max: u32,
+    pub max_sessions: u32,
+}
+
+pub struct Session {
+    handle: Handle<ClientHandler>,
+    pub banner: String,
+    pub auth: String,
+    lost: watch::Receiver<Option<String>>,
+    slots: Arc<Semaphore>,
+    /// Keeps the bastion connection alive for as long as this one uses it.
+    _jump: Option<Arc<Session>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ExecLimits {
+    pub timeout: Duration,
+    pub max_output: usize,
+}
+
+impl Default for ExecLimits {
+    fn default() -> Self {
+        ExecLimits {
+            timeout: Duration::from_secs(15),
+            max_output: 1024 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecOutput {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// None when the command ended without an exit status (killed by a signal).
+    pub exit_status: Option<u32>,
+    /// Output went past the cap; what is kept is the beginning.
+    pub truncated: bool,
+}
+
+impl Session {
+    pub async fn connect(
+        host: &ResolvedHost,
+        opts: &ConnectOptions,
+    ) -> Result<Session, TransportError> {
+        let timeout = opts.connect_timeout;
+        let jump = match &host.proxy_jump {
+            Some(jump_host) => {
+                let jump_opts = ConnectOptions {
+                    identity: None,
+                    ..opts.clone()
+                };
+                Some(Arc::new(
+                    Box::pin(Session::connect(jump_host, &jump_opts))
+                        .await
+                        .map_err(|e| TransportError::Connect {
+                            addr: format!("jump host {}", jump_host.original),
+                            reason: e.to_string(),
+                        })?,
+                ))
+            }
+            None => None,
+        };
+        let addr = format!("{}:{}", host.hostname, host.port);
+        let stream: Box<dyn Duplex> = match &jump {
+            Some(j) => {
+                let open = j.handle.channel_open_direct_tcpip(
+                    host.hostname.clone(),
+                    u32::from(host.port),
+                    "127.0.0.1",
+                    0,
+                );
+                let channel = tokio::time::timeout(timeout, open)
+                    .await
+                    .map_err(|_| TransportError::Timeout {
+                        stage: "jump forward",
+                        after: timeout,
+                    })?
+                    .map_err(|e| TransportError::Connect {
+                        addr: addr.clone(),
+                        reason: e.to_string(),
+                    })?;
+                Box::new(channel.into_stream())
+            }
+            None => {
+                let tcp = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(&addr))
+                    .await
+                    .map_err(|_| TransportError::Timeout {
+                        stage: "TCP connect",
+                        after: timeout,
+                    })?
+                    .map_err(|e| TransportError::Connect {
+                        addr: addr.clone(),
+                        reason: e.to_string(),
+                    })?;
+                let _ = tcp.set_nodelay(true);
+                Box::new(tcp)
+            }
+        };
+
+        let known_files = match &opts.known_hosts {
+            Some(path) => vec![path.clone()],
+            None => host.known_hosts_files.clone(),
+        };
+        let known_name = host.known_hosts_name();
+        let recorded =
+            known_hosts::recorded_algorithms(&known_hosts::read_files(&known_files), &known_name);
+        let mut config = client::Config {
+            keepalive_interval: Some(opts.keepalive_interval),
+            keepalive_max: opts.keepalive_max as usize,
+            window_size: WINDOW_BYTES,
+            nodelay: true,
+            ..Default::default()
+        };
+        let preferred = preferred_host_key_algorithms(&recorded);
+        if !preferred.is_empty() {
+            config.preferred.key = preferred.into();
+        }
+        let rejection = Arc::new(Mutex::new(None));
+        let (lost_tx, lost) = watch::channel(None);
+        let handler = ClientHandler {
+            known_name,
+            host: host.hostname.clone(),
+            port: host.port,
+            accept_new_into: opts
+                .accept_new
+                .then(|| known_files.first().cloned())
+                .flatten(),
+            known_files,
+            rejection: Arc::clone(&rejection),
+            lost: lost_tx,
+        };
+        let (tap, banner) = BannerTap::new(stream);
+        let handshake = client::connect_stream(Arc::new(config), tap, handler);
+        let mut handle = match tokio::time::timeout(timeout, handshake).await {
+            Err(_) => {
+                return Err(TransportError::Timeout {
+                    stage: "SSH handshake",
+                    after: timeout,
+                });
+            }
+            Ok(Err(e)) => {
+                let refused = rejection.lock().ok().and_then(|mut r| r.take());
+                return Err(refused.unwrap_or_else(|| TransportError::Connect {
+                    addr,
+                    reason: e.to_string(),
+                }));
+            }
+            Ok(Ok(handle)) => handle,
+        };
+        let key_files = match &opts.identity {
+            Some(path) => vec![path.clone()],
+            None => host.identity_files.clone(),
+        };
+        let identities_only = host.identities_only || opts.identity.is_some();
+        let auth = tokio::time::timeout(
+            timeout,
+            authenticate(&mut handle, &host.user, &key_files, identities_only),
+        )
+        .await
+        .map_err(|_| TransportError::Timeout {
+            stage: "authentication",
+            after: timeout,
+        })??;
+        let banner = banner
+            .lock()
+            .ok()
+            .and_then(|b| b.clone())
+            .unwrap_or_default();
+        Ok(Session {
+            handle,
+            banner,
+            auth,
+            lost,
+            slots: Arc::new(Semaphore::new(opts.max_sessions.max(1) as usize)),
+            _jump: jump,
+        })
+    }
+
+    /// Why the connection ended, once it has.
+    pub fn lost_reason(&self) -> Option<String> {
+        if let Some(reason) = self.lost.borrow().clone() {
+            return Some(reason);
+        }
+        self.handle
+            .is_closed()
+            .then(|| "connection closed".to_string())
+    }
+
+    /// Resolves when the connection is lost, with the reason.
+    pub async fn closed(&self) -> String {
+        let mut lost = self.lost.clone();
+        match lost.wait_for(Option::is_some).await {
+            Ok(reason) => reason.clone().unwrap_or_default(),
+            Err(_) => "connection task ended".to_string(),
+        }
+    }
+
+    /// One protocol round trip, no process started on the box.
+    pub async fn ping(&self, timeout: Duration) -> Result<Duration, TransportError> {
+        let start = Instant::now();
+        tokio::time::timeout(timeout, self.handle.send_ping())
+            .await
+            .map_err(|_| TransportError::Timeout {
+                stage: "ping",
+                after: timeout,
+            })??;
+        match self.lost_reason() {
+            Some(reason) => Err(TransportError::Disconnected(reason)),
+            None => Ok(start.elapsed()),
+        }
+    }
+
+    /// Runs one command on its own channel. The channel is always closed, also after a timeout,
+    /// so an abandoned command does not hold one of the server's MaxSessions slots.
+    pub async fn exec(
+        &self,
+        command: &str,
+        limits: ExecLimits,
+    ) -> Result<ExecOutput, TransportError> {
+        let permit = tokio::time::timeout(limits.timeout, self.slots.acquire())
+            .await
+            .map_err(|_| TransportError::Timeout {
+                stage: "waiting for a free channel",
+                after: limits.timeout,
+            })?
+            .map_err(|_| TransportError::Disconnected("session closed".into()))?;
+        let mut channel = tokio::time::timeout(limits.timeout, self.handle.channel_open_session())
+            .await
+            .map_err(|_| TransportError::Timeout {
+                stage: "channel open",
+                after: limits.timeout,
+            })??;
+        channel.exec(true, command).await?;
+        let mut out = ExecOutput {
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            exit_status: None,
+            truncated: false,
+        };
+        let drained = tokio::time::timeout(limits.timeout, async {
+            while let Some(msg) = channel.wait().await {
+                match msg {
+                    ChannelMsg::Data { data } => keep(
+                        &mut out.stdout,
+                        &data,
+                        limits.max_output,
+                        &mut out.truncated,
+                    ),
+                    ChannelMsg::ExtendedData { data, ext: 1 } => keep(
+                        &mut out.stderr,
+                        &data,
+                        limits.max_output,
+                        &mut out.truncated,
+                    ),
+                    ChannelMsg::ExitStatus { exit_status } => out.exit_status = Some(exit_status),
+                    ChannelMsg::Close => break,
+                    _ => {}
+                }
+            }
+        })
+        .await;
+        let _ = channel.close().await;
+        drop(permit);
+        if drained.is_err() {
+            return Err(TransportError::Timeout {
+                stage: "command",
+                after: limits.timeout,
+            });
+        }
+        if out.exit_status.is_none() {
+            if let Some(reason) = self.lost_reason() {
+                return Err(TransportError::Disconnected(reason));
+            }
+        }
+        Ok(out)
+    }
+
+    pub async fn disconnect(&self) {
+        let _ = self
+            .handle
+            .disconnect(russh::Disconnect::ByApplication, "rigwatch closing", "en")
+            .await;
+    }
+}
+
+fn keep(buf: &mut Vec<u8>, data: &[u8], cap: usize, truncated: &mut bool) {
+    let room = cap.saturating_sub(buf.len());
+    if data.len() > room {
+        *truncated = true;
+    }
+    buf.extend_from_slice(&data[..data.len().min(room)]);
+}
+
+/// Maps known_hosts key types to the host-key algorithms to ask for, in recorded order.
+fn preferred_host_key_algorithms(recorded: &[String]) -> Vec<Algorithm> {
+    let mut out = Vec::new();
+    for name in recorded {
+        if name == "ssh-rsa" {
+            out.push(Algorithm::Rsa {
+                hash: Some(russh::keys::HashAlg::Sha512),
+            });
+            out.push(Algorithm::Rsa {
+                hash: Some(russh::keys::HashAlg::Sha256),
+            });
+        } else if let Ok(alg) = Algorithm::new(name) {
+            out.push(alg);
+        }
+    }
+    out
+}

@@ -1,0 +1,216 @@
+//! The SSH pool against real sshd processes: commands, per-host PATH, channel slots, aliases
+//! through ~/.ssh/config, ProxyJump, and 50 hosts from one process.
+
+mod support;
+
+use std::time::Duration;
+
+use rigwatch::config::fleet;
+use rigwatch::transport::{ExecLimits, LinkState, Pool, TransportError};
+use support::{Lab, wait_until};
+
+const SETTLE: Duration = Duration::from_secs(20);
+
+fn limits(secs: u64) -> ExecLimits {
+    ExecLimits {
+        timeout: Duration::from_secs(secs),
+        ..ExecLimits::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connection_carries_commands_and_each_host_has_its_own_path() {
+    let mut lab = Lab::new();
+    let gpu = lab.start_host("gpu");
+    let cpu = lab.start_host("cpu");
+    gpu.shim_from_capture("nvidia-smi", "h100/nvsmi_L.txt");
+    let path = lab.fleet(
+        "fleet.toml",
+        "",
+        &[("gpu", lab.host_entry(&gpu)), ("cpu", lab.host_entry(&cpu))],
+    );
+    let fleet = fleet::load(&path).expect("fleet");
+    let pool = Pool::start(&fleet);
+    let states = pool.settle(SETTLE).await;
+    for (name, state) in &states {
+        assert_eq!(state.word(), "up", "{name}: {state:?}");
+        let LinkState::Up { banner, auth, .. } = state else {
+            unreachable!()
+        };
+        assert!(banner.starts_with("SSH-2.0-OpenSSH"), "{banner}");
+        assert!(auth.contains("client_ed25519"), "{auth}");
+    }
+
+    let out = pool
+        .exec("gpu", "nvidia-smi -L", limits(10))
+        .await
+        .expect("exec");
+    assert_eq!(out.exit_status, Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("NVIDIA H100 80GB HBM3"));
+    let out = pool
+        .exec("cpu", "nvidia-smi -L", limits(10))
+        .await
+        .expect("exec");
+    assert_eq!(out.exit_status, Some(127), "no shim on the cpu host");
+
+    // Twenty commands, five at a time, over the one connection: sshd sees one TCP connection.
+    let before = gpu.connections_seen();
+    let mut tasks = Vec::new();
+    let link = pool.get("gpu").expect("link").session().expect("session");
+    for i in 0..20 {
+        let session = std::sync::Arc::clone(&link);
+        tasks.push(tokio::spawn(async move {
+            session.exec(&format!("echo n{i}"), limits(10)).await
+        }));
+    }
+    for (i, task) in tasks.into_iter().enumerate() {
+        let out = task.await.expect("join").expect("exec");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("n{i}"));
+    }
+    assert_eq!(
+        gpu.connections_seen(),
+        before,
+        "no new TCP connection for commands"
+    );
+    assert_eq!(before, 1);
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_is_capped_and_a_hung_command_times_out_and_frees_its_slot() {
+    let mut lab = Lab::new();
+    let host = lab.start_host("box");
+    let path = lab.fleet(
+        "fleet.toml",
+        "max_sessions = 2",
+        &[("box", lab.host_entry(&host))],
+    );
+    let pool = Pool::start(&fleet::load(&path).expect("fleet"));
+    pool.settle(SETTLE).await;
+
+    let capped = ExecLimits {
+        timeout: Duration::from_secs(10),
+        max_output: 1000,
+    };
+    let out = pool
+        .exec("box", "head -c 100000 /dev/zero", capped)
+        .await
+        .expect("exec");
+    assert!(out.truncated);
+    assert_eq!(out.stdout.len(), 1000);
+    assert_eq!(out.exit_status, Some(0), "the command still ran to its end");
+
+    for _ in 0..3 {
+        let err = pool
+            .exec("box", "sleep 30", limits(1))
+            .await
+            .expect_err("times out");
+        assert!(
+            matches!(
+                err,
+                TransportError::Timeout {
+                    stage: "command",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+    // With 2 slots and 3 abandoned sleeps, a fresh command still gets a channel: timed-out
+    // channels were released locally, and the link is still up.
+    let out = pool
+        .exec("box", "echo alive", limits(10))
+        .await
+        .expect("slot available");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "alive");
+    assert!(pool.get("box").expect("link").state().is_usable());
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aliases_resolve_through_ssh_config_with_include_wildcards_and_proxyjump() {
+    let mut lab = Lab::new();
+    let bastion = lab.start_host("bastion");
+    let inner = lab.start_host("inner");
+    let included = lab.path("included.conf");
+    std::fs::write(
+        &included,
+        format!(
+            "Host gpu-*\n    HostName 127.0.0.1\n    User {user}\n    Port {inner}\n    ProxyJump {user}@127.0.0.1:{bastion}\n",
+            user = lab.user,
+            inner = inner.port,
+            bastion = bastion.port
+        ),
+    )
+    .expect("include");
+    let base = std::fs::read_to_string(&lab.ssh_config).expect("config");
+    std::fs::write(
+        &lab.ssh_config,
+        format!("Include {}\n{base}", included.display()),
+    )
+    .expect("config");
+
+    let path = lab.fleet("fleet.toml", "", &[("gpu", "ssh = \"gpu-7\"".to_string())]);
+    let pool = Pool::start(&fleet::load(&path).expect("fleet"));
+    let states = pool.settle(SETTLE).await;
+    assert_eq!(states[0].1.word(), "up", "{:?}", states[0].1);
+    let out = pool
+        .exec("gpu", "echo $SSH_CONNECTION", limits(10))
+        .await
+        .expect("exec");
+    let conn = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        conn.trim().ends_with(&inner.port.to_string()),
+        "reached the inner host: {conn}"
+    );
+    let bastion_log = bastion.log_text();
+    assert!(
+        bastion_log.contains(&format!("direct-tcpip: listen 127.0.0.1 port 0, originator 127.0.0.1 port 0 to 127.0.0.1 port {}", inner.port))
+            || bastion_log.contains(&format!("target 127.0.0.1 port {}", inner.port)),
+        "the bastion forwarded to the inner host:\n{bastion_log}"
+    );
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_hosts_from_one_process() {
+    let mut lab = Lab::new();
+    let hosts: Vec<_> = (0..50).map(|i| lab.start_host(&format!("h{i}"))).collect();
+    let entries: Vec<(String, String)> = hosts
+        .iter()
+        .map(|h| (h.name.clone(), lab.host_entry(h)))
+        .collect();
+    let refs: Vec<(&str, String)> = entries
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.clone()))
+        .collect();
+    let path = lab.fleet("fleet.toml", "", &refs);
+    let pool = Pool::start(&fleet::load(&path).expect("fleet"));
+    let up = wait_until(Duration::from_secs(60), || {
+        pool.links().iter().all(|l| l.state().is_usable())
+    })
+    .await;
+    assert!(
+        up.is_some(),
+        "not all up: {:?}",
+        pool.links()
+            .iter()
+            .map(|l| (l.name.clone(), l.state().word()))
+            .collect::<Vec<_>>()
+    );
+    let runs = hosts
+        .iter()
+        .map(|h| pool.exec(&h.name, "echo $((6*7))", limits(20)));
+    let outs = futures::future::join_all(runs).await;
+    for (host, out) in hosts.iter().zip(outs) {
+        let out = out.unwrap_or_else(|e| panic!("{}: {e}", host.name));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
+        assert_eq!(
+            host.connections_seen(),
+            1,
+            "{} got exactly one connection",
+            host.name
+        );
+    }
+    pool.shutdown().await;
+}

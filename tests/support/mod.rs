@@ -1,0 +1,388 @@
+//! The test lab: real OpenSSH `sshd` processes on loopback ports, each with its own host key,
+//! authorized_keys, config, log and PATH (so a test can put shim tools first on one host), plus a
+//! known_hosts file and an ssh client config for them. Nothing here mocks SSH.
+#![allow(dead_code)]
+
+use std::fmt::Write as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const SSHD: &str = "/usr/sbin/sshd";
+
+pub struct Lab {
+    pub dir: tempfile::TempDir,
+    /// Key the client uses; every host authorizes it.
+    pub client_key: PathBuf,
+    pub known_hosts: PathBuf,
+    /// A client config for `ssh -G` (passed as `ssh_config`), so the user's own is never read.
+    pub ssh_config: PathBuf,
+    pub user: String,
+    next_id: usize,
+}
+
+pub struct Sshd {
+    pub name: String,
+    pub port: u16,
+    pub dir: PathBuf,
+    pub bin: PathBuf,
+    pub log: PathBuf,
+    config: PathBuf,
+    child: Option<Child>,
+    /// The harness's own "is it listening yet" connections, which sshd logs like any other.
+    readiness_probes: usize,
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+pub fn keygen(path: &Path, passphrase: &str) {
+    run(Command::new("ssh-keygen")
+        .args([
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            passphrase,
+            "-C",
+            "rigwatch-lab",
+            "-f",
+        ])
+        .arg(path));
+}
+
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local addr").port()
+}
+
+pub fn whoami() -> String {
+    let out = Command::new("id").arg("-un").output().expect("id -un");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+impl Lab {
+    pub fn new() -> Lab {
+        assert!(
+            Path::new(SSHD).exists(),
+            "{SSHD} is missing: apt-get install openssh-server"
+        );
+        if whoami() == "root" {
+            let _ = std::fs::create_dir_all("/run/sshd");
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("rigwatch-lab")
+            .tempdir()
+            .expect("tempdir");
+        let client_key = dir.path().join("client_ed25519");
+        keygen(&client_key, "");
+        let known_hosts = dir.path().join("known_hosts");
+        std::fs::write(&known_hosts, "").expect("known_hosts");
+        let ssh_config = dir.path().join("ssh_config");
+        std::fs::write(
+            &ssh_config,
+            format!("Host *\n    IdentityFile {}\n", client_key.display()),
+        )
+        .expect("ssh_config");
+        Lab {
+            dir,
+            client_key,
+            known_hosts,
+            ssh_config,
+            user: whoami(),
+            next_id: 0,
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Starts a host and records its key in the lab's known_hosts.
+    pub fn start_host(&mut self, name: &str) -> Sshd {
+        let sshd = self.start_unknown_host(name);
+        self.trust(&sshd);
+        sshd
+    }
+
+    /// Starts a host that the lab's known_hosts does not list.
+    pub fn start_unknown_host(&mut self, name: &str) -> Sshd {
+        self.next_id += 1;
+        let dir = self.dir.path().join(format!("host{}-{name}", self.next_id));
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).expect("host dir");
+        keygen(&dir.join("host_ed25519"), "");
+        let pubkey = std::fs::read_to_string(self.client_key.with_extension("pub"))
+            .or_else(|_| std::fs::read_to_string(format!("{}.pub", self.client_key.display())))
+            .expect("client pubkey");
+        std::fs::write(dir.join("authorized_keys"), pubkey).expect("authorized_keys");
+        let mut sshd = Sshd {
+            name: name.to_string(),
+            port: 0,
+            config: dir.join("sshd_config"),
+            log: dir.join("sshd.log"),
+            bin,
+            dir,
+            child: None,
+            readiness_probes: 0,
+        };
+        sshd.start_on(free_port());
+        sshd
+    }
+
+    /// Appends the host's current key to the lab's known_hosts.
+    pub fn trust(&self, sshd: &Sshd) {
+        let mut text = std::fs::read_to_string(&self.known_hosts).unwrap_or_default();
+        let _ = writeln!(text, "[127.0.0.1]:{} {}", sshd.port, sshd.host_public_key());
+        std::fs::write(&self.known_hosts, text).expect("write known_hosts");
+    }
+
+    /// Writes a fleet.toml: the lab's known_hosts and ssh config, fast keepalives and retries so
+    /// fault tests finish quickly, then `extra` (more global keys) and one `[[host]]` per entry.
+    pub fn fleet(&self, file: &str, extra: &str, hosts: &[(&str, String)]) -> PathBuf {
+        let mut text = format!(
+            "known_hosts = \"{}\"\nssh_config = \"{}\"\npoll_secs = 1\nkeepalive_secs = 1\n\
+             keepalive_max = 2\nconnect_timeout_secs = 3\nreconnect_max_secs = 2\n{extra}\n",
+            self.known_hosts.display(),
+            self.ssh_config.display()
+        );
+        for (name, body) in hosts {
+            let _ = writeln!(text, "[[host]]\nname = \"{name}\"\n{body}\n");
+        }
+        let path = self.dir.path().join(file);
+        std::fs::write(&path, text).expect("write fleet");
+        path
+    }
+
+    /// The `[[host]]` body for a plain user@127.0.0.1:port target with the lab key.
+    pub fn host_entry(&self, sshd: &Sshd) -> String {
+        format!(
+            "ssh = \"{}@127.0.0.1:{}\"\nidentity = \"{}\"",
+            self.user,
+            sshd.port,
+            self.client_key.display()
+        )
+    }
+}
+
+impl Sshd {
+    fn write_config(&self) {
+        let d = self.dir.display();
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_ed25519\nPidFile {d}/sshd.pid\n\
+             AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
+             PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+             PermitRootLogin prohibit-password\nMaxSessions 10\nMaxStartups 200\n\
+             LogLevel DEBUG1\nSetEnv PATH={bin}:/usr/local/bin:/usr/bin:/bin\n",
+            port = self.port,
+            bin = self.bin.display(),
+        );
+        std::fs::write(&self.config, config).expect("sshd_config");
+    }
+
+    fn start_on(&mut self, port: u16) {
+        self.port = port;
+        self.write_config();
+        let child = Command::new(SSHD)
+            .arg("-D")
+            .arg("-f")
+            .arg(&self.config)
+            .arg("-E")
+            .arg(&self.log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn sshd");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "sshd {} did not listen on {port}: {}",
+                self.name,
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.readiness_probes += 1;
+    }
+
+    pub fn spec(&self, user: &str) -> String {
+        format!("{user}@127.0.0.1:{}", self.port)
+    }
+
+    pub fn host_public_key(&self) -> String {
+        std::fs::read_to_string(self.dir.join("host_ed25519.pub"))
+            .expect("host pubkey")
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// How many TCP connections clients (not the harness) have made to this sshd so far.
+    pub fn connections_seen(&self) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        // sshd logs a readiness probe once it gets to it; wait for those lines to appear.
+        loop {
+            let all = self.log_text().matches("Connection from 127.0.0.1").count();
+            if all >= self.readiness_probes || Instant::now() > deadline {
+                return all.saturating_sub(self.readiness_probes);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn listener_pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The listener and every session process under it.
+    fn all_pids(&self) -> Vec<u32> {
+        let Some(root) = self.listener_pid() else {
+            return Vec::new();
+        };
+        let mut pids = vec![root];
+        let mut i = 0;
+        while i < pids.len() {
+            let parent = pids[i];
+            pids.extend(children_of(parent));
+            i += 1;
+        }
+        pids
+    }
+
+    fn signal_all(&self, signal: &str) {
+        for pid in self.all_pids() {
+            let _ = Command::new("kill")
+                .args([signal, &pid.to_string()])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+
+    /// Kills the server and every open session on it, as a crashed or rebooted box would.
+    pub fn kill(&mut self) {
+        self.signal_all("-KILL");
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+    }
+
+    pub fn restart(&mut self) {
+        self.kill();
+        let port = self.port;
+        self.start_on(port);
+    }
+
+    /// Freezes the server and its sessions: TCP stays open, nothing answers.
+    pub fn freeze(&self) {
+        self.signal_all("-STOP");
+    }
+
+    pub fn thaw(&self) {
+        self.signal_all("-CONT");
+    }
+
+    /// A rebuilt box: same address, new host key.
+    pub fn replace_host_key(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_file(self.dir.join("host_ed25519"));
+        let _ = std::fs::remove_file(self.dir.join("host_ed25519.pub"));
+        keygen(&self.dir.join("host_ed25519"), "");
+        let port = self.port;
+        self.start_on(port);
+    }
+
+    /// Puts an executable on this host's PATH that replays a capture from tests/fixtures: the
+    /// capture's body (its lines between `$ command` and `[exit N]`) and its exit status.
+    pub fn shim_from_capture(&self, tool: &str, capture: &str) {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(capture);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines.first().is_some_and(|l| l.starts_with("$ ")),
+            "{capture}: no command line"
+        );
+        lines.remove(0);
+        let exit = lines
+            .pop()
+            .and_then(|l| {
+                l.strip_prefix("[exit ")?
+                    .strip_suffix(']')?
+                    .parse::<i32>()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("{capture}: no [exit N] line"));
+        let body = self.bin.join(format!("{tool}.out"));
+        std::fs::write(&body, lines.join("\n") + "\n").expect("shim body");
+        let script = self.bin.join(tool);
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\ncat '{}'\nexit {exit}\n", body.display()),
+        )
+        .expect("shim");
+        run(Command::new("chmod").arg("755").arg(&script));
+    }
+}
+
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    let after = stat.rsplit_once(')')?.1;
+                    after.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(parent)
+        })
+        .collect()
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        self.thaw();
+        self.kill();
+    }
+}
+
+/// Polls `check` every 50 ms until it holds or `limit` passes; returns how long it took.
+pub async fn wait_until(limit: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check() {
+            return Some(start.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    check().then(|| start.elapsed())
+}
+
+pub fn rigwatch() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rigwatch"));
+    cmd.env_remove("SSH_AUTH_SOCK")
+        .env_remove("RIGWATCH_CONFIG");
+    cmd
+}
