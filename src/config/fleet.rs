@@ -172,7 +172,14 @@ pub fn parse(path: &Path, text: &str) -> Result<FleetConfig, ConfigError> {
     };
     let raw: RawFleet = toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |s| s.start);
-        at(offset, e.message().trim().to_string())
+        let message = e
+            .message()
+            .trim()
+            .replace("expected f64", "expected a number of seconds");
+        at(
+            offset,
+            message.replace("expected u32", "expected a whole number"),
+        )
     })?;
     let secs = |value: &Option<Spanned<f64>>, key: &str| -> Result<Option<Duration>, ConfigError> {
         match value {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use russh::client::Handle;
 use russh::keys::agent::AgentIdentity;
 use russh::keys::agent::client::AgentClient;
+use russh::keys::ssh_key::public::KeyData;
 use russh::keys::{PrivateKeyWithHashAlg, PublicKey};
 
 use super::error::TransportError;
@@ -21,7 +22,8 @@ pub async fn authenticate(
 ) -> Result<String, TransportError> {
     let mut tried: Vec<String> = Vec::new();
     let rsa_hash = handle.best_supported_rsa_hash().await?.flatten();
-    let wanted: Vec<PublicKey> = key_files.iter().filter_map(|f| public_half(f)).collect();
+    // Keys are compared by their key data: the comment differs between a .pub file and an agent.
+    let wanted: Vec<KeyData> = key_files.iter().filter_map(|f| public_half(f)).collect();
 
     let mut agent = match std::env::var_os("SSH_AUTH_SOCK") {
         Some(_) => match AgentClient::connect_env().await {
@@ -33,15 +35,15 @@ pub async fn authenticate(
         },
         None => None,
     };
-    let mut agent_keys: Vec<PublicKey> = Vec::new();
+    let mut agent_keys: Vec<KeyData> = Vec::new();
     if let Some(agent) = agent.as_mut() {
         let identities = agent.request_identities().await.unwrap_or_default();
         for identity in identities {
             let AgentIdentity::PublicKey { key, comment } = identity else {
                 continue;
             };
-            agent_keys.push(key.clone());
-            if identities_only && !wanted.contains(&key) {
+            agent_keys.push(key.key_data().clone());
+            if identities_only && !wanted.contains(key.key_data()) {
                 continue;
             }
             let label = format!("agent key {}", crate::sanitize::line(&comment, 80));
@@ -63,7 +65,7 @@ pub async fn authenticate(
         let shown = path.display();
         match russh::keys::load_secret_key(path, None) {
             Ok(key) => {
-                if agent_keys.contains(key.public_key()) {
+                if agent_keys.contains(key.public_key().key_data()) {
                     continue;
                 }
                 let key = PrivateKeyWithHashAlg::new(Arc::new(key), rsa_hash);
@@ -106,9 +108,11 @@ pub async fn authenticate(
 }
 
 /// The `.pub` beside a key file, used to match agent identities without decrypting the key.
-fn public_half(private: &Path) -> Option<PublicKey> {
+fn public_half(private: &Path) -> Option<KeyData> {
     let mut pub_path = private.as_os_str().to_owned();
     pub_path.push(".pub");
     let text = std::fs::read_to_string(PathBuf::from(pub_path)).ok()?;
-    PublicKey::from_openssh(text.trim()).ok()
+    PublicKey::from_openssh(text.trim())
+        .ok()
+        .map(|k| k.key_data().clone())
 }

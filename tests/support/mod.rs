@@ -386,3 +386,15 @@ pub fn rigwatch() -> Command {
         .env_remove("RIGWATCH_CONFIG");
     cmd
 }
+
+/// Waits up to 5 s for a file or socket to appear.
+pub fn wait_for_path(path: &Path) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !path.exists() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}

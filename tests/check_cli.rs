@@ -1,0 +1,312 @@
+//! `rigwatch check` end to end: the real binary against real sshd processes, and over folders of
+//! valid and invalid configs checking the error text and exit code.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+
+use support::{Lab, keygen, rigwatch};
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn line_for<'a>(stdout: &'a str, host: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(host))
+        .unwrap_or_else(|| panic!("no line for {host} in:\n{stdout}"))
+}
+
+#[test]
+fn up_changed_key_and_down_hosts_each_get_their_state_and_exit_1() {
+    let mut lab = Lab::new();
+    let good = lab.start_host("good");
+    let mut rebuilt = lab.start_host("rebuilt");
+    let mut dead = lab.start_host("dead");
+    rebuilt.replace_host_key();
+    dead.kill();
+    let hosts = [
+        ("good", lab.host_entry(&good)),
+        ("rebuilt", lab.host_entry(&rebuilt)),
+        ("dead", lab.host_entry(&dead)),
+    ];
+    let config = lab.fleet("fleet.toml", "", &hosts);
+
+    let out = rigwatch()
+        .arg("check")
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let good_line = line_for(&stdout, "good");
+    assert!(
+        good_line.contains(" up ") && good_line.contains("SSH-2.0-OpenSSH"),
+        "{good_line}"
+    );
+    assert!(
+        good_line.contains("ms") && good_line.contains("publickey (file"),
+        "{good_line}"
+    );
+    let rebuilt_line = line_for(&stdout, "rebuilt");
+    assert!(
+        rebuilt_line.contains("hostkey-refused") && rebuilt_line.contains("HOST KEY CHANGED"),
+        "{rebuilt_line}"
+    );
+    let dead_line = line_for(&stdout, "dead");
+    assert!(
+        dead_line.contains(" down ") && dead_line.contains("Connection refused"),
+        "{dead_line}"
+    );
+
+    let out = rigwatch()
+        .args(["check", "--json", "--config"])
+        .arg(&config)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json["all_up"], false);
+    let states: Vec<(&str, &str)> = json["hosts"]
+        .as_array()
+        .expect("hosts")
+        .iter()
+        .map(|h| {
+            (
+                h["name"].as_str().unwrap_or(""),
+                h["state"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("good", "up"),
+            ("rebuilt", "hostkey-refused"),
+            ("dead", "down")
+        ]
+    );
+    assert!(json["hosts"][0]["rtt_ms"].as_f64().is_some_and(|r| r > 0.0));
+    assert!(
+        json["hosts"][2]["since"]
+            .as_str()
+            .is_some_and(|s| s.contains('T'))
+    );
+}
+
+#[test]
+fn all_up_exits_0() {
+    let mut lab = Lab::new();
+    let a = lab.start_host("a");
+    let b = lab.start_host("b");
+    let config = lab.fleet(
+        "fleet.toml",
+        "",
+        &[("a", lab.host_entry(&a)), ("b", lab.host_entry(&b))],
+    );
+    let out = rigwatch()
+        .arg("check")
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains(" up "))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn encrypted_key_is_a_clear_error_without_an_agent_and_works_through_one() {
+    let mut lab = Lab::new();
+    let host = lab.start_host("box");
+    let locked = lab.path("locked_ed25519");
+    keygen(&locked, "correct horse");
+    let public = std::fs::read_to_string(lab.path("locked_ed25519.pub")).expect("pub");
+    std::fs::write(host.dir.join("authorized_keys"), public).expect("authorize");
+    let body = format!(
+        "ssh = \"{}\"\nidentity = \"{}\"",
+        host.spec(&lab.user),
+        locked.display()
+    );
+    let config = lab.fleet("fleet.toml", "", &[("box", body)]);
+
+    let out = rigwatch()
+        .arg("check")
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let line = text(&out);
+    assert!(
+        line.contains("auth-refused") && line.contains("passphrase-protected"),
+        "{line}"
+    );
+    assert!(line.contains("ssh-add"), "says what to do: {line}");
+
+    let sock = lab.path("agent.sock");
+    let agent = std::process::Command::new("ssh-agent")
+        .arg("-D")
+        .arg("-a")
+        .arg(&sock)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("agent");
+    let _agent = KillOnDrop(agent);
+    assert!(support::wait_for_path(&sock), "agent socket");
+    let askpass = lab.path("askpass.sh");
+    std::fs::write(&askpass, "#!/bin/sh\necho 'correct horse'\n").expect("askpass");
+    std::process::Command::new("chmod")
+        .arg("755")
+        .arg(&askpass)
+        .status()
+        .expect("chmod");
+    let added = std::process::Command::new("ssh-add")
+        .arg(&locked)
+        .env("SSH_AUTH_SOCK", &sock)
+        .env("SSH_ASKPASS", &askpass)
+        .env("SSH_ASKPASS_REQUIRE", "force")
+        .env("DISPLAY", ":0")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("ssh-add");
+    assert!(added.status.success(), "{}", text(&added));
+
+    let out = rigwatch()
+        .arg("check")
+        .arg("--config")
+        .arg(&config)
+        .env("SSH_AUTH_SOCK", &sock)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("publickey (agent key rigwatch-lab)"),
+        "{}",
+        text(&out)
+    );
+}
+
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn invalid_configs_exit_2_with_file_line_column_and_reason() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/config/invalid");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).expect("invalid dir") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let expected =
+            std::fs::read_to_string(path.with_extension("expected")).expect("expected file");
+        let out = rigwatch()
+            .arg("check")
+            .arg("--config")
+            .arg(&path)
+            .output()
+            .expect("run");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}: {}",
+            path.display(),
+            text(&out)
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(expected.trim()),
+            "{}:\n  expected: {}\n  got: {stderr}",
+            path.display(),
+            expected.trim()
+        );
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Location:"),
+            "no debug dump: {stderr}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 7, "only {checked} invalid configs found");
+}
+
+#[test]
+fn valid_configs_load() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/config/valid");
+    let full = rigwatch::config::fleet::load(&dir.join("full.toml")).expect("full.toml");
+    assert_eq!(
+        full.hosts
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect::<Vec<_>>(),
+        ["a100-1", "lab", "v6"]
+    );
+    assert_eq!(full.hosts[2].target.host, "2001:db8::7");
+    assert!(full.hosts[2].accept_new && !full.hosts[0].accept_new);
+    assert_eq!(full.link.max_sessions, 8);
+    let minimal = rigwatch::config::fleet::load(&dir.join("minimal.toml")).expect("minimal.toml");
+    assert_eq!(minimal.hosts[0].profile, "generic-ssh");
+    assert_eq!(minimal.poll, std::time::Duration::from_secs(2));
+}
+
+#[test]
+fn config_is_found_through_the_environment_and_missing_config_says_where_it_looked() {
+    let lab = Lab::new();
+    let xdg = lab.path("xdg");
+    let out = rigwatch()
+        .arg("check")
+        .env("XDG_CONFIG_HOME", &xdg)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no fleet config found") && stderr.contains("rigwatch/fleet.toml"),
+        "{stderr}"
+    );
+
+    std::fs::create_dir_all(xdg.join("rigwatch")).expect("dir");
+    std::fs::write(xdg.join("rigwatch/fleet.toml"), "poll_secs = -1\n").expect("write");
+    let out = rigwatch()
+        .arg("check")
+        .env("XDG_CONFIG_HOME", &xdg)
+        .output()
+        .expect("run");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("rigwatch/fleet.toml:1:13: poll_secs = -1"),
+        "{}",
+        text(&out)
+    );
+
+    let env_config = lab.path("env.toml");
+    std::fs::write(&env_config, "bogus = 1\n").expect("write");
+    let out = rigwatch()
+        .arg("check")
+        .env("RIGWATCH_CONFIG", &env_config)
+        .env("XDG_CONFIG_HOME", &xdg)
+        .output()
+        .expect("run");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("env.toml:1:1: unknown field `bogus`"),
+        "{}",
+        text(&out)
+    );
+}
