@@ -3,6 +3,7 @@
 //! Module map (data flows down this list, never up):
 //! - `config`    — fleet.toml and `ssh -G` resolution; imports nothing else of ours.
 //! - `sanitize`  — remote text made safe for terminals; imports nothing else of ours.
+//! - `probe`     — pure parsers: probe text in, typed samples or errors with line; imports nothing.
 //! - `transport` — the SSH pool, sessions, known_hosts, link state; imports `config`, `sanitize`.
 //! - `cli`       — subcommands; the only module that prints; imports all of the above.
 
@@ -10,5 +11,6 @@
 
 pub mod cli;
 pub mod config;
+pub mod probe;
 pub mod sanitize;
 pub mod transport;
