@@ -3,14 +3,22 @@
 //! Module map (data flows down this list, never up):
 //! - `config`    — fleet.toml and `ssh -G` resolution; imports nothing else of ours.
 //! - `sanitize`  — remote text made safe for terminals; imports nothing else of ours.
-//! - `probe`     — pure parsers: probe text in, typed samples or errors with line; imports nothing.
-//! - `transport` — the SSH pool, sessions, known_hosts, link state; imports `config`, `sanitize`.
+//! - `probe`     — the probe script and pure parsers: text in, typed samples or located errors
+//!   out; imports `sanitize`.
+//! - `transport` — the SSH pool, sessions, streams, known_hosts, link state; imports `config`,
+//!   `sanitize`.
+//! - `fleet`     — per-host ring buffers of readings; imports `probe`.
+//! - `signals`   — pure judgements of history, link and `now`; imports `config`, `fleet`,
+//!   `probe`, `transport` (for the link state type only).
+//! - `monitor`   — wiring: runs the probes over the pool and feeds the fleet; imports all above.
 //! - `cli`       — subcommands; the only module that prints; imports all of the above.
 
 #![forbid(unsafe_code)]
 
 pub mod cli;
 pub mod config;
+pub mod fleet;
 pub mod probe;
 pub mod sanitize;
+pub mod signals;
 pub mod transport;

@@ -22,6 +22,8 @@ struct RawFleet {
     reconnect_max_secs: Option<Spanned<f64>>,
     max_sessions: Option<Spanned<u32>>,
     #[serde(default)]
+    thresholds: Thresholds,
+    #[serde(default)]
     host: Vec<RawHost>,
 }
 
@@ -33,6 +35,43 @@ struct RawHost {
     identity: Option<Spanned<String>>,
     profile: Option<Spanned<String>>,
     accept_new: Option<bool>,
+    mounts: Option<Vec<String>>,
+    run: Option<String>,
+    log: Option<String>,
+    ckpt_dir: Option<String>,
+}
+
+/// When a signal fires; every field has a default, any may be set under `[thresholds]`.
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Thresholds {
+    /// VRAM held with no compute for this long is a zombie.
+    pub zombie_minutes: f64,
+    /// No GPU work and no live run for this long on a box that bills.
+    pub idle_minutes: f64,
+    /// The run's log not written for this long while its process lives.
+    pub hung_log_minutes: f64,
+    /// The newest checkpoint older than this.
+    pub stale_ckpt_minutes: f64,
+    /// Bytes or inodes used, percent: warn, then critical.
+    pub disk_warn_pct: f64,
+    pub disk_crit_pct: f64,
+    /// Time to full below this many hours is critical.
+    pub full_within_hours: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            zombie_minutes: 5.0,
+            idle_minutes: 30.0,
+            hung_log_minutes: 20.0,
+            stale_ckpt_minutes: 120.0,
+            disk_warn_pct: 90.0,
+            disk_crit_pct: 97.0,
+            full_within_hours: 6.0,
+        }
+    }
 }
 
 /// How rigwatch treats every link; each field falls back to the host's `~/.ssh/config`
@@ -68,6 +107,7 @@ pub struct FleetConfig {
     pub ssh_config: Option<PathBuf>,
     pub poll: Duration,
     pub link: LinkTuning,
+    pub thresholds: Thresholds,
     pub hosts: Vec<HostConfig>,
 }
 
@@ -79,6 +119,12 @@ pub struct HostConfig {
     pub profile: String,
     /// Trust on first use: record an unknown host key instead of refusing it.
     pub accept_new: bool,
+    /// Mount points to watch; empty means every real filesystem.
+    pub mounts: Vec<String>,
+    /// tmux session name or process pattern of the run.
+    pub run: Option<String>,
+    pub log: Option<String>,
+    pub ckpt_dir: Option<String>,
 }
 
 /// What the `ssh = "..."` field names: an alias for `~/.ssh/config`, or user@host:port.
@@ -251,6 +297,10 @@ pub fn parse(path: &Path, text: &str) -> Result<FleetConfig, ConfigError> {
             identity: h.identity.map(|i| expand_tilde(i.get_ref())),
             profile,
             accept_new: h.accept_new.unwrap_or(global_accept_new),
+            mounts: h.mounts.unwrap_or_default(),
+            run: h.run.filter(|r| !r.is_empty()),
+            log: h.log.filter(|r| !r.is_empty()),
+            ckpt_dir: h.ckpt_dir.filter(|r| !r.is_empty()),
         });
     }
     let poll = secs(&raw.poll_secs, "poll_secs")?.unwrap_or(Duration::from_secs(2));
@@ -260,6 +310,7 @@ pub fn parse(path: &Path, text: &str) -> Result<FleetConfig, ConfigError> {
         ssh_config: raw.ssh_config.map(|k| expand_tilde(k.get_ref())),
         poll,
         link,
+        thresholds: raw.thresholds,
         hosts,
     })
 }

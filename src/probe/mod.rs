@@ -14,11 +14,15 @@
 mod apps;
 mod df;
 mod error;
+pub mod frame;
 mod gpu;
 mod gpu_list;
+mod headed;
 mod kernel;
 mod proc;
 mod reasons;
+pub mod sample;
+pub mod script;
 mod text;
 mod tmux;
 
@@ -32,6 +36,7 @@ pub use gpu::{
     GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, GpuSample, parse_gpu_query, parse_query_failure,
 };
 pub use gpu_list::{GpuListing, parse_gpu_list};
+pub use headed::{parse_apps_csv, parse_gpu_csv};
 pub use kernel::{KernelEvent, parse_kernel_log};
 pub use proc::{
     LoadAvg, MemInfo, Uptime, parse_boot_id, parse_loadavg, parse_meminfo, parse_uptime,

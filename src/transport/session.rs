@@ -255,7 +255,7 @@ impl Session {
                 after: limits.timeout,
             })?
             .map_err(|_| TransportError::Disconnected("session closed".into()))?;
-        let mut channel = tokio::time::timeout(limits.timeout, self.handle.channel_open_session())
+        let mut channel = tokio::time::timeout(limits.timeout, self.open_channel())
             .await
             .map_err(|_| TransportError::Timeout {
                 stage: "channel open",
@@ -304,6 +304,14 @@ impl Session {
             }
         }
         Ok(out)
+    }
+
+    pub(super) fn slots(&self) -> &Arc<Semaphore> {
+        &self.slots
+    }
+
+    pub(super) async fn open_channel(&self) -> Result<russh::Channel<client::Msg>, TransportError> {
+        Ok(self.handle.channel_open_session().await?)
     }
 
     pub async fn disconnect(&self) {

@@ -1,0 +1,198 @@
+//! One cycle of the periodic probe, parsed: everything rigwatch knows about a box at one moment
+//! apart from the GPU stream. A section that failed is recorded as that section's error; the
+//! rest of the sample stands.
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde::Serialize;
+
+use super::error::ParseError;
+use super::frame::RawCycle;
+use super::{
+    GpuProcess, KernelEvent, LoadAvg, MemInfo, Mount, ProcessLine, TmuxSession, Uptime, merge_df,
+    parse_apps_csv, parse_boot_id, parse_df_bytes, parse_df_inodes, parse_kernel_log,
+    parse_loadavg, parse_meminfo, parse_pgrep, parse_tmux_ls, parse_uptime,
+};
+
+/// Exit status sh gives a command it cannot find.
+const NOT_FOUND: i32 = 127;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileStat {
+    /// The file's path where the probe chose it (the newest checkpoint); None for the log.
+    pub path: Option<String>,
+    pub size_bytes: u64,
+    pub modified: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TmuxPane {
+    pub session: String,
+    pub pid: u32,
+    pub dead: bool,
+    pub command: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SectionError {
+    pub section: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct HostSample {
+    /// None when nvidia-smi is not installed: a box without GPUs, not a box with zero of them.
+    pub gpu_processes: Option<Vec<GpuProcess>>,
+    pub nvidia_smi_missing: bool,
+    pub mounts: Vec<Mount>,
+    pub uptime: Option<Uptime>,
+    pub load: Option<LoadAvg>,
+    pub memory: Option<MemInfo>,
+    pub boot_id: Option<String>,
+    /// None when tmux is not installed.
+    pub tmux_sessions: Option<Vec<TmuxSession>>,
+    pub tmux_panes: Vec<TmuxPane>,
+    pub run_processes: Vec<ProcessLine>,
+    pub log: Option<FileStat>,
+    pub log_tail: Vec<String>,
+    pub checkpoint: Option<FileStat>,
+    pub kernel_events: Vec<KernelEvent>,
+    pub errors: Vec<SectionError>,
+}
+
+impl HostSample {
+    pub fn from_cycle(cycle: &RawCycle) -> HostSample {
+        let mut s = HostSample::default();
+        let mut errors: Vec<SectionError> = Vec::new();
+        let mut note = |section: &str, e: ParseError| {
+            errors.push(SectionError {
+                section: section.into(),
+                message: e.to_string(),
+            })
+        };
+        for section in &cycle.sections {
+            let body = section.body.as_str();
+            let status = section.status;
+            let missing_tool = status == Some(NOT_FOUND);
+            match section.name.as_str() {
+                "apps" if missing_tool => s.nvidia_smi_missing = true,
+                "apps" => match parse_apps_csv(body) {
+                    Ok(apps) if status == Some(0) => s.gpu_processes = Some(apps),
+                    Ok(_) => note("apps", failed("nvidia-smi", status, body)),
+                    Err(e) => note("apps", e),
+                },
+                "df" | "dfi" => {}
+                "uptime" => parsed(&mut s.uptime, parse_uptime(body), "uptime", &mut note),
+                "loadavg" => parsed(&mut s.load, parse_loadavg(body), "loadavg", &mut note),
+                "meminfo" => parsed(&mut s.memory, parse_meminfo(body), "meminfo", &mut note),
+                "bootid" => parsed(&mut s.boot_id, parse_boot_id(body), "bootid", &mut note),
+                "tmux" if missing_tool => {}
+                "tmux" => parsed(&mut s.tmux_sessions, parse_tmux_ls(body), "tmux", &mut note),
+                "panes" => s.tmux_panes = parse_panes(body),
+                // pgrep exits 1 when nothing matches: an empty list, not an error.
+                "run" => match parse_pgrep(body) {
+                    Ok(procs) => s.run_processes = procs,
+                    Err(e) => note("run", e),
+                },
+                "log" if status == Some(0) => {
+                    let mut lines = body.lines();
+                    s.log = lines.next().and_then(|l| file_stat(l, false));
+                    s.log_tail = lines.map(|l| l.to_string()).collect();
+                }
+                "log" => note("log", failed("stat/tail", status, body)),
+                "ckpt" if status == Some(0) => {
+                    s.checkpoint = body.lines().next().and_then(|l| file_stat(l, true));
+                }
+                "ckpt" => note("ckpt", failed("ls/stat", status, body)),
+                "kernel" => match parse_kernel_log(body) {
+                    Ok(events) => s.kernel_events = events,
+                    Err(e) => note("kernel", e),
+                },
+                _ => {}
+            }
+        }
+        s.mounts = mounts(cycle, &mut note);
+        s.errors = errors;
+        s
+    }
+}
+
+fn parsed<T>(
+    slot: &mut Option<T>,
+    result: Result<T, ParseError>,
+    section: &str,
+    note: &mut impl FnMut(&str, ParseError),
+) {
+    match result {
+        Ok(value) => *slot = Some(value),
+        Err(e) => note(section, e),
+    }
+}
+
+fn failed(what: &str, status: Option<i32>, body: &str) -> ParseError {
+    let first = body
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no output");
+    let status = status.map_or_else(|| "cut off".to_string(), |s| format!("exit {s}"));
+    ParseError::new(
+        "probe",
+        1,
+        format!(
+            "{what} failed ({status}): {}",
+            crate::sanitize::line(first, 200)
+        ),
+    )
+}
+
+fn mounts(cycle: &RawCycle, note: &mut impl FnMut(&str, ParseError)) -> Vec<crate::probe::Mount> {
+    let bytes = match cycle.section("df").map(|s| parse_df_bytes(&s.body)) {
+        Some(Ok(b)) => b,
+        Some(Err(e)) => {
+            note("df", e);
+            Vec::new()
+        }
+        None => Vec::new(),
+    };
+    let inodes = match cycle.section("dfi").map(|s| parse_df_inodes(&s.body)) {
+        Some(Ok(i)) => i,
+        Some(Err(e)) => {
+            note("dfi", e);
+            Vec::new()
+        }
+        None => Vec::new(),
+    };
+    merge_df(bytes, inodes)
+}
+
+/// `SIZE EPOCH` (log) or `SIZE EPOCH PATH` (checkpoint), as `stat -c` prints them.
+fn file_stat(line: &str, with_path: bool) -> Option<FileStat> {
+    let mut parts = line.splitn(3, ' ');
+    let size_bytes = parts.next()?.parse().ok()?;
+    let epoch: i64 = parts.next()?.parse().ok()?;
+    let path = if with_path {
+        Some(parts.next()?.to_string())
+    } else {
+        None
+    };
+    let modified = Utc.timestamp_opt(epoch, 0).single()?;
+    Some(FileStat {
+        path,
+        size_bytes,
+        modified,
+    })
+}
+
+/// `tmux list-panes -a -F '#{session_name} #{pane_pid} #{pane_dead} #{pane_current_command}'`.
+pub fn parse_panes(text: &str) -> Vec<TmuxPane> {
+    text.lines()
+        .filter_map(|line| {
+            let mut parts = line.split_whitespace();
+            Some(TmuxPane {
+                session: parts.next()?.to_string(),
+                pid: parts.next()?.parse().ok()?,
+                dead: parts.next()? == "1",
+                command: parts.collect::<Vec<_>>().join(" "),
+            })
+        })
+        .collect()
+}

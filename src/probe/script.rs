@@ -1,0 +1,117 @@
+//! The periodic probe: ONE long-lived POSIX sh loop per host that prints every section each
+//! period, so the box pays its shell start-up (conda, pyenv: 0.1–0.2 CPU-s) once, not per poll.
+//! Every section is framed by a per-session nonce, so a log line cannot forge a frame, and keeps
+//! its own exit status; output of each section is capped on the box.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// What the probe looks at on one host; from the host's config.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProbeTargets {
+    /// Mount points for `df`; empty means every filesystem.
+    pub mounts: Vec<String>,
+    /// tmux session name or process pattern of the run.
+    pub run: Option<String>,
+    pub log: Option<String>,
+    pub ckpt_dir: Option<String>,
+}
+
+pub const SECTION_CAP_BYTES: usize = 64 * 1024;
+pub const LOG_TAIL_LINES: usize = 20;
+
+/// Sections in the order the script prints them.
+pub const SECTIONS: &[&str] = &[
+    "apps", "df", "dfi", "uptime", "loadavg", "meminfo", "bootid", "tmux", "panes", "run", "log",
+    "ckpt", "kernel",
+];
+
+/// Single-quotes a value for sh: the only character needing care inside '...' is ' itself.
+pub fn sh_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+/// A pattern that matches `pattern` with pgrep -f but not the probe's own command line, which
+/// contains the pattern as text: `train` becomes `[t]rain`.
+pub fn self_excluding_pattern(pattern: &str) -> String {
+    let mut chars = pattern.chars();
+    match chars.next() {
+        Some(first) if first.is_ascii_alphanumeric() => format!("[{first}]{}", chars.as_str()),
+        _ => pattern.to_string(),
+    }
+}
+
+/// The script; `period` None runs the sections once (for `rigwatch status`).
+pub fn periodic_script(targets: &ProbeTargets, nonce: &str, period: Option<Duration>) -> String {
+    let mounts = targets
+        .mounts
+        .iter()
+        .map(|m| sh_quote(m))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut s = String::new();
+    s.push_str("LC_ALL=C; export LC_ALL\n");
+    let _ = writeln!(s, "M={}", sh_quote(&format!("@@rw-{nonce}")));
+    let _ = writeln!(
+        s,
+        "T=''; command -v timeout >/dev/null 2>&1 && T='timeout -k 2 10'"
+    );
+    s.push_str("LOG=$RW_LOG; CK=$RW_CKPT; RUN=$RW_RUN\n");
+    // Output goes through `head -c` while the exit status travels on fd 3, so both survive.
+    let _ = writeln!(
+        s,
+        "sec() {{ n=$1; shift; printf '%s begin %s\\n' \"$M\" \"$n\"; \
+         rc=$( {{ {{ \"$@\" 2>&1; echo $? >&3; }} | head -c {SECTION_CAP_BYTES} >&4; }} 3>&1 ); \
+         printf '\\n%s end %s %s\\n' \"$M\" \"$n\" \"$rc\"; }} 4>&1"
+    );
+    s.push_str(
+        "apps() { $T nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv; }\n",
+    );
+    let _ = writeln!(s, "dfb() {{ $T df -PB1 {mounts}; }}");
+    let _ = writeln!(s, "dfi() {{ $T df -Pi {mounts}; }}");
+    s.push_str("panes() { $T tmux list-panes -a -F '#{session_name} #{pane_pid} #{pane_dead} #{pane_current_command}'; }\n");
+    s.push_str("run() { [ -n \"$RUN\" ] || return 0; pgrep -af -- \"$RUN\"; }\n");
+    let _ = writeln!(
+        s,
+        "lg() {{ [ -n \"$LOG\" ] || return 0; stat -c '%s %Y' -- \"$LOG\" && tail -n {LOG_TAIL_LINES} -- \"$LOG\" | cut -c1-400; }}"
+    );
+    s.push_str(
+        "ck() { [ -n \"$CK\" ] || return 0; f=$(ls -t -- \"$CK\" | head -n 1); [ -n \"$f\" ] || return 0; stat -c '%s %Y %n' -- \"$CK/$f\"; }\n",
+    );
+    s.push_str(
+        "kern() { { dmesg 2>/dev/null || journalctl -k -q --no-pager -n 2000 2>/dev/null; } | grep -E 'NVRM: Xid|Out of memory|oom-kill|Killed process' | tail -n 20; }\n",
+    );
+    s.push_str("while :; do\n");
+    s.push_str("printf '%s cycle %s\\n' \"$M\" \"$(date +%s)\"\n");
+    s.push_str("sec apps apps\nsec df dfb\nsec dfi dfi\n");
+    s.push_str("sec uptime cat /proc/uptime\nsec loadavg cat /proc/loadavg\nsec meminfo cat /proc/meminfo\n");
+    s.push_str("sec bootid cat /proc/sys/kernel/random/boot_id\n");
+    s.push_str("sec tmux $T tmux ls\nsec panes panes\nsec run run\nsec log lg\nsec ckpt ck\nsec kernel kern\n");
+    s.push_str("printf '%s done\\n' \"$M\"\n");
+    match period {
+        Some(p) => {
+            let _ = writeln!(s, "sleep {:.3}", p.as_secs_f64());
+        }
+        None => s.push_str("break\n"),
+    }
+    s.push_str("done\n");
+    s
+}
+
+/// The exec command line: the script handed to `sh -c`, so it runs under POSIX sh whatever the
+/// user's login shell is. The paths and the run pattern travel in the environment, not in the
+/// script text, so `pgrep -f` for the run never finds the probe itself.
+pub fn command_line(targets: &ProbeTargets, script: &str) -> String {
+    let run = targets
+        .run
+        .as_deref()
+        .map(self_excluding_pattern)
+        .unwrap_or_default();
+    format!(
+        "exec env RW_LOG={} RW_CKPT={} RW_RUN={} sh -c {}",
+        sh_quote(targets.log.as_deref().unwrap_or("")),
+        sh_quote(targets.ckpt_dir.as_deref().unwrap_or("")),
+        sh_quote(&run),
+        sh_quote(script)
+    )
+}

@@ -1,0 +1,142 @@
+//! Storage: bytes AND inodes for every watched mount, whichever is closer to full, and a
+//! time-to-full from the recent growth rate.
+
+use chrono::Duration;
+
+use super::{HostFacts, Severity, Signal, SignalKind, minutes};
+use crate::probe::Mount;
+
+/// Growth is measured over at most this window of history.
+const GROWTH_WINDOW_MINUTES: i64 = 30;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Usage {
+    pub used: u64,
+    pub total: u64,
+}
+
+impl Usage {
+    pub fn pct(self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            self.used as f64 * 100.0 / self.total as f64
+        }
+    }
+}
+
+/// Bytes as df reports them: used out of used + available (root's reserve is not usable).
+pub fn bytes_usage(m: &Mount) -> Option<Usage> {
+    let b = m.bytes.as_ref()?;
+    let used = b.used_bytes?;
+    let total = used + b.avail_bytes?;
+    (total > 0).then_some(Usage { used, total })
+}
+
+pub fn inode_usage(m: &Mount) -> Option<Usage> {
+    let i = m.inodes.as_ref()?;
+    let (used, total) = (i.used?, i.total?);
+    (total > 0).then_some(Usage { used, total })
+}
+
+/// Filesystems that cannot fill with the run's data.
+fn is_pseudo(m: &Mount) -> bool {
+    [
+        "tmpfs", "devtmpfs", "overlay", "shm", "proc", "sysfs", "udev", "none",
+    ]
+    .contains(&m.filesystem.as_str())
+        && m.mount != "/"
+}
+
+pub fn disk_signals(f: &HostFacts<'_>) -> Vec<Signal> {
+    let mut out = Vec::new();
+    let Some(latest) = f.history.latest_host() else {
+        return out;
+    };
+    let history = f
+        .history
+        .host_since(f.now, Duration::minutes(GROWTH_WINDOW_MINUTES));
+    for m in &latest.sample.mounts {
+        if f.host.mounts.is_empty() && is_pseudo(m) {
+            continue;
+        }
+        let path = crate::sanitize::line(&m.mount, 80);
+        for (kind, usage, what) in [
+            (SignalKind::DiskBytes, bytes_usage(m), "bytes"),
+            (SignalKind::DiskInodes, inode_usage(m), "inodes"),
+        ] {
+            let Some(usage) = usage else { continue };
+            let pct = usage.pct();
+            let severity = if pct >= f.thresholds.disk_crit_pct {
+                Severity::Crit
+            } else if pct >= f.thresholds.disk_warn_pct {
+                Severity::Warn
+            } else {
+                continue;
+            };
+            let hint = if kind == SignalKind::DiskInodes {
+                "too many small files: pack them (tar) or delete caches; `df -h` will not show this"
+            } else {
+                "free space or move outputs to a durable volume"
+            };
+            out.push(Signal::new(
+                kind,
+                severity,
+                format!(
+                    "{path}: {what} {pct:.0}% used ({} of {}): {hint}",
+                    usage.used, usage.total
+                ),
+            ));
+        }
+        if let Some((what, left)) = time_to_full(&history, &m.mount) {
+            let severity = if left < super::run::minutes_f(f.thresholds.full_within_hours * 60.0) {
+                Severity::Crit
+            } else {
+                continue;
+            };
+            out.push(Signal::new(
+                SignalKind::DiskFillingUp,
+                severity,
+                format!(
+                    "{path}: {what} full in about {} at the current rate",
+                    minutes(left)
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// The sooner of bytes and inodes to run out, from the first and last reading of the window.
+pub fn time_to_full(
+    history: &[&crate::fleet::HostReading],
+    mount: &str,
+) -> Option<(&'static str, Duration)> {
+    let find =
+        |r: &crate::fleet::HostReading| r.sample.mounts.iter().find(|m| m.mount == mount).cloned();
+    let (first, last) = (history.first()?, history.last()?);
+    let span = (last.at - first.at).num_milliseconds() as f64 / 1000.0;
+    if span < 30.0 {
+        return None;
+    }
+    let (a, b) = (find(first)?, find(last)?);
+    let mut best: Option<(&'static str, Duration)> = None;
+    for (what, ua, ub) in [
+        ("bytes", bytes_usage(&a), bytes_usage(&b)),
+        ("inodes", inode_usage(&a), inode_usage(&b)),
+    ] {
+        let (Some(ua), Some(ub)) = (ua, ub) else {
+            continue;
+        };
+        let rate = (ub.used as f64 - ua.used as f64) / span;
+        if rate <= 0.0 {
+            continue;
+        }
+        let secs = (ub.total.saturating_sub(ub.used)) as f64 / rate;
+        let left = Duration::seconds(secs.min(1e9) as i64);
+        if best.is_none_or(|(_, d)| left < d) {
+            best = Some((what, left));
+        }
+    }
+    best
+}

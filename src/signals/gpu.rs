@@ -1,0 +1,224 @@
+//! GPU signals: zombie VRAM, power caps and throttling, idle boxes that keep billing.
+
+use chrono::Duration;
+
+use super::run::{RunState, minutes_f};
+use super::{HostFacts, Severity, Signal, SignalKind, minutes};
+use crate::fleet::{GpuAvailability, GpuReading};
+use crate::probe::{ClockEventReason, GpuSample};
+
+/// Utilisation at or below this is "doing nothing".
+const IDLE_UTIL_PCT: u32 = 2;
+/// VRAM above this is "held" (a CUDA context alone takes a few hundred MiB).
+const HELD_MIB: u64 = 1024;
+/// Power below this fraction of the cap is near idle (the zombie capture: 124 W of 700 W).
+const IDLE_POWER_FRACTION: f64 = 0.3;
+/// SM clock below this fraction of its max counts as held back.
+const SLOW_CLOCK_FRACTION: f64 = 0.9;
+
+fn is_zombie_shaped(g: &GpuSample) -> bool {
+    let held = g.mem_used_mib.is_some_and(|m| m >= HELD_MIB);
+    let idle = g.util_gpu_pct.is_some_and(|u| u <= IDLE_UTIL_PCT);
+    let low_power = match (g.power_draw_w, g.power_limit_w) {
+        (Some(draw), Some(limit)) if limit > 0.0 => draw < limit * IDLE_POWER_FRACTION,
+        _ => true,
+    };
+    held && idle && low_power
+}
+
+fn is_idle(g: &GpuSample) -> bool {
+    g.util_gpu_pct.is_some_and(|u| u <= IDLE_UTIL_PCT)
+}
+
+fn label(g: &GpuSample, position: usize) -> String {
+    format!("GPU{}", g.index.map_or(position as u32, |i| i))
+}
+
+/// For how long, ending at the latest reading, `holds` was true of GPU `position` in every
+/// reading; None when it does not hold now.
+fn held_for(
+    readings: &[&GpuReading],
+    position: usize,
+    holds: impl Fn(&GpuSample) -> bool,
+) -> Option<Duration> {
+    let latest = readings.last()?;
+    if !latest.gpus.get(position).is_some_and(&holds) {
+        return None;
+    }
+    let start = readings
+        .iter()
+        .rev()
+        .take_while(|r| r.gpus.get(position).is_some_and(&holds))
+        .last()
+        .map_or(latest.at, |r| r.at);
+    Some(latest.at - start)
+}
+
+pub fn gpu_signals(f: &HostFacts<'_>) -> Vec<Signal> {
+    let mut out = Vec::new();
+    match f.gpu {
+        GpuAvailability::NoNvidiaSmi => {
+            out.push(Signal::new(
+                SignalKind::NoGpu,
+                Severity::Info,
+                "no GPUs: nvidia-smi is not installed on this box",
+            ));
+            return out;
+        }
+        GpuAvailability::Failing(why) => {
+            out.push(Signal::new(
+                SignalKind::ProbeError,
+                Severity::Warn,
+                format!("nvidia-smi is failing: {why}"),
+            ));
+        }
+        _ => {}
+    }
+    let window = minutes_f(f.thresholds.zombie_minutes);
+    let readings = f
+        .history
+        .gpu_since(f.now, window.max(Duration::minutes(1)) * 2);
+    let Some(latest) = readings.last() else {
+        return out;
+    };
+    let processes = f
+        .history
+        .latest_host()
+        .and_then(|h| h.sample.gpu_processes.clone())
+        .unwrap_or_default();
+    for (position, g) in latest.gpus.iter().enumerate() {
+        let name = label(g, position);
+        if let Some(lasted) = held_for(&readings, position, is_zombie_shaped) {
+            let holders: Vec<String> = processes
+                .iter()
+                .filter(|p| p.gpu_uuid.is_none() || p.gpu_uuid == g.uuid)
+                .map(|p| {
+                    format!(
+                        "pid {} {} ({} MiB)",
+                        p.pid,
+                        crate::sanitize::line(p.name.as_deref().unwrap_or("?"), 40),
+                        p.used_mib.map_or("?".into(), |m| m.to_string())
+                    )
+                })
+                .collect();
+            let who = if holders.is_empty() {
+                "a process".to_string()
+            } else {
+                holders.join(", ")
+            };
+            let gb = g.mem_used_mib.unwrap_or(0) as f64 / 1024.0;
+            let (severity, span) = if lasted >= window {
+                (Severity::Crit, format!("for {}", minutes(lasted)))
+            } else if readings.len() <= 1 {
+                (
+                    Severity::Warn,
+                    "in one reading; watch to confirm".to_string(),
+                )
+            } else {
+                (Severity::Warn, format!("for {} so far", minutes(lasted)))
+            };
+            out.push(Signal::new(
+                SignalKind::ZombieVram,
+                severity,
+                format!(
+                    "{name}: {who} holds {gb:.1} GB of VRAM and computes nothing (util {}%, {}) {span}. \
+                     If the run is hung or orphaned, kill it and free the GPU",
+                    g.util_gpu_pct.unwrap_or(0),
+                    power_text(g)
+                ),
+            ));
+        }
+        if let Some(signal) = clock_signal(g, &name) {
+            out.push(signal);
+        }
+    }
+    out
+}
+
+fn power_text(g: &GpuSample) -> String {
+    match (g.power_draw_w, g.power_limit_w) {
+        (Some(d), Some(l)) => format!("{d:.0}/{l:.0} W"),
+        (Some(d), None) => format!("{d:.0} W"),
+        _ => "power unknown".into(),
+    }
+}
+
+fn clock_signal(g: &GpuSample, name: &str) -> Option<Signal> {
+    let (clock, max) = (g.sm_clock_mhz?, g.sm_clock_max_mhz?);
+    let reasons = g.event_reasons.as_ref()?;
+    let active: Vec<ClockEventReason> = reasons
+        .active()
+        .into_iter()
+        .filter(|r| *r != ClockEventReason::GpuIdle)
+        .collect();
+    if active.is_empty()
+        || f64::from(clock) >= f64::from(max) * SLOW_CLOCK_FRACTION
+        || is_idle(g) && active.is_empty()
+    {
+        return None;
+    }
+    let labels: Vec<&str> = active.iter().map(|r| r.label()).collect();
+    let only_power_cap = active.iter().all(|r| *r == ClockEventReason::SwPowerCap);
+    let pct = f64::from(clock) * 100.0 / f64::from(max.max(1));
+    let text = format!(
+        "{name}: SM clock {clock}/{max} MHz ({pct:.0}%) held back by {}; power {}",
+        labels.join(", "),
+        power_text(g)
+    );
+    Some(if only_power_cap {
+        Signal::new(
+            SignalKind::PowerCapped,
+            Severity::Info,
+            format!(
+                "{text}. The card runs at its power cap: expected under full load, but the run is slower than the clock max suggests"
+            ),
+        )
+    } else {
+        Signal::new(
+            SignalKind::Throttled,
+            Severity::Warn,
+            format!("{text}. Check cooling and the power supply"),
+        )
+    })
+}
+
+pub fn idle_but_billing(f: &HostFacts<'_>, run: &RunState) -> Option<Signal> {
+    if !f.bills
+        || matches!(run, RunState::Alive { .. } | RunState::Unknown { .. })
+        || !f.link.is_usable()
+    {
+        return None;
+    }
+    let window = minutes_f(f.thresholds.idle_minutes);
+    let readings = f.history.gpu_since(f.now, window * 2);
+    let latest = readings.last()?;
+    if latest.gpus.is_empty() {
+        return None;
+    }
+    let lasted = (0..latest.gpus.len())
+        .map(|p| held_for(&readings, p, is_idle))
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .min()?;
+    let severity = if lasted >= window {
+        Severity::Crit
+    } else {
+        Severity::Info
+    };
+    if severity == Severity::Info && readings.len() > 1 && lasted < window / 2 {
+        return None;
+    }
+    Some(Signal::new(
+        SignalKind::IdleButBilling,
+        severity,
+        format!(
+            "no GPU work and no live run for {}{}: the box bills while idle. Pull results and stop it, or start the next job",
+            minutes(lasted),
+            if readings.len() <= 1 {
+                " (one reading)"
+            } else {
+                ""
+            }
+        ),
+    ))
+}

@@ -1,0 +1,119 @@
+//! Signals: what the readings mean, each with a severity and a plain message that says what to
+//! do. Pure functions of the history, the link state and `now`; no I/O, no clock.
+
+mod disk;
+mod gpu;
+mod run;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::config::fleet::{HostConfig, Thresholds};
+use crate::fleet::{BootMark, GpuAvailability, HostHistory};
+use crate::transport::LinkState;
+
+pub use run::RunState;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warn,
+    Crit,
+}
+
+impl Severity {
+    pub fn word(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warn => "WARN",
+            Severity::Crit => "CRIT",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignalKind {
+    ZombieVram,
+    PowerCapped,
+    Throttled,
+    IdleButBilling,
+    RunDead,
+    RunUnknown,
+    Rebooted,
+    HungRun,
+    StaleCheckpoint,
+    DiskBytes,
+    DiskInodes,
+    DiskFillingUp,
+    GpuXid,
+    OomKill,
+    NoGpu,
+    ProbeError,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Signal {
+    pub kind: SignalKind,
+    pub severity: Severity,
+    pub message: String,
+}
+
+impl Signal {
+    pub fn new(kind: SignalKind, severity: Severity, message: impl Into<String>) -> Self {
+        Signal {
+            kind,
+            severity,
+            message: message.into(),
+        }
+    }
+}
+
+/// Everything the signals look at for one host.
+pub struct HostFacts<'a> {
+    pub host: &'a HostConfig,
+    pub link: &'a LinkState,
+    pub history: &'a HostHistory,
+    pub gpu: &'a GpuAvailability,
+    /// The boot seen before the latest reading (from history, or persisted by `status`).
+    pub previous_boot: Option<BootMark>,
+    /// Whether this box costs money while it sits idle.
+    pub bills: bool,
+    pub thresholds: &'a Thresholds,
+    pub now: DateTime<Utc>,
+}
+
+/// The run's state and every signal for one host, worst first.
+pub fn evaluate(facts: &HostFacts<'_>) -> (RunState, Vec<Signal>) {
+    let run_state = run::run_state(facts);
+    let mut signals = Vec::new();
+    signals.extend(run::run_signals(facts, &run_state));
+    signals.extend(gpu::gpu_signals(facts));
+    signals.extend(gpu::idle_but_billing(facts, &run_state));
+    signals.extend(disk::disk_signals(facts));
+    if let Some(latest) = facts.history.latest_host() {
+        for error in &latest.sample.errors {
+            signals.push(Signal::new(
+                SignalKind::ProbeError,
+                Severity::Warn,
+                format!("probe section {} failed: {}", error.section, error.message),
+            ));
+        }
+    }
+    signals.sort_by_key(|s| std::cmp::Reverse(s.severity));
+    (run_state, signals)
+}
+
+pub(crate) fn minutes(d: chrono::Duration) -> String {
+    let secs = d.num_seconds().max(0);
+    match secs {
+        s if s < 90 => format!("{s}s"),
+        s if s < 90 * 60 => format!("{}m", s / 60),
+        s if s < 48 * 3600 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        s => format!("{}d{:02}h", s / 86400, (s % 86400) / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,135 @@
+//! Long-lived commands (the GPU stream, the periodic probe): each channel is drained by its own
+//! task into a bounded queue of lines, so a slow reader can never freeze the shared connection
+//! (russh refills a window when data arrives, not when it is read). Lines beyond the queue are
+//! dropped and counted instead of pushing back into the session.
+
+use std::sync::Arc;
+
+use russh::ChannelMsg;
+use tokio::sync::mpsc;
+
+use super::error::TransportError;
+use super::session::Session;
+
+/// Lines queued per stream before new ones are dropped.
+pub const STREAM_QUEUE: usize = 4096;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// One line of stdout or stderr (merged, as `2>&1` would), without its newline, cut at the cap.
+    Line(String),
+    /// The remote command ended. `dropped` counts lines lost to a full queue.
+    Ended {
+        exit_status: Option<u32>,
+        dropped: u64,
+    },
+}
+
+impl Session {
+    /// Starts `command` on its own channel and returns its lines as they come. Dropping the
+    /// receiver closes the channel.
+    pub async fn stream(
+        self: &Arc<Self>,
+        command: &str,
+        max_line: usize,
+    ) -> Result<mpsc::Receiver<StreamEvent>, TransportError> {
+        let permit = Arc::clone(self.slots())
+            .acquire_owned()
+            .await
+            .map_err(|_| TransportError::Disconnected("session closed".into()))?;
+        let mut channel = self.open_channel().await?;
+        channel.exec(true, command).await?;
+        let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+        tokio::spawn(async move {
+            let _permit = permit;
+            let mut splitter = LineSplitter::new(max_line);
+            let mut exit_status = None;
+            let mut dropped = 0u64;
+            loop {
+                let msg = tokio::select! {
+                    msg = channel.wait() => msg,
+                    () = tx.closed() => break,
+                };
+                let data = match msg {
+                    Some(ChannelMsg::Data { data })
+                    | Some(ChannelMsg::ExtendedData { data, .. }) => data,
+                    Some(ChannelMsg::ExitStatus { exit_status: s }) => {
+                        exit_status = Some(s);
+                        continue;
+                    }
+                    Some(ChannelMsg::Close) | None => break,
+                    Some(_) => continue,
+                };
+                for line in splitter.push(&data) {
+                    if tx.try_send(StreamEvent::Line(line)).is_err() {
+                        dropped += 1;
+                    }
+                }
+            }
+            if let Some(rest) = splitter.finish() {
+                let _ = tx.try_send(StreamEvent::Line(rest));
+            }
+            let _ = channel.close().await;
+            let _ = tx
+                .send(StreamEvent::Ended {
+                    exit_status,
+                    dropped,
+                })
+                .await;
+        });
+        Ok(rx)
+    }
+}
+
+/// Splits bytes into lines, keeping at most `max_line` bytes of each (the rest of a runaway
+/// line is skipped, not buffered).
+pub struct LineSplitter {
+    current: Vec<u8>,
+    max_line: usize,
+}
+
+impl LineSplitter {
+    pub fn new(max_line: usize) -> Self {
+        LineSplitter {
+            current: Vec::new(),
+            max_line,
+        }
+    }
+
+    pub fn push(&mut self, data: &[u8]) -> Vec<String> {
+        let mut lines = Vec::new();
+        for &b in data {
+            if b == b'\n' {
+                let line = String::from_utf8_lossy(&self.current);
+                lines.push(line.trim_end_matches('\r').to_string());
+                self.current.clear();
+            } else if self.current.len() < self.max_line {
+                self.current.push(b);
+            }
+        }
+        lines
+    }
+
+    pub fn finish(&mut self) -> Option<String> {
+        if self.current.is_empty() {
+            return None;
+        }
+        let line = String::from_utf8_lossy(&self.current).to_string();
+        self.current.clear();
+        Some(line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_split_across_chunks_and_runaway_lines_are_cut() {
+        let mut s = LineSplitter::new(5);
+        assert_eq!(s.push(b"ab"), Vec::<String>::new());
+        assert_eq!(s.push(b"c\r\nxyz1234567\n\xffq"), vec!["abc", "xyz12"]);
+        assert_eq!(s.finish().as_deref(), Some("\u{fffd}q"));
+        assert_eq!(s.finish(), None);
+    }
+}
