@@ -18,6 +18,7 @@
 pub mod cli;
 pub mod config;
 pub mod fleet;
+pub mod monitor;
 pub mod probe;
 pub mod sanitize;
 pub mod signals;

@@ -1,6 +1,9 @@
 //! Command line: one file per subcommand, each with its own `run`.
 
 mod check;
+mod status;
+mod status_report;
+mod status_table;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +34,8 @@ pub struct Cli {
 pub enum Command {
     /// Connect to every host once and report its link: state, round trip, banner, auth
     Check(check::CheckArgs),
+    /// Probe every host once: link, run, GPUs, disks and the signals that need you
+    Status(status::StatusArgs),
 }
 
 pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
@@ -48,6 +53,7 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     runtime.block_on(async {
         match cli.command {
             Command::Check(args) => check::run(&fleet, &args).await,
+            Command::Status(args) => status::run(&fleet, &args).await,
         }
     })
 }

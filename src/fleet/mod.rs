@@ -91,6 +91,16 @@ impl HostHistory {
         self.host.push_back(reading);
     }
 
+    /// Adds whichever readings a probe produced.
+    pub fn extend(&mut self, gpu: Option<GpuReading>, host: Option<HostReading>) {
+        if let Some(g) = gpu {
+            self.push_gpu(g);
+        }
+        if let Some(h) = host {
+            self.push_host(h);
+        }
+    }
+
     pub fn gpu(&self) -> &VecDeque<GpuReading> {
         &self.gpu
     }

@@ -222,3 +222,37 @@ pub fn idle_but_billing(f: &HostFacts<'_>, run: &RunState) -> Option<Signal> {
         ),
     ))
 }
+
+/// Xid errors and OOM kills from the kernel log the probe last read (its last 20 such lines).
+pub fn kernel_signals(f: &HostFacts<'_>) -> Vec<Signal> {
+    let Some(latest) = f.history.latest_host() else {
+        return Vec::new();
+    };
+    latest
+        .sample
+        .kernel_events
+        .iter()
+        .map(|event| match event {
+            crate::probe::KernelEvent::Xid { pci, xid, process, message, .. } => Signal::new(
+                SignalKind::GpuXid,
+                Severity::Crit,
+                format!(
+                    "GPU fault: Xid {xid} on {} ({}){}: {}. Xid 79/74/48 usually need a reboot or a new box",
+                    crate::sanitize::line(pci, 40),
+                    crate::sanitize::line(message, 120),
+                    process.as_deref().map_or(String::new(), |p| format!(", process {}", crate::sanitize::line(p, 40))),
+                    "check the run and `nvidia-smi`"
+                ),
+            ),
+            crate::probe::KernelEvent::OomKill { pid, process, cgroup, .. } => Signal::new(
+                SignalKind::OomKill,
+                Severity::Warn,
+                format!(
+                    "the kernel killed pid {pid} ({}) for lack of {} memory: lower the batch size or data-loader workers",
+                    crate::sanitize::line(process, 40),
+                    if *cgroup { "container" } else { "host" }
+                ),
+            ),
+        })
+        .collect()
+}

@@ -91,6 +91,7 @@ pub fn evaluate(facts: &HostFacts<'_>) -> (RunState, Vec<Signal>) {
     signals.extend(run::run_signals(facts, &run_state));
     signals.extend(gpu::gpu_signals(facts));
     signals.extend(gpu::idle_but_billing(facts, &run_state));
+    signals.extend(gpu::kernel_signals(facts));
     signals.extend(disk::disk_signals(facts));
     if let Some(latest) = facts.history.latest_host() {
         for error in &latest.sample.errors {

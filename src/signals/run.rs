@@ -112,17 +112,17 @@ pub fn run_signals(f: &HostFacts<'_>, state: &RunState) -> Vec<Signal> {
                 ),
             ));
         }
-        RunState::Unknown {
-            since: Some(since),
-            reason,
-        } => out.push(Signal::new(
-            SignalKind::RunUnknown,
-            Severity::Warn,
-            format!(
-                "run state unknown since {} ({reason}); a dropped link is not a dead run",
-                since.format("%H:%M:%S UTC")
-            ),
-        )),
+        RunState::Unknown { since, reason } => {
+            let since = since.map_or_else(
+                || "not read yet".to_string(),
+                |t| format!("unknown since {}", t.format("%H:%M:%S UTC")),
+            );
+            out.push(Signal::new(
+                SignalKind::RunUnknown,
+                Severity::Warn,
+                format!("run state {since} ({reason}); a dropped link is not a dead run"),
+            ));
+        }
         _ => {}
     }
     let Some(latest) = f.history.latest_host() else {

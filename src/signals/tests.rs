@@ -336,3 +336,19 @@ fn headed_replay_of_a_capture_parses_like_the_capture() {
     let g = parse_gpu_csv(&text).expect("headed");
     assert_eq!(g[0].sm_clock_max_mhz, Some(1980));
 }
+
+#[test]
+fn xid_and_oom_lines_become_signals_handwritten() {
+    let text = "[ 1234.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python3, GPU has fallen off the bus.\n\
+                [ 1300.1] Out of memory: Killed process 4243 (python3) total-vm:1000kB, anon-rss:900kB, file-rss:0kB, shmem-rss:0kB\n";
+    let events = crate::probe::parse_kernel_log(text).expect("kernel");
+    let mut case = Case::new(None);
+    case.host_sample(HostSample {
+        kernel_events: events,
+        ..HostSample::default()
+    });
+    let (_, signals) = case.run();
+    let xid = find(&signals, SignalKind::GpuXid).expect("xid");
+    assert!(xid.message.contains("Xid 79"), "{}", xid.message);
+    assert!(find(&signals, SignalKind::OomKill).is_some_and(|s| s.message.contains("pid 4243")));
+}

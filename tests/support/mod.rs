@@ -398,3 +398,164 @@ pub fn wait_for_path(path: &Path) -> bool {
     }
     true
 }
+
+/// A capture from tests/fixtures: its command line, its output and its exit status.
+pub struct Capture {
+    pub command: String,
+    pub body: String,
+    pub exit: i32,
+}
+
+pub fn capture(name: &str) -> Capture {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines: Vec<&str> = text.lines().collect();
+    let command = lines
+        .remove(0)
+        .strip_prefix("$ ")
+        .unwrap_or_else(|| panic!("{name}: no $ line"))
+        .to_string();
+    let exit = lines
+        .pop()
+        .and_then(|l| {
+            l.strip_prefix("[exit ")?
+                .strip_suffix(']')?
+                .parse::<i32>()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("{name}: no [exit N] line"));
+    let mut body = lines.join("\n");
+    if !body.is_empty() {
+        body.push('\n');
+    }
+    Capture {
+        command,
+        body,
+        exit,
+    }
+}
+
+impl Capture {
+    /// The output as `--format=csv` prints it: a capture taken with `noheader` gets the header
+    /// line nvidia-smi would have printed, built from the capture's own field list, so a shim
+    /// can answer rigwatch's headed query with it.
+    pub fn with_header(&self) -> String {
+        if !self.command.contains("noheader") {
+            return self.body.clone();
+        }
+        let fields = self
+            .command
+            .split_whitespace()
+            .find_map(|w| {
+                w.strip_prefix("--query-gpu=")
+                    .or_else(|| w.strip_prefix("--query-compute-apps="))
+            })
+            .unwrap_or_else(|| panic!("{}: not a --query capture", self.command));
+        format!(
+            "{}\n{}",
+            fields.split(',').collect::<Vec<_>>().join(", "),
+            self.body
+        )
+    }
+}
+
+/// What a shim `nvidia-smi` on one host answers.
+pub struct GpuShim<'a> {
+    pub query_gpu: &'a str,
+    pub apps: &'a str,
+    /// Refuse `clocks_event_reasons.*` like a driver that predates it.
+    pub legacy_driver: bool,
+}
+
+impl Sshd {
+    fn write_script(&self, name: &str, text: &str) {
+        let path = self.bin.join(name);
+        std::fs::write(&path, text).expect("shim");
+        run(Command::new("chmod").arg("755").arg(&path));
+    }
+
+    fn write_data(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.join("shimdata");
+        std::fs::create_dir_all(&path).expect("shimdata");
+        let file = path.join(name);
+        std::fs::write(&file, text).expect("shim data");
+        file
+    }
+
+    /// `nvidia-smi` replaying captures: `--query-gpu` (looping under `-lms`), `--query-compute-apps`.
+    pub fn shim_nvidia_smi(&self, shim: &GpuShim<'_>) {
+        let gpu = self.write_data("query_gpu.txt", &capture(shim.query_gpu).with_header());
+        let apps = self.write_data("apps.txt", &capture(shim.apps).with_header());
+        let refusal = capture("handwritten/q_legacy_driver_handwritten.txt");
+        let refusal = self.write_data("refusal.txt", &refusal.body);
+        let legacy = if shim.legacy_driver {
+            format!(
+                "case \"$*\" in *clocks_event_reasons.*) cat '{}'; exit 2;; esac\n",
+                refusal.display()
+            )
+        } else {
+            String::new()
+        };
+        self.write_script(
+            "nvidia-smi",
+            &format!(
+                "#!/bin/sh\n{legacy}case \"$*\" in\n\
+                 *--query-gpu=*-lms*) while :; do cat '{gpu}'; sleep 0.5; done;;\n\
+                 *--query-gpu=*) cat '{gpu}';;\n\
+                 *--query-compute-apps=*) cat '{apps}';;\n\
+                 *) echo \"shim nvidia-smi: unexpected arguments: $*\" >&2; exit 9;;\nesac\n",
+                gpu = gpu.display(),
+                apps = apps.display()
+            ),
+        );
+    }
+
+    /// `tmux` replaying `tmux_run.txt` (a session `train` with a live pane) or `tmux_ls.txt` (no
+    /// server). The tmux_run capture ran `tmux ls` then `list-panes`: one line of each.
+    pub fn shim_tmux(&self, running: bool) {
+        let (ls, panes, exit) = if running {
+            let c = capture("h100/tmux_run.txt");
+            let lines: Vec<&str> = c.body.lines().collect();
+            (format!("{}\n", lines[0]), format!("{}\n", lines[1]), 0)
+        } else {
+            let c = capture("h100/tmux_ls.txt");
+            (c.body.clone(), c.body.clone(), c.exit)
+        };
+        let ls = self.write_data("tmux_ls.txt", &ls);
+        let panes = self.write_data("tmux_panes.txt", &panes);
+        self.write_script(
+            "tmux",
+            &format!(
+                "#!/bin/sh\ncase \"$1\" in\nls) cat '{}';;\nlist-panes) cat '{}';;\nesac\nexit {exit}\n",
+                ls.display(),
+                panes.display()
+            ),
+        );
+    }
+
+    /// `df -Pi` replaying a capture; every other df call is the real one.
+    pub fn shim_df_inodes(&self, capture_name: &str) {
+        let data = self.write_data("df_Pi.txt", &capture(capture_name).body);
+        self.write_script(
+            "df",
+            &format!(
+                "#!/bin/sh\nif [ \"$1\" = -Pi ]; then cat '{}'; exit 0; fi\nexec /bin/df \"$@\"\n",
+                data.display()
+            ),
+        );
+    }
+
+    /// The box's boot id, as `cat /proc/sys/kernel/random/boot_id` reads it; other files are real.
+    pub fn shim_boot_id(&self, boot_id: &str) {
+        let data = self.write_data("boot_id", &format!("{boot_id}\n"));
+        self.write_script(
+            "cat",
+            &format!(
+                "#!/bin/sh\nif [ \"$1\" = /proc/sys/kernel/random/boot_id ]; then exec /bin/cat '{}'; fi\nexec /bin/cat \"$@\"\n",
+                data.display()
+            ),
+        );
+    }
+}

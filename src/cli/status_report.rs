@@ -1,0 +1,159 @@
+//! The `status --json` document: a stable shape for scripts, documented in README. Unknown
+//! values are `null`, never a made-up 0.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::fleet::{GpuAvailability, HostHistory};
+use crate::probe::{GpuProcess, GpuSample, Mount};
+use crate::signals::{RunState, Signal};
+use crate::transport::LinkState;
+
+#[derive(Debug, Serialize)]
+pub struct StatusReport {
+    pub taken_at: DateTime<Utc>,
+    pub hosts: Vec<HostStatus>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HostStatus {
+    pub name: String,
+    pub profile: String,
+    pub link: LinkReport,
+    pub run: RunState,
+    pub uptime_secs: Option<f64>,
+    pub boot_id: Option<String>,
+    pub gpu_state: GpuAvailability,
+    pub gpus: Vec<GpuReport>,
+    pub mounts: Vec<MountReport>,
+    pub signals: Vec<Signal>,
+    /// Probes that could not be read, each naming the host and the probe.
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LinkReport {
+    pub state: &'static str,
+    pub since: Option<DateTime<Utc>>,
+    pub rtt_ms: Option<f64>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GpuReport {
+    pub index: Option<u32>,
+    pub uuid: Option<String>,
+    pub name: Option<String>,
+    pub util_pct: Option<u32>,
+    pub sm_clock_mhz: Option<u32>,
+    pub sm_clock_max_mhz: Option<u32>,
+    pub power_w: Option<f64>,
+    pub power_limit_w: Option<f64>,
+    pub mem_used_mib: Option<u64>,
+    pub mem_total_mib: Option<u64>,
+    pub temp_c: Option<u32>,
+    pub pstate: Option<String>,
+    /// Active clock event reasons by name; null when the driver did not report them.
+    pub throttle: Option<Vec<&'static str>>,
+    pub processes: Vec<ProcessReport>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ProcessReport {
+    pub pid: u32,
+    pub name: Option<String>,
+    pub used_mib: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MountReport {
+    pub path: String,
+    pub filesystem: String,
+    pub bytes_used: Option<u64>,
+    pub bytes_total: Option<u64>,
+    pub bytes_avail: Option<u64>,
+    pub inodes_used: Option<u64>,
+    pub inodes_total: Option<u64>,
+}
+
+pub fn link_report(state: &LinkState) -> LinkReport {
+    let (since, error) = match state {
+        LinkState::Connecting { .. } => (None, None),
+        LinkState::Up { since, .. } => (Some(*since), None),
+        LinkState::Degraded { since, reason, .. } => (Some(*since), Some(reason.clone())),
+        LinkState::Down { since, reason, .. }
+        | LinkState::AuthRefused { since, reason }
+        | LinkState::HostkeyRefused { since, reason } => (Some(*since), Some(reason.clone())),
+    };
+    LinkReport {
+        state: state.word(),
+        since,
+        rtt_ms: state.rtt_ms().filter(|r| r.is_finite()),
+        error,
+    }
+}
+
+pub fn gpu_reports(history: &HostHistory) -> Vec<GpuReport> {
+    let processes: Vec<GpuProcess> = history
+        .latest_host()
+        .and_then(|h| h.sample.gpu_processes.clone())
+        .unwrap_or_default();
+    let Some(latest) = history.latest_gpu() else {
+        return Vec::new();
+    };
+    let only_one = latest.gpus.len() == 1;
+    latest
+        .gpus
+        .iter()
+        .map(|g| gpu_report(g, &processes, only_one))
+        .collect()
+}
+
+fn gpu_report(g: &GpuSample, processes: &[GpuProcess], only_one: bool) -> GpuReport {
+    GpuReport {
+        index: g.index,
+        uuid: g.uuid.clone(),
+        name: g.name.clone(),
+        util_pct: g.util_gpu_pct,
+        sm_clock_mhz: g.sm_clock_mhz,
+        sm_clock_max_mhz: g.sm_clock_max_mhz,
+        power_w: g.power_draw_w,
+        power_limit_w: g.power_limit_w,
+        mem_used_mib: g.mem_used_mib,
+        mem_total_mib: g.mem_total_mib,
+        temp_c: g.temp_gpu_c,
+        pstate: g.pstate.clone(),
+        throttle: g
+            .event_reasons
+            .as_ref()
+            .map(|r| r.active().iter().map(|a| a.label()).collect()),
+        processes: processes
+            .iter()
+            // Without a uuid column a process can only be placed on a single-GPU box.
+            .filter(|p| match (&p.gpu_uuid, &g.uuid) {
+                (Some(pu), Some(gu)) => pu == gu,
+                _ => only_one,
+            })
+            .map(|p| ProcessReport {
+                pid: p.pid,
+                name: p.name.clone(),
+                used_mib: p.used_mib,
+            })
+            .collect(),
+    }
+}
+
+pub fn mount_reports(mounts: &[Mount]) -> Vec<MountReport> {
+    mounts
+        .iter()
+        .map(|m| MountReport {
+            path: m.mount.clone(),
+            filesystem: m.filesystem.clone(),
+            bytes_used: m.bytes.as_ref().and_then(|b| b.used_bytes),
+            bytes_total: m.bytes.as_ref().and_then(|b| b.total_bytes),
+            bytes_avail: m.bytes.as_ref().and_then(|b| b.avail_bytes),
+            inodes_used: m.inodes.as_ref().and_then(|i| i.used),
+            inodes_total: m.inodes.as_ref().and_then(|i| i.total),
+        })
+        .collect()
+}

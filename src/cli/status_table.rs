@@ -1,0 +1,108 @@
+//! The compact `status` table: one line per host, then its signals indented under it.
+
+use std::fmt::Write as _;
+
+use super::status_report::{GpuReport, HostStatus, MountReport, StatusReport};
+use crate::sanitize::line;
+
+fn gpu_cell(g: &GpuReport) -> String {
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "?".into());
+    format!(
+        "{}: {}% {}/{}MHz {}/{}W {}/{}GiB",
+        g.index.map_or("?".into(), |i| i.to_string()),
+        opt(g.util_pct.map(|u| u.to_string())),
+        opt(g.sm_clock_mhz.map(|c| c.to_string())),
+        opt(g.sm_clock_max_mhz.map(|c| c.to_string())),
+        opt(g.power_w.map(|p| format!("{p:.0}"))),
+        opt(g.power_limit_w.map(|p| format!("{p:.0}"))),
+        opt(g.mem_used_mib.map(|m| format!("{:.0}", m as f64 / 1024.0))),
+        opt(g.mem_total_mib.map(|m| format!("{:.0}", m as f64 / 1024.0))),
+    )
+}
+
+fn pct(used: Option<u64>, total: Option<u64>) -> Option<f64> {
+    match (used, total) {
+        (Some(u), Some(t)) if t > 0 => Some(u as f64 * 100.0 / t as f64),
+        _ => None,
+    }
+}
+
+/// The mount closest to full on either dimension.
+fn worst_mount(mounts: &[MountReport]) -> String {
+    let scored = mounts.iter().map(|m| {
+        let bytes = pct(
+            m.bytes_used,
+            m.bytes_used.zip(m.bytes_avail).map(|(u, a)| u + a),
+        );
+        let inodes = pct(m.inodes_used, m.inodes_total);
+        (
+            bytes.unwrap_or(0.0).max(inodes.unwrap_or(0.0)),
+            m,
+            bytes,
+            inodes,
+        )
+    });
+    match scored.max_by(|a, b| a.0.total_cmp(&b.0)) {
+        Some((_, m, bytes, inodes)) => {
+            let show = |p: Option<f64>| p.map_or("?".into(), |p| format!("{p:.0}%"));
+            format!(
+                "{} {} bytes {} inodes",
+                line(&m.path, 24),
+                show(bytes),
+                show(inodes)
+            )
+        }
+        None => "-".into(),
+    }
+}
+
+pub fn table(report: &StatusReport) -> String {
+    let width = report
+        .hosts
+        .iter()
+        .map(|h| h.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut out = format!(
+        "{:width$}  {:15}  {:7}  {:36}  DISK (fullest)\n",
+        "HOST", "LINK", "RUN", "GPU"
+    );
+    for host in &report.hosts {
+        write_host(&mut out, host, width);
+    }
+    out
+}
+
+fn write_host(out: &mut String, host: &HostStatus, width: usize) {
+    let gpus: Vec<String> = host.gpus.iter().map(gpu_cell).collect();
+    let gpu = match (gpus.is_empty(), &host.gpu_state) {
+        (false, _) => gpus.join(" | "),
+        (true, crate::fleet::GpuAvailability::NoNvidiaSmi) => "no GPUs (no nvidia-smi)".into(),
+        (true, _) => "-".into(),
+    };
+    let _ = writeln!(
+        out,
+        "{:width$}  {:15}  {:7}  {:36}  {}",
+        line(&host.name, 64),
+        host.link.state,
+        host.run.word(),
+        gpu,
+        worst_mount(&host.mounts)
+    );
+    if let Some(error) = &host.link.error {
+        let _ = writeln!(out, "{:width$}    link: {}", "", line(error, 300));
+    }
+    for signal in &host.signals {
+        let _ = writeln!(
+            out,
+            "{:width$}    {} {}",
+            "",
+            signal.severity.word(),
+            line(&signal.message, 400)
+        );
+    }
+    for error in &host.errors {
+        let _ = writeln!(out, "{:width$}    error: {}", "", line(error, 300));
+    }
+}

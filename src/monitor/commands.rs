@@ -1,0 +1,113 @@
+//! The command lines rigwatch runs on a box, and how their output becomes readings.
+
+use std::time::Duration;
+
+use crate::config::HostConfig;
+use crate::fleet::GpuAvailability;
+use crate::probe::script::{ProbeTargets, command_line, periodic_script, sh_quote};
+use crate::probe::{GpuSample, ParseError, parse_gpu_csv, parse_query_failure};
+
+/// sh's status for a command it cannot find.
+pub const NOT_FOUND: u32 = 127;
+
+pub fn targets(host: &HostConfig) -> ProbeTargets {
+    ProbeTargets {
+        mounts: host.mounts.clone(),
+        run: host.run.clone(),
+        log: host.log.clone(),
+        ckpt_dir: host.ckpt_dir.clone(),
+    }
+}
+
+pub fn new_nonce() -> String {
+    format!("{:016x}", fastrand::u64(..))
+}
+
+/// The periodic probe, looping every `period`, or once when `period` is None.
+pub fn probe_command(host: &HostConfig, nonce: &str, period: Option<Duration>) -> String {
+    let targets = targets(host);
+    command_line(&targets, &periodic_script(&targets, nonce, period))
+}
+
+/// `nvidia-smi --query-gpu` with the header on (columns are read by name) and units off;
+/// looping with `-lms` when `period` is given, else once under `timeout` where the box has it.
+pub fn gpu_command(fields: &[&str], period: Option<Duration>) -> String {
+    let args = format!("--query-gpu={} --format=csv,nounits", fields.join(","));
+    match period {
+        Some(p) => format!("exec nvidia-smi {args} -lms {}", p.as_millis().max(100)),
+        None => format!(
+            "if command -v timeout >/dev/null 2>&1; then exec timeout -k 2 10 nvidia-smi {args}; \
+             else exec nvidia-smi {args}; fi"
+        ),
+    }
+}
+
+/// What one run of the GPU query says, from its exit status and output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GpuOutcome {
+    Samples(Vec<GpuSample>),
+    /// The driver rejected a field: retry with the legacy field list.
+    FieldRejected(String),
+    NoNvidiaSmi,
+    Failed(String),
+}
+
+pub fn read_gpu_output(exit_status: Option<u32>, text: &str) -> Result<GpuOutcome, ParseError> {
+    if let Some(field) = parse_query_failure(text) {
+        return Ok(GpuOutcome::FieldRejected(field));
+    }
+    match exit_status {
+        Some(NOT_FOUND) => Ok(GpuOutcome::NoNvidiaSmi),
+        Some(0) | None => parse_gpu_csv(text).map(GpuOutcome::Samples),
+        Some(code) => {
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("no output");
+            Ok(GpuOutcome::Failed(format!(
+                "exit {code}: {}",
+                crate::sanitize::line(first, 200)
+            )))
+        }
+    }
+}
+
+pub fn availability(outcome: &GpuOutcome) -> GpuAvailability {
+    match outcome {
+        GpuOutcome::Samples(_) => GpuAvailability::Present,
+        GpuOutcome::NoNvidiaSmi => GpuAvailability::NoNvidiaSmi,
+        GpuOutcome::FieldRejected(f) => {
+            GpuAvailability::Failing(format!("field {} rejected", sh_quote(f)))
+        }
+        GpuOutcome::Failed(why) => GpuAvailability::Failing(why.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bogus_field_capture_asks_for_the_fallback() {
+        let capture = include_str!("../../tests/fixtures/h100/q_bogus.txt");
+        let body: Vec<&str> = capture
+            .lines()
+            .skip(1)
+            .filter(|l| !l.starts_with("[exit"))
+            .collect();
+        let outcome = read_gpu_output(Some(2), &body.join("\n")).expect("reads");
+        assert_eq!(outcome, GpuOutcome::FieldRejected("bogus.field".into()));
+    }
+
+    #[test]
+    fn missing_tool_is_no_gpus_not_an_error() {
+        let outcome = read_gpu_output(Some(127), "sh: 1: nvidia-smi: not found\n").expect("reads");
+        assert_eq!(availability(&outcome), GpuAvailability::NoNvidiaSmi);
+    }
+
+    #[test]
+    fn commands_loop_only_when_asked() {
+        assert!(gpu_command(&["index"], Some(Duration::from_secs(2))).ends_with("-lms 2000"));
+        assert!(gpu_command(&["index"], None).contains("timeout -k 2 10 nvidia-smi"));
+    }
+}

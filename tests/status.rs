@@ -1,0 +1,349 @@
+//! `rigwatch status --json` end to end: real sshd hosts whose PATH holds shim tools replaying the
+//! real H100 captures, through the same probe script, parsers and signals as a live fleet.
+
+mod support;
+
+use std::process::Output;
+
+use serde_json::Value;
+use support::{GpuShim, Lab, rigwatch};
+
+fn status_json(config: &std::path::Path, state: &std::path::Path) -> (Option<i32>, Value) {
+    let out: Output = rigwatch()
+        .args(["status", "--json", "--config"])
+        .arg(config)
+        .env("XDG_STATE_HOME", state)
+        .output()
+        .expect("run status");
+    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}):\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), json)
+}
+
+fn host<'a>(json: &'a Value, name: &str) -> &'a Value {
+    json["hosts"]
+        .as_array()
+        .expect("hosts")
+        .iter()
+        .find(|h| h["name"] == name)
+        .unwrap_or_else(|| panic!("no host {name}"))
+}
+
+fn signal<'a>(h: &'a Value, kind: &str) -> Option<&'a Value> {
+    h["signals"]
+        .as_array()
+        .expect("signals")
+        .iter()
+        .find(|s| s["kind"] == kind)
+}
+
+fn kinds(h: &Value) -> Vec<String> {
+    h["signals"]
+        .as_array()
+        .expect("signals")
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn every_box_shape_end_to_end_through_status_json() {
+    let mut lab = Lab::new();
+    let idle = lab.start_host("idle");
+    idle.shim_nvidia_smi(&GpuShim {
+        query_gpu: "h100/q_idle_csv.txt",
+        apps: "h100/apps_idle.txt",
+        legacy_driver: false,
+    });
+    let loaded = lab.start_host("loaded");
+    loaded.shim_nvidia_smi(&GpuShim {
+        query_gpu: "h100/q_load_csv.txt",
+        apps: "h100/apps_load.txt",
+        legacy_driver: false,
+    });
+    loaded.shim_tmux(true);
+    let zombie = lab.start_host("zombie");
+    zombie.shim_nvidia_smi(&GpuShim {
+        query_gpu: "h100/zombie_q.txt",
+        apps: "h100/zombie_apps.txt",
+        legacy_driver: false,
+    });
+    let inodes = lab.start_host("inodes");
+    inodes.shim_df_inodes("handwritten/df_Pi_inodes_full_handwritten.txt");
+    inodes.shim_nvidia_smi(&GpuShim {
+        query_gpu: "h100/q_idle_csv_nn.txt",
+        apps: "h100/apps_idle.txt",
+        legacy_driver: true,
+    });
+    let cpu = lab.start_host("cpu");
+    let dead = lab.start_host("dead");
+    dead.shim_tmux(false);
+    dead.shim_nvidia_smi(&GpuShim {
+        query_gpu: "h100/q_idle_csv.txt",
+        apps: "h100/apps_idle.txt",
+        legacy_driver: false,
+    });
+    let multi = lab.start_host("multi");
+    multi.shim_nvidia_smi(&GpuShim {
+        query_gpu: "handwritten/q_multi_gpu_handwritten.txt",
+        apps: "h100/apps_load.txt",
+        legacy_driver: false,
+    });
+    let rebooted = lab.start_host("rebooted");
+    rebooted.shim_boot_id("0f5e8a52-3c1d-4b7e-9a6f-1d2c3b4a5e60");
+
+    let log = lab.path("train.log");
+    std::fs::write(&log, "epoch 3/50\n\x1b[31mloss 0.42\x1b[0m\n").expect("log");
+    let touched = std::process::Command::new("touch")
+        .args(["-d", "2 hours ago"])
+        .arg(&log)
+        .status()
+        .expect("touch");
+    assert!(touched.success());
+    let ckpt_dir = lab.path("ckpts");
+    std::fs::create_dir_all(&ckpt_dir).expect("ckpts");
+    std::fs::write(ckpt_dir.join("step_1000.pt"), vec![0u8; 4096]).expect("ckpt");
+
+    let entry = |s: &support::Sshd, extra: &str| format!("{}\n{extra}", lab.host_entry(s));
+    let hosts = [
+        ("idle", entry(&idle, "")),
+        (
+            "loaded",
+            entry(
+                &loaded,
+                &format!(
+                    "run = \"train\"\nlog = \"{}\"\nckpt_dir = \"{}\"",
+                    log.display(),
+                    ckpt_dir.display()
+                ),
+            ),
+        ),
+        ("zombie", entry(&zombie, "")),
+        ("inodes", entry(&inodes, "mounts = [\"/\"]")),
+        ("cpu", entry(&cpu, "")),
+        ("dead", entry(&dead, "run = \"train\"")),
+        ("multi", entry(&multi, "")),
+        ("rebooted", entry(&rebooted, "")),
+    ];
+    let config = lab.fleet("fleet.toml", "", &hosts);
+    let state = lab.path("state");
+
+    let (code, json) = status_json(&config, &state);
+    assert_eq!(code, Some(1), "critical signals make status exit 1");
+    assert!(json["taken_at"].as_str().is_some_and(|t| t.contains('T')));
+    for h in json["hosts"].as_array().expect("hosts") {
+        assert_eq!(h["link"]["state"], "up", "{}", h["name"]);
+        assert!(
+            h["uptime_secs"].as_f64().is_some_and(|u| u > 0.0),
+            "{}",
+            h["name"]
+        );
+        assert!(
+            !h["mounts"].as_array().expect("mounts").is_empty(),
+            "{}",
+            h["name"]
+        );
+        assert_eq!(
+            h["errors"].as_array().map(Vec::len),
+            Some(0),
+            "{}: {}",
+            h["name"],
+            h["errors"]
+        );
+    }
+
+    let h = host(&json, "idle");
+    let gpu = &h["gpus"][0];
+    assert_eq!(
+        (
+            gpu["util_pct"].as_u64(),
+            gpu["sm_clock_mhz"].as_u64(),
+            gpu["sm_clock_max_mhz"].as_u64()
+        ),
+        (Some(0), Some(1980), Some(1980))
+    );
+    assert_eq!(
+        (gpu["mem_used_mib"].as_u64(), gpu["mem_total_mib"].as_u64()),
+        (Some(0), Some(81559))
+    );
+    assert_eq!(gpu["name"], "NVIDIA H100 80GB HBM3");
+    assert_eq!(gpu["throttle"], serde_json::json!(["GPU idle"]));
+    assert!(
+        signal(h, "zombie_vram").is_none() && signal(h, "power_capped").is_none(),
+        "{:?}",
+        kinds(h)
+    );
+    assert_eq!(h["run"]["state"], "not-configured");
+
+    let h = host(&json, "loaded");
+    let gpu = &h["gpus"][0];
+    assert_eq!(
+        (gpu["util_pct"].as_u64(), gpu["sm_clock_mhz"].as_u64()),
+        (Some(100), Some(1365))
+    );
+    assert_eq!(gpu["power_limit_w"].as_f64(), Some(700.0));
+    assert!(gpu["power_w"].as_f64().is_some_and(|p| p > 700.0));
+    assert_eq!(gpu["throttle"], serde_json::json!(["SW power cap"]));
+    assert_eq!(
+        gpu["processes"],
+        serde_json::json!([{"pid": 467, "name": "python3", "used_mib": 20204}])
+    );
+    let capped = signal(h, "power_capped").expect("power_capped");
+    assert!(
+        capped["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("SW power cap") && m.contains("1365/1980"))
+    );
+    assert_eq!(h["run"]["state"], "alive");
+    assert!(
+        h["run"]["how"]
+            .as_str()
+            .is_some_and(|m| m.contains("tmux session train"))
+    );
+    assert!(
+        signal(h, "hung_run").is_some(),
+        "log last written 2 h ago: {:?}",
+        kinds(h)
+    );
+
+    let h = host(&json, "zombie");
+    let z = signal(h, "zombie_vram").expect("zombie signal");
+    assert!(
+        z["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("pid 585 python3") && m.contains("28.5 GB")),
+        "{z}"
+    );
+    assert_eq!(
+        h["gpus"][0]["uuid"],
+        Value::Null,
+        "the zombie capture did not ask for a uuid: null, not made up"
+    );
+    assert_eq!(h["gpus"][0]["power_limit_w"], Value::Null);
+
+    let h = host(&json, "inodes");
+    let i = signal(h, "disk_inodes").expect("inode signal");
+    assert_eq!(i["severity"], "crit");
+    assert!(
+        signal(h, "disk_bytes").is_none(),
+        "bytes are not nearly full: {:?}",
+        kinds(h)
+    );
+    let root = h["mounts"]
+        .as_array()
+        .expect("mounts")
+        .iter()
+        .find(|m| m["path"] == "/")
+        .expect("/");
+    assert_eq!(
+        (root["inodes_used"].as_u64(), root["inodes_total"].as_u64()),
+        (Some(16609442), Some(16777216))
+    );
+    assert!(
+        root["bytes_total"].as_u64().is_some_and(|b| b > 0),
+        "bytes come from the real df"
+    );
+    assert_eq!(
+        h["gpus"][0]["sm_clock_max_mhz"].as_u64(),
+        Some(1980),
+        "fell back to the legacy field list"
+    );
+
+    let h = host(&json, "cpu");
+    assert_eq!(h["gpu_state"]["state"], "no-nvidia-smi");
+    assert_eq!(h["gpus"], serde_json::json!([]));
+    assert!(signal(h, "no_gpu").is_some());
+
+    let h = host(&json, "dead");
+    assert_eq!(h["run"]["state"], "dead");
+    assert_eq!(
+        signal(h, "run_dead").map(|s| s["severity"].clone()),
+        Some(Value::from("crit"))
+    );
+
+    let h = host(&json, "multi");
+    let gpus = h["gpus"].as_array().expect("gpus");
+    assert_eq!(gpus.len(), 2);
+    assert_eq!(
+        (gpus[0]["index"].as_u64(), gpus[1]["index"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert_eq!(
+        gpus[0]["processes"][0]["pid"], 467,
+        "placed on its GPU by uuid"
+    );
+    assert_eq!(gpus[1]["processes"], serde_json::json!([]));
+
+    let h = host(&json, "rebooted");
+    assert_eq!(h["boot_id"], "0f5e8a52-3c1d-4b7e-9a6f-1d2c3b4a5e60");
+    assert!(
+        signal(h, "rebooted").is_none(),
+        "first sighting is not a reboot"
+    );
+    rebooted.shim_boot_id("7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d");
+    let (_, json) = status_json(&config, &state);
+    let h = host(&json, "rebooted");
+    let r = signal(h, "rebooted").expect("reboot noticed across status runs");
+    assert!(
+        r["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("orphaned"))
+    );
+    assert!(signal(host(&json, "idle"), "rebooted").is_none());
+}
+
+#[test]
+fn table_output_names_states_and_signals_and_down_hosts_are_not_dead_runs() {
+    let mut lab = Lab::new();
+    let gpu = lab.start_host("gpu");
+    gpu.shim_nvidia_smi(&GpuShim {
+        query_gpu: "h100/q_load_csv.txt",
+        apps: "h100/apps_load.txt",
+        legacy_driver: false,
+    });
+    let mut gone = lab.start_host("gone");
+    gone.kill();
+    let hosts = [
+        ("gpu", lab.host_entry(&gpu)),
+        (
+            "gone",
+            format!("{}\nrun = \"train\"", lab.host_entry(&gone)),
+        ),
+    ];
+    let config = lab.fleet("fleet.toml", "", &hosts);
+    let out = rigwatch()
+        .args(["status", "--config"])
+        .arg(&config)
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1));
+    let gpu_line = stdout
+        .lines()
+        .find(|l| l.starts_with("gpu "))
+        .expect("gpu line");
+    assert!(
+        gpu_line.contains("0: 100% 1365/1980MHz 719/700W 20/80GiB"),
+        "{gpu_line}"
+    );
+    assert!(
+        stdout.contains("info GPU0: SM clock 1365/1980 MHz"),
+        "{stdout}"
+    );
+    let gone_line = stdout
+        .lines()
+        .find(|l| l.starts_with("gone "))
+        .expect("gone line");
+    assert!(
+        gone_line.contains("down") && gone_line.contains("unknown"),
+        "{gone_line}"
+    );
+    assert!(stdout.contains("not a dead run"), "{stdout}");
+    assert!(!stdout.contains("DEAD"), "{stdout}");
+}
