@@ -84,7 +84,7 @@ fn main() {
             .iter()
             .map(|(a, b)| (a.as_str(), b.clone()))
             .collect();
-        let config = lab.fleet(&format!("bench{n}.toml"), "poll_secs = 30", &refs);
+        let config = lab.fleet(&format!("bench{n}.toml"), "", &refs);
         let fleet = fleet::load(&config).expect("fleet");
 
         let pool_time = runtime.block_on(async {
