@@ -2,6 +2,7 @@
 //! that joins transport and probe; signals and views never see a connection.
 
 pub mod commands;
+pub mod live;
 pub mod oneshot;
 
 pub use oneshot::{HostProbe, probe_once};

@@ -40,6 +40,11 @@ impl HostLink {
         self.state.clone()
     }
 
+    /// Follows the host's session across reconnects (None while the link is down).
+    pub fn watch_session(&self) -> watch::Receiver<Option<Arc<Session>>> {
+        self.session.clone()
+    }
+
     pub fn session(&self) -> Option<Arc<Session>> {
         self.session.borrow().clone()
     }

@@ -234,6 +234,11 @@ impl Sshd {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// How many commands clients have started on this sshd (exec requests), across connections.
+    pub fn execs_seen(&self) -> usize {
+        self.log_text().matches("request exec").count()
+    }
+
     /// How many TCP connections clients (not the harness) have made to this sshd so far.
     pub fn connections_seen(&self) -> usize {
         let deadline = Instant::now() + Duration::from_secs(2);
@@ -502,7 +507,8 @@ impl Sshd {
             "nvidia-smi",
             &format!(
                 "#!/bin/sh\n{legacy}case \"$*\" in\n\
-                 *--query-gpu=*-lms*) while :; do cat '{gpu}'; sleep 0.5; done;;\n\
+                 *--query-gpu=*-lms*) ms=$(printf '%s' \"$*\" | sed -n 's/.*-lms \\([0-9]*\\).*/\\1/p');\n\
+                   while :; do cat '{gpu}'; sleep $(awk \"BEGIN {{ print ${{ms:-1000}} / 1000 }}\"); done;;\n\
                  *--query-gpu=*) cat '{gpu}';;\n\
                  *--query-compute-apps=*) cat '{apps}';;\n\
                  *) echo \"shim nvidia-smi: unexpected arguments: $*\" >&2; exit 9;;\nesac\n",
@@ -510,6 +516,17 @@ impl Sshd {
                 apps = apps.display()
             ),
         );
+    }
+
+    /// Kills this host's running shim `tool` (and only this host's), as a crash on the box would.
+    pub fn kill_tool(&self, tool: &str) {
+        let pattern = format!("{}/{tool}", self.bin.display());
+        let killed = Command::new("pkill")
+            .arg("-f")
+            .arg(&pattern)
+            .status()
+            .expect("pkill");
+        assert!(killed.success(), "no process matched {pattern}");
     }
 
     /// `tmux` replaying `tmux_run.txt` (a session `train` with a live pane) or `tmux_ls.txt` (no

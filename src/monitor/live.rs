@@ -1,0 +1,323 @@
+//! Live monitoring of one host: two long-lived streams on its pooled connection — the GPU
+//! stream (`nvidia-smi ... -lms`) and the periodic probe loop — each restarted when it ends,
+//! and re-opened on the new session after a reconnect. Readings go out over a channel; nothing
+//! here blocks the UI or the connection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use super::commands::{NOT_FOUND, gpu_command, new_nonce, probe_command};
+use crate::config::HostConfig;
+use crate::fleet::{GpuAvailability, GpuReading, HostReading};
+use crate::probe::frame::CycleAssembler;
+use crate::probe::sample::HostSample;
+use crate::probe::{
+    GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, GpuSample, parse_gpu_query, parse_query_failure,
+};
+use crate::transport::{Session, StreamEvent};
+
+/// Longest line kept from a stream; the probe caps its sections on the box as well.
+const MAX_LINE: usize = 64 * 1024;
+/// Wait before restarting a stream that ended on its own.
+const RESTART_AFTER: Duration = Duration::from_secs(2);
+/// A box without nvidia-smi is asked again this rarely (drivers do get installed).
+const NO_GPU_RECHECK: Duration = Duration::from_secs(300);
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostUpdate {
+    Gpu(GpuReading),
+    GpuAvailability(GpuAvailability),
+    /// Boxed: a host reading is large and arrives once a period.
+    Host(Box<HostReading>),
+    /// A stream's output could not be read; says which stream and why.
+    ProbeError(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    pub host: String,
+    pub update: HostUpdate,
+}
+
+/// Starts both streams for `host`; they follow `sessions` across reconnects until aborted.
+pub fn spawn(
+    host: HostConfig,
+    sessions: watch::Receiver<Option<Arc<Session>>>,
+    period: Duration,
+    tx: mpsc::Sender<Update>,
+) -> Vec<JoinHandle<()>> {
+    let gpu = tokio::spawn(follow(sessions.clone(), {
+        let (name, tx) = (host.name.clone(), tx.clone());
+        move |session| gpu_stream(session, name.clone(), period, tx.clone())
+    }));
+    let probe = tokio::spawn(follow(sessions, move |session| {
+        probe_stream(session, host.clone(), period, tx.clone())
+    }));
+    vec![gpu, probe]
+}
+
+/// Runs `stream` on each session in turn: restarted when it ends, cancelled when the session goes.
+async fn follow<F, Fut>(mut sessions: watch::Receiver<Option<Arc<Session>>>, stream: F)
+where
+    F: Fn(Arc<Session>) -> Fut,
+    Fut: std::future::Future<Output = Duration>,
+{
+    loop {
+        let current = sessions.borrow_and_update().clone();
+        let Some(session) = current else {
+            if sessions.changed().await.is_err() {
+                return;
+            }
+            continue;
+        };
+        let wait = tokio::select! {
+            wait = stream(session) => wait,
+            changed = sessions.changed() => match changed {
+                Ok(()) => continue,
+                Err(_) => return,
+            },
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            changed = sessions.changed() => if changed.is_err() { return },
+        }
+    }
+}
+
+async fn send(tx: &mpsc::Sender<Update>, host: &str, update: HostUpdate) {
+    let _ = tx
+        .send(Update {
+            host: host.to_string(),
+            update,
+        })
+        .await;
+}
+
+/// Runs the GPU stream until it ends; returns how long to wait before starting it again.
+async fn gpu_stream(
+    session: Arc<Session>,
+    host: String,
+    period: Duration,
+    tx: mpsc::Sender<Update>,
+) -> Duration {
+    let mut fields: &[&str] = GPU_QUERY_FIELDS;
+    loop {
+        let mut rx = match session
+            .stream(&gpu_command(fields, Some(period)), MAX_LINE)
+            .await
+        {
+            Ok(rx) => rx,
+            Err(e) => {
+                send(
+                    &tx,
+                    &host,
+                    HostUpdate::ProbeError(format!("{host}: GPU stream: {e}")),
+                )
+                .await;
+                return RESTART_AFTER;
+            }
+        };
+        let mut batcher = GpuBatcher::new(fields);
+        let mut announced = false;
+        let mut tail = String::new();
+        while let Some(event) = rx.recv().await {
+            match event {
+                StreamEvent::Line(line) => {
+                    if parse_query_failure(&line).is_some() && fields != GPU_QUERY_FIELDS_LEGACY {
+                        fields = GPU_QUERY_FIELDS_LEGACY;
+                        break;
+                    }
+                    match batcher.push(&line) {
+                        Ok(Some(gpus)) => {
+                            if !announced {
+                                send(
+                                    &tx,
+                                    &host,
+                                    HostUpdate::GpuAvailability(GpuAvailability::Present),
+                                )
+                                .await;
+                                announced = true;
+                            }
+                            send(
+                                &tx,
+                                &host,
+                                HostUpdate::Gpu(GpuReading {
+                                    at: Utc::now(),
+                                    gpus,
+                                }),
+                            )
+                            .await;
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            tail = line.clone();
+                            send(
+                                &tx,
+                                &host,
+                                HostUpdate::ProbeError(format!("{host}: GPU stream: {e}")),
+                            )
+                            .await;
+                        }
+                    }
+                }
+                StreamEvent::Ended { exit_status, .. } => {
+                    let (availability, wait) = match exit_status {
+                        Some(NOT_FOUND) => (GpuAvailability::NoNvidiaSmi, NO_GPU_RECHECK),
+                        status => (
+                            GpuAvailability::Failing(format!(
+                                "nvidia-smi stream ended (exit {}){}",
+                                status.map_or("unknown".into(), |s| s.to_string()),
+                                if tail.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(": {}", crate::sanitize::line(&tail, 160))
+                                }
+                            )),
+                            RESTART_AFTER,
+                        ),
+                    };
+                    send(&tx, &host, HostUpdate::GpuAvailability(availability)).await;
+                    return wait;
+                }
+            }
+        }
+        if fields != GPU_QUERY_FIELDS_LEGACY {
+            return RESTART_AFTER;
+        }
+    }
+}
+
+/// Groups the stream's rows into one reading per sampling instant: nvidia-smi prints every GPU
+/// each period, so a batch is complete when it has as many GPUs as the last one, or when an
+/// index repeats.
+pub struct GpuBatcher {
+    fields: Vec<String>,
+    current: Vec<GpuSample>,
+    expected: usize,
+}
+
+impl GpuBatcher {
+    pub fn new(fields: &[&str]) -> Self {
+        GpuBatcher {
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+            current: Vec::new(),
+            expected: 0,
+        }
+    }
+
+    pub fn push(&mut self, line: &str) -> Result<Option<Vec<GpuSample>>, crate::probe::ParseError> {
+        let first = line
+            .split(',')
+            .next()
+            .unwrap_or("")
+            .split(" [")
+            .next()
+            .unwrap_or("")
+            .trim();
+        if first == "index" || first == "timestamp" {
+            self.fields = line.split(',').map(|c| c.trim().to_string()).collect();
+            return Ok(None);
+        }
+        if line.trim().is_empty() {
+            return Ok(None);
+        }
+        let names: Vec<&str> = self.fields.iter().map(String::as_str).collect();
+        let mut rows = parse_gpu_query(&names, line)?;
+        let Some(row) = rows.pop() else {
+            return Ok(None);
+        };
+        let repeats = row.index.is_some() && self.current.iter().any(|g| g.index == row.index);
+        let mut done = None;
+        if repeats {
+            self.expected = self.current.len();
+            done = Some(std::mem::take(&mut self.current));
+        }
+        self.current.push(row);
+        if done.is_none() && self.expected > 0 && self.current.len() == self.expected {
+            done = Some(std::mem::take(&mut self.current));
+        }
+        Ok(done)
+    }
+}
+
+/// Runs the periodic probe loop until it ends; returns how long to wait before restarting it.
+async fn probe_stream(
+    session: Arc<Session>,
+    host: HostConfig,
+    period: Duration,
+    tx: mpsc::Sender<Update>,
+) -> Duration {
+    let nonce = new_nonce();
+    let mut rx = match session
+        .stream(&probe_command(&host, &nonce, Some(period)), MAX_LINE)
+        .await
+    {
+        Ok(rx) => rx,
+        Err(e) => {
+            send(
+                &tx,
+                &host.name,
+                HostUpdate::ProbeError(format!("{}: probe loop: {e}", host.name)),
+            )
+            .await;
+            return RESTART_AFTER;
+        }
+    };
+    let mut assembler = CycleAssembler::new(&nonce);
+    while let Some(event) = rx.recv().await {
+        match event {
+            StreamEvent::Line(line) => match assembler.push(&line) {
+                Ok(Some(cycle)) => {
+                    let reading = HostReading {
+                        at: Utc::now(),
+                        sample: HostSample::from_cycle(&cycle),
+                    };
+                    send(&tx, &host.name, HostUpdate::Host(Box::new(reading))).await;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    send(
+                        &tx,
+                        &host.name,
+                        HostUpdate::ProbeError(format!("{}: probe loop: {e}", host.name)),
+                    )
+                    .await
+                }
+            },
+            StreamEvent::Ended { exit_status, .. } => {
+                let why = format!(
+                    "{}: probe loop ended (exit {}); restarting",
+                    host.name,
+                    exit_status.map_or("unknown".into(), |s| s.to_string())
+                );
+                send(&tx, &host.name, HostUpdate::ProbeError(why)).await;
+                return RESTART_AFTER;
+            }
+        }
+    }
+    RESTART_AFTER
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_close_when_an_index_repeats_then_by_count() {
+        let mut b = GpuBatcher::new(&["index", "utilization.gpu"]);
+        assert_eq!(b.push("index, utilization.gpu [%]").ok(), Some(None));
+        assert!(matches!(b.push("0, 5"), Ok(None)));
+        assert!(matches!(b.push("1, 6"), Ok(None)));
+        let first = b.push("0, 7").ok().flatten().expect("batch");
+        assert_eq!(first.len(), 2);
+        let second = b.push("1, 8").ok().flatten().expect("closes by count");
+        assert_eq!(
+            second.iter().map(|g| g.util_gpu_pct).collect::<Vec<_>>(),
+            [Some(7), Some(8)]
+        );
+    }
+}

@@ -1,0 +1,202 @@
+//! Live monitoring over real sshd: two long-lived streams per host (one nvidia-smi process and
+//! one probe loop, not a process per sample), restarted when they end, resumed after a reconnect.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use rigwatch::config::fleet;
+use rigwatch::fleet::GpuAvailability;
+use rigwatch::monitor::live::{self, HostUpdate, Update};
+use rigwatch::transport::Pool;
+use support::{GpuShim, Lab, wait_until};
+use tokio::sync::mpsc;
+
+const PERIOD: Duration = Duration::from_millis(400);
+
+/// Collects updates for `host` until `done` says so or `limit` passes.
+async fn collect(
+    rx: &mut mpsc::Receiver<Update>,
+    limit: Duration,
+    mut done: impl FnMut(&[HostUpdate]) -> bool,
+) -> Vec<HostUpdate> {
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    while start.elapsed() < limit && !done(&seen) {
+        if let Ok(Some(update)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await
+        {
+            seen.push(update.update);
+        }
+    }
+    seen
+}
+
+fn count(updates: &[HostUpdate], f: impl Fn(&HostUpdate) -> bool) -> usize {
+    updates.iter().filter(|u| f(u)).count()
+}
+
+fn is_gpu(u: &HostUpdate) -> bool {
+    matches!(u, HostUpdate::Gpu(_))
+}
+
+fn is_host(u: &HostUpdate) -> bool {
+    matches!(u, HostUpdate::Host(_))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_gpu_process_and_one_probe_loop_feed_readings_and_restart_when_killed() {
+    let mut lab = Lab::new();
+    let mut host = lab.start_host("box");
+    host.shim_nvidia_smi(&GpuShim {
+        query_gpu: "h100/q_load_csv.txt",
+        apps: "h100/apps_load.txt",
+        legacy_driver: false,
+    });
+    host.shim_tmux(true);
+    let path = lab.fleet(
+        "fleet.toml",
+        "",
+        &[("box", format!("{}\nrun = \"train\"", lab.host_entry(&host)))],
+    );
+    let fleet = fleet::load(&path).expect("fleet");
+    let pool = Pool::start(&fleet);
+    let (tx, mut rx) = mpsc::channel(1024);
+    let link = pool.get("box").expect("link");
+    let tasks = live::spawn(fleet.hosts[0].clone(), link.watch_session(), PERIOD, tx);
+
+    let updates = collect(&mut rx, Duration::from_secs(20), |u| {
+        count(u, is_gpu) >= 4 && count(u, is_host) >= 4
+    })
+    .await;
+    assert!(
+        count(&updates, is_gpu) >= 4 && count(&updates, is_host) >= 4,
+        "{updates:?}"
+    );
+    let HostUpdate::Gpu(reading) = updates.iter().rfind(|u| is_gpu(u)).expect("gpu") else {
+        unreachable!()
+    };
+    assert_eq!(reading.gpus[0].sm_clock_mhz, Some(1365));
+    let HostUpdate::Host(sample) = updates.iter().rfind(|u| is_host(u)).expect("host") else {
+        unreachable!()
+    };
+    assert_eq!(sample.sample.tmux_panes[0].session, "train");
+    assert!(sample.sample.uptime.is_some() && !sample.sample.mounts.is_empty());
+    assert_eq!(
+        sample.sample.gpu_processes.as_ref().map(|p| p[0].pid),
+        Some(467)
+    );
+    assert_eq!(
+        host.execs_seen(),
+        2,
+        "two long-lived commands, however many samples"
+    );
+
+    // The box's nvidia-smi dies: the stream says so and is started again.
+    host.kill_tool("nvidia-smi");
+    let updates = collect(&mut rx, Duration::from_secs(20), |u| {
+        u.iter()
+            .any(|x| matches!(x, HostUpdate::GpuAvailability(GpuAvailability::Failing(_))))
+            && u.iter()
+                .rev()
+                .take_while(|x| !matches!(x, HostUpdate::GpuAvailability(_)))
+                .filter(|x| is_gpu(x))
+                .count()
+                >= 2
+    })
+    .await;
+    assert!(
+        updates
+            .iter()
+            .any(|x| matches!(x, HostUpdate::GpuAvailability(GpuAvailability::Failing(_)))),
+        "{updates:?}"
+    );
+    assert_eq!(host.execs_seen(), 3, "only the GPU stream was restarted");
+
+    // sshd killed and back: the streams follow the pool onto the new connection.
+    host.kill();
+    host.restart();
+    let back = wait_until(Duration::from_secs(20), || {
+        pool.get("box").is_some_and(|l| l.state().is_usable())
+    })
+    .await;
+    assert!(back.is_some());
+    let updates = collect(&mut rx, Duration::from_secs(20), |u| {
+        count(u, is_gpu) >= 2 && count(u, is_host) >= 2
+    })
+    .await;
+    assert!(
+        count(&updates, is_gpu) >= 2 && count(&updates, is_host) >= 2,
+        "resumed: {updates:?}"
+    );
+    for task in tasks {
+        task.abort();
+    }
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_drivers_fall_back_and_boxes_without_nvidia_smi_say_so() {
+    let mut lab = Lab::new();
+    let old = lab.start_host("old");
+    old.shim_nvidia_smi(&GpuShim {
+        query_gpu: "h100/q_idle_csv.txt",
+        apps: "h100/apps_idle.txt",
+        legacy_driver: true,
+    });
+    let cpu = lab.start_host("cpu");
+    let path = lab.fleet(
+        "fleet.toml",
+        "",
+        &[("old", lab.host_entry(&old)), ("cpu", lab.host_entry(&cpu))],
+    );
+    let fleet = fleet::load(&path).expect("fleet");
+    let pool = Pool::start(&fleet);
+    let (tx_old, mut rx_old) = mpsc::channel(1024);
+    let (tx_cpu, mut rx_cpu) = mpsc::channel(1024);
+    let mut tasks = live::spawn(
+        fleet.hosts[0].clone(),
+        pool.get("old").expect("old").watch_session(),
+        PERIOD,
+        tx_old,
+    );
+    tasks.extend(live::spawn(
+        fleet.hosts[1].clone(),
+        pool.get("cpu").expect("cpu").watch_session(),
+        PERIOD,
+        tx_cpu,
+    ));
+
+    let updates = collect(&mut rx_old, Duration::from_secs(20), |u| {
+        count(u, is_gpu) >= 2
+    })
+    .await;
+    let HostUpdate::Gpu(reading) = updates
+        .iter()
+        .find(|u| is_gpu(u))
+        .expect("readings after the fallback")
+    else {
+        unreachable!()
+    };
+    assert_eq!(reading.gpus[0].sm_clock_max_mhz, Some(1980));
+    assert!(
+        reading.gpus[0].event_reasons.is_some(),
+        "legacy throttle field read"
+    );
+
+    let updates = collect(&mut rx_cpu, Duration::from_secs(20), |u| {
+        u.iter()
+            .any(|x| matches!(x, HostUpdate::GpuAvailability(GpuAvailability::NoNvidiaSmi)))
+    })
+    .await;
+    assert!(
+        updates
+            .iter()
+            .any(|x| matches!(x, HostUpdate::GpuAvailability(GpuAvailability::NoNvidiaSmi))),
+        "{updates:?}"
+    );
+    assert!(!updates.iter().any(is_gpu));
+    for task in tasks {
+        task.abort();
+    }
+    pool.shutdown().await;
+}
