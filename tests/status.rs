@@ -126,7 +126,9 @@ fn every_box_shape_end_to_end_through_status_json() {
         ("zombie", entry(&zombie, "")),
         ("inodes", entry(&inodes, "mounts = [\"/\"]")),
         ("cpu", entry(&cpu, "")),
-        ("dead", entry(&dead, "run = \"train\"")),
+        // Every lab host shares this machine's process table, so the dead run's pattern must
+        // not match the other hosts' probes (the loaded host's log is train.log).
+        ("dead", entry(&dead, "run = \"sweep-ghost\"")),
         ("multi", entry(&multi, "")),
         ("rebooted", entry(&rebooted, "")),
     ];

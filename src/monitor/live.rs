@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use super::commands::{NOT_FOUND, gpu_command, new_nonce, probe_command};
 use crate::config::HostConfig;
 use crate::fleet::{GpuAvailability, GpuReading, HostReading};
-use crate::probe::frame::CycleAssembler;
+use crate::probe::frame::{CycleAssembler, RawCycle};
 use crate::probe::sample::HostSample;
 use crate::probe::{
     GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, GpuSample, parse_gpu_query, parse_query_failure,
@@ -268,15 +268,20 @@ async fn probe_stream(
         }
     };
     let mut assembler = CycleAssembler::new(&nonce);
+    let mut last: Option<RawCycle> = None;
     while let Some(event) = rx.recv().await {
         match event {
             StreamEvent::Line(line) => match assembler.push(&line) {
-                Ok(Some(cycle)) => {
+                Ok(Some(mut cycle)) => {
+                    if let Some(earlier) = &last {
+                        cycle.fill_from(earlier);
+                    }
                     let reading = HostReading {
                         at: Utc::now(),
                         sample: HostSample::from_cycle(&cycle),
                     };
                     send(&tx, &host.name, HostUpdate::Host(Box::new(reading))).await;
+                    last = Some(cycle);
                 }
                 Ok(None) => {}
                 Err(e) => {

@@ -3,6 +3,7 @@
 //! `@@rw-NONCE done`; the nonce is per session, so text from the box cannot forge a frame.
 
 use super::error::ParseError;
+use super::script::SECTION_CAP_BYTES;
 
 const PROBE: &str = "probe frame";
 
@@ -12,18 +13,29 @@ pub struct RawSection {
     pub body: String,
     /// The section command's exit status; None when the frame was cut off.
     pub status: Option<i32>,
+    /// The body went past [`SECTION_CAP_BYTES`]; what is kept is its beginning.
+    pub truncated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RawCycle {
-    /// The box's clock when the cycle began (seconds since the epoch).
-    pub remote_epoch: Option<i64>,
+    /// The loop's cycle counter; slow sections appear only in some cycles.
+    pub number: Option<u64>,
     pub sections: Vec<RawSection>,
 }
 
 impl RawCycle {
     pub fn section(&self, name: &str) -> Option<&RawSection> {
         self.sections.iter().find(|s| s.name == name)
+    }
+
+    /// Carries over the sections this cycle did not run (the slow ones) from an earlier cycle.
+    pub fn fill_from(&mut self, earlier: &RawCycle) {
+        for section in &earlier.sections {
+            if self.section(&section.name).is_none() {
+                self.sections.push(section.clone());
+            }
+        }
     }
 }
 
@@ -32,8 +44,15 @@ impl RawCycle {
 pub struct CycleAssembler {
     marker: String,
     current: Option<RawCycle>,
-    open: Option<(String, String, usize)>,
+    open: Option<OpenSection>,
     line_no: usize,
+}
+
+#[derive(Debug)]
+struct OpenSection {
+    name: String,
+    body: String,
+    truncated: bool,
 }
 
 pub fn marker(nonce: &str) -> String {
@@ -59,31 +78,45 @@ impl CycleAssembler {
             .strip_prefix(&self.marker)
             .and_then(|r| r.strip_prefix(' '))
         else {
-            if let Some((_, body, _)) = self.open.as_mut() {
-                body.push_str(line);
-                body.push('\n');
+            if let Some(open) = self.open.as_mut() {
+                if open.body.len() + line.len() < SECTION_CAP_BYTES {
+                    open.body.push_str(line);
+                    open.body.push('\n');
+                } else {
+                    open.truncated = true;
+                }
             }
             return Ok(None);
         };
         let mut words = rest.split(' ');
         match (words.next(), words.next(), words.next()) {
-            (Some("cycle"), epoch, None) => {
+            (Some("cycle"), number, None) => {
                 self.open = None;
                 self.current = Some(RawCycle {
-                    remote_epoch: epoch.and_then(|e| e.parse().ok()),
+                    number: number.and_then(|e| e.parse().ok()),
                     sections: Vec::new(),
                 });
                 Ok(None)
             }
             (Some("begin"), Some(name), None) if self.current.is_some() => {
-                self.open = Some((name.to_string(), String::new(), self.line_no));
+                self.open = Some(OpenSection {
+                    name: name.to_string(),
+                    body: String::new(),
+                    truncated: false,
+                });
                 Ok(None)
             }
             (Some("end"), Some(name), status)
-                if self.open.as_ref().is_some_and(|o| o.0 == name) =>
+                if self.open.as_ref().is_some_and(|o| o.name == name) =>
             {
-                if let (Some((name, mut body, _)), Some(cycle)) =
-                    (self.open.take(), self.current.as_mut())
+                if let (
+                    Some(OpenSection {
+                        name,
+                        mut body,
+                        truncated,
+                    }),
+                    Some(cycle),
+                ) = (self.open.take(), self.current.as_mut())
                 {
                     // The script prints a newline before `end` so an unterminated last line
                     // cannot swallow the frame; that newline is not part of the output.
@@ -94,6 +127,7 @@ impl CycleAssembler {
                         name,
                         body,
                         status: status.and_then(|s| s.trim().parse().ok()),
+                        truncated,
                     });
                 }
                 Ok(None)

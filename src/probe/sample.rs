@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::error::ParseError;
 use super::frame::RawCycle;
+use super::script::LOG_TAIL_BYTES;
 use super::{
     GpuProcess, KernelEvent, LoadAvg, MemInfo, Mount, ProcessLine, TmuxSession, Uptime, merge_df,
     parse_apps_csv, parse_boot_id, parse_df_bytes, parse_df_inodes, parse_kernel_log,
@@ -96,7 +97,11 @@ impl HostSample {
                 "log" if status == Some(0) => {
                     let mut lines = body.lines();
                     s.log = lines.next().and_then(|l| file_stat(l, false));
-                    s.log_tail = lines.map(|l| l.to_string()).collect();
+                    let cut = s
+                        .log
+                        .as_ref()
+                        .is_some_and(|l| l.size_bytes > LOG_TAIL_BYTES as u64);
+                    s.log_tail = log_tail(lines, cut);
                 }
                 "log" => note("log", failed("stat/tail", status, body)),
                 "ckpt" if status == Some(0) => {
@@ -162,6 +167,31 @@ fn mounts(cycle: &RawCycle, note: &mut impl FnMut(&str, ParseError)) -> Vec<crat
         None => Vec::new(),
     };
     merge_df(bytes, inodes)
+}
+
+/// Lines kept from the log's last bytes.
+pub const LOG_TAIL_LINES: usize = 20;
+
+/// The log as a terminal would show it: a progress bar rewritten with `\r` shows its last
+/// state; when `tail -c` cut into the file, its first line is a fragment and is dropped.
+fn log_tail<'a>(lines: impl Iterator<Item = &'a str>, cut: bool) -> Vec<String> {
+    let mut shown: Vec<String> = lines
+        .map(|l| {
+            l.trim_end_matches('\r')
+                .rsplit('\r')
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    if cut && !shown.is_empty() {
+        shown.remove(0);
+    }
+    while shown.last().is_some_and(|l| l.is_empty()) {
+        shown.pop();
+    }
+    let skip = shown.len().saturating_sub(LOG_TAIL_LINES);
+    shown.split_off(skip)
 }
 
 /// `SIZE EPOCH` (log) or `SIZE EPOCH PATH` (checkpoint), as `stat -c` prints them.

@@ -17,14 +17,22 @@ pub struct ProbeTargets {
     pub ckpt_dir: Option<String>,
 }
 
+/// Output of one section kept by the reader; the commands themselves print bounded output
+/// (`tail -c`, `tail -n`, one line of `ls`), so this only guards against surprises.
 pub const SECTION_CAP_BYTES: usize = 64 * 1024;
-pub const LOG_TAIL_LINES: usize = 20;
+/// Bytes of the run's log sent each cycle: tqdm bars rewrite one line with `\r`, so lines
+/// are no unit to count in.
+pub const LOG_TAIL_BYTES: usize = 8 * 1024;
+/// Slow sections run every this many cycles (10 s at a 2 s period): nvidia-smi's compute apps
+/// (nvidia-smi start-up is the costliest thing the probe does), df, memory, boot id, checkpoint.
+pub const SLOW_EVERY: u32 = 5;
+/// The kernel log is read every this many cycles: dmesg reads the whole ring buffer.
+pub const KERNEL_EVERY: u32 = 15;
 
-/// Sections in the order the script prints them.
-pub const SECTIONS: &[&str] = &[
-    "apps", "df", "dfi", "uptime", "loadavg", "meminfo", "bootid", "tmux", "panes", "run", "log",
-    "ckpt", "kernel",
-];
+/// Sections every cycle prints; the slow ones appear every [`SLOW_EVERY`] cycles.
+pub const FAST_SECTIONS: &[&str] = &["uptime", "loadavg", "tmux", "panes", "run", "log"];
+pub const SLOW_SECTIONS: &[&str] = &["apps", "df", "dfi", "meminfo", "bootid", "ckpt"];
+pub const KERNEL_SECTION: &str = "kernel";
 
 /// Single-quotes a value for sh: the only character needing care inside '...' is ' itself.
 pub fn sh_quote(value: &str) -> String {
@@ -41,7 +49,10 @@ pub fn self_excluding_pattern(pattern: &str) -> String {
     }
 }
 
-/// The script; `period` None runs the sections once (for `rigwatch status`).
+/// The script; `period` None runs every section once (for `rigwatch status`).
+///
+/// Cheap on the box is the point: no subshell or pipe per section, /proc files read with the
+/// shell's own `read`, so a fast cycle forks only what it must (tmux, pgrep, stat, tail, sleep).
 pub fn periodic_script(targets: &ProbeTargets, nonce: &str, period: Option<Duration>) -> String {
     let mounts = targets
         .mounts
@@ -52,42 +63,35 @@ pub fn periodic_script(targets: &ProbeTargets, nonce: &str, period: Option<Durat
     let mut s = String::new();
     s.push_str("LC_ALL=C; export LC_ALL\n");
     let _ = writeln!(s, "M={}", sh_quote(&format!("@@rw-{nonce}")));
-    let _ = writeln!(
-        s,
-        "T=''; command -v timeout >/dev/null 2>&1 && T='timeout -k 2 10'"
-    );
+    s.push_str("T=''; command -v timeout >/dev/null 2>&1 && T='timeout -k 2 10'\n");
     s.push_str("LOG=$RW_LOG; CK=$RW_CKPT; RUN=$RW_RUN\n");
-    // Output goes through `head -c` while the exit status travels on fd 3, so both survive.
-    let _ = writeln!(
-        s,
-        "sec() {{ n=$1; shift; printf '%s begin %s\\n' \"$M\" \"$n\"; \
-         rc=$( {{ {{ \"$@\" 2>&1; echo $? >&3; }} | head -c {SECTION_CAP_BYTES} >&4; }} 3>&1 ); \
-         printf '\\n%s end %s %s\\n' \"$M\" \"$n\" \"$rc\"; }} 4>&1"
-    );
-    s.push_str(
-        "apps() { $T nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv; }\n",
-    );
+    s.push_str("sec() { n=$1; shift; printf '%s begin %s\\n' \"$M\" \"$n\"; \"$@\" 2>&1; r=$?; printf '\\n%s end %s %s\\n' \"$M\" \"$n\" \"$r\"; }\n");
+    s.push_str("rd() { while IFS= read -r l || [ -n \"$l\" ]; do printf '%s\\n' \"$l\"; done < \"$1\"; }\n");
+    s.push_str("apps() { $T nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv; }\n");
     let _ = writeln!(s, "dfb() {{ $T df -PB1 {mounts}; }}");
     let _ = writeln!(s, "dfi() {{ $T df -Pi {mounts}; }}");
-    s.push_str("panes() { $T tmux list-panes -a -F '#{session_name} #{pane_pid} #{pane_dead} #{pane_current_command}'; }\n");
+    s.push_str("panes() { tmux list-panes -a -F '#{session_name} #{pane_pid} #{pane_dead} #{pane_current_command}'; }\n");
     s.push_str("run() { [ -n \"$RUN\" ] || return 0; pgrep -af -- \"$RUN\"; }\n");
     let _ = writeln!(
         s,
-        "lg() {{ [ -n \"$LOG\" ] || return 0; stat -c '%s %Y' -- \"$LOG\" && tail -n {LOG_TAIL_LINES} -- \"$LOG\" | cut -c1-400; }}"
+        "lg() {{ [ -n \"$LOG\" ] || return 0; stat -c '%s %Y' -- \"$LOG\" && tail -c {LOG_TAIL_BYTES} -- \"$LOG\"; }}"
     );
-    s.push_str(
-        "ck() { [ -n \"$CK\" ] || return 0; f=$(ls -t -- \"$CK\" | head -n 1); [ -n \"$f\" ] || return 0; stat -c '%s %Y %n' -- \"$CK/$f\"; }\n",
+    s.push_str("ck() { [ -n \"$CK\" ] || return 0; f=$(ls -t -- \"$CK\" | head -n 1); [ -n \"$f\" ] || return 0; stat -c '%s %Y %n' -- \"$CK/$f\"; }\n");
+    s.push_str("kern() { { dmesg 2>/dev/null || journalctl -k -q --no-pager -n 2000 2>/dev/null; } | grep -E 'NVRM: Xid|Out of memory|oom-kill|Killed process' | tail -n 20; }\n");
+    s.push_str("i=0\nwhile :; do\n");
+    s.push_str("printf '%s cycle %s\\n' \"$M\" \"$i\"\n");
+    s.push_str("sec uptime rd /proc/uptime\nsec loadavg rd /proc/loadavg\n");
+    s.push_str("sec tmux tmux ls\nsec panes panes\nsec run run\nsec log lg\n");
+    let _ = writeln!(
+        s,
+        "if [ $((i % {SLOW_EVERY})) = 0 ]; then sec apps apps; sec df dfb; sec dfi dfi; \
+         sec meminfo rd /proc/meminfo; sec bootid cat /proc/sys/kernel/random/boot_id; sec ckpt ck; fi"
     );
-    s.push_str(
-        "kern() { { dmesg 2>/dev/null || journalctl -k -q --no-pager -n 2000 2>/dev/null; } | grep -E 'NVRM: Xid|Out of memory|oom-kill|Killed process' | tail -n 20; }\n",
+    let _ = writeln!(
+        s,
+        "if [ $((i % {KERNEL_EVERY})) = 0 ]; then sec kernel kern; fi"
     );
-    s.push_str("while :; do\n");
-    s.push_str("printf '%s cycle %s\\n' \"$M\" \"$(date +%s)\"\n");
-    s.push_str("sec apps apps\nsec df dfb\nsec dfi dfi\n");
-    s.push_str("sec uptime cat /proc/uptime\nsec loadavg cat /proc/loadavg\nsec meminfo cat /proc/meminfo\n");
-    s.push_str("sec bootid cat /proc/sys/kernel/random/boot_id\n");
-    s.push_str("sec tmux $T tmux ls\nsec panes panes\nsec run run\nsec log lg\nsec ckpt ck\nsec kernel kern\n");
-    s.push_str("printf '%s done\\n' \"$M\"\n");
+    s.push_str("printf '%s done\\n' \"$M\"\ni=$((i + 1))\n");
     match period {
         Some(p) => {
             let _ = writeln!(s, "sleep {:.3}", p.as_secs_f64());

@@ -252,6 +252,13 @@ impl Sshd {
         }
     }
 
+    /// CPU seconds the box has spent on sshd and everything it started: the listener with its
+    /// reaped children, plus every live descendant with its own reaped children.
+    pub fn cpu_seconds(&self) -> f64 {
+        let ticks: u64 = self.all_pids().iter().map(|pid| cpu_ticks(*pid)).sum();
+        ticks as f64 / clock_ticks_per_second()
+    }
+
     fn listener_pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }
@@ -346,6 +353,31 @@ impl Sshd {
         .expect("shim");
         run(Command::new("chmod").arg("755").arg(&script));
     }
+}
+
+/// utime + stime + cutime + cstime of one process, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    let Some((_, after)) = stat.rsplit_once(')') else {
+        return 0;
+    };
+    after
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum()
+}
+
+fn clock_ticks_per_second() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
 }
 
 fn children_of(parent: u32) -> Vec<u32> {
@@ -508,7 +540,7 @@ impl Sshd {
             &format!(
                 "#!/bin/sh\n{legacy}case \"$*\" in\n\
                  *--query-gpu=*-lms*) ms=$(printf '%s' \"$*\" | sed -n 's/.*-lms \\([0-9]*\\).*/\\1/p');\n\
-                   while :; do cat '{gpu}'; sleep $(awk \"BEGIN {{ print ${{ms:-1000}} / 1000 }}\"); done;;\n\
+                   s=$(awk \"BEGIN {{ print ${{ms:-1000}} / 1000 }}\"); while :; do cat '{gpu}'; sleep $s; done;;\n\
                  *--query-gpu=*) cat '{gpu}';;\n\
                  *--query-compute-apps=*) cat '{apps}';;\n\
                  *) echo \"shim nvidia-smi: unexpected arguments: $*\" >&2; exit 9;;\nesac\n",

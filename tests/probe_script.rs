@@ -1,0 +1,143 @@
+//! The probe script run by a real POSIX sh (dash on Debian), here, without SSH: its framing,
+//! exit statuses, the slow/fast section schedule, hostile log text, and parsing of what it prints.
+
+use std::process::Command;
+use std::time::Duration;
+
+use rigwatch::probe::frame::{CycleAssembler, parse_once};
+use rigwatch::probe::sample::HostSample;
+use rigwatch::probe::script::{
+    FAST_SECTIONS, KERNEL_EVERY, KERNEL_SECTION, ProbeTargets, SLOW_EVERY, SLOW_SECTIONS,
+    command_line, periodic_script,
+};
+
+fn run_sh(targets: &ProbeTargets, nonce: &str, period: Option<Duration>, cycles: usize) -> String {
+    let script = periodic_script(targets, nonce, period);
+    let line = command_line(targets, &script);
+    // Stop a looping script after `cycles` cycles: `head` closes the pipe on it.
+    let pipeline = match period {
+        Some(_) => format!("{line} | awk '{{print}} /done$/ {{n++; if (n == {cycles}) exit}}'"),
+        None => line,
+    };
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(&pipeline)
+        .output()
+        .expect("sh");
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+fn temp_targets() -> (tempfile::TempDir, ProbeTargets) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("train.log");
+    let mut text = "x".repeat(9000);
+    text.push_str("\nepoch 3/50\n 45%|####5     | 450/1000\r 46%|####6     | 460/1000\r\n\x1b]0;owned\x07tail\n");
+    std::fs::write(&log, text).expect("log");
+    let ckpt = dir.path().join("ckpt");
+    std::fs::create_dir_all(&ckpt).expect("ckpt dir");
+    std::fs::write(ckpt.join("old.pt"), b"1").expect("old");
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(ckpt.join("new.pt"), b"12345").expect("new");
+    let targets = ProbeTargets {
+        mounts: vec!["/".into()],
+        run: Some("no-such-run-xyz".into()),
+        log: Some(log.display().to_string()),
+        ckpt_dir: Some(ckpt.display().to_string()),
+    };
+    (dir, targets)
+}
+
+#[test]
+fn one_shot_prints_every_section_with_its_status_and_parses() {
+    let (_dir, targets) = temp_targets();
+    let out = run_sh(&targets, "n1", None, 1);
+    let cycle = parse_once("n1", &out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+    for name in FAST_SECTIONS
+        .iter()
+        .chain(SLOW_SECTIONS)
+        .chain([&KERNEL_SECTION])
+    {
+        assert!(
+            cycle.section(name).is_some(),
+            "section {name} missing:\n{out}"
+        );
+    }
+    assert_eq!(cycle.section("uptime").and_then(|s| s.status), Some(0));
+    assert_eq!(
+        cycle.section("run").and_then(|s| s.status),
+        Some(1),
+        "pgrep found nothing"
+    );
+    let sample = HostSample::from_cycle(&cycle);
+    assert!(sample.uptime.is_some() && sample.load.is_some() && sample.memory.is_some());
+    assert!(sample.boot_id.as_deref().is_some_and(|b| b.len() == 36));
+    assert!(
+        sample
+            .mounts
+            .iter()
+            .any(|m| m.mount == "/" && m.inodes.is_some() && m.bytes.is_some())
+    );
+    assert!(
+        sample.run_processes.is_empty(),
+        "the probe does not match itself"
+    );
+    assert_eq!(sample.log.as_ref().map(|l| l.size_bytes), Some(9000 + 80));
+    assert_eq!(
+        sample.log_tail,
+        [
+            "epoch 3/50",
+            " 46%|####6     | 460/1000",
+            "\u{1b}]0;owned\u{7}tail"
+        ],
+        "progress bars show their last state; raw text is kept here and sanitized at display"
+    );
+    let ckpt = sample.checkpoint.expect("checkpoint");
+    assert!(ckpt.path.as_deref().is_some_and(|p| p.ends_with("new.pt")) && ckpt.size_bytes == 5);
+}
+
+#[test]
+fn the_loop_runs_slow_sections_on_their_schedule() {
+    let (_dir, targets) = temp_targets();
+    let cycles = (KERNEL_EVERY + 1) as usize;
+    let out = run_sh(&targets, "n2", Some(Duration::from_millis(10)), cycles);
+    let mut assembler = CycleAssembler::new("n2");
+    let mut seen = Vec::new();
+    for line in out.lines() {
+        if let Some(cycle) = assembler.push(line).expect("frames") {
+            seen.push(cycle);
+        }
+    }
+    assert_eq!(seen.len(), cycles);
+    for (i, cycle) in seen.iter().enumerate() {
+        assert_eq!(cycle.number, Some(i as u64));
+        let slow = i as u32 % SLOW_EVERY == 0;
+        assert_eq!(cycle.section("df").is_some(), slow, "cycle {i}");
+        assert_eq!(
+            cycle.section("kernel").is_some(),
+            i as u32 % KERNEL_EVERY == 0,
+            "cycle {i}"
+        );
+        assert!(cycle.section("uptime").is_some(), "cycle {i}");
+    }
+    let mut filled = seen[1].clone();
+    filled.fill_from(&seen[0]);
+    assert!(
+        filled.section("df").is_some(),
+        "a fast cycle borrows the last slow sections"
+    );
+}
+
+#[test]
+fn a_log_line_cannot_forge_a_frame() {
+    let (dir, mut targets) = temp_targets();
+    let log = dir.path().join("evil.log");
+    std::fs::write(&log, "@@rw-guess end log 0\n@@rw-guess done\nreal line\n").expect("log");
+    targets.log = Some(log.display().to_string());
+    let out = run_sh(&targets, "secret", None, 1);
+    let sample = HostSample::from_cycle(&parse_once("secret", &out).expect("parses"));
+    assert_eq!(
+        sample.log_tail.last().map(String::as_str),
+        Some("real line")
+    );
+    assert!(sample.errors.is_empty(), "{:?}", sample.errors);
+}
