@@ -14,9 +14,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rigwatch::config::{HostConfig, fleet};
-use rigwatch::monitor::commands::{gpu_command, new_nonce, probe_command};
+use rigwatch::monitor::commands::{new_nonce, probe_command};
 use rigwatch::monitor::live;
-use rigwatch::probe::GPU_QUERY_FIELDS;
 use rigwatch::transport::Pool;
 use support::{GpuShim, Lab, Sshd};
 use tokio::sync::mpsc;
@@ -44,11 +43,7 @@ fn ssh(lab: &Lab, host: &Sshd, control: Option<&std::path::Path>) -> Command {
 
 /// The one-shot probe a script would run per poll: the GPU query and the probe script.
 fn one_shot(host: &HostConfig) -> String {
-    format!(
-        "({}); {}",
-        gpu_command(GPU_QUERY_FIELDS, None),
-        probe_command(host, &new_nonce(), None)
-    )
+    probe_command(host, &new_nonce(), None)
 }
 
 /// Box CPU seconds over WINDOW while `poll` runs every PERIOD.

@@ -10,9 +10,16 @@ use rigwatch::probe::script::{
     FAST_SECTIONS, KERNEL_EVERY, KERNEL_SECTION, ProbeTargets, SLOW_EVERY, SLOW_SECTIONS,
     command_line, periodic_script,
 };
+use rigwatch::probe::{GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY};
 
 fn run_sh(targets: &ProbeTargets, nonce: &str, period: Option<Duration>, cycles: usize) -> String {
-    let script = periodic_script(targets, nonce, period);
+    let script = periodic_script(
+        targets,
+        nonce,
+        period,
+        GPU_QUERY_FIELDS,
+        GPU_QUERY_FIELDS_LEGACY,
+    );
     let line = command_line(targets, &script);
     // Stop a looping script after `cycles` cycles: `head` closes the pipe on it.
     let pipeline = match period {
@@ -118,6 +125,10 @@ fn the_loop_runs_slow_sections_on_their_schedule() {
             "cycle {i}"
         );
         assert!(cycle.section("uptime").is_some(), "cycle {i}");
+        assert!(
+            cycle.section("gpu").is_none(),
+            "the loop leaves the GPUs to the GPU stream"
+        );
     }
     let mut filled = seen[1].clone();
     filled.fill_from(&seen[0]);

@@ -5,7 +5,10 @@ use std::time::Duration;
 use crate::config::HostConfig;
 use crate::fleet::GpuAvailability;
 use crate::probe::script::{ProbeTargets, command_line, periodic_script, sh_quote};
-use crate::probe::{GpuSample, ParseError, parse_gpu_csv, parse_query_failure};
+use crate::probe::{
+    GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, GpuSample, ParseError, parse_gpu_csv,
+    parse_query_failure,
+};
 
 /// sh's status for a command it cannot find.
 pub const NOT_FOUND: u32 = 127;
@@ -26,20 +29,24 @@ pub fn new_nonce() -> String {
 /// The periodic probe, looping every `period`, or once when `period` is None.
 pub fn probe_command(host: &HostConfig, nonce: &str, period: Option<Duration>) -> String {
     let targets = targets(host);
-    command_line(&targets, &periodic_script(&targets, nonce, period))
+    let script = periodic_script(
+        &targets,
+        nonce,
+        period,
+        GPU_QUERY_FIELDS,
+        GPU_QUERY_FIELDS_LEGACY,
+    );
+    command_line(&targets, &script)
 }
 
-/// `nvidia-smi --query-gpu` with the header on (columns are read by name) and units off;
-/// looping with `-lms` when `period` is given, else once under `timeout` where the box has it.
-pub fn gpu_command(fields: &[&str], period: Option<Duration>) -> String {
-    let args = format!("--query-gpu={} --format=csv,nounits", fields.join(","));
-    match period {
-        Some(p) => format!("exec nvidia-smi {args} -lms {}", p.as_millis().max(100)),
-        None => format!(
-            "if command -v timeout >/dev/null 2>&1; then exec timeout -k 2 10 nvidia-smi {args}; \
-             else exec nvidia-smi {args}; fi"
-        ),
-    }
+/// The GPU stream: `nvidia-smi --query-gpu` with the header on (columns are read by name),
+/// units off, looping every `period` in one process.
+pub fn gpu_stream_command(fields: &[&str], period: Duration) -> String {
+    format!(
+        "exec nvidia-smi --query-gpu={} --format=csv,nounits -lms {}",
+        fields.join(","),
+        period.as_millis().max(100)
+    )
 }
 
 /// What one run of the GPU query says, from its exit status and output.
@@ -106,8 +113,7 @@ mod tests {
     }
 
     #[test]
-    fn commands_loop_only_when_asked() {
-        assert!(gpu_command(&["index"], Some(Duration::from_secs(2))).ends_with("-lms 2000"));
-        assert!(gpu_command(&["index"], None).contains("timeout -k 2 10 nvidia-smi"));
+    fn the_stream_loops_in_one_process() {
+        assert!(gpu_stream_command(&["index"], Duration::from_secs(2)).ends_with("-lms 2000"));
     }
 }

@@ -10,7 +10,7 @@ use chrono::Utc;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use super::commands::{NOT_FOUND, gpu_command, new_nonce, probe_command};
+use super::commands::{NOT_FOUND, gpu_stream_command, new_nonce, probe_command};
 use crate::config::HostConfig;
 use crate::fleet::{GpuAvailability, GpuReading, HostReading};
 use crate::probe::frame::{CycleAssembler, RawCycle};
@@ -107,7 +107,7 @@ async fn gpu_stream(
     let mut fields: &[&str] = GPU_QUERY_FIELDS;
     loop {
         let mut rx = match session
-            .stream(&gpu_command(fields, Some(period)), MAX_LINE)
+            .stream(&gpu_stream_command(fields, period), MAX_LINE)
             .await
         {
             Ok(rx) => rx,

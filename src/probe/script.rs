@@ -24,14 +24,18 @@ pub const SECTION_CAP_BYTES: usize = 64 * 1024;
 /// are no unit to count in.
 pub const LOG_TAIL_BYTES: usize = 8 * 1024;
 /// Slow sections run every this many cycles (10 s at a 2 s period): nvidia-smi's compute apps
-/// (nvidia-smi start-up is the costliest thing the probe does), df, memory, boot id, checkpoint.
+/// (nvidia-smi start-up is the costliest thing the probe does), df, memory, boot id, the log,
+/// the checkpoint and the tmux session list. Every cycle keeps only what says whether the run
+/// is alive (its tmux panes, its processes) and the cheap /proc reads.
 pub const SLOW_EVERY: u32 = 5;
 /// The kernel log is read every this many cycles: dmesg reads the whole ring buffer.
 pub const KERNEL_EVERY: u32 = 15;
 
 /// Sections every cycle prints; the slow ones appear every [`SLOW_EVERY`] cycles.
-pub const FAST_SECTIONS: &[&str] = &["uptime", "loadavg", "tmux", "panes", "run", "log"];
-pub const SLOW_SECTIONS: &[&str] = &["apps", "df", "dfi", "meminfo", "bootid", "ckpt"];
+pub const FAST_SECTIONS: &[&str] = &["uptime", "loadavg", "panes", "run"];
+pub const SLOW_SECTIONS: &[&str] = &[
+    "apps", "df", "dfi", "meminfo", "bootid", "tmux", "log", "ckpt",
+];
 pub const KERNEL_SECTION: &str = "kernel";
 
 /// Single-quotes a value for sh: the only character needing care inside '...' is ' itself.
@@ -49,11 +53,19 @@ pub fn self_excluding_pattern(pattern: &str) -> String {
     }
 }
 
-/// The script; `period` None runs every section once (for `rigwatch status`).
+/// The script; `period` None runs every section once (for `rigwatch status`), and then also
+/// queries the GPUs (section `gpu`) with `gpu_fields`, falling back to `legacy_fields` when the
+/// driver rejects a field, so a one-shot status costs the box one shell, not two.
 ///
 /// Cheap on the box is the point: no subshell or pipe per section, /proc files read with the
 /// shell's own `read`, so a fast cycle forks only what it must (tmux, pgrep, stat, tail, sleep).
-pub fn periodic_script(targets: &ProbeTargets, nonce: &str, period: Option<Duration>) -> String {
+pub fn periodic_script(
+    targets: &ProbeTargets,
+    nonce: &str,
+    period: Option<Duration>,
+    gpu_fields: &[&str],
+    legacy_fields: &[&str],
+) -> String {
     let mounts = targets
         .mounts
         .iter()
@@ -78,19 +90,31 @@ pub fn periodic_script(targets: &ProbeTargets, nonce: &str, period: Option<Durat
     );
     s.push_str("ck() { [ -n \"$CK\" ] || return 0; f=$(ls -t -- \"$CK\" | head -n 1); [ -n \"$f\" ] || return 0; stat -c '%s %Y %n' -- \"$CK/$f\"; }\n");
     s.push_str("kern() { { dmesg 2>/dev/null || journalctl -k -q --no-pager -n 2000 2>/dev/null; } | grep -E 'NVRM: Xid|Out of memory|oom-kill|Killed process' | tail -n 20; }\n");
+    let _ = writeln!(
+        s,
+        "gpuq() {{ o=$($T nvidia-smi --query-gpu={} --format=csv,nounits 2>&1); r=$?; \
+         case \"$o\" in *'not a valid field'*) $T nvidia-smi --query-gpu={} --format=csv,nounits; return;; esac; \
+         printf '%s\\n' \"$o\"; return $r; }}",
+        gpu_fields.join(","),
+        legacy_fields.join(",")
+    );
     s.push_str("i=0\nwhile :; do\n");
     s.push_str("printf '%s cycle %s\\n' \"$M\" \"$i\"\n");
     s.push_str("sec uptime rd /proc/uptime\nsec loadavg rd /proc/loadavg\n");
-    s.push_str("sec tmux tmux ls\nsec panes panes\nsec run run\nsec log lg\n");
+    s.push_str("sec panes panes\nsec run run\n");
     let _ = writeln!(
         s,
         "if [ $((i % {SLOW_EVERY})) = 0 ]; then sec apps apps; sec df dfb; sec dfi dfi; \
-         sec meminfo rd /proc/meminfo; sec bootid cat /proc/sys/kernel/random/boot_id; sec ckpt ck; fi"
+         sec meminfo rd /proc/meminfo; sec bootid cat /proc/sys/kernel/random/boot_id; \
+         sec tmux tmux ls; sec log lg; sec ckpt ck; fi"
     );
     let _ = writeln!(
         s,
         "if [ $((i % {KERNEL_EVERY})) = 0 ]; then sec kernel kern; fi"
     );
+    if period.is_none() {
+        s.push_str("sec gpu gpuq\n");
+    }
     s.push_str("printf '%s done\\n' \"$M\"\ni=$((i + 1))\n");
     match period {
         Some(p) => {
