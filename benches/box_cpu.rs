@@ -89,9 +89,16 @@ fn main() {
         let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
         // Let the streams start (the one-time shell start-up is part of a session, not a poll).
         tokio::time::sleep(Duration::from_secs(3)).await;
-        let before = box_a.cpu_seconds();
+        let before = box_a.cpu_breakdown();
+        let before_total = box_a.cpu_seconds();
         tokio::time::sleep(WINDOW).await;
-        let used = box_a.cpu_seconds() - before;
+        let used = box_a.cpu_seconds() - before_total;
+        if std::env::var_os("RIGWATCH_BENCH_BREAKDOWN").is_some() {
+            for (pid, comm, ticks) in box_a.cpu_breakdown() {
+                let was = before.iter().find(|b| b.0 == pid).map_or(0, |b| b.2);
+                eprintln!("{pid:>7} {:>5} ticks  {comm}", ticks - was);
+            }
+        }
         for t in tasks {
             t.abort();
         }

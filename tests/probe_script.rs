@@ -152,3 +152,77 @@ fn a_log_line_cannot_forge_a_frame() {
     );
     assert!(sample.errors.is_empty(), "{:?}", sample.errors);
 }
+
+#[test]
+fn the_run_is_looked_up_again_at_once_when_its_process_ends() {
+    let (_dir, mut targets) = temp_targets();
+    let mut child = Sleeper::start();
+    targets.run = Some("sleep 4.321".into());
+    let script = periodic_script(
+        &targets,
+        "n3",
+        Some(Duration::from_millis(200)),
+        GPU_QUERY_FIELDS,
+        GPU_QUERY_FIELDS_LEGACY,
+    );
+    let mut probe = Command::new("sh")
+        .arg("-c")
+        .arg(command_line(&targets, &script))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("probe");
+    let stdout = probe.stdout.take().expect("stdout");
+    let reader = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    let mut assembler = CycleAssembler::new("n3");
+    let mut alive_cycles = 0;
+    let mut killed_at = None;
+    let mut dead_seen = None;
+    for line in reader {
+        let Some(cycle) = assembler.push(&line.expect("line")).expect("frame") else {
+            continue;
+        };
+        let n = cycle.number.unwrap_or(0);
+        let found = cycle.section("run").is_some_and(|s| s.status == Some(0));
+        match (found, killed_at) {
+            (true, None) => {
+                alive_cycles += 1;
+                if alive_cycles == 2 {
+                    child.stop();
+                    killed_at = Some(n);
+                }
+            }
+            (false, Some(k)) => {
+                dead_seen = Some(n - k);
+                break;
+            }
+            _ => assert!(n < 20, "no answer after 20 cycles"),
+        }
+    }
+    let _ = probe.kill();
+    let _ = probe.wait();
+    assert!(
+        dead_seen.is_some_and(|d| d <= 2),
+        "death noticed within two cycles: {dead_seen:?}"
+    );
+}
+
+/// The "run" the probe looks for: a process with a recognisable command line, reaped when
+/// stopped so its /proc entry goes away at once.
+struct Sleeper(std::process::Child);
+
+impl Sleeper {
+    fn start() -> Self {
+        Sleeper(Command::new("sleep").arg("4.321").spawn().expect("sleep"))
+    }
+
+    fn stop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

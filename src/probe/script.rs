@@ -83,7 +83,16 @@ pub fn periodic_script(
     let _ = writeln!(s, "dfb() {{ $T df -PB1 {mounts}; }}");
     let _ = writeln!(s, "dfi() {{ $T df -Pi {mounts}; }}");
     s.push_str("panes() { tmux list-panes -a -F '#{session_name} #{pane_pid} #{pane_dead} #{pane_current_command}'; }\n");
-    s.push_str("run() { [ -n \"$RUN\" ] || return 0; pgrep -af -- \"$RUN\"; }\n");
+    // pgrep reads every process's command line (14 ms here): between slow cycles, while the
+    // process it found last still exists (or none was found), repeat that answer instead.
+    s.push_str("RO=''; RP=''; RR=1\n");
+    let _ = writeln!(
+        s,
+        "run() {{ [ -n \"$RUN\" ] || return 0; \
+         if [ $((i % {SLOW_EVERY})) != 0 ] && {{ [ -z \"$RP\" ] || [ -d \"/proc/$RP\" ]; }}; then \
+         [ -n \"$RO\" ] && printf '%s\\n' \"$RO\"; return $RR; fi; \
+         RO=$(pgrep -af -- \"$RUN\"); RR=$?; RP=${{RO%% *}}; [ -n \"$RO\" ] && printf '%s\\n' \"$RO\"; return $RR; }}"
+    );
     let _ = writeln!(
         s,
         "lg() {{ [ -n \"$LOG\" ] || return 0; stat -c '%s %Y' -- \"$LOG\" && tail -c {LOG_TAIL_BYTES} -- \"$LOG\"; }}"

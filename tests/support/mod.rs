@@ -259,6 +259,22 @@ impl Sshd {
         ticks as f64 / clock_ticks_per_second()
     }
 
+    /// Per-process CPU ticks under this sshd: (pid, command name, ticks), for finding the cost.
+    pub fn cpu_breakdown(&self) -> Vec<(u32, String, u64)> {
+        self.all_pids()
+            .into_iter()
+            .map(|pid| {
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                    .unwrap_or_default()
+                    .replace('\0', " ")
+                    .chars()
+                    .take(60)
+                    .collect();
+                (pid, comm, cpu_ticks(pid))
+            })
+            .collect()
+    }
+
     fn listener_pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }
