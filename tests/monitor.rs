@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use rigwatch::config::fleet;
 use rigwatch::fleet::GpuAvailability;
-use rigwatch::monitor::live::{self, HostUpdate, Update};
+use rigwatch::fleet::{Observation as HostUpdate, Update};
+use rigwatch::monitor::live;
 use rigwatch::transport::Pool;
 use support::{GpuShim, Lab, wait_until};
 use tokio::sync::mpsc;
@@ -25,7 +26,7 @@ async fn collect(
     while start.elapsed() < limit && !done(&seen) {
         if let Ok(Some(update)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await
         {
-            seen.push(update.update);
+            seen.push(update.observation);
         }
     }
     seen

@@ -6,6 +6,10 @@ use std::collections::VecDeque;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
+mod observation;
+
+pub use observation::{Observation, Update};
+
 use crate::probe::GpuSample;
 use crate::probe::sample::HostSample;
 

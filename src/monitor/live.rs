@@ -11,13 +11,10 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::commands::{NOT_FOUND, gpu_stream_command, new_nonce, probe_command};
+use super::readers::{GpuBatcher, ProbeReader};
 use crate::config::HostConfig;
-use crate::fleet::{GpuAvailability, GpuReading, HostReading};
-use crate::probe::frame::{CycleAssembler, RawCycle};
-use crate::probe::sample::HostSample;
-use crate::probe::{
-    GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, GpuSample, parse_gpu_query, parse_query_failure,
-};
+use crate::fleet::{GpuAvailability, GpuReading, Observation, Update};
+use crate::probe::{GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, parse_query_failure};
 use crate::transport::{Session, StreamEvent};
 
 /// Longest line kept from a stream; the probe caps its sections on the box as well.
@@ -26,22 +23,6 @@ const MAX_LINE: usize = 64 * 1024;
 const RESTART_AFTER: Duration = Duration::from_secs(2);
 /// A box without nvidia-smi is asked again this rarely (drivers do get installed).
 const NO_GPU_RECHECK: Duration = Duration::from_secs(300);
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum HostUpdate {
-    Gpu(GpuReading),
-    GpuAvailability(GpuAvailability),
-    /// Boxed: a host reading is large and arrives once a period.
-    Host(Box<HostReading>),
-    /// A stream's output could not be read; says which stream and why.
-    ProbeError(String),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Update {
-    pub host: String,
-    pub update: HostUpdate,
-}
 
 /// Starts both streams for `host`; they follow `sessions` across reconnects until aborted.
 pub fn spawn(
@@ -88,11 +69,11 @@ where
     }
 }
 
-async fn send(tx: &mpsc::Sender<Update>, host: &str, update: HostUpdate) {
+async fn send(tx: &mpsc::Sender<Update>, host: &str, observation: Observation) {
     let _ = tx
         .send(Update {
             host: host.to_string(),
-            update,
+            observation,
         })
         .await;
 }
@@ -115,7 +96,7 @@ async fn gpu_stream(
                 send(
                     &tx,
                     &host,
-                    HostUpdate::ProbeError(format!("{host}: GPU stream: {e}")),
+                    Observation::ProbeError(format!("{host}: GPU stream: {e}")),
                 )
                 .await;
                 return RESTART_AFTER;
@@ -137,7 +118,7 @@ async fn gpu_stream(
                                 send(
                                     &tx,
                                     &host,
-                                    HostUpdate::GpuAvailability(GpuAvailability::Present),
+                                    Observation::GpuAvailability(GpuAvailability::Present),
                                 )
                                 .await;
                                 announced = true;
@@ -145,7 +126,7 @@ async fn gpu_stream(
                             send(
                                 &tx,
                                 &host,
-                                HostUpdate::Gpu(GpuReading {
+                                Observation::Gpu(GpuReading {
                                     at: Utc::now(),
                                     gpus,
                                 }),
@@ -158,7 +139,7 @@ async fn gpu_stream(
                             send(
                                 &tx,
                                 &host,
-                                HostUpdate::ProbeError(format!("{host}: GPU stream: {e}")),
+                                Observation::ProbeError(format!("{host}: GPU stream: {e}")),
                             )
                             .await;
                         }
@@ -180,7 +161,7 @@ async fn gpu_stream(
                             RESTART_AFTER,
                         ),
                     };
-                    send(&tx, &host, HostUpdate::GpuAvailability(availability)).await;
+                    send(&tx, &host, Observation::GpuAvailability(availability)).await;
                     return wait;
                 }
             }
@@ -188,59 +169,6 @@ async fn gpu_stream(
         if fields != GPU_QUERY_FIELDS_LEGACY {
             return RESTART_AFTER;
         }
-    }
-}
-
-/// Groups the stream's rows into one reading per sampling instant: nvidia-smi prints every GPU
-/// each period, so a batch is complete when it has as many GPUs as the last one, or when an
-/// index repeats.
-pub struct GpuBatcher {
-    fields: Vec<String>,
-    current: Vec<GpuSample>,
-    expected: usize,
-}
-
-impl GpuBatcher {
-    pub fn new(fields: &[&str]) -> Self {
-        GpuBatcher {
-            fields: fields.iter().map(|f| f.to_string()).collect(),
-            current: Vec::new(),
-            expected: 0,
-        }
-    }
-
-    pub fn push(&mut self, line: &str) -> Result<Option<Vec<GpuSample>>, crate::probe::ParseError> {
-        let first = line
-            .split(',')
-            .next()
-            .unwrap_or("")
-            .split(" [")
-            .next()
-            .unwrap_or("")
-            .trim();
-        if first == "index" || first == "timestamp" {
-            self.fields = line.split(',').map(|c| c.trim().to_string()).collect();
-            return Ok(None);
-        }
-        if line.trim().is_empty() {
-            return Ok(None);
-        }
-        let names: Vec<&str> = self.fields.iter().map(String::as_str).collect();
-        let mut rows = parse_gpu_query(&names, line)?;
-        let Some(row) = rows.pop() else {
-            return Ok(None);
-        };
-        let repeats = row.index.is_some() && self.current.iter().any(|g| g.index == row.index);
-        let mut done = None;
-        if repeats {
-            self.expected = self.current.len();
-            done = Some(std::mem::take(&mut self.current));
-        }
-        self.current.push(row);
-        if done.is_none() && self.expected > 0 && self.current.len() == self.expected {
-            done = Some(std::mem::take(&mut self.current));
-        }
-        Ok(done)
     }
 }
 
@@ -261,34 +189,25 @@ async fn probe_stream(
             send(
                 &tx,
                 &host.name,
-                HostUpdate::ProbeError(format!("{}: probe loop: {e}", host.name)),
+                Observation::ProbeError(format!("{}: probe loop: {e}", host.name)),
             )
             .await;
             return RESTART_AFTER;
         }
     };
-    let mut assembler = CycleAssembler::new(&nonce);
-    let mut last: Option<RawCycle> = None;
+    let mut reader = ProbeReader::new(&nonce);
     while let Some(event) = rx.recv().await {
         match event {
-            StreamEvent::Line(line) => match assembler.push(&line) {
-                Ok(Some(mut cycle)) => {
-                    if let Some(earlier) = &last {
-                        cycle.fill_from(earlier);
-                    }
-                    let reading = HostReading {
-                        at: Utc::now(),
-                        sample: HostSample::from_cycle(&cycle),
-                    };
-                    send(&tx, &host.name, HostUpdate::Host(Box::new(reading))).await;
-                    last = Some(cycle);
+            StreamEvent::Line(line) => match reader.push(&line, Utc::now()) {
+                Ok(Some(reading)) => {
+                    send(&tx, &host.name, Observation::Host(Box::new(reading))).await;
                 }
                 Ok(None) => {}
                 Err(e) => {
                     send(
                         &tx,
                         &host.name,
-                        HostUpdate::ProbeError(format!("{}: probe loop: {e}", host.name)),
+                        Observation::ProbeError(format!("{}: probe loop: {e}", host.name)),
                     )
                     .await
                 }
@@ -299,30 +218,10 @@ async fn probe_stream(
                     host.name,
                     exit_status.map_or("unknown".into(), |s| s.to_string())
                 );
-                send(&tx, &host.name, HostUpdate::ProbeError(why)).await;
+                send(&tx, &host.name, Observation::ProbeError(why)).await;
                 return RESTART_AFTER;
             }
         }
     }
     RESTART_AFTER
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn batches_close_when_an_index_repeats_then_by_count() {
-        let mut b = GpuBatcher::new(&["index", "utilization.gpu"]);
-        assert_eq!(b.push("index, utilization.gpu [%]").ok(), Some(None));
-        assert!(matches!(b.push("0, 5"), Ok(None)));
-        assert!(matches!(b.push("1, 6"), Ok(None)));
-        let first = b.push("0, 7").ok().flatten().expect("batch");
-        assert_eq!(first.len(), 2);
-        let second = b.push("1, 8").ok().flatten().expect("closes by count");
-        assert_eq!(
-            second.iter().map(|g| g.util_gpu_pct).collect::<Vec<_>>(),
-            [Some(7), Some(8)]
-        );
-    }
 }

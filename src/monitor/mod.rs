@@ -2,7 +2,10 @@
 //! that joins transport and probe; signals and views never see a connection.
 
 pub mod commands;
+mod fleet_state;
 pub mod live;
 pub mod oneshot;
+pub mod readers;
 
+pub use fleet_state::{EVENTS_KEPT, Event, FleetState, HostState};
 pub use oneshot::{HostProbe, probe_once};

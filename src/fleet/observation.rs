@@ -1,0 +1,19 @@
+//! What the fleet state is told: produced by the live monitor and by the demo replay alike.
+
+use crate::fleet::{GpuAvailability, GpuReading, HostReading};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observation {
+    Gpu(GpuReading),
+    GpuAvailability(GpuAvailability),
+    /// Boxed: a host reading is large and arrives once a period.
+    Host(Box<HostReading>),
+    /// A stream's output could not be read; says which stream and why.
+    ProbeError(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    pub host: String,
+    pub observation: Observation,
+}
