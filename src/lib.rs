@@ -11,12 +11,14 @@
 //! - `signals`   — pure judgements of history, link and `now`; imports `config`, `fleet`,
 //!   `probe`, `transport` (for the link state type only).
 //! - `monitor`   — wiring: runs the probes over the pool and feeds the fleet; imports all above.
+//! - `demo`      — the demo fleet: captures replayed through monitor's readers into its state.
 //! - `cli`       — subcommands; the only module that prints; imports all of the above.
 
 #![forbid(unsafe_code)]
 
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod fleet;
 pub mod monitor;
 pub mod probe;

@@ -121,10 +121,18 @@ impl HostHistory {
         self.host.back()
     }
 
-    /// The boot mark before the latest reading, for reboot detection.
+    /// The boot mark to compare the latest reading with: the newest reading from another boot
+    /// while one is still in the history (so a reboot stays reported for as long), else the
+    /// reading just before the latest.
     pub fn previous_boot(&self) -> Option<BootMark> {
-        let n = self.host.len();
-        (n >= 2).then(|| BootMark::of(&self.host[n - 2]))
+        let latest = self.host.back()?;
+        let older = self.host.iter().rev().skip(1);
+        let other_boot = older.clone().find(
+            |r| matches!((&r.sample.boot_id, &latest.sample.boot_id), (Some(a), Some(b)) if a != b),
+        );
+        other_boot
+            .or_else(|| older.clone().next())
+            .map(BootMark::of)
     }
 
     /// GPU readings newer than `now - window`, oldest first.

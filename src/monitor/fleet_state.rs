@@ -127,7 +127,20 @@ impl FleetState {
     }
 
     pub fn observe(&mut self, host: &str, observation: Observation, now: DateTime<Utc>) {
-        let Some(i) = self.index(host) else { return };
+        let Some(i) = self.record(host, observation, now) else {
+            return;
+        };
+        self.judge_host(i, now);
+    }
+
+    /// Stores an observation without judging it (a backlog; `tick` judges afterwards).
+    pub fn record(
+        &mut self,
+        host: &str,
+        observation: Observation,
+        now: DateTime<Utc>,
+    ) -> Option<usize> {
+        let i = self.index(host)?;
         let h = &mut self.hosts[i];
         match observation {
             Observation::Gpu(reading) => {
@@ -142,7 +155,7 @@ impl FleetState {
             }
             Observation::ProbeError(e) => h.last_error = Some((now, e)),
         }
-        self.judge_host(i, now);
+        Some(i)
     }
 
     /// Re-judges every host: signals depend on `now` (idle for how long, checkpoint age).

@@ -26,6 +26,11 @@ impl GpuBatcher {
         }
     }
 
+    /// The rows of an instant not yet closed (the demo replays whole instants at a time).
+    pub fn flush(&mut self) -> Vec<GpuSample> {
+        std::mem::take(&mut self.current)
+    }
+
     pub fn push(&mut self, line: &str) -> Result<Option<Vec<GpuSample>>, ParseError> {
         let first = line
             .split(',')
