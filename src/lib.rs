@@ -12,6 +12,8 @@
 //!   `probe`, `transport` (for the link state type only).
 //! - `monitor`   — wiring: runs the probes over the pool and feeds the fleet; imports all above.
 //! - `demo`      — the demo fleet: captures replayed through monitor's readers into its state.
+//! - `ui`        — the dashboard: the only module that imports ratatui/crossterm; reads
+//!   `monitor`'s state, never touches the network.
 //! - `cli`       — subcommands; the only module that prints; imports all of the above.
 
 #![forbid(unsafe_code)]
@@ -25,3 +27,4 @@ pub mod probe;
 pub mod sanitize;
 pub mod signals;
 pub mod transport;
+pub mod ui;

@@ -1,6 +1,7 @@
 //! Command line: one file per subcommand, each with its own `run`.
 
 mod check;
+pub mod dashboard;
 mod status;
 mod status_report;
 mod status_table;
@@ -20,14 +21,18 @@ pub const EXIT_CONFIG: u8 = 2;
     name = "rigwatch",
     version,
     about = "Watch rented GPU boxes over pooled SSH",
-    arg_required_else_help = true
+    long_about = "Watch rented GPU boxes over pooled SSH. With no command, opens the dashboard on \
+                  the fleet config; `rigwatch demo` shows it on a built-in demo fleet."
 )]
 pub struct Cli {
     /// Fleet config; else $RIGWATCH_CONFIG, else $XDG_CONFIG_HOME/rigwatch/fleet.toml
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// Colour theme: dark, light, high-contrast, or themes/NAME.toml in the config dir (NO_COLOR wins)
+    #[arg(long, global = true, value_name = "NAME")]
+    pub theme: Option<String>,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -36,9 +41,34 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Probe every host once: link, run, GPUs, disks and the signals that need you
     Status(status::StatusArgs),
+    /// The dashboard on a built-in demo fleet replaying real captures: no config, no network
+    Demo,
+    /// Render the demo dashboard's views to SVG (and text) files
+    Screenshot {
+        /// Folder to write overview.svg, detail.svg, help.svg into
+        #[arg(long, default_value = "screenshots", value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| color_eyre::eyre::eyre!("cannot start the async runtime: {e}"))
+    };
+    let theme_name = cli.theme.as_deref();
+    match cli.command {
+        Some(Command::Demo) => {
+            let theme = dashboard::theme(theme_name)?;
+            return runtime()?.block_on(dashboard::demo(theme));
+        }
+        Some(Command::Screenshot { out }) => {
+            return dashboard::screenshot(&out, &dashboard::theme(theme_name)?);
+        }
+        _ => {}
+    }
     let fleet = match load_fleet(cli.config.as_deref()) {
         Ok(fleet) => fleet,
         Err(e) => {
@@ -46,14 +76,14 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_CONFIG));
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| color_eyre::eyre::eyre!("cannot start the async runtime: {e}"))?;
-    runtime.block_on(async {
+    runtime()?.block_on(async {
         match cli.command {
-            Command::Check(args) => check::run(&fleet, &args).await,
-            Command::Status(args) => status::run(&fleet, &args).await,
+            Some(Command::Check(args)) => check::run(&fleet, &args).await,
+            Some(Command::Status(args)) => status::run(&fleet, &args).await,
+            Some(Command::Demo | Command::Screenshot { .. }) | None => {
+                let theme = dashboard::theme(theme_name.or(fleet.theme.as_deref()))?;
+                dashboard::live(&fleet, theme).await
+            }
         }
     })
 }

@@ -21,6 +21,7 @@ struct RawFleet {
     keepalive_max: Option<Spanned<u32>>,
     reconnect_max_secs: Option<Spanned<f64>>,
     max_sessions: Option<Spanned<u32>>,
+    theme: Option<String>,
     #[serde(default)]
     thresholds: Thresholds,
     #[serde(default)]
@@ -107,6 +108,8 @@ pub struct FleetConfig {
     pub ssh_config: Option<PathBuf>,
     pub poll: Duration,
     pub link: LinkTuning,
+    /// The dashboard's theme; `--theme` overrides it.
+    pub theme: Option<String>,
     pub thresholds: Thresholds,
     pub hosts: Vec<HostConfig>,
 }
@@ -310,6 +313,7 @@ pub fn parse(path: &Path, text: &str) -> Result<FleetConfig, ConfigError> {
         ssh_config: raw.ssh_config.map(|k| expand_tilde(k.get_ref())),
         poll,
         link,
+        theme: raw.theme,
         thresholds: raw.thresholds,
         hosts,
     })

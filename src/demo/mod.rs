@@ -41,7 +41,6 @@ impl Demo {
             }
             state.set_link(&s.config.name, s.link(now), now);
         }
-        state.events.clear();
         state.tick(now);
         (demo, state)
     }

@@ -48,6 +48,11 @@ fn is_pseudo(m: &Mount) -> bool {
         && m.mount != "/"
 }
 
+/// A mount's bytes and inode usage, for views.
+pub fn disk_usage(m: &Mount) -> (Option<Usage>, Option<Usage>) {
+    (bytes_usage(m), inode_usage(m))
+}
+
 pub fn disk_signals(f: &HostFacts<'_>) -> Vec<Signal> {
     let mut out = Vec::new();
     let Some(latest) = f.history.latest_host() else {

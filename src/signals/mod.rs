@@ -12,6 +12,7 @@ use crate::config::fleet::{HostConfig, Thresholds};
 use crate::fleet::{BootMark, GpuAvailability, HostHistory};
 use crate::transport::LinkState;
 
+pub use disk::{Usage, disk_usage, time_to_full};
 pub use run::RunState;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -90,7 +91,10 @@ pub fn evaluate(facts: &HostFacts<'_>) -> (RunState, Vec<Signal>) {
     let mut signals = Vec::new();
     signals.extend(run::run_signals(facts, &run_state));
     signals.extend(gpu::gpu_signals(facts));
-    signals.extend(gpu::idle_but_billing(facts, &run_state));
+    // A zombie is the more specific reading of an idle GPU: say that, not both.
+    if !signals.iter().any(|s| s.kind == SignalKind::ZombieVram) {
+        signals.extend(gpu::idle_but_billing(facts, &run_state));
+    }
     signals.extend(gpu::kernel_signals(facts));
     signals.extend(disk::disk_signals(facts));
     if let Some(latest) = facts.history.latest_host() {

@@ -1,0 +1,281 @@
+//! What the screen is showing and what keys do to it. Keys become actions, never I/O: the event
+//! loop carries the action out and reports back.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use crate::monitor::{FleetState, HostState};
+use crate::signals::Severity;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    Fleet,
+    Detail,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Hosts,
+    Alerts,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    Worst,
+    Name,
+    Gpu,
+    Profile,
+}
+
+impl SortKey {
+    pub fn next(self) -> SortKey {
+        match self {
+            SortKey::Worst => SortKey::Name,
+            SortKey::Name => SortKey::Gpu,
+            SortKey::Gpu => SortKey::Profile,
+            SortKey::Profile => SortKey::Worst,
+        }
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            SortKey::Worst => "worst first",
+            SortKey::Name => "name",
+            SortKey::Gpu => "GPU util",
+            SortKey::Profile => "platform",
+        }
+    }
+}
+
+/// What the event loop must do after a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    None,
+    Quit,
+    /// Poll now instead of at the next period.
+    Refresh,
+    Pull(String),
+    Teardown(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct App {
+    pub view: View,
+    pub pane: Pane,
+    /// Selected host, by name, so a re-sort does not move the selection to another box.
+    pub selected: Option<String>,
+    pub filter: String,
+    pub editing_filter: bool,
+    pub sort: SortKey,
+    pub help: bool,
+    pub alerts_scroll: usize,
+    pub detail_scroll: u16,
+    /// A one-line message for the status bar (what a key did, or why it did nothing).
+    pub notice: Option<String>,
+    pub demo: bool,
+}
+
+impl App {
+    pub fn new(demo: bool) -> App {
+        App {
+            view: View::Fleet,
+            pane: Pane::Hosts,
+            selected: None,
+            filter: String::new(),
+            editing_filter: false,
+            sort: SortKey::Worst,
+            help: false,
+            alerts_scroll: 0,
+            detail_scroll: 0,
+            notice: None,
+            demo,
+        }
+    }
+
+    /// Hosts in display order: filtered, then sorted.
+    pub fn visible<'a>(&self, state: &'a FleetState) -> Vec<&'a HostState> {
+        let needle = self.filter.to_lowercase();
+        let mut hosts: Vec<&HostState> = state
+            .hosts
+            .iter()
+            .filter(|h| {
+                needle.is_empty()
+                    || h.config.name.to_lowercase().contains(&needle)
+                    || h.config.profile.to_lowercase().contains(&needle)
+                    || h.link.word().contains(&needle)
+                    || h.signals
+                        .iter()
+                        .any(|s| format!("{:?}", s.kind).to_lowercase().contains(&needle))
+            })
+            .collect();
+        let util = |h: &HostState| {
+            h.history.latest_gpu().map_or(-1, |g| {
+                g.gpus
+                    .iter()
+                    .filter_map(|x| x.util_gpu_pct)
+                    .map(i64::from)
+                    .max()
+                    .unwrap_or(-1)
+            })
+        };
+        match self.sort {
+            SortKey::Worst => hosts.sort_by(|a, b| {
+                rank(b)
+                    .cmp(&rank(a))
+                    .then_with(|| a.config.name.cmp(&b.config.name))
+            }),
+            SortKey::Name => hosts.sort_by(|a, b| a.config.name.cmp(&b.config.name)),
+            SortKey::Gpu => hosts.sort_by_key(|h| std::cmp::Reverse(util(h))),
+            SortKey::Profile => hosts.sort_by(|a, b| {
+                a.config
+                    .profile
+                    .cmp(&b.config.profile)
+                    .then_with(|| a.config.name.cmp(&b.config.name))
+            }),
+        }
+        hosts
+    }
+
+    pub fn selected_index(&self, visible: &[&HostState]) -> usize {
+        self.selected
+            .as_ref()
+            .and_then(|name| visible.iter().position(|h| &h.config.name == name))
+            .unwrap_or(0)
+    }
+
+    pub fn selected_host<'a>(&self, state: &'a FleetState) -> Option<&'a HostState> {
+        let visible = self.visible(state);
+        visible.get(self.selected_index(&visible)).copied()
+    }
+
+    fn select(&mut self, visible: &[&HostState], index: usize) {
+        self.selected = visible.get(index).map(|h| h.config.name.clone());
+        self.detail_scroll = 0;
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent, state: &FleetState) -> Action {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            return Action::Quit;
+        }
+        if self.editing_filter {
+            match key.code {
+                KeyCode::Enter => self.editing_filter = false,
+                KeyCode::Esc => {
+                    self.editing_filter = false;
+                    self.filter.clear();
+                }
+                KeyCode::Backspace => {
+                    self.filter.pop();
+                }
+                KeyCode::Char(c) if !c.is_control() && self.filter.chars().count() < 40 => {
+                    self.filter.push(c)
+                }
+                _ => {}
+            }
+            return Action::None;
+        }
+        if self.help {
+            if matches!(
+                key.code,
+                KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q')
+            ) {
+                self.help = false;
+            }
+            return Action::None;
+        }
+        self.notice = None;
+        let visible = self.visible(state);
+        let index = self.selected_index(&visible);
+        let last = visible.len().saturating_sub(1);
+        match key.code {
+            KeyCode::Char('q') => return Action::Quit,
+            KeyCode::Char('?') => self.help = true,
+            KeyCode::Esc if self.view == View::Detail => self.view = View::Fleet,
+            KeyCode::Esc if !self.filter.is_empty() => self.filter.clear(),
+            KeyCode::Enter if !visible.is_empty() => {
+                self.select(&visible, index);
+                self.view = View::Detail;
+            }
+            KeyCode::Tab | KeyCode::BackTab if self.view == View::Fleet => {
+                self.pane = if self.pane == Pane::Hosts {
+                    Pane::Alerts
+                } else {
+                    Pane::Hosts
+                };
+            }
+            KeyCode::Down | KeyCode::Char('j') => self.move_by(&visible, index, 1),
+            KeyCode::Up | KeyCode::Char('k') => self.move_by(&visible, index, -1),
+            KeyCode::Right | KeyCode::Char('l')
+                if self.view == View::Fleet && !visible.is_empty() =>
+            {
+                self.select(&visible, index);
+                self.view = View::Detail;
+            }
+            KeyCode::Left | KeyCode::Char('h') => self.view = View::Fleet,
+            KeyCode::Char('g') | KeyCode::Home => self.jump(&visible, 0),
+            KeyCode::Char('G') | KeyCode::End => self.jump(&visible, last),
+            KeyCode::Char('/') => {
+                self.editing_filter = true;
+                self.view = View::Fleet;
+            }
+            KeyCode::Char('s') => {
+                self.sort = self.sort.next();
+                self.notice = Some(format!("sorted by {}", self.sort.word()));
+            }
+            KeyCode::Char('r') => return Action::Refresh,
+            KeyCode::Char('p') => return self.host_action(&visible, index, Action::Pull),
+            KeyCode::Char('T') => return self.host_action(&visible, index, Action::Teardown),
+            _ => {}
+        }
+        Action::None
+    }
+
+    fn host_action(
+        &self,
+        visible: &[&HostState],
+        index: usize,
+        make: fn(String) -> Action,
+    ) -> Action {
+        visible
+            .get(index)
+            .map_or(Action::None, |h| make(h.config.name.clone()))
+    }
+
+    fn move_by(&mut self, visible: &[&HostState], index: usize, delta: i64) {
+        match (self.view, self.pane) {
+            (View::Detail, _) => {
+                self.detail_scroll = if delta > 0 {
+                    self.detail_scroll.saturating_add(1)
+                } else {
+                    self.detail_scroll.saturating_sub(1)
+                };
+            }
+            (View::Fleet, Pane::Alerts) => {
+                self.alerts_scroll = if delta > 0 {
+                    self.alerts_scroll.saturating_add(1)
+                } else {
+                    self.alerts_scroll.saturating_sub(1)
+                };
+            }
+            (View::Fleet, Pane::Hosts) => {
+                let next = (index as i64 + delta).clamp(0, visible.len().saturating_sub(1) as i64)
+                    as usize;
+                self.select(visible, next);
+            }
+        }
+    }
+
+    fn jump(&mut self, visible: &[&HostState], index: usize) {
+        match (self.view, self.pane) {
+            (View::Fleet, Pane::Alerts) => {
+                self.alerts_scroll = if index == 0 { 0 } else { usize::MAX / 2 }
+            }
+            (View::Detail, _) => self.detail_scroll = if index == 0 { 0 } else { u16::MAX / 2 },
+            _ => self.select(visible, index),
+        }
+    }
+}
+
+/// Sort rank: worst signal first, a lost link counts as critical.
+fn rank(h: &HostState) -> (Option<Severity>, usize) {
+    (h.worst(), h.signals.len())
+}

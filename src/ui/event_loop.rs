@@ -1,0 +1,190 @@
+//! One loop, one `select!`: terminal input, fleet updates, link changes, a 1 Hz tick for
+//! countdowns and ages, and SIGTERM/SIGHUP. Drain what is pending, draw once; no fixed frame
+//! rate, and nothing here waits on the network.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use crossterm::event::{Event, EventStream, KeyEventKind};
+use futures::StreamExt;
+use ratatui::DefaultTerminal;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::app::{Action, App};
+use super::theme::Theme;
+use super::{Ctx, draw};
+use crate::demo::Demo;
+use crate::fleet::Update;
+use crate::monitor::FleetState;
+use crate::transport::{LinkState, Pool};
+
+type LinkChanges = mpsc::Receiver<(String, LinkState)>;
+
+/// Where the fleet's readings come from.
+pub enum Source {
+    Demo(Demo),
+    Live {
+        pool: Pool,
+        updates: Option<mpsc::Receiver<Update>>,
+        links: Option<LinkChanges>,
+        tasks: Vec<JoinHandle<()>>,
+    },
+}
+
+impl Source {
+    /// Starts the live monitor on `pool`: both streams per host, and link-state forwarding.
+    pub fn live(pool: Pool, hosts: &[crate::config::HostConfig], poll: Duration) -> Source {
+        let (tx, updates) = mpsc::channel(4096);
+        let (link_tx, links) = mpsc::channel(1024);
+        let mut tasks = Vec::new();
+        for host in hosts {
+            let Some(link) = pool.get(&host.name) else {
+                continue;
+            };
+            tasks.extend(crate::monitor::live::spawn(
+                host.clone(),
+                link.watch_session(),
+                poll,
+                tx.clone(),
+            ));
+            let mut watch = link.watch_state();
+            let (name, link_tx) = (host.name.clone(), link_tx.clone());
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    let state = watch.borrow_and_update().clone();
+                    if link_tx.send((name.clone(), state)).await.is_err()
+                        || watch.changed().await.is_err()
+                    {
+                        return;
+                    }
+                }
+            }));
+        }
+        Source::Live {
+            pool,
+            updates: Some(updates),
+            links: Some(links),
+            tasks,
+        }
+    }
+
+    /// The channels, moved out so the loop can wait on them while it also uses the source.
+    fn take_channels(&mut self) -> (Option<mpsc::Receiver<Update>>, Option<LinkChanges>) {
+        match self {
+            Source::Live { updates, links, .. } => (updates.take(), links.take()),
+            Source::Demo(_) => (None, None),
+        }
+    }
+
+    async fn shutdown(self) {
+        if let Source::Live { pool, tasks, .. } = self {
+            for task in tasks {
+                task.abort();
+            }
+            pool.shutdown().await;
+        }
+    }
+}
+
+/// Receives from a channel the source may not have (the demo has none): never resolves then.
+async fn recv_or_wait<T>(rx: Option<&mut mpsc::Receiver<T>>) -> Option<T> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+pub async fn run(
+    terminal: &mut DefaultTerminal,
+    mut app: App,
+    mut state: FleetState,
+    mut source: Source,
+    theme: Theme,
+    poll: Duration,
+) -> std::io::Result<()> {
+    let mut keys = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut demo_poll = tokio::time::interval(poll);
+    demo_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    let (mut updates, mut links) = source.take_channels();
+    let mut dirty = true;
+    loop {
+        if dirty {
+            let ctx = Ctx {
+                app: &app,
+                state: &state,
+                theme: &theme,
+                now: Utc::now(),
+                poll,
+            };
+            terminal.draw(|frame| draw(frame, &ctx))?;
+            dirty = false;
+        }
+        tokio::select! {
+            event = keys.next() => match event {
+                Some(Ok(Event::Key(key))) if key.kind == KeyEventKind::Press => {
+                    match app.handle_key(key, &state) {
+                        Action::Quit => break,
+                        Action::None => {}
+                        Action::Refresh => refresh(&mut app, &mut state, &mut source),
+                        Action::Pull(host) => {
+                            app.notice = Some(format!("pull {host}: not built yet (issue #7); nothing was copied"));
+                        }
+                        Action::Teardown(host) => {
+                            app.notice = Some(format!(
+                                "teardown {host}: REFUSED — no verified pull of its results exists (the guard and pull arrive with issue #7)"
+                            ));
+                        }
+                    }
+                    dirty = true;
+                }
+                Some(Ok(Event::Resize(..))) => dirty = true,
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => break,
+            },
+            Some(update) = recv_or_wait(updates.as_mut()) => {
+                state.observe(&update.host, update.observation, Utc::now());
+                dirty = true;
+            }
+            Some((host, link)) = recv_or_wait(links.as_mut()) => {
+                state.set_link(&host, link, Utc::now());
+                dirty = true;
+            }
+            _ = tick.tick() => {
+                state.tick(Utc::now());
+                dirty = true;
+            }
+            _ = demo_poll.tick(), if matches!(source, Source::Demo(_)) => {
+                if let Source::Demo(demo) = &mut source {
+                    demo.advance(&mut state, Utc::now());
+                }
+                dirty = true;
+            }
+            _ = sigterm.recv() => break,
+            _ = sighup.recv() => break,
+        }
+    }
+    source.shutdown().await;
+    Ok(())
+}
+
+fn refresh(app: &mut App, state: &mut FleetState, source: &mut Source) {
+    let now = Utc::now();
+    match source {
+        Source::Demo(demo) => {
+            demo.advance(state, now);
+            app.notice = Some("refreshed: one more replayed reading per box".into());
+        }
+        Source::Live { .. } => {
+            state.tick(now);
+            app.notice = Some(
+                "streams are live: every box reports each period; links reconnect on their own"
+                    .into(),
+            );
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! The fleet overview: one row per host, worst first; columns give way as the terminal narrows.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
+
+use super::Ctx;
+use super::app::Pane;
+use super::widgets::{age, bar, known};
+use crate::monitor::HostState;
+use crate::probe::sample::HostSample;
+use crate::sanitize::line as clean;
+use crate::signals::{RunState, Severity};
+use crate::transport::LinkState;
+
+/// A reading older than this many poll periods is shown as stale, with its age.
+pub const STALE_PERIODS: u32 = 3;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Name,
+    Platform,
+    Link,
+    Run,
+    Clock,
+    Power,
+    Vram,
+    Util,
+    Disk,
+    Signal,
+}
+
+/// Columns with their width, most important first; the narrowest terminals get the head.
+const COLUMNS: &[(Col, &str, u16)] = &[
+    (Col::Name, "HOST", 14),
+    (Col::Link, "LINK", 9),
+    (Col::Run, "RUN", 8),
+    (Col::Signal, "NEEDS YOU", 24),
+    (Col::Clock, "SM CLOCK/MAX", 14),
+    (Col::Vram, "VRAM", 11),
+    (Col::Disk, "DISK B/INODE", 13),
+    (Col::Power, "POWER/CAP", 14),
+    (Col::Util, "UTIL", 5),
+    (Col::Platform, "PLATFORM", 11),
+];
+
+const DISPLAY_ORDER: [Col; 10] = [
+    Col::Name,
+    Col::Platform,
+    Col::Link,
+    Col::Run,
+    Col::Clock,
+    Col::Power,
+    Col::Vram,
+    Col::Util,
+    Col::Disk,
+    Col::Signal,
+];
+
+fn fitted(width: u16) -> Vec<(Col, &'static str, u16)> {
+    let mut chosen = Vec::new();
+    let mut used = 2u16;
+    for &(col, title, w) in COLUMNS {
+        if used + w < width || col == Col::Name {
+            chosen.push((col, title, w));
+            used += w + 1;
+        }
+    }
+    let mut ordered: Vec<(Col, &str, u16)> = DISPLAY_ORDER
+        .iter()
+        .filter_map(|c| chosen.iter().find(|(x, _, _)| x == c).copied())
+        .collect();
+    // The signal column takes whatever is left.
+    if let Some(last) = ordered.iter_mut().find(|(c, _, _)| *c == Col::Signal) {
+        last.2 += width.saturating_sub(used);
+    }
+    ordered
+}
+
+pub fn is_stale(h: &HostState, ctx: &Ctx<'_>) -> bool {
+    let period = chrono::Duration::from_std(ctx.poll * STALE_PERIODS)
+        .unwrap_or(chrono::Duration::seconds(6));
+    !h.link.is_usable() || h.last_reading.is_none_or(|t| ctx.now - t > period)
+}
+
+fn link_cell<'a>(h: &HostState, ctx: &Ctx<'a>) -> Span<'a> {
+    let t = ctx.theme;
+    match &h.link {
+        LinkState::Up { rtt_ms, .. } => Span::styled(format!("✓ up {:.0}ms", rtt_ms), t.ok),
+        LinkState::Degraded { .. } => Span::styled("~ slow", t.warn),
+        LinkState::Connecting { .. } => Span::styled("… conn", t.stale),
+        LinkState::Down { since, .. } => {
+            Span::styled(format!("✗ down {}", age(*since, ctx.now)), t.link_down)
+        }
+        LinkState::AuthRefused { .. } => Span::styled("✗ auth", t.link_down),
+        LinkState::HostkeyRefused { .. } => Span::styled("✗ hostkey", t.link_down),
+    }
+}
+
+fn run_cell<'a>(h: &HostState, ctx: &Ctx<'a>) -> Span<'a> {
+    let t = ctx.theme;
+    match &h.run {
+        RunState::NotConfigured => Span::styled("-", t.stale),
+        RunState::Alive { .. } => Span::styled("▶ alive", t.ok),
+        RunState::Dead { .. } => Span::styled("■ DEAD", t.run_dead),
+        RunState::Unknown { .. } => Span::styled("? unkn", t.stale),
+    }
+}
+
+fn gpu_cells(h: &HostState, ctx: &Ctx<'_>, col: Col, width: u16) -> Span<'static> {
+    let Some(latest) = h.history.latest_gpu() else {
+        let text = match h.gpu {
+            crate::fleet::GpuAvailability::NoNvidiaSmi if col == Col::Clock => "no GPU",
+            _ => "-",
+        };
+        return Span::styled(text, ctx.theme.stale);
+    };
+    let n = latest.gpus.len();
+    let w = usize::from(width).saturating_sub(0);
+    match col {
+        Col::Clock => {
+            // The most held-back GPU speaks for the box.
+            let worst = (0..n)
+                .filter_map(|i| {
+                    let clock = latest.gpus[i].sm_clock_mhz?;
+                    Some((
+                        f64::from(clock)
+                            / f64::from(known(&h.history, i, |g| g.sm_clock_max_mhz)?.max(1)),
+                        clock,
+                    ))
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            match worst {
+                Some((ratio, clock)) => Span::raw(format!(
+                    "{} {clock}",
+                    bar(ratio, w.saturating_sub(5).min(8))
+                )),
+                None => Span::raw(
+                    latest
+                        .gpus
+                        .first()
+                        .and_then(|g| g.sm_clock_mhz)
+                        .map_or("?".into(), |c| format!("{c}MHz")),
+                ),
+            }
+        }
+        Col::Power => {
+            let draw: f64 = latest.gpus.iter().filter_map(|g| g.power_draw_w).sum();
+            let cap: f64 = (0..n)
+                .filter_map(|i| known(&h.history, i, |g| g.power_limit_w))
+                .sum();
+            if cap > 0.0 {
+                Span::raw(format!(
+                    "{} {draw:.0}W",
+                    bar(draw / cap, w.saturating_sub(6).min(7))
+                ))
+            } else {
+                Span::raw(format!("{draw:.0}W"))
+            }
+        }
+        Col::Vram => {
+            let used: u64 = latest.gpus.iter().filter_map(|g| g.mem_used_mib).sum();
+            let total: u64 = (0..n)
+                .filter_map(|i| known(&h.history, i, |g| g.mem_total_mib))
+                .sum();
+            let gpus = if n > 1 {
+                format!("{n}×")
+            } else {
+                String::new()
+            };
+            Span::raw(format!(
+                "{gpus}{:.0}/{:.0}G",
+                used as f64 / 1024.0,
+                total as f64 / 1024.0
+            ))
+        }
+        _ => {
+            let utils: Vec<u32> = latest.gpus.iter().filter_map(|g| g.util_gpu_pct).collect();
+            match utils.len() {
+                0 => Span::raw("?"),
+                len => Span::raw(format!("{}%", utils.iter().sum::<u32>() / len as u32)),
+            }
+        }
+    }
+}
+
+fn disk_cell(sample: Option<&HostSample>, ctx: &Ctx<'_>) -> Span<'static> {
+    let Some(sample) = sample else {
+        return Span::styled("-", ctx.theme.stale);
+    };
+    let worst = sample
+        .mounts
+        .iter()
+        .filter_map(|m| {
+            let b = crate::signals::disk_usage(m).0.map(|u| u.pct());
+            let i = crate::signals::disk_usage(m).1.map(|u| u.pct());
+            Some((b.unwrap_or(0.0).max(i.unwrap_or(0.0)), b, i))
+                .filter(|_| b.is_some() || i.is_some())
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match worst {
+        Some((top, b, i)) => {
+            let pct = |p: Option<f64>| p.map_or("?".into(), |p| format!("{p:.0}%"));
+            let style = if top >= ctx.state.thresholds.disk_crit_pct {
+                ctx.theme.crit
+            } else if top >= ctx.state.thresholds.disk_warn_pct {
+                ctx.theme.warn
+            } else {
+                Style::default()
+            };
+            Span::styled(format!("B{} I{}", pct(b), pct(i)), style)
+        }
+        None => Span::styled("-", ctx.theme.stale),
+    }
+}
+
+fn signal_cell<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool) -> Span<'a> {
+    let t = ctx.theme;
+    if let Some(top) = h.signals.first().filter(|s| s.severity > Severity::Info) {
+        let mark = if top.severity == Severity::Crit {
+            "‼"
+        } else {
+            "!"
+        };
+        let more = h
+            .signals
+            .iter()
+            .filter(|s| s.severity > Severity::Info)
+            .count();
+        let count = if more > 1 {
+            format!("{more} ")
+        } else {
+            " ".to_string()
+        };
+        return Span::styled(
+            format!("{mark}{count}{}", clean(&top.message, 200)),
+            t.severity(Some(top.severity)),
+        );
+    }
+    if stale {
+        let when = h.last_reading.map_or("never read".to_string(), |r| {
+            format!("data {} old", age(r, ctx.now))
+        });
+        return Span::styled(format!("stale: {when}"), t.stale);
+    }
+    match h.signals.first() {
+        Some(s) => Span::styled(format!("· {}", clean(&s.message, 200)), t.info),
+        None => Span::styled("✓ ok", t.ok),
+    }
+}
+
+pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
+    let t = ctx.theme;
+    let columns = fitted(area.width.saturating_sub(2));
+    let visible = ctx.app.visible(ctx.state);
+    let rows: Vec<Row> = visible
+        .iter()
+        .map(|h| {
+            let stale = is_stale(h, ctx);
+            let sample = h.history.latest_host().map(|r| &r.sample);
+            let cells: Vec<Cell> = columns
+                .iter()
+                .map(|(col, _, w)| {
+                    let span = match col {
+                        Col::Name => Span::styled(
+                            clean(&h.config.name, 40),
+                            t.text.add_modifier(Modifier::BOLD),
+                        ),
+                        Col::Platform => Span::styled(clean(&h.config.profile, 20), t.text),
+                        Col::Link => link_cell(h, ctx),
+                        Col::Run => run_cell(h, ctx),
+                        Col::Clock | Col::Power | Col::Vram | Col::Util => {
+                            gpu_cells(h, ctx, *col, *w)
+                        }
+                        Col::Disk => disk_cell(sample, ctx),
+                        Col::Signal => signal_cell(h, ctx, stale),
+                    };
+                    let span = if stale
+                        && matches!(
+                            col,
+                            Col::Clock | Col::Power | Col::Vram | Col::Util | Col::Disk
+                        ) {
+                        span.style(t.stale)
+                    } else {
+                        span
+                    };
+                    Cell::from(Line::from(span))
+                })
+                .collect();
+            Row::new(cells)
+        })
+        .collect();
+    let header = Row::new(columns.iter().map(|(_, title, _)| Cell::from(*title))).style(t.header);
+    let widths: Vec<Constraint> = columns
+        .iter()
+        .map(|(_, _, w)| Constraint::Length(*w))
+        .collect();
+    let focused = ctx.app.pane == Pane::Hosts;
+    let title = if ctx.app.filter.is_empty() {
+        format!(
+            " Fleet · {} boxes · sorted {} ",
+            visible.len(),
+            ctx.app.sort.word()
+        )
+    } else {
+        format!(
+            " Fleet · {} of {} match /{} ",
+            visible.len(),
+            ctx.state.hosts.len(),
+            ctx.app.filter
+        )
+    };
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(title)
+                .border_style(if focused { t.accent } else { t.border }),
+        )
+        .row_highlight_style(t.selection)
+        .highlight_symbol("›");
+    let mut table_state = TableState::default();
+    if !visible.is_empty() {
+        table_state.select(Some(ctx.app.selected_index(&visible)));
+    }
+    frame.render_stateful_widget(table, area, &mut table_state);
+}

@@ -1,0 +1,359 @@
+//! One host in full: GPUs with sparklines, who holds VRAM, every mount in bytes and inodes with
+//! time to full, the run, its log tail (sanitized) and checkpoint, signals, and its events.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+
+use super::Ctx;
+use super::widgets::{age, bytes, known, series, sparkline};
+use crate::monitor::HostState;
+use crate::sanitize::line as clean;
+use crate::signals::{RunState, disk_usage, time_to_full};
+use crate::transport::LinkState;
+
+const SPARK_WIDTH: usize = 40;
+
+fn heading<'a>(text: &str, ctx: &Ctx<'a>) -> Line<'a> {
+    Line::from(Span::styled(format!("── {text} "), ctx.theme.header))
+}
+
+fn kv<'a>(key: &str, value: String, style: Style) -> Line<'a> {
+    Line::from(vec![
+        Span::raw(format!("  {key:<12}")),
+        Span::styled(value, style),
+    ])
+}
+
+fn link_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
+    let t = ctx.theme;
+    let text = match &h.link {
+        LinkState::Up {
+            since,
+            rtt_ms,
+            banner,
+            auth,
+        } => (
+            format!(
+                "up {} · rtt {rtt_ms:.1} ms · {} · {}",
+                age(*since, ctx.now),
+                clean(banner, 60),
+                clean(auth, 60)
+            ),
+            t.ok,
+        ),
+        LinkState::Degraded { reason, .. } => (format!("degraded: {}", clean(reason, 120)), t.warn),
+        LinkState::Connecting { attempt } => (format!("connecting (attempt {attempt})"), t.stale),
+        LinkState::Down {
+            since,
+            reason,
+            retry_in_ms,
+        } => (
+            format!(
+                "DOWN for {}: {} · retry in {:.0}s",
+                age(*since, ctx.now),
+                clean(reason, 120),
+                *retry_in_ms as f64 / 1000.0
+            ),
+            t.link_down,
+        ),
+        LinkState::AuthRefused { reason, .. } => {
+            (format!("AUTH REFUSED: {}", clean(reason, 200)), t.link_down)
+        }
+        LinkState::HostkeyRefused { reason, .. } => (
+            format!("HOST KEY REFUSED: {}", clean(reason, 300)),
+            t.link_down,
+        ),
+    };
+    vec![kv("link", text.0, text.1)]
+}
+
+fn gpu_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
+    let t = ctx.theme;
+    let mut out = vec![heading("GPUs", ctx)];
+    let Some(latest) = h.history.latest_gpu() else {
+        let why = match &h.gpu {
+            crate::fleet::GpuAvailability::NoNvidiaSmi => {
+                "no GPUs: nvidia-smi is not installed".to_string()
+            }
+            crate::fleet::GpuAvailability::Failing(why) => {
+                format!("nvidia-smi failing: {}", clean(why, 120))
+            }
+            _ => "no GPU reading yet".to_string(),
+        };
+        out.push(Line::styled(format!("  {why}"), t.stale));
+        return out;
+    };
+    let processes = h
+        .history
+        .latest_host()
+        .and_then(|r| r.sample.gpu_processes.clone())
+        .unwrap_or_default();
+    for (i, g) in latest.gpus.iter().enumerate() {
+        let max_clock = known(&h.history, i, |g| g.sm_clock_max_mhz);
+        let cap = known(&h.history, i, |g| g.power_limit_w);
+        let total = known(&h.history, i, |g| g.mem_total_mib);
+        let name = known(&h.history, i, |g| g.name.clone()).unwrap_or_else(|| "GPU".into());
+        let reasons = g.event_reasons.map(|r| {
+            r.active()
+                .iter()
+                .map(|a| a.label())
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
+        out.push(Line::from(vec![
+            Span::styled(format!("  GPU{} ", g.index.unwrap_or(i as u32)), t.accent),
+            Span::raw(format!(
+                "{} · util {}% · {}°C · {}",
+                clean(&name, 40),
+                g.util_gpu_pct.map_or("?".into(), |u| u.to_string()),
+                g.temp_gpu_c.map_or("?".into(), |c| c.to_string()),
+                reasons
+                    .filter(|r| !r.is_empty())
+                    .map_or("no clock limits".into(), |r| format!("clocks held by: {r}"))
+            )),
+        ]));
+        let clocks = series(&h.history, i, |g| g.sm_clock_mhz.map(f64::from));
+        let power = series(&h.history, i, |g| g.power_draw_w);
+        let vram = series(&h.history, i, |g| g.mem_used_mib.map(|m| m as f64));
+        out.push(Line::from(vec![
+            Span::raw("    SM clock  "),
+            Span::styled(
+                sparkline(&clocks, SPARK_WIDTH, 0.0, max_clock.map(f64::from)),
+                t.accent,
+            ),
+            Span::raw(format!(
+                " {} / {} MHz",
+                g.sm_clock_mhz.map_or("?".into(), |c| c.to_string()),
+                max_clock.map_or("?".into(), |c| c.to_string())
+            )),
+        ]));
+        out.push(Line::from(vec![
+            Span::raw("    power     "),
+            Span::styled(sparkline(&power, SPARK_WIDTH, 0.0, cap), t.billing),
+            Span::raw(format!(
+                " {} / {} W",
+                g.power_draw_w.map_or("?".into(), |p| format!("{p:.0}")),
+                cap.map_or("?".into(), |c| format!("{c:.0}"))
+            )),
+        ]));
+        out.push(Line::from(vec![
+            Span::raw("    VRAM      "),
+            Span::styled(
+                sparkline(&vram, SPARK_WIDTH, 0.0, total.map(|t| t as f64)),
+                t.info,
+            ),
+            Span::raw(format!(
+                " {} / {} MiB",
+                g.mem_used_mib.map_or("?".into(), |m| m.to_string()),
+                total.map_or("?".into(), |m| m.to_string())
+            )),
+        ]));
+        for p in processes
+            .iter()
+            .filter(|p| p.gpu_uuid.is_none() || p.gpu_uuid == g.uuid)
+        {
+            out.push(Line::raw(format!(
+                "    holds VRAM: pid {} {} {} MiB",
+                p.pid,
+                clean(p.name.as_deref().unwrap_or("?"), 40),
+                p.used_mib.map_or("?".into(), |m| m.to_string())
+            )));
+        }
+    }
+    out
+}
+
+fn disk_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
+    let mut out = vec![heading("Disks (bytes and inodes)", ctx)];
+    let Some(latest) = h.history.latest_host() else {
+        out.push(Line::styled("  no reading yet", ctx.theme.stale));
+        return out;
+    };
+    let window = h.history.host_since(ctx.now, chrono::Duration::minutes(30));
+    for m in &latest.sample.mounts {
+        let (b, i) = disk_usage(m);
+        let pct = |u: Option<crate::signals::Usage>| {
+            u.map_or("?".to_string(), |u| format!("{:.0}%", u.pct()))
+        };
+        let size = b.map_or("?".into(), |u| {
+            format!("{} of {}", bytes(u.used), bytes(u.total))
+        });
+        let full = time_to_full(&window, &m.mount)
+            .map_or("not growing".to_string(), |(what, d)| {
+                format!("{what} full in {}", crate::signals::minutes(d))
+            });
+        let worst = b.map_or(0.0, |u| u.pct()).max(i.map_or(0.0, |u| u.pct()));
+        let style = ctx
+            .theme
+            .severity(if worst >= ctx.state.thresholds.disk_crit_pct {
+                Some(crate::signals::Severity::Crit)
+            } else if worst >= ctx.state.thresholds.disk_warn_pct {
+                Some(crate::signals::Severity::Warn)
+            } else {
+                None
+            });
+        out.push(Line::styled(
+            format!(
+                "  {:<16} bytes {:>4} ({size}) · inodes {:>4} · {full}",
+                clean(&m.mount, 16),
+                pct(b),
+                pct(i)
+            ),
+            style,
+        ));
+    }
+    out
+}
+
+fn run_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
+    let t = ctx.theme;
+    let mut out = vec![heading("Run", ctx)];
+    let (text, style) = match &h.run {
+        RunState::NotConfigured => (
+            "no run configured (set run = \"tmux session or pattern\")".to_string(),
+            t.stale,
+        ),
+        RunState::Alive { how } => (format!("alive: {}", clean(how, 120)), t.ok),
+        RunState::Dead { last_seen_alive } => (
+            format!(
+                "DEAD{}",
+                last_seen_alive.map_or(String::new(), |at| format!(
+                    " (last seen alive {} ago)",
+                    age(at, ctx.now)
+                ))
+            ),
+            t.run_dead,
+        ),
+        RunState::Unknown { since, reason } => (
+            format!(
+                "unknown ({}){}",
+                clean(reason, 60),
+                since.map_or(String::new(), |s| format!(
+                    " since {}",
+                    s.format("%H:%M:%S")
+                ))
+            ),
+            t.stale,
+        ),
+    };
+    out.push(kv("state", text, style));
+    let Some(sample) = h.history.latest_host().map(|r| &r.sample) else {
+        return out;
+    };
+    if let Some(log) = &sample.log {
+        out.push(kv(
+            "log",
+            format!(
+                "{} · written {} ago",
+                bytes(log.size_bytes),
+                age(log.modified, ctx.now)
+            ),
+            t.text,
+        ));
+        for line in sample.log_tail.iter().rev().take(8).rev() {
+            out.push(Line::styled(format!("    │ {}", clean(line, 160)), t.text));
+        }
+    }
+    if let Some(ckpt) = &sample.checkpoint {
+        out.push(kv(
+            "checkpoint",
+            format!(
+                "{} · {} · {} old",
+                clean(ckpt.path.as_deref().unwrap_or("?"), 80),
+                bytes(ckpt.size_bytes),
+                age(ckpt.modified, ctx.now)
+            ),
+            t.text,
+        ));
+    }
+    out
+}
+
+pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
+    let t = ctx.theme;
+    let Some(h) = ctx.app.selected_host(ctx.state) else {
+        frame.render_widget(
+            Paragraph::new("no host selected").block(Block::default().borders(Borders::ALL)),
+            area,
+        );
+        return;
+    };
+    let mut lines = Vec::new();
+    lines.extend(link_lines(h, ctx));
+    if let Some(at) = h.last_reading {
+        lines.push(kv(
+            "data",
+            format!("{} old", age(at, ctx.now)),
+            if super::fleet_table::is_stale(h, ctx) {
+                t.stale
+            } else {
+                t.text
+            },
+        ));
+    }
+    lines.push(heading("Needs you", ctx));
+    if h.signals.is_empty() {
+        lines.push(Line::styled("  ✓ nothing", t.ok));
+    }
+    for s in &h.signals {
+        lines.push(Line::styled(
+            format!("  {:<4} {}", s.severity.word(), clean(&s.message, 300)),
+            t.severity(Some(s.severity)),
+        ));
+    }
+    lines.extend(gpu_lines(h, ctx));
+    lines.extend(disk_lines(h, ctx));
+    lines.extend(run_lines(h, ctx));
+    lines.push(heading("Pull and teardown", ctx));
+    lines.push(Line::styled(
+        "  no verified pull recorded: teardown stays refused (pull/verify arrives with issue #7)",
+        t.stale,
+    ));
+    lines.push(heading("Events", ctx));
+    for e in ctx
+        .state
+        .events
+        .iter()
+        .filter(|e| e.host == h.config.name)
+        .take(20)
+    {
+        lines.push(Line::styled(
+            format!(
+                "  {} {:<4} {}",
+                e.at.format("%H:%M:%S"),
+                e.severity.word(),
+                clean(&e.text, 200)
+            ),
+            t.severity(Some(e.severity)),
+        ));
+    }
+    if let Some((at, e)) = &h.last_error {
+        lines.push(Line::styled(
+            format!(
+                "  last probe error {} ago: {}",
+                age(*at, ctx.now),
+                clean(e, 200)
+            ),
+            t.warn,
+        ));
+    }
+    let title = format!(
+        " {} · {} · {} ",
+        clean(&h.config.name, 40),
+        clean(&h.config.profile, 20),
+        clean(&h.config.target.to_string(), 60)
+    );
+    let paragraph = Paragraph::new(lines)
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(title)
+                .border_style(t.accent),
+        )
+        .wrap(Wrap { trim: false })
+        .scroll((ctx.app.detail_scroll, 0));
+    frame.render_widget(paragraph, area);
+}

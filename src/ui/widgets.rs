@@ -1,0 +1,118 @@
+//! Small text-drawing helpers shared by the views: bars, sparklines, sizes and ages.
+
+use chrono::{DateTime, Utc};
+
+use crate::fleet::HostHistory;
+use crate::probe::GpuSample;
+
+const EIGHTHS: [char; 8] = ['▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'];
+const SPARKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// A horizontal bar `width` cells wide filled to `fraction` (clamped to 0..=1), in eighths.
+pub fn bar(fraction: f64, width: usize) -> String {
+    let fraction = if fraction.is_finite() {
+        fraction.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let eighths = (fraction * (width * 8) as f64).round() as usize;
+    let mut out: String = "█".repeat(eighths / 8);
+    if eighths % 8 > 0 {
+        out.push(EIGHTHS[eighths % 8 - 1]);
+    }
+    let used = out.chars().count();
+    out.push_str(&"·".repeat(width.saturating_sub(used)));
+    out
+}
+
+/// A sparkline of the last `width` values, scaled between `floor` and the series' max (or
+/// `ceiling` when given, e.g. a clock's max or a power cap).
+pub fn sparkline(values: &[f64], width: usize, floor: f64, ceiling: Option<f64>) -> String {
+    let tail = &values[values.len().saturating_sub(width)..];
+    let top = ceiling
+        .unwrap_or_else(|| tail.iter().copied().fold(f64::MIN, f64::max))
+        .max(floor + 1e-9);
+    tail.iter()
+        .map(|v| {
+            let level = ((v - floor) / (top - floor) * 7.0).round().clamp(0.0, 7.0) as usize;
+            SPARKS[level]
+        })
+        .collect()
+}
+
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "K", "M", "G", "T", "P"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n}B")
+    } else if value < 10.0 {
+        format!("{value:.1}{}", UNITS[unit])
+    } else {
+        format!("{value:.0}{}", UNITS[unit])
+    }
+}
+
+pub fn age(since: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    crate::signals::minutes(now - since)
+}
+
+/// The newest known value of a GPU field for GPU `position`: fields a driver or a capture
+/// leaves out in one sample (max clocks, the power cap) are taken from the last that had them.
+pub fn known<T>(
+    history: &HostHistory,
+    position: usize,
+    field: impl Fn(&GpuSample) -> Option<T>,
+) -> Option<T> {
+    history
+        .gpu()
+        .iter()
+        .rev()
+        .take(300)
+        .find_map(|r| r.gpus.get(position).and_then(&field))
+}
+
+/// A time series of one GPU field, oldest first.
+pub fn series(
+    history: &HostHistory,
+    position: usize,
+    field: impl Fn(&GpuSample) -> Option<f64>,
+) -> Vec<f64> {
+    history
+        .gpu()
+        .iter()
+        .filter_map(|r| r.gpus.get(position).and_then(&field))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_fill_in_eighths_and_clamp() {
+        assert_eq!(bar(0.5, 4), "██··");
+        assert_eq!(bar(0.0625, 2), "▏·");
+        assert_eq!(bar(0.25, 2), "▌·");
+        assert_eq!(bar(7.0, 3), "███");
+        assert_eq!(bar(f64::NAN, 2), "··");
+    }
+
+    #[test]
+    fn sparklines_scale_to_the_ceiling() {
+        assert_eq!(sparkline(&[0.0, 50.0, 100.0], 3, 0.0, Some(100.0)), "▁▅█");
+        assert_eq!(sparkline(&[1.0, 2.0, 3.0, 4.0], 2, 0.0, None), "▆█");
+        assert_eq!(sparkline(&[], 5, 0.0, None), "");
+    }
+
+    #[test]
+    fn sizes_read_like_df_h() {
+        assert_eq!(bytes(512), "512B");
+        assert_eq!(bytes(270_553_174_016), "252G");
+        assert_eq!(bytes(1536), "1.5K");
+    }
+}

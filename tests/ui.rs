@@ -1,0 +1,163 @@
+//! The dashboard on TestBackend: whole-screen snapshots of each view at 80×24 and 160×48 on the
+//! demo fleet at a fixed time, and key handling driven through the same App as the real loop.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use rigwatch::cli::dashboard::{DEMO_POLL, demo_frames, screenshot_time};
+use rigwatch::demo::Demo;
+use rigwatch::ui::app::{Action, App, Pane, SortKey, View};
+use rigwatch::ui::theme::Theme;
+use rigwatch::ui::{Ctx, buffer_text, render_buffer};
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+#[test]
+fn views_at_80x24_and_160x48() {
+    let theme = Theme::mono();
+    for (w, h) in [(80u16, 24u16), (160, 48)] {
+        for (name, buffer) in demo_frames(&theme, w, h) {
+            insta::assert_snapshot!(format!("{name}_{w}x{h}"), buffer_text(&buffer));
+        }
+    }
+}
+
+#[test]
+fn overview_names_every_state_a_user_must_see() {
+    let frames = demo_frames(&Theme::mono(), 160, 48);
+    let overview = buffer_text(&frames[0].1);
+    for needle in [
+        "DEMO",
+        "■ DEAD",
+        "✗ down",
+        "▶ alive",
+        "I99%",
+        "zombie",
+        "? unkn",
+        "held back",
+        "full in about",
+    ] {
+        assert!(overview.contains(needle), "{needle:?} missing:\n{overview}");
+    }
+    let narrow = buffer_text(&demo_frames(&Theme::mono(), 80, 24)[0].1);
+    assert!(narrow.lines().all(|l| l.chars().count() <= 80));
+    assert!(
+        narrow.contains("h100-zombie") && narrow.contains("DEAD"),
+        "{narrow}"
+    );
+}
+
+#[test]
+fn keys_move_filter_sort_open_detail_and_quit() {
+    let (_, state) = Demo::start(screenshot_time());
+    let mut app = App::new(true);
+    let first = app.selected_host(&state).map(|h| h.config.name.clone());
+    assert_eq!(
+        app.handle_key(key(KeyCode::Char('j')), &state),
+        Action::None
+    );
+    let second = app.selected_host(&state).map(|h| h.config.name.clone());
+    assert_ne!(first, second, "j moves down");
+    app.handle_key(key(KeyCode::Char('G')), &state);
+    assert_eq!(
+        app.selected_host(&state).map(|h| h.config.name.as_str()),
+        app.visible(&state).last().map(|h| h.config.name.as_str())
+    );
+    app.handle_key(key(KeyCode::Char('g')), &state);
+    assert_eq!(
+        app.selected_host(&state).map(|h| h.config.name.clone()),
+        first
+    );
+
+    app.handle_key(key(KeyCode::Char('/')), &state);
+    for c in "paperq".chars() {
+        app.handle_key(key(KeyCode::Char(c)), &state);
+    }
+    app.handle_key(key(KeyCode::Backspace), &state);
+    app.handle_key(key(KeyCode::Enter), &state);
+    let names: Vec<&str> = app
+        .visible(&state)
+        .iter()
+        .map(|h| h.config.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["h100-idle"],
+        "filter 'paper': q was text, not quit, and was erased"
+    );
+    app.handle_key(key(KeyCode::Enter), &state);
+    assert_eq!(app.view, View::Detail);
+    assert_eq!(
+        app.handle_key(key(KeyCode::Char('p')), &state),
+        Action::Pull("h100-idle".into())
+    );
+    assert_eq!(
+        app.handle_key(key(KeyCode::Char('T')), &state),
+        Action::Teardown("h100-idle".into())
+    );
+    app.handle_key(key(KeyCode::Esc), &state);
+    assert_eq!(app.view, View::Fleet);
+    app.handle_key(key(KeyCode::Esc), &state);
+    assert_eq!(app.visible(&state).len(), 8, "Esc clears the filter");
+
+    app.handle_key(key(KeyCode::Char('s')), &state);
+    assert_eq!(app.sort, SortKey::Name);
+    let names: Vec<String> = app
+        .visible(&state)
+        .iter()
+        .map(|h| h.config.name.clone())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+    app.handle_key(key(KeyCode::Tab), &state);
+    assert_eq!(app.pane, Pane::Alerts);
+    app.handle_key(key(KeyCode::Char('?')), &state);
+    assert!(app.help);
+    assert_eq!(
+        app.handle_key(key(KeyCode::Char('j')), &state),
+        Action::None,
+        "help swallows keys"
+    );
+    app.handle_key(key(KeyCode::Esc), &state);
+    assert!(!app.help);
+    assert_eq!(
+        app.handle_key(key(KeyCode::Char('r')), &state),
+        Action::Refresh
+    );
+    assert_eq!(
+        app.handle_key(key(KeyCode::Char('q')), &state),
+        Action::Quit
+    );
+    assert_eq!(
+        app.handle_key(
+            KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            &state
+        ),
+        Action::Quit
+    );
+}
+
+#[test]
+fn remote_text_never_reaches_the_screen_raw() {
+    let (_, mut state) = Demo::start(screenshot_time());
+    state.hosts[0].config.name = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J".into();
+    let app = App::new(true);
+    let buffer = render_buffer(
+        &Ctx {
+            app: &app,
+            state: &state,
+            theme: &Theme::mono(),
+            now: screenshot_time(),
+            poll: DEMO_POLL,
+        },
+        160,
+        48,
+    );
+    let text = buffer_text(&buffer);
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text}"
+    );
+    assert!(text.contains("evil]0;pwned"), "{text}");
+}
