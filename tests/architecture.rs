@@ -7,7 +7,23 @@ use std::path::Path;
 const FORBIDDEN: &[(&str, &[&str])] = &[
     ("config", &["transport", "cli", "probe"]),
     ("transport", &["cli", "probe"]),
-    ("probe", &["transport", "cli", "config"]),
+    (
+        "probe",
+        &[
+            "transport",
+            "cli",
+            "config",
+            "fleet",
+            "signals",
+            "monitor",
+            "ui",
+        ],
+    ),
+    ("fleet", &["transport", "cli", "signals", "monitor", "ui"]),
+    ("signals", &["cli", "monitor", "ui"]),
+    ("monitor", &["cli", "ui"]),
+    ("demo", &["cli", "ui"]),
+    ("ui", &["cli"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -44,6 +60,26 @@ fn modules_import_only_downstream() {
         }
     }
     assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+#[test]
+fn only_the_ui_touches_the_terminal_libraries() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let offenders: Vec<String> = files
+        .iter()
+        .filter(|f| !f.starts_with(src.join("ui")))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap_or_default();
+            text.contains("ratatui::") || text.contains("crossterm::")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "ratatui/crossterm outside src/ui: {offenders:?}"
+    );
 }
 
 #[test]

@@ -2,11 +2,10 @@
 //! demo fleet at a fixed time, and key handling driven through the same App as the real loop.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use rigwatch::cli::dashboard::{DEMO_POLL, demo_frames, screenshot_time};
 use rigwatch::demo::Demo;
 use rigwatch::ui::app::{Action, App, Pane, SortKey, View};
 use rigwatch::ui::theme::Theme;
-use rigwatch::ui::{Ctx, buffer_text, render_buffer};
+use rigwatch::ui::{Ctx, DEMO_POLL, buffer_text, demo_frames, render_buffer, screenshot_time};
 
 fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)

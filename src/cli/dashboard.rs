@@ -6,19 +6,16 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use color_eyre::eyre::{WrapErr, eyre};
 
 use crate::config::FleetConfig;
 use crate::demo::Demo;
 use crate::monitor::FleetState;
 use crate::transport::Pool;
-use crate::ui::app::{App, View};
+use crate::ui::app::App;
 use crate::ui::theme::Theme;
-use crate::ui::{Ctx, Source, buffer_text, render_buffer, svg};
-
-/// The demo's poll period.
-pub const DEMO_POLL: Duration = Duration::from_secs(2);
+use crate::ui::{DEMO_POLL, Source, demo_frames, svg};
 
 pub fn theme(name: Option<&str>) -> color_eyre::Result<Theme> {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
@@ -45,10 +42,9 @@ async fn run_tui(
     theme: Theme,
     poll: Duration,
 ) -> color_eyre::Result<()> {
-    let mut terminal = ratatui::init();
-    let result = crate::ui::run(&mut terminal, app, state, source, theme, poll).await;
-    ratatui::restore();
-    result.wrap_err("terminal I/O")
+    crate::ui::run_terminal(app, state, source, theme, poll)
+        .await
+        .wrap_err("terminal I/O")
 }
 
 pub async fn live(fleet: &FleetConfig, theme: Theme) -> color_eyre::Result<ExitCode> {
@@ -73,55 +69,12 @@ pub async fn demo(theme: Theme) -> color_eyre::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// 03:00 UTC on the day the captures were taken: the night the tool is for.
-pub fn screenshot_time() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-11-22T03:00:00Z")
-        .map_or(DateTime::<Utc>::UNIX_EPOCH, |t| t.with_timezone(&Utc))
-}
-
-/// The frames the screenshots and snapshot tests show, by name.
-pub fn demo_frames(
-    theme: &Theme,
-    width: u16,
-    height: u16,
-) -> Vec<(&'static str, ratatui::buffer::Buffer)> {
-    let now = screenshot_time();
-    let (_, state) = Demo::start(now);
-    let mut frames = Vec::new();
-    let render = |app: &App| {
-        render_buffer(
-            &Ctx {
-                app,
-                state: &state,
-                theme,
-                now,
-                poll: DEMO_POLL,
-            },
-            width,
-            height,
-        )
-    };
-    let overview = App::new(true);
-    frames.push(("overview", render(&overview)));
-    let mut detail = App::new(true);
-    detail.selected = Some("h100-zombie".into());
-    detail.view = View::Detail;
-    frames.push(("detail", render(&detail)));
-    let mut help = App::new(true);
-    help.help = true;
-    frames.push(("help", render(&help)));
-    frames
-}
-
 pub fn screenshot(out: &Path, theme: &Theme) -> color_eyre::Result<ExitCode> {
     std::fs::create_dir_all(out).wrap_err_with(|| format!("creating {}", out.display()))?;
     for (name, buffer) in demo_frames(theme, 160, 48) {
         let path = out.join(format!("{name}.svg"));
         std::fs::write(&path, svg::to_svg(&buffer))
             .wrap_err_with(|| format!("writing {}", path.display()))?;
-        let text = out.join(format!("{name}.txt"));
-        std::fs::write(&text, buffer_text(&buffer))
-            .wrap_err_with(|| format!("writing {}", text.display()))?;
         println!("{}", path.display());
     }
     Ok(ExitCode::SUCCESS)

@@ -5,6 +5,7 @@ mod alerts;
 pub mod app;
 mod event_loop;
 mod fleet_table;
+mod frames;
 mod help;
 mod host_detail;
 pub mod svg;
@@ -26,6 +27,7 @@ use crate::monitor::FleetState;
 use crate::signals::{Severity, SignalKind};
 use app::{App, View};
 pub use event_loop::{Source, run};
+pub use frames::{DEMO_POLL, demo_frames, run_terminal, screenshot_time};
 use theme::Theme;
 
 /// What every view reads from: borrowed, never mutated while drawing.

@@ -1,0 +1,66 @@
+//! The terminal's lifetime around the event loop, and fixed frames of the demo fleet for
+//! screenshots and snapshot tests.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use ratatui::buffer::Buffer;
+
+use super::app::{App, View};
+use super::theme::Theme;
+use super::{Ctx, Source, render_buffer};
+use crate::demo::Demo;
+use crate::monitor::FleetState;
+
+/// The demo's poll period.
+pub const DEMO_POLL: Duration = Duration::from_secs(2);
+
+/// Takes the terminal (alternate screen, raw mode, a panic hook that gives it back), runs the
+/// loop, and restores the terminal however the loop ended.
+pub async fn run_terminal(
+    app: App,
+    state: FleetState,
+    source: Source,
+    theme: Theme,
+    poll: Duration,
+) -> std::io::Result<()> {
+    let mut terminal = ratatui::init();
+    let result = super::run(&mut terminal, app, state, source, theme, poll).await;
+    ratatui::restore();
+    result
+}
+
+/// 03:00 UTC on the day the captures were taken: the night the tool is for.
+pub fn screenshot_time() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-11-22T03:00:00Z")
+        .map_or(DateTime::<Utc>::UNIX_EPOCH, |t| t.with_timezone(&Utc))
+}
+
+/// The frames the screenshots and snapshot tests show, by name.
+pub fn demo_frames(theme: &Theme, width: u16, height: u16) -> Vec<(&'static str, Buffer)> {
+    let now = screenshot_time();
+    let (_, state) = Demo::start(now);
+    let render = |app: &App| {
+        render_buffer(
+            &Ctx {
+                app,
+                state: &state,
+                theme,
+                now,
+                poll: DEMO_POLL,
+            },
+            width,
+            height,
+        )
+    };
+    let mut detail = App::new(true);
+    detail.selected = Some("h100-zombie".into());
+    detail.view = View::Detail;
+    let mut help = App::new(true);
+    help.help = true;
+    vec![
+        ("overview", render(&App::new(true))),
+        ("detail", render(&detail)),
+        ("help", render(&help)),
+    ]
+}
