@@ -1,0 +1,269 @@
+//! End to end in a real terminal: the real binary inside tmux against loopback sshd hosts with
+//! shim tools. Starts the dashboard, sees real values, opens a detail, filters, kills one sshd
+//! and sees only that host go down, quits, and checks the terminal was given back.
+
+mod support;
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{GpuShim, Lab};
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// A private tmux server per test (`name` keeps parallel tests apart).
+    fn start(name: &str, command: &str) -> Tmux {
+        let socket = format!("rigwatch-e2e-{}-{name}", std::process::id());
+        let out = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "160",
+                "-y",
+                "48",
+                command,
+            ])
+            .output()
+            .expect("tmux");
+        assert!(
+            out.status.success(),
+            "tmux: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmux { socket }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("tmux")
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p"]).stdout).to_string()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys"];
+        args.extend_from_slice(keys);
+        assert!(self.run(&args).status.success());
+    }
+
+    /// Waits until the screen satisfies `check`; panics with the last screen after `limit`.
+    fn wait_for(&self, what: &str, limit: Duration, check: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if check(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+
+    fn alternate_screen_on(&self) -> bool {
+        String::from_utf8_lossy(
+            &self
+                .run(&["display-message", "-p", "#{alternate_on}"])
+                .stdout,
+        )
+        .trim()
+            == "1"
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+/// The host's row in the fleet table (not its lines in the events pane).
+fn row<'a>(screen: &'a str, host: &str) -> &'a str {
+    screen
+        .lines()
+        .find(|l| l.contains(host) && (l.contains(" ✓ ") || l.contains(" ✗ ") || l.contains(" … ")))
+        .unwrap_or("")
+}
+
+#[test]
+fn dashboard_in_a_real_terminal_against_real_sshd() {
+    let mut lab = Lab::new();
+    let loaded = lab.start_host("loaded");
+    loaded.shim_nvidia_smi(&GpuShim {
+        query_gpu: "h100/q_load_csv.txt",
+        apps: "h100/apps_load.txt",
+        legacy_driver: false,
+    });
+    let zombie = lab.start_host("zombie");
+    zombie.shim_nvidia_smi(&GpuShim {
+        query_gpu: "h100/zombie_q.txt",
+        apps: "h100/zombie_apps.txt",
+        legacy_driver: false,
+    });
+    let mut doomed = lab.start_host("doomed");
+    doomed.shim_nvidia_smi(&GpuShim {
+        query_gpu: "h100/q_idle_csv.txt",
+        apps: "h100/apps_idle.txt",
+        legacy_driver: false,
+    });
+    let hosts = [
+        ("gpu-loaded", lab.host_entry(&loaded)),
+        ("gpu-zombie", lab.host_entry(&zombie)),
+        ("gpu-doomed", lab.host_entry(&doomed)),
+    ];
+    let config = lab.fleet("fleet.toml", "", &hosts);
+    let command = format!(
+        "env -u SSH_AUTH_SOCK XDG_STATE_HOME={} {} --config {}; echo RIGWATCH-EXITED-$?; sleep 60",
+        lab.path("state").display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        config.display()
+    );
+    let tmux = Tmux::start("live", &command);
+
+    let screen = tmux.wait_for(
+        "three hosts up with real values",
+        Duration::from_secs(30),
+        |s| {
+            ["gpu-loaded", "gpu-zombie", "gpu-doomed"]
+                .iter()
+                .all(|h| row(s, h).contains("✓ up"))
+                && row(s, "gpu-loaded").contains("1365")
+        },
+    );
+    assert!(
+        tmux.alternate_screen_on(),
+        "the dashboard runs on the alternate screen"
+    );
+    assert!(row(&screen, "gpu-loaded").contains("719W"), "{screen}");
+    assert!(
+        !screen.contains("DEMO"),
+        "a live fleet is not labelled demo"
+    );
+
+    // Detail of the selected host (worst first: the zombie's VRAM signal puts it on top).
+    let screen = tmux.wait_for("zombie signal", Duration::from_secs(20), |s| {
+        s.contains("computes nothing")
+    });
+    assert!(
+        screen
+            .lines()
+            .find(|l| l.contains('›'))
+            .is_some_and(|l| l.contains("gpu-zombie")),
+        "{screen}"
+    );
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("detail", Duration::from_secs(10), |s| {
+        s.contains("── GPUs") && s.contains("SM clock")
+    });
+    assert!(
+        screen.contains("holds VRAM: pid 585 python3 29130 MiB"),
+        "{screen}"
+    );
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("fleet again", Duration::from_secs(10), |s| {
+        s.contains("HOST") && s.contains("LINK")
+    });
+
+    // Filter to one host, then clear.
+    tmux.keys(&["/", "l", "o", "a", "d", "Enter"]);
+    let screen = tmux.wait_for("filtered", Duration::from_secs(10), |s| {
+        s.contains("1 of 3 match")
+    });
+    assert!(
+        row(&screen, "gpu-zombie").is_empty() && !row(&screen, "gpu-loaded").is_empty(),
+        "{screen}"
+    );
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("unfiltered", Duration::from_secs(10), |s| {
+        s.contains("3 boxes")
+    });
+
+    // One box's sshd dies: that host goes down, the others stay up.
+    doomed.kill();
+    let screen = tmux.wait_for("doomed down", Duration::from_secs(20), |s| {
+        row(s, "gpu-doomed").contains("✗ down")
+    });
+    assert!(
+        row(&screen, "gpu-loaded").contains("✓ up") && row(&screen, "gpu-zombie").contains("✓ up"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("link up → down"),
+        "the events pane says what changed:\n{screen}"
+    );
+
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for("exit", Duration::from_secs(15), |s| {
+        s.contains("RIGWATCH-EXITED-")
+    });
+    assert!(screen.contains("RIGWATCH-EXITED-0"), "{screen}");
+    assert!(
+        !tmux.alternate_screen_on(),
+        "terminal restored: alternate screen left"
+    );
+    assert!(
+        !screen.contains("HOST") || !screen.contains("LINK"),
+        "the dashboard is gone from the screen:\n{screen}"
+    );
+}
+
+#[test]
+fn the_dashboard_refuses_a_non_terminal_with_a_hint() {
+    let out = support::rigwatch()
+        .arg("demo")
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("needs a terminal") && stderr.contains("rigwatch status"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn demo_runs_in_a_terminal_labelled_and_quits_clean() {
+    let tmux = Tmux::start(
+        "demo",
+        &format!(
+            "{} demo; echo RIGWATCH-EXITED-$?; sleep 60",
+            env!("CARGO_BIN_EXE_rigwatch")
+        ),
+    );
+    let screen = tmux.wait_for("demo fleet", Duration::from_secs(20), |s| {
+        s.contains("DEMO") && s.contains("h100-zombie")
+    });
+    assert!(screen.contains("8 boxes"), "{screen}");
+    tmux.keys(&["?"]);
+    tmux.wait_for("help", Duration::from_secs(10), |s| s.contains(" Keys "));
+    // Not Escape then q: a terminal sends those two bytes as Alt-q.
+    tmux.keys(&["?"]);
+    tmux.wait_for("help closed", Duration::from_secs(10), |s| {
+        !s.contains(" Keys ")
+    });
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for("exit", Duration::from_secs(10), |s| {
+        s.contains("RIGWATCH-EXITED-")
+    });
+    assert!(screen.contains("RIGWATCH-EXITED-0"), "{screen}");
+    assert!(!tmux.alternate_screen_on());
+}
