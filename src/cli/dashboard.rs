@@ -59,12 +59,12 @@ pub async fn live(fleet: &FleetConfig, theme: Theme) -> color_eyre::Result<ExitC
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn demo(theme: Theme) -> color_eyre::Result<ExitCode> {
+pub async fn demo(theme: Theme, copies: usize) -> color_eyre::Result<ExitCode> {
     if let Err(e) = require_terminal() {
         eprintln!("rigwatch: {e}");
         return Ok(ExitCode::from(2));
     }
-    let (demo, state) = Demo::start(Utc::now());
+    let (demo, state) = Demo::start_sized(Utc::now(), copies.clamp(1, 100));
     run_tui(App::new(true), state, Source::Demo(demo), theme, DEMO_POLL).await?;
     Ok(ExitCode::SUCCESS)
 }

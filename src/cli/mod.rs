@@ -42,7 +42,11 @@ pub enum Command {
     /// Probe every host once: link, run, GPUs, disks and the signals that need you
     Status(status::StatusArgs),
     /// The dashboard on a built-in demo fleet replaying real captures: no config, no network
-    Demo,
+    Demo {
+        /// Show the eight demo boxes this many times over (to see a big fleet)
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        copies: usize,
+    },
     /// Render the demo dashboard's views to SVG (and text) files
     Screenshot {
         /// Folder to write overview.svg, detail.svg, help.svg into
@@ -60,9 +64,9 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     };
     let theme_name = cli.theme.as_deref();
     match cli.command {
-        Some(Command::Demo) => {
+        Some(Command::Demo { copies }) => {
             let theme = dashboard::theme(theme_name)?;
-            return runtime()?.block_on(dashboard::demo(theme));
+            return runtime()?.block_on(dashboard::demo(theme, copies));
         }
         Some(Command::Screenshot { out }) => {
             return dashboard::screenshot(&out, &dashboard::theme(theme_name)?);
@@ -80,7 +84,7 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         match cli.command {
             Some(Command::Check(args)) => check::run(&fleet, &args).await,
             Some(Command::Status(args)) => status::run(&fleet, &args).await,
-            Some(Command::Demo | Command::Screenshot { .. }) | None => {
+            Some(Command::Demo { .. } | Command::Screenshot { .. }) | None => {
                 let theme = dashboard::theme(theme_name.or(fleet.theme.as_deref()))?;
                 dashboard::live(&fleet, theme).await
             }

@@ -49,7 +49,7 @@ pub async fn run(fleet: &FleetConfig, args: &StatusArgs) -> color_eyre::Result<E
     let now = Utc::now();
     let mut hosts = Vec::new();
     for ((host, (_, link)), probe) in fleet.hosts.iter().zip(&states).zip(probes) {
-        let mut history = HostHistory::with_capacity(2);
+        let mut history = HostHistory::with_capacity(2, 0);
         let mut errors = Vec::new();
         let mut gpu_state = GpuAvailability::Unknown;
         if let Some(HostProbe {

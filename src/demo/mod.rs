@@ -21,9 +21,24 @@ pub struct Demo {
 }
 
 impl Demo {
-    /// The demo fleet as of `now`, with `history_minutes` of readings already behind it.
+    /// The demo fleet as of `now`, each box with its history already behind it.
     pub fn start(now: DateTime<Utc>) -> (Demo, FleetState) {
-        let scenarios = scenario::all(now);
+        Demo::start_sized(now, 1)
+    }
+
+    /// The eight boxes `copies` times over (names suffixed), to see and measure a big fleet.
+    pub fn start_sized(now: DateTime<Utc>, copies: usize) -> (Demo, FleetState) {
+        let scenarios: Vec<Scenario> = (0..copies.max(1))
+            .flat_map(|copy| {
+                let mut set = scenario::all(now);
+                if copy > 0 {
+                    for s in &mut set {
+                        s.config.name = format!("{}-{}", s.config.name, copy + 1);
+                    }
+                }
+                set
+            })
+            .collect();
         let mut state = FleetState::new(
             scenarios.iter().map(|s| s.config.clone()).collect(),
             Thresholds::default(),

@@ -1,20 +1,28 @@
 //! Fleet state: per-host ring buffers of what the probes saw, each reading stamped with the
 //! local time it arrived. Pure data; the monitor and `status` fill it, signals and views read it.
 
-use std::collections::VecDeque;
-
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 mod observation;
+mod tiered;
 
 pub use observation::{Observation, Update};
+pub use tiered::{Stamped, Tiered};
 
 use crate::probe::GpuSample;
 use crate::probe::sample::HostSample;
 
-/// Readings kept per host: an hour at a 2 s period, so the 30-minute idle window fits twice.
-pub const HISTORY_LEN: usize = 1800;
+/// GPU readings kept at full rate (5 minutes at a 2 s period: the sparklines), then one per
+/// 30 s for two hours (the idle window fits four times).
+pub const GPU_RECENT: usize = 150;
+pub const GPU_OLDER: usize = 240;
+pub const GPU_SPACING_SECS: i64 = 30;
+/// Probe-loop readings are larger (mounts, processes, log tail) and change slowly: a minute at
+/// full rate, then one a minute for two hours.
+pub const HOST_RECENT: usize = 30;
+pub const HOST_OLDER: usize = 120;
+pub const HOST_SPACING_SECS: i64 = 60;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GpuReading {
@@ -59,40 +67,53 @@ pub enum GpuAvailability {
     Failing(String),
 }
 
+impl Stamped for GpuReading {
+    fn at(&self) -> DateTime<Utc> {
+        self.at
+    }
+}
+
+impl Stamped for HostReading {
+    fn at(&self) -> DateTime<Utc> {
+        self.at
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct HostHistory {
-    gpu: VecDeque<GpuReading>,
-    host: VecDeque<HostReading>,
-    capacity: usize,
+    gpu: Tiered<GpuReading>,
+    host: Tiered<HostReading>,
 }
 
 impl Default for HostHistory {
     fn default() -> Self {
-        HostHistory::with_capacity(HISTORY_LEN)
+        HostHistory {
+            gpu: Tiered::new(GPU_RECENT, GPU_OLDER, Duration::seconds(GPU_SPACING_SECS)),
+            host: Tiered::new(
+                HOST_RECENT,
+                HOST_OLDER,
+                Duration::seconds(HOST_SPACING_SECS),
+            ),
+        }
     }
 }
 
 impl HostHistory {
-    pub fn with_capacity(capacity: usize) -> Self {
+    /// A history of `recent` readings of each kind and no thinned tail (`status`, tests).
+    pub fn with_capacity(recent: usize, older: usize) -> Self {
+        let spacing = Duration::seconds(GPU_SPACING_SECS);
         HostHistory {
-            gpu: VecDeque::new(),
-            host: VecDeque::new(),
-            capacity: capacity.max(1),
+            gpu: Tiered::new(recent, older, spacing),
+            host: Tiered::new(recent, older, spacing),
         }
     }
 
     pub fn push_gpu(&mut self, reading: GpuReading) {
-        if self.gpu.len() == self.capacity {
-            self.gpu.pop_front();
-        }
-        self.gpu.push_back(reading);
+        self.gpu.push(reading);
     }
 
     pub fn push_host(&mut self, reading: HostReading) {
-        if self.host.len() == self.capacity {
-            self.host.pop_front();
-        }
-        self.host.push_back(reading);
+        self.host.push(reading);
     }
 
     /// Adds whichever readings a probe produced.
@@ -105,27 +126,29 @@ impl HostHistory {
         }
     }
 
-    pub fn gpu(&self) -> &VecDeque<GpuReading> {
-        &self.gpu
+    /// GPU readings, oldest first.
+    pub fn gpu(&self) -> impl DoubleEndedIterator<Item = &GpuReading> + Clone {
+        self.gpu.iter()
     }
 
-    pub fn host(&self) -> &VecDeque<HostReading> {
-        &self.host
+    /// Probe-loop readings, oldest first.
+    pub fn host(&self) -> impl DoubleEndedIterator<Item = &HostReading> + Clone {
+        self.host.iter()
     }
 
     pub fn latest_gpu(&self) -> Option<&GpuReading> {
-        self.gpu.back()
+        self.gpu.last()
     }
 
     pub fn latest_host(&self) -> Option<&HostReading> {
-        self.host.back()
+        self.host.last()
     }
 
     /// The boot mark to compare the latest reading with: the newest reading from another boot
     /// while one is still in the history (so a reboot stays reported for as long), else the
     /// reading just before the latest.
     pub fn previous_boot(&self) -> Option<BootMark> {
-        let latest = self.host.back()?;
+        let latest = self.host.last()?;
         let older = self.host.iter().rev().skip(1);
         let other_boot = older.clone().find(
             |r| matches!((&r.sample.boot_id, &latest.sample.boot_id), (Some(a), Some(b)) if a != b),
@@ -152,15 +175,18 @@ mod tests {
     #[test]
     fn ring_buffers_drop_the_oldest_and_windows_filter_by_time() {
         let t0 = DateTime::<Utc>::UNIX_EPOCH;
-        let mut h = HostHistory::with_capacity(3);
+        let mut h = HostHistory::with_capacity(3, 0);
         for i in 0..5 {
             h.push_gpu(GpuReading {
                 at: t0 + Duration::seconds(i),
                 gpus: Vec::new(),
             });
         }
-        assert_eq!(h.gpu().len(), 3);
-        assert_eq!(h.gpu()[0].at, t0 + Duration::seconds(2));
+        assert_eq!(h.gpu().count(), 3);
+        assert_eq!(
+            h.gpu().next().map(|r| r.at),
+            Some(t0 + Duration::seconds(2))
+        );
         let recent = h.gpu_since(t0 + Duration::seconds(4), Duration::seconds(1));
         assert_eq!(recent.len(), 2);
     }

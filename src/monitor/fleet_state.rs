@@ -102,6 +102,11 @@ impl FleetState {
         self.hosts[i].link = link;
         if before != after {
             let severity = match after {
+                // A first connection is expected, not news.
+                "up" if before == "connecting" => {
+                    self.judge_host(i, now);
+                    return;
+                }
                 "up" => Severity::Info,
                 "degraded" => Severity::Warn,
                 "connecting" => return,

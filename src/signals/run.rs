@@ -58,7 +58,6 @@ pub fn run_state(f: &HostFacts<'_>) -> RunState {
             last_seen_alive: f
                 .history
                 .host()
-                .iter()
                 .rev()
                 .find(|r| alive_how(&r.sample, pattern).is_some())
                 .map(|r| r.at),

@@ -255,8 +255,16 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let t = ctx.theme;
     let columns = fitted(area.width.saturating_sub(2));
     let visible = ctx.app.visible(ctx.state);
+    let selected = ctx.app.selected_index(&visible);
+    // Only the rows that fit are built: at 100 hosts most are off screen.
+    let fit = usize::from(area.height.saturating_sub(3)).max(1);
+    let first = selected
+        .saturating_sub(fit - 1)
+        .min(visible.len().saturating_sub(fit));
     let rows: Vec<Row> = visible
         .iter()
+        .skip(first)
+        .take(fit)
         .map(|h| {
             let stale = is_stale(h, ctx);
             let sample = h.history.latest_host().map(|r| &r.sample);
@@ -324,7 +332,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         .highlight_symbol("›");
     let mut table_state = TableState::default();
     if !visible.is_empty() {
-        table_state.select(Some(ctx.app.selected_index(&visible)));
+        table_state.select(Some(selected - first));
     }
     frame.render_stateful_widget(table, area, &mut table_state);
 }

@@ -70,7 +70,6 @@ pub fn known<T>(
 ) -> Option<T> {
     history
         .gpu()
-        .iter()
         .rev()
         .take(300)
         .find_map(|r| r.gpus.get(position).and_then(&field))
@@ -84,7 +83,6 @@ pub fn series(
 ) -> Vec<f64> {
     history
         .gpu()
-        .iter()
         .filter_map(|r| r.gpus.get(position).and_then(&field))
         .collect()
 }
