@@ -10,7 +10,6 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rigwatch::config::{HostConfig, fleet};
@@ -22,24 +21,6 @@ use tokio::sync::mpsc;
 
 const PERIOD: Duration = Duration::from_secs(2);
 const WINDOW: Duration = Duration::from_secs(30);
-
-fn ssh(lab: &Lab, host: &Sshd, control: Option<&std::path::Path>) -> Command {
-    let mut cmd = Command::new("ssh");
-    cmd.args(["-F", "/dev/null", "-o", "BatchMode=yes"])
-        .arg("-o")
-        .arg(format!("UserKnownHostsFile={}", lab.known_hosts.display()))
-        .arg("-i")
-        .arg(&lab.client_key)
-        .args(["-p", &host.port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    if let Some(path) = control {
-        cmd.arg("-o").arg(format!("ControlPath={}", path.display()));
-    }
-    cmd.arg(format!("{}@127.0.0.1", lab.user));
-    cmd
-}
 
 /// The one-shot probe a script would run per poll: the GPU query and the probe script.
 fn one_shot(host: &HostConfig) -> String {
@@ -108,7 +89,8 @@ fn main() {
     });
 
     let fresh = box_cpu_polling(&box_a, || {
-        let status = ssh(&lab, &box_a, None)
+        let status = lab
+            .openssh(&box_a, None)
             .arg(one_shot(&host))
             .status()
             .expect("ssh");
@@ -116,17 +98,19 @@ fn main() {
     });
 
     let socket = lab.path("cm.sock");
-    let mut master = ssh(&lab, &box_a, Some(&socket));
+    let mut master = lab.openssh(&box_a, Some(&socket));
     master.args(["-o", "ControlMaster=yes", "-o", "ControlPersist=120", "-fN"]);
     assert!(master.status().expect("master").success());
     let muxed = box_cpu_polling(&box_a, || {
-        let status = ssh(&lab, &box_a, Some(&socket))
+        let status = lab
+            .openssh(&box_a, Some(&socket))
             .arg(one_shot(&host))
             .status()
             .expect("ssh");
         assert!(status.success());
     });
-    let _ = ssh(&lab, &box_a, Some(&socket))
+    let _ = lab
+        .openssh(&box_a, Some(&socket))
         .args(["-O", "exit"])
         .status();
 
@@ -184,7 +168,12 @@ fn main() {
         let children: Vec<_> = hosts[..n]
             .iter()
             .zip(&fleet_n.hosts)
-            .map(|(h, cfg)| ssh(&lab, h, None).arg(one_shot(cfg)).spawn().expect("ssh"))
+            .map(|(h, cfg)| {
+                lab.openssh(h, None)
+                    .arg(one_shot(cfg))
+                    .spawn()
+                    .expect("ssh")
+            })
             .collect();
         for mut child in children {
             assert!(child.wait().expect("wait").success());

@@ -5,8 +5,7 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rigwatch::config::fleet;
@@ -19,28 +18,6 @@ const COMMAND: &str = "echo ok";
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
-}
-
-fn ssh_base(lab: &Lab, host: &Sshd) -> Command {
-    let mut cmd = Command::new("ssh");
-    cmd.args([
-        "-F",
-        "/dev/null",
-        "-o",
-        "BatchMode=yes",
-        "-o",
-        "StrictHostKeyChecking=yes",
-    ])
-    .arg("-o")
-    .arg(format!("UserKnownHostsFile={}", lab.known_hosts.display()))
-    .arg("-i")
-    .arg(&lab.client_key)
-    .args(["-p", &host.port.to_string()])
-    .arg(format!("{}@127.0.0.1", lab.user))
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::null());
-    cmd
 }
 
 /// Starts every command at once and waits for all: one "poll" of the fleet.
@@ -59,11 +36,6 @@ fn run_all(mut commands: Vec<Command>) -> Duration {
 
 fn control_path(lab: &Lab, host: &Sshd) -> std::path::PathBuf {
     lab.path(&format!("cm-{}", host.port))
-}
-
-fn with_master(cmd: &mut Command, socket: &Path) {
-    cmd.arg("-o")
-        .arg(format!("ControlPath={}", socket.display()));
 }
 
 fn main() {
@@ -113,7 +85,7 @@ fn main() {
                         subset
                             .iter()
                             .map(|h| {
-                                let mut c = ssh_base(&lab, h);
+                                let mut c = lab.openssh(h, None);
                                 c.arg(COMMAND);
                                 c
                             })
@@ -124,8 +96,7 @@ fn main() {
         );
 
         for h in subset {
-            let mut master = ssh_base(&lab, h);
-            with_master(&mut master, &control_path(&lab, h));
+            let mut master = lab.openssh(h, Some(&control_path(&lab, h)));
             master.args(["-o", "ControlMaster=yes", "-o", "ControlPersist=120", "-fN"]);
             assert!(
                 master.status().expect("master").success(),
@@ -139,8 +110,7 @@ fn main() {
                         subset
                             .iter()
                             .map(|h| {
-                                let mut c = ssh_base(&lab, h);
-                                with_master(&mut c, &control_path(&lab, h));
+                                let mut c = lab.openssh(h, Some(&control_path(&lab, h)));
                                 c.arg(COMMAND);
                                 c
                             })
@@ -150,8 +120,7 @@ fn main() {
                 .collect(),
         );
         for h in subset {
-            let mut exit = ssh_base(&lab, h);
-            with_master(&mut exit, &control_path(&lab, h));
+            let mut exit = lab.openssh(h, Some(&control_path(&lab, h)));
             exit.args(["-O", "exit"]);
             let _ = exit.status();
         }

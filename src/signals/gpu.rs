@@ -101,8 +101,11 @@ pub fn gpu_signals(f: &HostFacts<'_>) -> Vec<Signal> {
                     )
                 })
                 .collect();
+            // On container rentals nvidia-smi reports the host's PIDs, or none at all: the GPU's
+            // own figures still show the memory held, so say where the holder is instead of
+            // guessing one or claiming nothing holds it.
             let who = if holders.is_empty() {
-                "a process".to_string()
+                "a process outside this container (nvidia-smi lists none here)".to_string()
             } else {
                 holders.join(", ")
             };

@@ -352,3 +352,23 @@ fn xid_and_oom_lines_become_signals_handwritten() {
     assert!(xid.message.contains("Xid 79"), "{}", xid.message);
     assert!(find(&signals, SignalKind::OomKill).is_some_and(|s| s.message.contains("pid 4243")));
 }
+
+#[test]
+fn zombie_vram_with_no_visible_process_says_it_is_held_outside_the_container() {
+    let mut case = Case::new(None);
+    case.host_sample(HostSample {
+        gpu_processes: Some(Vec::new()),
+        ..HostSample::default()
+    });
+    case.gpu_for(
+        Duration::minutes(6),
+        &gpus(include_str!("../../tests/fixtures/h100/zombie_q.txt")),
+    );
+    let (_, signals) = case.run();
+    let zombie = find(&signals, SignalKind::ZombieVram).expect("zombie from the GPU's own figures");
+    assert!(
+        zombie.message.contains("outside this container"),
+        "{}",
+        zombie.message
+    );
+}

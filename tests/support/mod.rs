@@ -146,6 +146,33 @@ impl Lab {
         std::fs::write(&self.known_hosts, text).expect("write known_hosts");
     }
 
+    /// The OpenSSH client a user would run against `host` (batch mode, the lab's key and
+    /// known_hosts, no user config), through the ControlMaster socket `control` when given.
+    pub fn openssh(&self, host: &Sshd, control: Option<&Path>) -> Command {
+        let mut cmd = Command::new("ssh");
+        cmd.args([
+            "-F",
+            "/dev/null",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=yes",
+        ])
+        .arg("-o")
+        .arg(format!("UserKnownHostsFile={}", self.known_hosts.display()))
+        .arg("-i")
+        .arg(&self.client_key)
+        .args(["-p", &host.port.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        if let Some(path) = control {
+            cmd.arg("-o").arg(format!("ControlPath={}", path.display()));
+        }
+        cmd.arg(format!("{}@127.0.0.1", self.user));
+        cmd
+    }
+
     /// Writes a fleet.toml: the lab's known_hosts and ssh config, fast keepalives and retries so
     /// fault tests finish quickly, then `extra` (more global keys) and one `[[host]]` per entry.
     pub fn fleet(&self, file: &str, extra: &str, hosts: &[(&str, String)]) -> PathBuf {
@@ -337,37 +364,14 @@ impl Sshd {
     }
 
     /// Puts an executable on this host's PATH that replays a capture from tests/fixtures: the
-    /// capture's body (its lines between `$ command` and `[exit N]`) and its exit status.
-    pub fn shim_from_capture(&self, tool: &str, capture: &str) {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures")
-            .join(capture);
-        let text =
-            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let mut lines: Vec<&str> = text.lines().collect();
-        assert!(
-            lines.first().is_some_and(|l| l.starts_with("$ ")),
-            "{capture}: no command line"
+    /// capture's output and its exit status.
+    pub fn shim_from_capture(&self, tool: &str, capture_name: &str) {
+        let c = capture(capture_name);
+        let body = self.write_data(&format!("{tool}.out"), &c.body);
+        self.write_script(
+            tool,
+            &format!("#!/bin/sh\ncat '{}'\nexit {}\n", body.display(), c.exit),
         );
-        lines.remove(0);
-        let exit = lines
-            .pop()
-            .and_then(|l| {
-                l.strip_prefix("[exit ")?
-                    .strip_suffix(']')?
-                    .parse::<i32>()
-                    .ok()
-            })
-            .unwrap_or_else(|| panic!("{capture}: no [exit N] line"));
-        let body = self.bin.join(format!("{tool}.out"));
-        std::fs::write(&body, lines.join("\n") + "\n").expect("shim body");
-        let script = self.bin.join(tool);
-        std::fs::write(
-            &script,
-            format!("#!/bin/sh\ncat '{}'\nexit {exit}\n", body.display()),
-        )
-        .expect("shim");
-        run(Command::new("chmod").arg("755").arg(&script));
     }
 }
 
