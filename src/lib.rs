@@ -2,6 +2,7 @@
 //!
 //! Module map (data flows down this list, never up):
 //! - `config`    — fleet.toml and `ssh -G` resolution; imports nothing else of ours.
+//! - `clocks`    — platform profiles as data; imports `config` (for located errors).
 //! - `sanitize`  — remote text made safe for terminals; imports nothing else of ours.
 //! - `probe`     — the probe script and pure parsers: text in, typed samples or located errors
 //!   out; imports `sanitize`.
@@ -19,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod clocks;
 pub mod config;
 pub mod demo;
 pub mod fleet;

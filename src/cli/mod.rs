@@ -2,6 +2,7 @@
 
 mod check;
 pub mod dashboard;
+mod profiles;
 mod status;
 mod status_report;
 mod status_table;
@@ -47,7 +48,9 @@ pub enum Command {
         #[arg(long, default_value_t = 1, value_name = "N")]
         copies: usize,
     },
-    /// Render the demo dashboard's views to SVG (and text) files
+    /// List the platform profiles, or explain one: `rigwatch profiles show runpod`
+    Profiles(profiles::ProfilesArgs),
+    /// Render the demo dashboard's views to SVG files
     Screenshot {
         /// Folder to write overview.svg, detail.svg, help.svg into
         #[arg(long, default_value = "screenshots", value_name = "DIR")]
@@ -73,7 +76,18 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         }
         _ => {}
     }
-    let fleet = match load_fleet(cli.config.as_deref()) {
+    let profiles = match crate::clocks::load_all(config::paths::config_dir().as_deref()) {
+        Ok(profiles) => profiles,
+        Err(e) => {
+            eprintln!("rigwatch: {e}");
+            return Ok(ExitCode::from(EXIT_CONFIG));
+        }
+    };
+    if let Some(Command::Profiles(args)) = &cli.command {
+        return Ok(profiles::run(&profiles, args));
+    }
+    let names: Vec<String> = profiles.iter().map(|p| p.name.clone()).collect();
+    let fleet = match load_fleet(cli.config.as_deref(), &names) {
         Ok(fleet) => fleet,
         Err(e) => {
             eprintln!("rigwatch: {e}");
@@ -84,7 +98,8 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         match cli.command {
             Some(Command::Check(args)) => check::run(&fleet, &args).await,
             Some(Command::Status(args)) => status::run(&fleet, &args).await,
-            Some(Command::Demo { .. } | Command::Screenshot { .. }) | None => {
+            Some(Command::Demo { .. } | Command::Screenshot { .. } | Command::Profiles(_))
+            | None => {
                 let theme = dashboard::theme(theme_name.or(fleet.theme.as_deref()))?;
                 dashboard::live(&fleet, theme).await
             }
@@ -92,7 +107,10 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     })
 }
 
-fn load_fleet(explicit: Option<&std::path::Path>) -> Result<FleetConfig, config::ConfigError> {
+fn load_fleet(
+    explicit: Option<&std::path::Path>,
+    profiles: &[String],
+) -> Result<FleetConfig, config::ConfigError> {
     let path = config::paths::locate_fleet(explicit)?;
-    config::fleet::load(&path)
+    config::fleet::load_with_profiles(&path, profiles)
 }

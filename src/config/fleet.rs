@@ -208,14 +208,32 @@ fn parse_port(text: &str) -> Result<u16, String> {
 }
 
 pub fn load(path: &Path) -> Result<FleetConfig, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = read(path)?;
     parse(path, &text)
 }
 
+/// Loads and also checks that every host names one of `profiles`.
+pub fn load_with_profiles(path: &Path, profiles: &[String]) -> Result<FleetConfig, ConfigError> {
+    let text = read(path)?;
+    parse_checked(path, &text, Some(profiles))
+}
+
+fn read(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 pub fn parse(path: &Path, text: &str) -> Result<FleetConfig, ConfigError> {
+    parse_checked(path, text, None)
+}
+
+fn parse_checked(
+    path: &Path,
+    text: &str,
+    profiles: Option<&[String]>,
+) -> Result<FleetConfig, ConfigError> {
     let at = |offset: usize, message: String| {
         ConfigError::At(Located::at_offset(path, text, offset, message))
     };
@@ -283,8 +301,7 @@ pub fn parse(path: &Path, text: &str) -> Result<FleetConfig, ConfigError> {
         let target = SshTarget::parse(h.ssh.get_ref()).map_err(|e| at(h.ssh.span().start, e))?;
         let profile = match &h.profile {
             None => "generic-ssh".to_string(),
-            Some(p) if is_profile_name(p.get_ref()) => p.get_ref().clone(),
-            Some(p) => {
+            Some(p) if !is_profile_name(p.get_ref()) => {
                 return Err(at(
                     p.span().start,
                     format!(
@@ -293,6 +310,14 @@ pub fn parse(path: &Path, text: &str) -> Result<FleetConfig, ConfigError> {
                     ),
                 ));
             }
+            Some(p) if profiles.is_some_and(|known| !known.contains(p.get_ref())) => {
+                let known = profiles.map(|k| k.join(", ")).unwrap_or_default();
+                return Err(at(
+                    p.span().start,
+                    format!("unknown profile {:?}; there are: {known}", p.get_ref()),
+                ));
+            }
+            Some(p) => p.get_ref().clone(),
         };
         hosts.push(HostConfig {
             name,
