@@ -1,7 +1,11 @@
 //! Platform facts and the clocks that follow from them: profiles (what stop and destroy mean,
-//! what keeps billing, the timers). Pure data and pure functions; no I/O beyond reading the
-//! profile files.
+//! what keeps billing, the timers), the danger clocks, and cost so far. Pure data and pure
+//! functions of time passed in; no I/O beyond reading the profile files.
 
+pub mod cost;
+pub mod engine;
 pub mod profiles;
 
+pub use cost::{Billed, CostLedger, CostReport};
+pub use engine::{Clock, ClockFacts, ClockKind, Confidence, clocks, stopped_rate, urgency};
 pub use profiles::{Profile, load_all};

@@ -22,6 +22,8 @@ struct RawFleet {
     reconnect_max_secs: Option<Spanned<f64>>,
     max_sessions: Option<Spanned<u32>>,
     theme: Option<String>,
+    currency: Option<String>,
+    balance: Option<Spanned<f64>>,
     #[serde(default)]
     thresholds: Thresholds,
     #[serde(default)]
@@ -40,6 +42,24 @@ struct RawHost {
     run: Option<String>,
     log: Option<String>,
     ckpt_dir: Option<String>,
+    price_per_hour: Option<Spanned<f64>>,
+    stopped_price_per_hour: Option<Spanned<f64>>,
+    currency: Option<String>,
+    mtbi_hours: Option<Spanned<f64>>,
+    ckpt_write_secs: Option<Spanned<f64>>,
+}
+
+/// What a box costs, and what rigwatch needs for the checkpoint-interval clock.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Billing {
+    pub price_per_hour: Option<f64>,
+    /// While stopped (or unreachable); else the profile's fraction of the running price.
+    pub stopped_price_per_hour: Option<f64>,
+    pub currency: Option<String>,
+    /// Mean time between interruptions, for the Young/Daly checkpoint interval.
+    pub mtbi_hours: Option<f64>,
+    /// How long writing one checkpoint takes.
+    pub ckpt_write_secs: Option<f64>,
 }
 
 /// When a signal fires; every field has a default, any may be set under `[thresholds]`.
@@ -110,6 +130,8 @@ pub struct FleetConfig {
     pub link: LinkTuning,
     /// The dashboard's theme; `--theme` overrides it.
     pub theme: Option<String>,
+    /// Money left on the provider account, for the balance-runway clock.
+    pub balance: Option<f64>,
     pub thresholds: Thresholds,
     pub hosts: Vec<HostConfig>,
 }
@@ -128,6 +150,7 @@ pub struct HostConfig {
     pub run: Option<String>,
     pub log: Option<String>,
     pub ckpt_dir: Option<String>,
+    pub billing: Billing,
 }
 
 /// What the `ssh = "..."` field names: an alias for `~/.ssh/config`, or user@host:port.
@@ -263,6 +286,16 @@ fn parse_checked(
             )),
         }
     };
+    let amount = |value: &Option<Spanned<f64>>, key: &str| -> Result<Option<f64>, ConfigError> {
+        match value {
+            Some(v) if !v.get_ref().is_finite() || *v.get_ref() < 0.0 => Err(at(
+                v.span().start,
+                format!("{key} = {} must be a number of at least 0", v.get_ref()),
+            )),
+            Some(v) => Ok(Some(*v.get_ref())),
+            None => Ok(None),
+        }
+    };
     let defaults = LinkTuning::default();
     let max_sessions = match &raw.max_sessions {
         Some(v) if *v.get_ref() == 0 => {
@@ -329,6 +362,16 @@ fn parse_checked(
             run: h.run.filter(|r| !r.is_empty()),
             log: h.log.filter(|r| !r.is_empty()),
             ckpt_dir: h.ckpt_dir.filter(|r| !r.is_empty()),
+            billing: Billing {
+                price_per_hour: amount(&h.price_per_hour, "price_per_hour")?,
+                stopped_price_per_hour: amount(
+                    &h.stopped_price_per_hour,
+                    "stopped_price_per_hour",
+                )?,
+                currency: h.currency.or_else(|| raw.currency.clone()),
+                mtbi_hours: amount(&h.mtbi_hours, "mtbi_hours")?,
+                ckpt_write_secs: amount(&h.ckpt_write_secs, "ckpt_write_secs")?,
+            },
         });
     }
     let poll = secs(&raw.poll_secs, "poll_secs")?.unwrap_or(Duration::from_secs(2));
@@ -339,6 +382,7 @@ fn parse_checked(
         poll,
         link,
         theme: raw.theme,
+        balance: amount(&raw.balance, "balance")?,
         thresholds: raw.thresholds,
         hosts,
     })

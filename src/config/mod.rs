@@ -6,4 +6,4 @@ pub mod paths;
 pub mod ssh;
 
 pub use error::{ConfigError, Located};
-pub use fleet::{FleetConfig, HostConfig, LinkTuning, SshTarget, Thresholds};
+pub use fleet::{Billing, FleetConfig, HostConfig, LinkTuning, SshTarget, Thresholds};

@@ -50,6 +50,7 @@ fn host(name: &str, profile: &str, run: Option<&str>) -> HostConfig {
         run: run.map(String::from),
         log: None,
         ckpt_dir: None,
+        billing: Default::default(),
     }
 }
 

@@ -51,6 +51,7 @@ fn host(run: Option<&str>) -> HostConfig {
         run: run.map(String::from),
         log: None,
         ckpt_dir: None,
+        billing: Default::default(),
     }
 }
 

@@ -1,0 +1,137 @@
+//! Every clock kind with `now` fixed, on the shipped profiles.
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::*;
+use crate::clocks::load_all;
+use crate::clocks::profiles::find;
+
+fn now() -> DateTime<Utc> {
+    DateTime::<Utc>::UNIX_EPOCH + Duration::days(20_000)
+}
+
+fn facts<'a>(profile: Option<&'a Profile>, billing: &'a Billing) -> ClockFacts<'a> {
+    ClockFacts {
+        profile,
+        billing,
+        link_up: true,
+        last_seen_up: None,
+        session_start: None,
+        last_activity: None,
+        time_to_full: None,
+        checkpoint_age: None,
+        fleet_burn_per_hour: 0.0,
+        balance: None,
+        now: now(),
+    }
+}
+
+fn kind(clocks: &[Clock], k: ClockKind) -> Option<&Clock> {
+    clocks.iter().find(|c| c.kind == k)
+}
+
+#[test]
+fn a_box_out_of_sight_on_autodl_counts_down_to_release_from_last_seen() {
+    let profiles = load_all(None).expect("profiles");
+    let billing = Billing {
+        price_per_hour: Some(2.0),
+        stopped_price_per_hour: Some(0.1),
+        ..Billing::default()
+    };
+    let mut f = facts(find(&profiles, "autodl"), &billing);
+    f.link_up = false;
+    f.last_seen_up = Some(now() - Duration::days(3));
+    let clocks = clocks(&f);
+    let release = kind(&clocks, ClockKind::AutoRelease).expect("release clock");
+    assert_eq!(release.remaining_secs, Some(12 * 86400));
+    assert_eq!(release.confidence, Confidence::Conservative);
+    assert!(
+        release.message.contains("stopped since last seen"),
+        "{}",
+        release.message
+    );
+    let billing_clock = kind(&clocks, ClockKind::StoppedBilling).expect("accrual");
+    assert!(
+        (billing_clock.accrued.unwrap_or(0.0) - 7.2).abs() < 1e-9,
+        "{billing_clock:?}"
+    );
+    assert_eq!(
+        clocks[0].kind,
+        ClockKind::AutoRelease,
+        "deadlines first, accruals after"
+    );
+}
+
+#[test]
+fn no_stop_state_bills_fully_and_an_up_box_has_no_stop_clocks() {
+    let profiles = load_all(None).expect("profiles");
+    let billing = Billing {
+        price_per_hour: Some(1.5),
+        ..Billing::default()
+    };
+    let lambda = find(&profiles, "lambda");
+    assert_eq!(stopped_rate(lambda, &billing), Some(1.5));
+    assert_eq!(
+        stopped_rate(find(&profiles, "runpod"), &billing),
+        None,
+        "no fraction documented"
+    );
+    let mut f = facts(lambda, &billing);
+    f.last_seen_up = Some(now());
+    assert!(clocks(&f).is_empty());
+}
+
+#[test]
+fn notebook_sessions_have_idle_max_and_quota_clocks() {
+    let profiles = load_all(None).expect("profiles");
+    let billing = Billing::default();
+    let mut f = facts(find(&profiles, "kaggle"), &billing);
+    f.session_start = Some(now() - Duration::hours(8));
+    f.last_activity = Some(now() - Duration::minutes(50));
+    let clocks = clocks(&f);
+    assert_eq!(
+        kind(&clocks, ClockKind::IdleTimeout).and_then(|c| c.remaining_secs),
+        Some(600)
+    );
+    assert_eq!(
+        kind(&clocks, ClockKind::MaxSession).and_then(|c| c.remaining_secs),
+        Some(3600)
+    );
+    assert_eq!(
+        kind(&clocks, ClockKind::WeeklyQuota).and_then(|c| c.remaining_secs),
+        Some(22 * 3600)
+    );
+    assert_eq!(urgency(&clocks[0]), "SOON");
+    let colab = find(&profiles, "colab");
+    let mut f = facts(colab, &billing);
+    f.session_start = Some(now() - Duration::hours(13));
+    let c = super::clocks(&f);
+    assert_eq!(kind(&c, ClockKind::MaxSession).map(urgency), Some("FIRED"));
+}
+
+#[test]
+fn disk_runway_and_checkpoint_interval() {
+    let billing = Billing {
+        mtbi_hours: Some(24.0),
+        ckpt_write_secs: Some(60.0),
+        ..Billing::default()
+    };
+    let mut f = facts(None, &billing);
+    f.time_to_full = Some(("inodes", Duration::hours(2)));
+    f.balance = Some(50.0);
+    f.fleet_burn_per_hour = 10.0;
+    f.checkpoint_age = Some(Duration::minutes(30));
+    let clocks = clocks(&f);
+    assert_eq!(
+        kind(&clocks, ClockKind::DiskFull).and_then(|c| c.remaining_secs),
+        Some(7200)
+    );
+    assert_eq!(
+        kind(&clocks, ClockKind::BalanceRunway).and_then(|c| c.remaining_secs),
+        Some(5 * 3600)
+    );
+    // √(2 · 86400 s · 60 s) = 3220 s ≈ 54 min; the last checkpoint is 30 min old.
+    let ckpt = kind(&clocks, ClockKind::CheckpointInterval).expect("young/daly");
+    assert_eq!(ckpt.remaining_secs, Some(3219 - 1800));
+    assert!(ckpt.message.contains("every 54 min"), "{}", ckpt.message);
+}
