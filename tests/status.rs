@@ -349,3 +349,78 @@ fn table_output_names_states_and_signals_and_down_hosts_are_not_dead_runs() {
     assert!(stdout.contains("not a dead run"), "{stdout}");
     assert!(!stdout.contains("DEAD"), "{stdout}");
 }
+
+#[test]
+fn a_box_that_goes_down_counts_as_stopped_since_last_seen_and_its_release_clock_runs() {
+    let mut lab = Lab::new();
+    let mut rented = lab.start_host("rented");
+    rented.shim_nvidia_smi(&GpuShim {
+        query_gpu: "h100/q_load_csv.txt",
+        apps: "h100/apps_load.txt",
+        legacy_driver: false,
+    });
+    let body = format!(
+        "{}\nprofile = \"autodl\"\nprice_per_hour = 1.8\nstopped_price_per_hour = 0.05\ncurrency = \"CNY\"",
+        lab.host_entry(&rented)
+    );
+    let config = lab.fleet("fleet.toml", "balance = 90.0", &[("rented", body)]);
+    let state = lab.path("state");
+
+    let (_, json) = status_json(&config, &state);
+    let h = host(&json, "rented");
+    assert_eq!(h["link"]["state"], "up", "{}", h["link"]);
+    assert_eq!(h["cost"]["per_hour"].as_f64(), Some(1.8));
+    assert_eq!(h["cost"]["currency"], "CNY");
+    let runway = h["clocks"]
+        .as_array()
+        .expect("clocks")
+        .iter()
+        .find(|c| c["kind"] == "balance_runway")
+        .expect("runway");
+    assert_eq!(
+        runway["remaining_secs"].as_i64(),
+        Some(50 * 3600),
+        "90 / 1.8 per hour"
+    );
+    assert!(
+        h["clocks"]
+            .as_array()
+            .expect("clocks")
+            .iter()
+            .all(|c| c["kind"] != "auto_release"),
+        "up: no release clock"
+    );
+
+    rented.kill();
+    let (_, json) = status_json(&config, &state);
+    let h = host(&json, "rented");
+    assert_eq!(h["link"]["state"], "down");
+    assert_eq!(h["run"]["state"], "not-configured");
+    let clocks = h["clocks"].as_array().expect("clocks");
+    let release = clocks
+        .iter()
+        .find(|c| c["kind"] == "auto_release")
+        .expect("release clock");
+    let left = release["remaining_secs"].as_i64().expect("remaining");
+    assert!(
+        (15 * 86400 - 120..=15 * 86400).contains(&left),
+        "15 days from last seen: {left}"
+    );
+    assert_eq!(release["confidence"], "conservative");
+    assert!(
+        release["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("stopped since last seen"))
+    );
+    let accrual = clocks
+        .iter()
+        .find(|c| c["kind"] == "stopped_billing")
+        .expect("accrual");
+    assert!(accrual["accrued"].as_f64().is_some_and(|a| a >= 0.0));
+    assert_eq!(
+        h["cost"]["per_hour"].as_f64(),
+        Some(0.05),
+        "out of sight: the stopped rate"
+    );
+    assert!(h["cost"]["so_far"].as_f64().is_some_and(|c| c >= 0.0));
+}

@@ -97,7 +97,7 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     runtime()?.block_on(async {
         match cli.command {
             Some(Command::Check(args)) => check::run(&fleet, &args).await,
-            Some(Command::Status(args)) => status::run(&fleet, &args).await,
+            Some(Command::Status(args)) => status::run(&fleet, &profiles, &args).await,
             Some(Command::Demo { .. } | Command::Screenshot { .. } | Command::Profiles(_))
             | None => {
                 let theme = dashboard::theme(theme_name.or(fleet.theme.as_deref()))?;

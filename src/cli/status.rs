@@ -2,21 +2,22 @@
 //! with `--json` the document README describes. Exit 0 when every host is up with nothing
 //! critical, 1 otherwise.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use color_eyre::eyre::WrapErr;
 
 use super::status_report::{HostStatus, StatusReport, gpu_reports, link_report, mount_reports};
 use super::status_table::table;
-use crate::config::FleetConfig;
+use crate::clocks::profiles::find;
+use crate::clocks::{Billed, ClockFacts, CostLedger, CostReport, Profile, clocks, stopped_rate};
+use crate::config::{FleetConfig, HostConfig};
 use crate::fleet::{BootMark, GpuAvailability, HostHistory};
+use crate::monitor::memory::{self, HostMemory};
 use crate::monitor::{HostProbe, probe_once};
-use crate::signals::{HostFacts, Severity, evaluate};
-use crate::transport::Pool;
+use crate::signals::{HostFacts, RunState, Severity, SignalKind, evaluate};
+use crate::transport::{LinkState, Pool};
 
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
@@ -28,7 +29,11 @@ pub struct StatusArgs {
     pub timeout: f64,
 }
 
-pub async fn run(fleet: &FleetConfig, args: &StatusArgs) -> color_eyre::Result<ExitCode> {
+pub async fn run(
+    fleet: &FleetConfig,
+    profiles: &[Profile],
+    args: &StatusArgs,
+) -> color_eyre::Result<ExitCode> {
     let timeout =
         Duration::try_from_secs_f64(args.timeout.max(0.1)).unwrap_or(Duration::from_secs(30));
     let pool = Pool::start(fleet);
@@ -36,74 +41,46 @@ pub async fn run(fleet: &FleetConfig, args: &StatusArgs) -> color_eyre::Result<E
     let probes = futures::future::join_all(fleet.hosts.iter().map(|host| {
         let session = pool.get(&host.name).and_then(|l| l.session());
         async move {
-            let session = session?;
-            tokio::time::timeout(timeout, probe_once(&session, host))
+            tokio::time::timeout(timeout, probe_once(&session?, host))
                 .await
                 .ok()
         }
     }))
     .await;
+    pool.shutdown().await;
 
-    let marks_path = boot_marks_path();
-    let mut marks = load_boot_marks(marks_path.as_ref());
+    let memory_path = memory::path();
+    let mut memory = memory::load(memory_path.as_deref());
     let now = Utc::now();
+    let burn: f64 = fleet
+        .hosts
+        .iter()
+        .zip(&states)
+        .filter_map(|(h, (_, link))| {
+            let profile = find(profiles, &h.profile);
+            if link.is_usable() {
+                h.billing.price_per_hour
+            } else {
+                stopped_rate(profile, &h.billing)
+            }
+        })
+        .sum();
     let mut hosts = Vec::new();
     for ((host, (_, link)), probe) in fleet.hosts.iter().zip(&states).zip(probes) {
-        let mut history = HostHistory::with_capacity(2, 0);
-        let mut errors = Vec::new();
-        let mut gpu_state = GpuAvailability::Unknown;
-        if let Some(HostProbe {
-            gpu,
-            gpus,
-            host: reading,
-            errors: probe_errors,
-        }) = probe
-        {
-            gpu_state = gpu;
-            errors = probe_errors;
-            history.extend(gpus, reading);
-        } else if link.is_usable() {
-            errors.push(format!(
-                "{}: probes did not answer within {}s",
-                host.name, args.timeout
-            ));
-        }
-        let previous_boot = marks.get(&host.name).cloned();
-        let (run, signals) = evaluate(&HostFacts {
+        let remembered = memory.entry(host.name.clone()).or_default();
+        let judged = Judge {
+            fleet,
             host,
             link,
-            history: &history,
-            gpu: &gpu_state,
-            previous_boot,
-            bills: host.profile != "local",
-            thresholds: &fleet.thresholds,
+            profile: find(profiles, &host.profile),
+            burn,
             now,
-        });
-        let latest = history.latest_host();
-        if let Some(reading) = latest {
-            marks.insert(host.name.clone(), BootMark::of(reading));
-        }
-        hosts.push(HostStatus {
-            name: host.name.clone(),
-            profile: host.profile.clone(),
-            link: link_report(link),
-            run,
-            uptime_secs: latest
-                .and_then(|r| r.sample.uptime.as_ref())
-                .map(|u| u.up.as_secs_f64()),
-            boot_id: latest.and_then(|r| r.sample.boot_id.clone()),
-            gpu_state,
-            gpus: gpu_reports(&history),
-            mounts: latest
-                .map(|r| mount_reports(&r.sample.mounts))
-                .unwrap_or_default(),
-            signals,
-            errors,
-        });
+            timeout: args.timeout,
+        };
+        hosts.push(judged.host_status(probe, remembered));
     }
-    pool.shutdown().await;
-    if let Some(path) = &marks_path {
-        save_boot_marks(path, &marks).wrap_err_with(|| format!("saving {}", path.display()))?;
+    if let Some(path) = &memory_path {
+        memory::save(path, &memory).wrap_err_with(|| format!("saving {}", path.display()))?;
     }
     let report = StatusReport {
         taken_at: now,
@@ -125,29 +102,116 @@ pub async fn run(fleet: &FleetConfig, args: &StatusArgs) -> color_eyre::Result<E
     })
 }
 
-/// Where `status` remembers each box's last boot, so a reboot between two runs is noticed.
-fn boot_marks_path() -> Option<PathBuf> {
-    std::env::var_os("XDG_STATE_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| crate::config::paths::home_dir().map(|h| h.join(".local/state")))
-        .map(|d| d.join("rigwatch/boot_marks.json"))
+struct Judge<'a> {
+    fleet: &'a FleetConfig,
+    host: &'a HostConfig,
+    link: &'a LinkState,
+    profile: Option<&'a Profile>,
+    burn: f64,
+    now: DateTime<Utc>,
+    timeout: f64,
 }
 
-fn load_boot_marks(path: Option<&PathBuf>) -> BTreeMap<String, BootMark> {
-    path.and_then(|p| std::fs::read(p).ok())
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default()
-}
-
-fn save_boot_marks(path: &PathBuf, marks: &BTreeMap<String, BootMark>) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+impl Judge<'_> {
+    fn host_status(&self, probe: Option<HostProbe>, remembered: &mut HostMemory) -> HostStatus {
+        let (host, link, now) = (self.host, self.link, self.now);
+        let mut history = HostHistory::with_capacity(2, 0);
+        let mut errors = Vec::new();
+        let mut gpu_state = GpuAvailability::Unknown;
+        if let Some(probe) = probe {
+            gpu_state = probe.gpu;
+            errors = probe.errors;
+            history.extend(probe.gpus, probe.host);
+        } else if link.is_usable() {
+            errors.push(format!(
+                "{}: probes did not answer within {}s",
+                host.name, self.timeout
+            ));
+        }
+        let (run, signals) = evaluate(&HostFacts {
+            host,
+            link,
+            history: &history,
+            gpu: &gpu_state,
+            previous_boot: remembered.boot.clone(),
+            bills: host.profile != "local",
+            thresholds: &self.fleet.thresholds,
+            now,
+        });
+        let latest = history.latest_host();
+        if let Some(reading) = latest {
+            remembered.boot = Some(BootMark::of(reading));
+        }
+        let idle = signals
+            .iter()
+            .any(|s| matches!(s.kind, SignalKind::IdleButBilling | SignalKind::ZombieVram));
+        let stopped = stopped_rate(self.profile, &host.billing);
+        if link.is_usable() {
+            remembered.last_seen_up = Some(now);
+            let ledger = remembered
+                .ledger
+                .get_or_insert_with(|| CostLedger::start(now));
+            ledger.accrue(
+                now,
+                if idle { Billed::Idle } else { Billed::Running },
+                host.billing.price_per_hour,
+                stopped,
+            );
+        } else if let Some(ledger) = remembered.ledger.as_mut() {
+            ledger.accrue(now, Billed::Unseen, host.billing.price_per_hour, stopped);
+        }
+        let uptime = latest.and_then(|r| r.sample.uptime.as_ref()).map(|u| u.up);
+        let busy = history
+            .latest_gpu()
+            .is_some_and(|g| g.gpus.iter().any(|x| x.util_gpu_pct.is_some_and(|u| u > 2)));
+        let clock_list = clocks(&ClockFacts {
+            profile: self.profile,
+            billing: &host.billing,
+            link_up: link.is_usable(),
+            last_seen_up: remembered.last_seen_up,
+            session_start: uptime
+                .and_then(|u| chrono::Duration::from_std(u).ok())
+                .map(|u| now - u),
+            last_activity: (busy || matches!(run, RunState::Alive { .. })).then_some(now),
+            time_to_full: None,
+            checkpoint_age: latest
+                .and_then(|r| r.sample.checkpoint.as_ref())
+                .map(|c| now - c.modified),
+            fleet_burn_per_hour: self.burn,
+            balance: self.fleet.balance,
+            now,
+        });
+        let cost = remembered.ledger.as_ref().map(|l| CostReport {
+            per_hour: if link.is_usable() {
+                host.billing.price_per_hour
+            } else {
+                stopped
+            },
+            so_far: l.spent,
+            idle_so_far: l.idle_spent,
+            since: l.first_seen_up,
+            currency: host
+                .billing
+                .currency
+                .clone()
+                .unwrap_or_else(|| "USD".into()),
+        });
+        HostStatus {
+            name: host.name.clone(),
+            profile: host.profile.clone(),
+            link: link_report(link),
+            run,
+            uptime_secs: uptime.map(|u| u.as_secs_f64()),
+            boot_id: latest.and_then(|r| r.sample.boot_id.clone()),
+            gpu_state,
+            gpus: gpu_reports(&history),
+            mounts: latest
+                .map(|r| mount_reports(&r.sample.mounts))
+                .unwrap_or_default(),
+            signals,
+            clocks: clock_list,
+            cost,
+            errors,
+        }
     }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(marks).map_err(std::io::Error::other)?,
-    )?;
-    std::fs::rename(&tmp, path)
 }

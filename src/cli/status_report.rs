@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::clocks::{Clock, CostReport};
 use crate::fleet::{GpuAvailability, HostHistory};
 use crate::probe::{GpuProcess, GpuSample, Mount};
 use crate::signals::{RunState, Signal};
@@ -27,6 +28,10 @@ pub struct HostStatus {
     pub gpus: Vec<GpuReport>,
     pub mounts: Vec<MountReport>,
     pub signals: Vec<Signal>,
+    /// Danger clocks, nearest first.
+    pub clocks: Vec<Clock>,
+    /// Null until the box has been seen up once.
+    pub cost: Option<CostReport>,
     /// Probes that could not be read, each naming the host and the probe.
     pub errors: Vec<String>,
 }

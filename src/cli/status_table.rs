@@ -93,6 +93,37 @@ fn write_host(out: &mut String, host: &HostStatus, width: usize) {
     if let Some(error) = &host.link.error {
         let _ = writeln!(out, "{:width$}    link: {}", "", line(error, 300));
     }
+    if let Some(clock) = host.clocks.first() {
+        let left = clock.remaining_secs.map_or(String::new(), |s| {
+            format!(
+                " in {}",
+                crate::signals::minutes(chrono::Duration::seconds(s))
+            )
+        });
+        let _ = writeln!(
+            out,
+            "{:width$}    clock {}{left}: {}",
+            "",
+            crate::clocks::urgency(clock),
+            line(&clock.message, 300)
+        );
+    }
+    if let Some(cost) = host
+        .cost
+        .as_ref()
+        .filter(|c| c.per_hour.is_some() || c.so_far > 0.0)
+    {
+        let _ = writeln!(
+            out,
+            "{:width$}    cost {:.2} {} so far ({:.2} while idle){}",
+            "",
+            cost.so_far,
+            cost.currency,
+            cost.idle_so_far,
+            cost.per_hour
+                .map_or(String::new(), |r| format!(", {r:.2}/h now"))
+        );
+    }
     for signal in &host.signals {
         let _ = writeln!(
             out,

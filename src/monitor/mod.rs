@@ -4,6 +4,7 @@
 pub mod commands;
 mod fleet_state;
 pub mod live;
+pub mod memory;
 pub mod oneshot;
 pub mod readers;
 

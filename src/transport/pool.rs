@@ -145,10 +145,18 @@ impl Pool {
     /// Waits until every host has a definite state (or `timeout` passes) and returns them.
     pub async fn settle(&self, timeout: Duration) -> Vec<(String, LinkState)> {
         let deadline = tokio::time::Instant::now() + timeout;
-        for link in &self.links {
+        let waits = self.links.iter().map(|link| async move {
             let mut rx = link.watch_state();
             let _ = tokio::time::timeout_at(deadline, rx.wait_for(LinkState::is_settled)).await;
-        }
+            // A first attempt that merely timed out (a loaded box, a slow handshake) gets one
+            // more before the host is reported down; a refused connection does not.
+            let timed_out =
+                matches!(&*rx.borrow_and_update(), LinkState::Down { reason, .. } if reason.contains("timed out"));
+            if timed_out {
+                let _ = tokio::time::timeout_at(deadline, rx.changed()).await;
+            }
+        });
+        futures::future::join_all(waits).await;
         self.links
             .iter()
             .map(|l| (l.name.clone(), l.state()))
