@@ -33,8 +33,10 @@ fn overview_names_every_state_a_user_must_see() {
         "I99%",
         "zombie",
         "? unkn",
-        "held back",
-        "full in about",
+        "SM clock 1365/1980",
+        "disk full",
+        "release",
+        "balance",
     ] {
         assert!(overview.contains(needle), "{needle:?} missing:\n{overview}");
     }

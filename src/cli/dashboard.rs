@@ -47,14 +47,19 @@ async fn run_tui(
         .wrap_err("terminal I/O")
 }
 
-pub async fn live(fleet: &FleetConfig, theme: Theme) -> color_eyre::Result<ExitCode> {
+pub async fn live(
+    fleet: &FleetConfig,
+    profiles: Vec<crate::clocks::Profile>,
+    theme: Theme,
+) -> color_eyre::Result<ExitCode> {
     if let Err(e) = require_terminal() {
         eprintln!("rigwatch: {e}");
         return Ok(ExitCode::from(2));
     }
     let pool = Pool::start(fleet);
     let source = Source::live(pool, &fleet.hosts, fleet.poll);
-    let state = FleetState::new(fleet.hosts.clone(), fleet.thresholds.clone());
+    let state = FleetState::new(fleet.hosts.clone(), fleet.thresholds.clone())
+        .with_profiles(profiles, fleet.balance);
     run_tui(App::new(false), state, source, theme, fleet.poll).await?;
     Ok(ExitCode::SUCCESS)
 }

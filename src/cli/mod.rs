@@ -101,7 +101,7 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             Some(Command::Demo { .. } | Command::Screenshot { .. } | Command::Profiles(_))
             | None => {
                 let theme = dashboard::theme(theme_name.or(fleet.theme.as_deref()))?;
-                dashboard::live(&fleet, theme).await
+                dashboard::live(&fleet, profiles, theme).await
             }
         }
     })

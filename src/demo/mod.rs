@@ -13,6 +13,9 @@ use crate::transport::LinkState;
 
 pub use scenario::Scenario;
 
+/// The demo account's balance: enough for a few hours of the fleet's burn.
+const DEMO_BALANCE: f64 = 60.0;
+
 /// Spacing of the history the demo starts with (coarser than live, to start fast).
 const BACKFILL_STEP_SECS: i64 = 10;
 
@@ -39,13 +42,18 @@ impl Demo {
                 set
             })
             .collect();
+        // The shipped profiles are compiled in and tested to load; the demo shows no clocks
+        // rather than fail if that ever broke.
+        let profiles = crate::clocks::load_all(None).unwrap_or_default();
         let mut state = FleetState::new(
             scenarios.iter().map(|s| s.config.clone()).collect(),
             Thresholds::default(),
-        );
+        )
+        .with_profiles(profiles, Some(DEMO_BALANCE * copies.max(1) as f64));
         let mut demo = Demo { scenarios };
         for s in &mut demo.scenarios {
             let start = now - Duration::minutes(s.history_minutes);
+            state.seen_up_since(&s.config.name, start);
             let end = s.down_since.unwrap_or(now);
             let mut at = start;
             while at <= end {

@@ -35,6 +35,19 @@ pub struct Scenario {
     probe: ProbeReader,
 }
 
+/// Hourly prices of the kind each platform charges for one H100 (illustrative, not quotes).
+fn price(profile: &str) -> f64 {
+    match profile {
+        "runpod" => 2.69,
+        "lambda" => 2.99,
+        "vastai" => 1.87,
+        "paperspace" => 5.95,
+        "autodl" => 2.10,
+        "china" => 1.95,
+        _ => 2.50,
+    }
+}
+
 fn host(name: &str, profile: &str, run: Option<&str>) -> HostConfig {
     HostConfig {
         name: name.into(),
@@ -50,7 +63,12 @@ fn host(name: &str, profile: &str, run: Option<&str>) -> HostConfig {
         run: run.map(String::from),
         log: None,
         ckpt_dir: None,
-        billing: Default::default(),
+        billing: crate::config::Billing {
+            price_per_hour: Some(price(profile)),
+            stopped_price_per_hour: Some(0.2),
+            currency: Some("USD".into()),
+            ..Default::default()
+        },
     }
 }
 
@@ -199,7 +217,7 @@ pub fn all(now: DateTime<Utc>) -> Vec<Scenario> {
     .in_tmux();
     inodes.inodes = c::DF_INODES_FULL;
     let mut down = Scenario::new(
-        host("h100-down", "generic-ssh", Some("train")),
+        host("h100-down", "autodl", Some("train")),
         &[c::Q_LOAD],
         c::APPS_LOAD,
     )

@@ -6,10 +6,11 @@ use std::collections::VecDeque;
 
 use chrono::{DateTime, Utc};
 
+use crate::clocks::{Billed, Clock, ClockFacts, CostLedger, Profile, clocks, stopped_rate};
 use crate::config::HostConfig;
 use crate::config::fleet::Thresholds;
 use crate::fleet::{GpuAvailability, HostHistory, Observation};
-use crate::signals::{HostFacts, RunState, Severity, Signal, SignalKind, evaluate};
+use crate::signals::{HostFacts, RunState, Severity, Signal, SignalKind, evaluate, time_to_full};
 use crate::transport::LinkState;
 
 /// Events kept for the alerts pane.
@@ -34,6 +35,11 @@ pub struct HostState {
     pub last_error: Option<(DateTime<Utc>, String)>,
     /// When the last reading of any kind arrived: the data's age.
     pub last_reading: Option<DateTime<Utc>>,
+    pub last_seen_up: Option<DateTime<Utc>>,
+    /// Danger clocks, nearest first.
+    pub clocks: Vec<Clock>,
+    /// Cost since the box was first seen up; None until then.
+    pub ledger: Option<CostLedger>,
 }
 
 impl HostState {
@@ -47,6 +53,9 @@ impl HostState {
             signals: Vec::new(),
             last_error: None,
             last_reading: None,
+            last_seen_up: None,
+            clocks: Vec::new(),
+            ledger: None,
         }
     }
 
@@ -68,6 +77,9 @@ pub struct FleetState {
     pub hosts: Vec<HostState>,
     pub events: VecDeque<Event>,
     pub thresholds: Thresholds,
+    pub profiles: Vec<Profile>,
+    /// The provider account's balance, for the runway clock.
+    pub balance: Option<f64>,
 }
 
 impl FleetState {
@@ -76,6 +88,8 @@ impl FleetState {
             hosts: hosts.into_iter().map(HostState::new).collect(),
             events: VecDeque::new(),
             thresholds,
+            profiles: Vec::new(),
+            balance: None,
         }
     }
 
@@ -163,10 +177,77 @@ impl FleetState {
         Some(i)
     }
 
-    /// Re-judges every host: signals depend on `now` (idle for how long, checkpoint age).
+    /// The platform profiles and balance the clocks and cost are computed from.
+    pub fn with_profiles(mut self, profiles: Vec<Profile>, balance: Option<f64>) -> Self {
+        self.profiles = profiles;
+        self.balance = balance;
+        self
+    }
+
+    /// Re-judges every host (signals and clocks depend on `now`) and accrues its cost.
     pub fn tick(&mut self, now: DateTime<Utc>) {
         for i in 0..self.hosts.len() {
+            self.accrue(i, now);
             self.judge_host(i, now);
+        }
+    }
+
+    fn profile(&self, name: &str) -> Option<&Profile> {
+        crate::clocks::profiles::find(&self.profiles, name)
+    }
+
+    /// Hours the balance lasts at the current burn, when a balance is configured.
+    pub fn runway_hours(&self) -> Option<f64> {
+        let burn = self.burn_per_hour();
+        self.balance.filter(|_| burn > 0.0).map(|b| b / burn)
+    }
+
+    /// Starts cost accounting for a host as of `since` (the demo's history begins in the past).
+    pub fn seen_up_since(&mut self, host: &str, since: DateTime<Utc>) {
+        if let Some(i) = self.index(host) {
+            self.hosts[i].ledger = Some(CostLedger::start(since));
+            self.hosts[i].last_seen_up = Some(since);
+        }
+    }
+
+    /// What the fleet bills per hour now: running boxes at their price, unseen ones at the
+    /// stopped rate.
+    pub fn burn_per_hour(&self) -> f64 {
+        self.hosts
+            .iter()
+            .filter_map(|h| {
+                if h.link.is_usable() {
+                    h.config.billing.price_per_hour
+                } else {
+                    h.last_seen_up.and_then(|_| {
+                        stopped_rate(self.profile(&h.config.profile), &h.config.billing)
+                    })
+                }
+            })
+            .sum()
+    }
+
+    fn accrue(&mut self, i: usize, now: DateTime<Utc>) {
+        let stopped = stopped_rate(
+            self.profile(&self.hosts[i].config.profile),
+            &self.hosts[i].config.billing,
+        );
+        let h = &mut self.hosts[i];
+        let idle = h
+            .signals
+            .iter()
+            .any(|s| matches!(s.kind, SignalKind::IdleButBilling | SignalKind::ZombieVram));
+        let billed = match (h.link.is_usable(), idle) {
+            (true, true) => Billed::Idle,
+            (true, false) => Billed::Running,
+            (false, _) => Billed::Unseen,
+        };
+        if h.link.is_usable() {
+            h.last_seen_up = Some(now);
+            h.ledger.get_or_insert_with(|| CostLedger::start(now));
+        }
+        if let Some(ledger) = h.ledger.as_mut() {
+            ledger.accrue(now, billed, h.config.billing.price_per_hour, stopped);
         }
     }
 
@@ -193,9 +274,49 @@ impl FleetState {
             .collect();
         let run_changed = h.run.word() != run.word() && !matches!(h.run, RunState::NotConfigured);
         let (name, old_run) = (h.config.name.clone(), h.run.word());
+        let burn = self.burn_per_hour();
+        let h = &self.hosts[i];
+        let profile = crate::clocks::profiles::find(&self.profiles, &h.config.profile);
+        let latest = h.history.latest_host();
+        let window = h.history.host_since(now, chrono::Duration::minutes(30));
+        let busy_at = h
+            .history
+            .gpu()
+            .rev()
+            .find(|r| r.gpus.iter().any(|g| g.util_gpu_pct.is_some_and(|u| u > 2)))
+            .map(|r| r.at);
+        let clock_list = clocks(&ClockFacts {
+            profile,
+            billing: &h.config.billing,
+            link_up: h.link.is_usable(),
+            last_seen_up: h.last_seen_up,
+            session_start: latest
+                .and_then(|r| r.sample.uptime.as_ref().map(|u| (r.at, u.up)))
+                .and_then(|(at, up)| chrono::Duration::from_std(up).ok().map(|up| at - up)),
+            last_activity: if matches!(run, RunState::Alive { .. }) {
+                Some(now)
+            } else {
+                busy_at
+            },
+            time_to_full: latest.and_then(|r| {
+                r.sample
+                    .mounts
+                    .iter()
+                    .filter_map(|m| time_to_full(&window, &m.mount))
+                    .min_by_key(|(_, d)| *d)
+            }),
+            checkpoint_age: latest
+                .and_then(|r| r.sample.checkpoint.as_ref())
+                .map(|c| now - c.modified),
+            // The balance runway is the fleet's, shown once in the header, not on every host.
+            fleet_burn_per_hour: burn,
+            balance: None,
+            now,
+        });
         let h = &mut self.hosts[i];
         h.run = run;
         h.signals = signals;
+        h.clocks = clock_list;
         if run_changed {
             let word = h.run.word();
             let severity = if word == "DEAD" {

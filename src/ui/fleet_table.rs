@@ -9,6 +9,7 @@ use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
 use super::Ctx;
 use super::app::Pane;
 use super::widgets::{age, bar, known};
+use crate::clocks::{Clock, ClockKind, urgency};
 use crate::monitor::HostState;
 use crate::probe::sample::HostSample;
 use crate::sanitize::line as clean;
@@ -29,6 +30,7 @@ enum Col {
     Vram,
     Util,
     Disk,
+    Danger,
     Signal,
 }
 
@@ -38,6 +40,7 @@ const COLUMNS: &[(Col, &str, u16)] = &[
     (Col::Link, "LINK", 9),
     (Col::Run, "RUN", 8),
     (Col::Signal, "NEEDS YOU", 24),
+    (Col::Danger, "NEXT CLOCK", 17),
     (Col::Clock, "SM CLOCK/MAX", 14),
     (Col::Vram, "VRAM", 11),
     (Col::Disk, "DISK B/INODE", 13),
@@ -46,7 +49,7 @@ const COLUMNS: &[(Col, &str, u16)] = &[
     (Col::Platform, "PLATFORM", 11),
 ];
 
-const DISPLAY_ORDER: [Col; 10] = [
+const DISPLAY_ORDER: [Col; 11] = [
     Col::Name,
     Col::Platform,
     Col::Link,
@@ -56,6 +59,7 @@ const DISPLAY_ORDER: [Col; 10] = [
     Col::Vram,
     Col::Util,
     Col::Disk,
+    Col::Danger,
     Col::Signal,
 ];
 
@@ -216,6 +220,46 @@ fn disk_cell(sample: Option<&HostSample>, ctx: &Ctx<'_>) -> Span<'static> {
     }
 }
 
+/// A short name for each clock, for the narrow column.
+pub fn clock_word(kind: ClockKind) -> &'static str {
+    match kind {
+        ClockKind::AutoRelease => "release",
+        ClockKind::StoppedBilling => "bills stopped",
+        ClockKind::IdleTimeout => "idle timeout",
+        ClockKind::MaxSession => "session end",
+        ClockKind::WeeklyQuota => "weekly quota",
+        ClockKind::DiskFull => "disk full",
+        ClockKind::BalanceRunway => "balance out",
+        ClockKind::CheckpointInterval => "ckpt due",
+    }
+}
+
+pub fn clock_style(clock: &Clock, ctx: &Ctx<'_>) -> Style {
+    match urgency(clock) {
+        "FIRED" | "SOON" => ctx.theme.crit,
+        "today" => ctx.theme.warn,
+        "accruing" => ctx.theme.billing,
+        _ => ctx.theme.text,
+    }
+}
+
+fn clock_cell<'a>(h: &HostState, ctx: &Ctx<'a>) -> Span<'a> {
+    let Some(clock) = h.clocks.first() else {
+        return Span::styled("-", ctx.theme.stale);
+    };
+    let text = match (clock.remaining_secs, clock.accrued) {
+        (Some(s), _) if s <= 0 => format!("FIRED {}", clock_word(clock.kind)),
+        (Some(s), _) => format!(
+            "{} {}",
+            crate::signals::minutes(chrono::Duration::seconds(s)),
+            clock_word(clock.kind)
+        ),
+        (None, Some(a)) => format!("{a:.2} {}", clock_word(clock.kind)),
+        (None, None) => clock_word(clock.kind).to_string(),
+    };
+    Span::styled(text, clock_style(clock, ctx))
+}
+
 fn signal_cell<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool) -> Span<'a> {
     let t = ctx.theme;
     if let Some(top) = h.signals.first().filter(|s| s.severity > Severity::Info) {
@@ -284,6 +328,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
                         }
                         Col::Disk => disk_cell(sample, ctx),
                         Col::Signal => signal_cell(h, ctx, stale),
+                        Col::Danger => clock_cell(h, ctx),
                     };
                     let span = if stale
                         && matches!(

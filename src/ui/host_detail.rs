@@ -304,6 +304,48 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
             t.severity(Some(s.severity)),
         ));
     }
+    lines.push(heading("Danger clocks and cost", ctx));
+    if h.clocks.is_empty() {
+        lines.push(Line::styled("  none running", t.stale));
+    }
+    for clock in &h.clocks {
+        let left = match (clock.remaining_secs, clock.accrued) {
+            (Some(s), _) if s <= 0 => "FIRED".to_string(),
+            (Some(s), _) => format!(
+                "in {}",
+                crate::signals::minutes(chrono::Duration::seconds(s))
+            ),
+            (None, Some(a)) => format!("{a:.2} so far"),
+            (None, None) => String::new(),
+        };
+        lines.push(Line::styled(
+            format!(
+                "  {:<8} {:<13} {:<12} {:?}: {}",
+                crate::clocks::urgency(clock),
+                super::fleet_table::clock_word(clock.kind),
+                left,
+                clock.confidence,
+                clean(&clock.message, 300)
+            ),
+            super::fleet_table::clock_style(clock, ctx),
+        ));
+    }
+    if let Some(ledger) = &h.ledger {
+        let currency = h.config.billing.currency.as_deref().unwrap_or("USD");
+        lines.push(Line::styled(
+            format!(
+                "  cost     {:.2} {currency} since {} ({:.2} while idle){}",
+                ledger.spent,
+                ledger.first_seen_up.format("%H:%M UTC"),
+                ledger.idle_spent,
+                h.config
+                    .billing
+                    .price_per_hour
+                    .map_or(String::new(), |p| format!(" · {p:.2}/h running"))
+            ),
+            t.billing,
+        ));
+    }
     lines.extend(gpu_lines(h, ctx));
     lines.extend(disk_lines(h, ctx));
     lines.extend(run_lines(h, ctx));

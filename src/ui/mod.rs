@@ -4,7 +4,7 @@
 mod alerts;
 pub mod app;
 mod event_loop;
-mod fleet_table;
+pub mod fleet_table;
 mod frames;
 mod help;
 mod host_detail;
@@ -102,28 +102,25 @@ fn header_line<'a>(ctx: &Ctx<'a>) -> Line<'a> {
     let newest = hosts.iter().filter_map(|h| h.last_reading).max();
     let mut spans = vec![Span::styled(" rigwatch ", t.header)];
     if ctx.app.demo {
-        spans.push(Span::styled(
-            " DEMO: replayed captures, no real boxes ",
-            t.demo,
-        ));
+        spans.push(Span::styled(" DEMO: replayed captures ", t.demo));
         spans.push(Span::raw(" "));
     }
     spans.push(Span::styled(
-        format!("{} boxes: {up} up", hosts.len()),
+        format!("{} boxes {up} up", hosts.len()),
         t.text,
     ));
     if up < hosts.len() {
         spans.push(Span::styled(
-            format!(", {} down", hosts.len() - up),
+            format!(" {} down", hosts.len() - up),
             t.link_down,
         ));
     }
     spans.push(Span::styled(
-        format!(" · {gpus} GPUs: {busy} busy, {idle} idle"),
+        format!(" · {gpus} GPUs {busy} busy {idle} idle"),
         t.text,
     ));
     if zombie > 0 {
-        spans.push(Span::styled(format!(", {zombie} zombie"), t.crit));
+        spans.push(Span::styled(format!(" {zombie} zombie"), t.crit));
     }
     if no_gpu > 0 {
         spans.push(Span::styled(format!(" · {no_gpu} without GPU"), t.stale));
@@ -132,11 +129,32 @@ fn header_line<'a>(ctx: &Ctx<'a>) -> Line<'a> {
         format!(" · {need} need you"),
         if need > 0 { t.warn } else { t.ok },
     ));
+    let burn = ctx.state.burn_per_hour();
+    if burn > 0.0 {
+        let spent: f64 = hosts
+            .iter()
+            .filter_map(|h| h.ledger.as_ref())
+            .map(|l| l.spent)
+            .sum();
+        let idle_spent: f64 = hosts
+            .iter()
+            .filter_map(|h| h.ledger.as_ref())
+            .map(|l| l.idle_spent)
+            .sum();
+        spans.push(Span::styled(
+            format!(" · {burn:.2}/h, spent {spent:.2} ({idle_spent:.2} idle)"),
+            t.billing,
+        ));
+        if let Some(hours) = ctx.state.runway_hours() {
+            let style = if hours < 6.0 { t.crit } else { t.billing };
+            spans.push(Span::styled(format!(" · balance {hours:.1} h"), style));
+        }
+    }
     let data = newest.map_or("no data yet".into(), |n| {
-        format!("data {} old", widgets::age(n, ctx.now))
+        format!("data {}", widgets::age(n, ctx.now))
     });
     spans.push(Span::styled(
-        format!(" · {data} · {} UTC", ctx.now.format("%H:%M:%S")),
+        format!(" · {data} · {}", ctx.now.format("%H:%M:%S UTC")),
         t.stale,
     ));
     Line::from(spans)
