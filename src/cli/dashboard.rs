@@ -41,7 +41,7 @@ async fn run_tui(
     source: Source,
     theme: Theme,
     poll: Duration,
-) -> color_eyre::Result<()> {
+) -> color_eyre::Result<FleetState> {
     crate::ui::run_terminal(app, state, source, theme, poll)
         .await
         .wrap_err("terminal I/O")
@@ -58,9 +58,18 @@ pub async fn live(
     }
     let pool = Pool::start(fleet);
     let source = Source::live(pool, &fleet.hosts, fleet.poll);
-    let state = FleetState::new(fleet.hosts.clone(), fleet.thresholds.clone())
+    let mut state = FleetState::new(fleet.hosts.clone(), fleet.thresholds.clone())
         .with_profiles(profiles, fleet.balance);
-    run_tui(App::new(false), state, source, theme, fleet.poll).await?;
+    // Cost so far and "last seen up" carry over between runs, shared with `status`.
+    let memory_path = crate::monitor::memory::path();
+    let mut memory = crate::monitor::memory::load(memory_path.as_deref());
+    state.recall(&memory);
+    let state = run_tui(App::new(false), state, source, theme, fleet.poll).await?;
+    state.remember(&mut memory);
+    if let Some(path) = &memory_path {
+        crate::monitor::memory::save(path, &memory)
+            .wrap_err_with(|| format!("saving {}", path.display()))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

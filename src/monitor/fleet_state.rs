@@ -6,7 +6,9 @@ use std::collections::VecDeque;
 
 use chrono::{DateTime, Utc};
 
-use crate::clocks::{Billed, Clock, ClockFacts, CostLedger, Profile, clocks, stopped_rate};
+use crate::clocks::{
+    Billed, Clock, ClockFacts, CostLedger, Profile, clocks, stopped_rate, urgency,
+};
 use crate::config::HostConfig;
 use crate::config::fleet::Thresholds;
 use crate::fleet::{GpuAvailability, HostHistory, Observation};
@@ -210,6 +212,29 @@ impl FleetState {
         }
     }
 
+    /// Picks up where the last run of rigwatch left off: cost so far and when each box was
+    /// last seen up (so a box that is down now still has its clocks).
+    pub fn recall(&mut self, memory: &super::memory::FleetMemory) {
+        for h in &mut self.hosts {
+            if let Some(m) = memory.get(&h.config.name) {
+                h.ledger = m.ledger.clone();
+                h.last_seen_up = m.last_seen_up;
+            }
+        }
+    }
+
+    /// Writes what the next run needs into `memory`.
+    pub fn remember(&self, memory: &mut super::memory::FleetMemory) {
+        for h in &self.hosts {
+            let m = memory.entry(h.config.name.clone()).or_default();
+            m.ledger = h.ledger.clone();
+            m.last_seen_up = h.last_seen_up.or(m.last_seen_up);
+            if let Some(reading) = h.history.latest_host() {
+                m.boot = Some(crate::fleet::BootMark::of(reading));
+            }
+        }
+    }
+
     /// What the fleet bills per hour now: running boxes at their price, unseen ones at the
     /// stopped rate.
     pub fn burn_per_hour(&self) -> f64 {
@@ -313,12 +338,34 @@ impl FleetState {
             balance: None,
             now,
         });
+        // A clock that moves to a more urgent band (today, within the hour, fired) is news.
+        let crossed: Vec<(Severity, String)> = clock_list
+            .iter()
+            .filter_map(|c| {
+                let band = urgency(c);
+                let before = self.hosts[i]
+                    .clocks
+                    .iter()
+                    .find(|o| o.kind == c.kind)
+                    .map(urgency);
+                let severity = match band {
+                    "FIRED" | "SOON" => Severity::Crit,
+                    "today" => Severity::Warn,
+                    _ => return None,
+                };
+                (before != Some(band) && before.is_some())
+                    .then(|| (severity, format!("clock {band}: {}", c.message)))
+            })
+            .collect();
         let h = &mut self.hosts[i];
         h.run = run;
         h.signals = signals;
         h.clocks = clock_list;
+        let word = h.run.word();
+        for (severity, text) in crossed {
+            self.event(now, &name, severity, text);
+        }
         if run_changed {
-            let word = h.run.word();
             let severity = if word == "DEAD" {
                 Severity::Crit
             } else {
@@ -331,5 +378,95 @@ impl FleetState {
                 self.event(now, &name, severity, message);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Billing, SshTarget};
+    use chrono::Duration;
+
+    fn host(name: &str) -> HostConfig {
+        HostConfig {
+            name: name.into(),
+            target: SshTarget {
+                user: None,
+                host: name.into(),
+                port: None,
+            },
+            identity: None,
+            profile: "autodl".into(),
+            accept_new: false,
+            mounts: Vec::new(),
+            run: None,
+            log: None,
+            ckpt_dir: None,
+            billing: Billing {
+                price_per_hour: Some(2.0),
+                stopped_price_per_hour: Some(0.5),
+                ..Billing::default()
+            },
+        }
+    }
+
+    #[test]
+    fn links_clocks_and_cost_turn_into_events_and_money() {
+        let t0 = DateTime::<Utc>::UNIX_EPOCH + Duration::days(20_000);
+        let profiles = crate::clocks::load_all(None).expect("profiles");
+        let mut state =
+            FleetState::new(vec![host("a")], Thresholds::default()).with_profiles(profiles, None);
+        let up = LinkState::Up {
+            since: t0,
+            rtt_ms: 1.0,
+            banner: String::new(),
+            auth: String::new(),
+        };
+        state.set_link("a", up, t0);
+        assert!(state.events.is_empty(), "a first connection is not news");
+        state.tick(t0);
+        state.tick(t0 + Duration::hours(2));
+        let spent = state.hosts[0].ledger.as_ref().map(|l| l.spent);
+        assert!(spent.is_some_and(|s| (s - 4.0).abs() < 1e-6), "{spent:?}");
+
+        let down = LinkState::Down {
+            since: t0 + Duration::hours(2),
+            reason: "gone".into(),
+            retry_in_ms: 1000,
+        };
+        state.set_link("a", down, t0 + Duration::hours(2));
+        assert!(
+            state.events[0].text.starts_with("link up → down: gone"),
+            "{:?}",
+            state.events
+        );
+        let release = state.hosts[0]
+            .clocks
+            .iter()
+            .find(|c| c.kind == crate::clocks::ClockKind::AutoRelease);
+        assert_eq!(release.and_then(|c| c.remaining_secs), Some(15 * 86400));
+        state.tick(t0 + Duration::hours(6));
+        let spent = state.hosts[0].ledger.as_ref().map(|l| l.spent);
+        assert!(
+            spent.is_some_and(|s| (s - 6.0).abs() < 1e-6),
+            "out of sight at the stopped rate: {spent:?}"
+        );
+
+        state.tick(t0 + Duration::days(15) + Duration::hours(1));
+        assert!(
+            state
+                .events
+                .iter()
+                .any(|e| e.text.starts_with("clock today:")),
+            "{:?}",
+            state.events
+        );
+        state.tick(t0 + Duration::days(15) + Duration::hours(3));
+        assert!(
+            state
+                .events
+                .iter()
+                .any(|e| e.text.starts_with("clock FIRED:") && e.severity == Severity::Crit)
+        );
     }
 }

@@ -102,7 +102,7 @@ pub async fn run(
     mut source: Source,
     theme: Theme,
     poll: Duration,
-) -> std::io::Result<()> {
+) -> std::io::Result<FleetState> {
     let mut keys = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -169,7 +169,7 @@ pub async fn run(
         }
     }
     source.shutdown().await;
-    Ok(())
+    Ok(state)
 }
 
 fn refresh(app: &mut App, state: &mut FleetState, source: &mut Source) {

@@ -23,7 +23,7 @@ pub async fn run_terminal(
     source: Source,
     theme: Theme,
     poll: Duration,
-) -> std::io::Result<()> {
+) -> std::io::Result<FleetState> {
     let mut terminal = ratatui::init();
     let result = super::run(&mut terminal, app, state, source, theme, poll).await;
     ratatui::restore();
