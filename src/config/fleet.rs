@@ -8,6 +8,7 @@ use toml::Spanned;
 
 use super::error::{ConfigError, Located};
 use super::paths::expand_tilde;
+pub use super::target::SshTarget;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -151,83 +152,6 @@ pub struct HostConfig {
     pub log: Option<String>,
     pub ckpt_dir: Option<String>,
     pub billing: Billing,
-}
-
-/// What the `ssh = "..."` field names: an alias for `~/.ssh/config`, or user@host:port.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SshTarget {
-    pub user: Option<String>,
-    pub host: String,
-    pub port: Option<u16>,
-}
-
-impl std::fmt::Display for SshTarget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if let Some(user) = &self.user {
-            write!(f, "{user}@")?;
-        }
-        if self.host.contains(':') {
-            write!(f, "[{}]", self.host)?;
-        } else {
-            write!(f, "{}", self.host)?;
-        }
-        if let Some(port) = self.port {
-            write!(f, ":{port}")?;
-        }
-        Ok(())
-    }
-}
-
-impl SshTarget {
-    pub fn parse(spec: &str) -> Result<SshTarget, String> {
-        let spec = spec.trim();
-        if spec.is_empty() {
-            return Err("empty ssh target; expected user@host[:port] or a Host alias".into());
-        }
-        if let Some(bad) = spec.chars().find(|c| c.is_whitespace() || c.is_control()) {
-            return Err(format!(
-                "ssh target {spec:?} contains {bad:?}; expected user@host[:port] or a Host alias"
-            ));
-        }
-        let (user, rest) = match spec.rsplit_once('@') {
-            Some((u, r)) if !u.is_empty() => (Some(u.to_string()), r),
-            Some(_) => return Err(format!("ssh target {spec:?} has an empty user before '@'")),
-            None => (None, spec),
-        };
-        let (host, port) =
-            split_host_port(rest).map_err(|e| format!("ssh target {spec:?}: {e}"))?;
-        if host.is_empty() {
-            return Err(format!("ssh target {spec:?} has no host"));
-        }
-        Ok(SshTarget { user, host, port })
-    }
-}
-
-fn split_host_port(rest: &str) -> Result<(String, Option<u16>), String> {
-    if let Some(inner) = rest.strip_prefix('[') {
-        let (host, after) = inner
-            .split_once(']')
-            .ok_or_else(|| "unclosed '[' in IPv6 address".to_string())?;
-        return match after.strip_prefix(':') {
-            Some(port) => Ok((host.to_string(), Some(parse_port(port)?))),
-            None if after.is_empty() => Ok((host.to_string(), None)),
-            None => Err(format!("unexpected {after:?} after ']'")),
-        };
-    }
-    match rest.split_once(':') {
-        Some((host, port)) if !port.contains(':') => {
-            Ok((host.to_string(), Some(parse_port(port)?)))
-        }
-        Some(_) => Err("an IPv6 address must be written [addr]:port".into()),
-        None => Ok((rest.to_string(), None)),
-    }
-}
-
-fn parse_port(text: &str) -> Result<u16, String> {
-    match text.parse::<u16>() {
-        Ok(0) | Err(_) => Err(format!("port {text:?} is not a number from 1 to 65535")),
-        Ok(port) => Ok(port),
-    }
 }
 
 pub fn load(path: &Path) -> Result<FleetConfig, ConfigError> {
@@ -483,21 +407,5 @@ ssh = "lab-alias"
     fn zero_poll_is_refused() {
         let e = err("poll_secs = 0\n");
         assert!(e.contains("poll_secs = 0 must be a positive number"), "{e}");
-    }
-
-    #[test]
-    fn targets_parse_like_openssh_destinations() {
-        assert_eq!(
-            SshTarget::parse("[::1]:2200").map(|t| (t.host, t.port)),
-            Ok(("::1".into(), Some(2200)))
-        );
-        assert_eq!(
-            SshTarget::parse("me@box").map(|t| t.user),
-            Ok(Some("me".into()))
-        );
-        assert!(SshTarget::parse("a b").is_err());
-        assert!(SshTarget::parse("@h").is_err());
-        assert!(SshTarget::parse("h:").is_err());
-        assert!(SshTarget::parse("::1").is_err());
     }
 }

@@ -4,6 +4,7 @@ pub mod error;
 pub mod fleet;
 pub mod paths;
 pub mod ssh;
+mod target;
 
 pub use error::{ConfigError, Located};
 pub use fleet::{Billing, FleetConfig, HostConfig, LinkTuning, SshTarget, Thresholds};
