@@ -112,8 +112,12 @@ pub async fn run(
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let (mut updates, mut links) = source.take_channels();
     let mut dirty = true;
+    // Data arriving faster than this is drawn together; keys are drawn at once.
+    let frame_gap = Duration::from_millis(50);
+    let mut last_draw = tokio::time::Instant::now() - frame_gap;
+    let mut key_pressed = false;
     loop {
-        if dirty {
+        if dirty && (key_pressed || last_draw.elapsed() >= frame_gap) {
             let ctx = Ctx {
                 app: &app,
                 state: &state,
@@ -123,10 +127,14 @@ pub async fn run(
             };
             terminal.draw(|frame| draw(frame, &ctx))?;
             dirty = false;
+            key_pressed = false;
+            last_draw = tokio::time::Instant::now();
         }
         tokio::select! {
+            () = tokio::time::sleep_until(last_draw + frame_gap), if dirty => {}
             event = keys.next() => match event {
                 Some(Ok(Event::Key(key))) if key.kind == KeyEventKind::Press => {
+                    key_pressed = true;
                     match app.handle_key(key, &state) {
                         Action::Quit => break,
                         Action::None => {}
@@ -147,7 +155,15 @@ pub async fn run(
                 Some(Err(_)) | None => break,
             },
             Some(update) = recv_or_wait(updates.as_mut()) => {
-                state.observe(&update.host, update.observation, Utc::now());
+                let now = Utc::now();
+                state.observe(&update.host, update.observation, now);
+                // A hundred hosts report at about the same moment: take everything already
+                // queued, then draw once.
+                if let Some(rx) = updates.as_mut() {
+                    while let Ok(more) = rx.try_recv() {
+                        state.observe(&more.host, more.observation, now);
+                    }
+                }
                 dirty = true;
             }
             Some((host, link)) = recv_or_wait(links.as_mut()) => {
