@@ -145,15 +145,7 @@ fn main() {
         })
         .collect();
     for n in [1usize, 10, 50] {
-        let entries: Vec<(String, String)> = hosts[..n]
-            .iter()
-            .map(|h| (h.name.clone(), lab.host_entry(h)))
-            .collect();
-        let refs: Vec<(&str, String)> = entries
-            .iter()
-            .map(|(a, b)| (a.as_str(), b.clone()))
-            .collect();
-        let config = lab.fleet(&format!("status{n}.toml"), "", &refs);
+        let config = lab.fleet_of(&format!("status{n}.toml"), &hosts[..n]);
         let start = Instant::now();
         let out = support::rigwatch()
             .args(["status", "--json", "--config"])

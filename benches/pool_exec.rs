@@ -48,15 +48,7 @@ fn main() {
     println!("|---:|---:|---:|---:|---:|---:|");
     for n in [1usize, 10, 50] {
         let subset = &hosts[..n];
-        let entries: Vec<(String, String)> = subset
-            .iter()
-            .map(|h| (h.name.clone(), lab.host_entry(h)))
-            .collect();
-        let refs: Vec<(&str, String)> = entries
-            .iter()
-            .map(|(a, b)| (a.as_str(), b.clone()))
-            .collect();
-        let config = lab.fleet(&format!("bench{n}.toml"), "", &refs);
+        let config = lab.fleet_of(&format!("bench{n}.toml"), subset);
         let fleet = fleet::load(&config).expect("fleet");
 
         let pool_time = runtime.block_on(async {

@@ -176,15 +176,7 @@ async fn aliases_resolve_through_ssh_config_with_include_wildcards_and_proxyjump
 async fn fifty_hosts_from_one_process() {
     let mut lab = Lab::new();
     let hosts: Vec<_> = (0..50).map(|i| lab.start_host(&format!("h{i}"))).collect();
-    let entries: Vec<(String, String)> = hosts
-        .iter()
-        .map(|h| (h.name.clone(), lab.host_entry(h)))
-        .collect();
-    let refs: Vec<(&str, String)> = entries
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.clone()))
-        .collect();
-    let path = lab.fleet("fleet.toml", "", &refs);
+    let path = lab.fleet_of("fleet.toml", &hosts);
     let pool = Pool::start(&fleet::load(&path).expect("fleet"));
     let up = wait_until(Duration::from_secs(60), || {
         pool.links().iter().all(|l| l.state().is_usable())

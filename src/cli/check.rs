@@ -63,13 +63,7 @@ pub async fn run(fleet: &FleetConfig, args: &CheckArgs) -> color_eyre::Result<Ex
 }
 
 fn table(report: &Report<'_>, timeout: Duration) -> String {
-    let width = report
-        .hosts
-        .iter()
-        .map(|h| h.name.chars().count())
-        .max()
-        .unwrap_or(4)
-        .max(4);
+    let width = super::name_width(report.hosts.iter().map(|h| h.name));
     let mut out = format!("{:width$}  {:15}  {:>8}  DETAIL\n", "HOST", "LINK", "RTT");
     for host in &report.hosts {
         let rtt = host

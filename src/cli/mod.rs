@@ -14,6 +14,11 @@ use clap::{Parser, Subcommand};
 
 use crate::config::{self, FleetConfig};
 
+/// Width of a table's host column: the longest name, at least as wide as its heading.
+fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
+    names.map(|n| n.chars().count()).max().unwrap_or(4).max(4)
+}
+
 /// Exit status for a config that cannot be used, distinct from "a host is not up" (1).
 pub const EXIT_CONFIG: u8 = 2;
 

@@ -57,13 +57,7 @@ fn worst_mount(mounts: &[MountReport]) -> String {
 }
 
 pub fn table(report: &StatusReport) -> String {
-    let width = report
-        .hosts
-        .iter()
-        .map(|h| h.name.chars().count())
-        .max()
-        .unwrap_or(4)
-        .max(4);
+    let width = super::name_width(report.hosts.iter().map(|h| h.name.as_str()));
     let mut out = format!(
         "{:width$}  {:15}  {:7}  {:36}  DISK (fullest)\n",
         "HOST", "LINK", "RUN", "GPU"

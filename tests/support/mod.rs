@@ -190,6 +190,15 @@ impl Lab {
         path
     }
 
+    /// A fleet.toml of `hosts`, each under its own name with the lab key.
+    pub fn fleet_of(&self, file: &str, hosts: &[Sshd]) -> PathBuf {
+        let entries: Vec<(&str, String)> = hosts
+            .iter()
+            .map(|h| (h.name.as_str(), self.host_entry(h)))
+            .collect();
+        self.fleet(file, "", &entries)
+    }
+
     /// The `[[host]]` body for a plain user@127.0.0.1:port target with the lab key.
     pub fn host_entry(&self, sshd: &Sshd) -> String {
         format!(
