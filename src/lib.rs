@@ -8,9 +8,16 @@
 //!   out; imports `sanitize`.
 //! - `transport` — the SSH pool, sessions, streams, known_hosts, link state; imports `config`,
 //!   `sanitize`.
+//! - `queue`     — sweep queue files, cell progress from logs, roster reconciliation; pure, imports
+//!   nothing else of ours.
+//! - `provider`  — read-only provider CLIs (vast.ai, RunPod): state and price; imports `sanitize`.
 //! - `fleet`     — per-host ring buffers of readings; imports `probe`.
 //! - `signals`   — pure judgements of history, link and `now`; imports `config`, `fleet`,
 //!   `probe`, `transport` (for the link state type only).
+//! - `ledger`    — the SQLite record of pulls and teardowns; imports `config` (its state dir).
+//! - `pull`      — results copied home over SFTP, hashed, verified, judged current; imports
+//!   `config`, `transport`, `ledger`, `sanitize`.
+//! - `teardown`  — the guard (pure), the destroy plan, running it once; imports `pull`, `clocks`.
 //! - `monitor`   — wiring: runs the probes over the pool and feeds the fleet; imports all above.
 //! - `demo`      — the demo fleet: captures replayed through monitor's readers into its state.
 //! - `ui`        — the dashboard: the only module that imports ratatui/crossterm; reads
@@ -24,9 +31,14 @@ pub mod clocks;
 pub mod config;
 pub mod demo;
 pub mod fleet;
+pub mod ledger;
 pub mod monitor;
 pub mod probe;
+pub mod provider;
+pub mod pull;
+pub mod queue;
 pub mod sanitize;
 pub mod signals;
+pub mod teardown;
 pub mod transport;
 pub mod ui;

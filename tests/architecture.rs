@@ -24,6 +24,12 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("monitor", &["cli", "ui"]),
     ("demo", &["cli", "ui"]),
     ("ui", &["cli"]),
+    (
+        "ledger",
+        &["transport", "monitor", "ui", "cli", "pull", "teardown"],
+    ),
+    ("pull", &["monitor", "ui", "cli", "teardown", "signals"]),
+    ("teardown", &["transport", "monitor", "ui", "cli"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

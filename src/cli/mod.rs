@@ -2,10 +2,14 @@
 
 mod check;
 pub mod dashboard;
+mod ledger;
+mod one_host;
 mod profiles;
+mod pull;
 mod status;
 mod status_report;
 mod status_table;
+pub mod teardown;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,6 +59,14 @@ pub enum Command {
     },
     /// List the platform profiles, or explain one: `rigwatch profiles show runpod`
     Profiles(profiles::ProfilesArgs),
+    /// Copy a host's [host.pull] paths home over SFTP: resumable, hashed on both ends, verified
+    /// by loading, recorded in the ledger
+    Pull(pull::PullArgs),
+    /// Print the ledger: every pull (files, hashes, verification) and every teardown
+    Ledger(ledger::LedgerArgs),
+    /// Destroy a host, guarded: refused unless its last pull is verified-current, confirmed by
+    /// typing its name. There is no flag to skip the guard
+    Teardown(teardown::TeardownArgs),
     /// Render the demo dashboard's views to SVG files
     Screenshot {
         /// Folder to write overview.svg, detail.svg, help.svg into
@@ -88,6 +100,9 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_CONFIG));
         }
     };
+    if let Some(Command::Ledger(args)) = &cli.command {
+        return ledger::run(args);
+    }
     if let Some(Command::Profiles(args)) = &cli.command {
         return Ok(profiles::run(&profiles, args));
     }
@@ -103,7 +118,14 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         match cli.command {
             Some(Command::Check(args)) => check::run(&fleet, &args).await,
             Some(Command::Status(args)) => status::run(&fleet, &profiles, &args).await,
-            Some(Command::Demo { .. } | Command::Screenshot { .. } | Command::Profiles(_))
+            Some(Command::Pull(args)) => pull::run(&fleet, &args).await,
+            Some(Command::Teardown(args)) => teardown::run(&fleet, &profiles, &args).await,
+            Some(
+                Command::Demo { .. }
+                | Command::Screenshot { .. }
+                | Command::Profiles(_)
+                | Command::Ledger(_),
+            )
             | None => {
                 let theme = dashboard::theme(theme_name.or(fleet.theme.as_deref()))?;
                 dashboard::live(&fleet, profiles, theme).await

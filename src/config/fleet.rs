@@ -48,6 +48,43 @@ struct RawHost {
     currency: Option<String>,
     mtbi_hours: Option<Spanned<f64>>,
     ckpt_write_secs: Option<Spanned<f64>>,
+    instance_id: Option<String>,
+    teardown: Option<Spanned<String>>,
+    pull: Option<Spanned<RawPull>>,
+    queue: Option<String>,
+    final_dir: Option<String>,
+    cell_log: Option<String>,
+    progress: Option<Vec<Spanned<String>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPull {
+    paths: Vec<Spanned<String>>,
+    dest: Option<Spanned<String>>,
+    verify: Option<Spanned<String>>,
+}
+
+/// `[host.pull]`: what to bring home from the box before it may be torn down.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PullConfig {
+    /// Files, folders or globs on the box.
+    pub paths: Vec<String>,
+    /// Local folder; `{host}` becomes the host's name.
+    pub dest: PathBuf,
+    /// Run locally per pulled file (`{file}` becomes its path); exit 0 means it loads.
+    pub verify: Option<String>,
+}
+
+/// A sweep's queue file on the box and where its cells leave their durable copies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueConfig {
+    pub file: String,
+    pub final_dir: String,
+    /// Where a cell logs; `{name}` becomes the cell's name.
+    pub cell_log: Option<String>,
+    /// User patterns with named groups `cur` and `total`, tried before the built-in ones.
+    pub progress: Vec<String>,
 }
 
 /// What a box costs, and what rigwatch needs for the checkpoint-interval clock.
@@ -152,6 +189,12 @@ pub struct HostConfig {
     pub log: Option<String>,
     pub ckpt_dir: Option<String>,
     pub billing: Billing,
+    /// The provider's id for the box, for its CLI's list and destroy commands.
+    pub instance_id: Option<String>,
+    /// Replaces the profile's destroy command for this host.
+    pub teardown: Option<String>,
+    pub pull: Option<PullConfig>,
+    pub queue: Option<QueueConfig>,
 }
 
 pub fn load(path: &Path) -> Result<FleetConfig, ConfigError> {
@@ -276,6 +319,37 @@ fn parse_checked(
             }
             Some(p) => p.get_ref().clone(),
         };
+        let pull = match h.pull {
+            None => None,
+            Some(p) => {
+                let table = p.span().start;
+                Some(
+                    pull_config(&name, table, p.into_inner())
+                        .map_err(|(offset, m)| at(offset, m))?,
+                )
+            }
+        };
+        let queue = match (h.queue, h.final_dir) {
+            (Some(file), Some(final_dir)) => Some(QueueConfig {
+                file,
+                final_dir,
+                cell_log: h.cell_log,
+                progress: checked_patterns(h.progress.unwrap_or_default())
+                    .map_err(|(offset, m)| at(offset, m))?,
+            }),
+            (None, None) => None,
+            _ => {
+                return Err(at(
+                    h.name.span().start,
+                    format!("host {name:?}: `queue` and `final_dir` go together; set both"),
+                ));
+            }
+        };
+        if let Some(t) = &h.teardown {
+            if t.get_ref().trim().is_empty() {
+                return Err(at(t.span().start, "teardown must be a command".into()));
+            }
+        }
         hosts.push(HostConfig {
             name,
             target,
@@ -296,6 +370,10 @@ fn parse_checked(
                 mtbi_hours: amount(&h.mtbi_hours, "mtbi_hours")?,
                 ckpt_write_secs: amount(&h.ckpt_write_secs, "ckpt_write_secs")?,
             },
+            instance_id: h.instance_id.filter(|i| !i.trim().is_empty()),
+            teardown: h.teardown.map(Spanned::into_inner),
+            pull,
+            queue,
         });
     }
     let poll = secs(&raw.poll_secs, "poll_secs")?.unwrap_or(Duration::from_secs(2));
@@ -310,6 +388,70 @@ fn parse_checked(
         thresholds: raw.thresholds,
         hosts,
     })
+}
+
+fn pull_config(host: &str, table: usize, raw: RawPull) -> Result<PullConfig, (usize, String)> {
+    if raw.paths.is_empty() {
+        return Err((table, format!("host {host:?}: [host.pull] paths is empty")));
+    }
+    for p in &raw.paths {
+        let path = p.get_ref();
+        if !path.starts_with('/') && !path.starts_with("~/") {
+            return Err((
+                p.span().start,
+                format!("pull path {path:?} must be absolute (or start with ~/)"),
+            ));
+        }
+        if path
+            .chars()
+            .any(|c| c.is_control() || c == '\'' || c == '`' || c == '$')
+        {
+            return Err((
+                p.span().start,
+                format!("pull path {path:?} holds a control character, quote, backtick or $"),
+            ));
+        }
+    }
+    if let Some(v) = &raw.verify {
+        if !v.get_ref().contains("{file}") {
+            return Err((
+                v.span().start,
+                "verify must name the pulled file as {file}, e.g. verify = \"mycheck {file}\""
+                    .into(),
+            ));
+        }
+    }
+    let dest = raw
+        .dest
+        .map_or_else(
+            || "~/rigwatch-results/{host}".to_string(),
+            Spanned::into_inner,
+        )
+        .replace("{host}", host);
+    Ok(PullConfig {
+        paths: raw.paths.into_iter().map(Spanned::into_inner).collect(),
+        dest: expand_tilde(&dest),
+        verify: raw.verify.map(Spanned::into_inner),
+    })
+}
+
+/// Every progress pattern compiles and names the groups rigwatch reads.
+fn checked_patterns(raw: Vec<Spanned<String>>) -> Result<Vec<String>, (usize, String)> {
+    raw.into_iter()
+        .map(|p| {
+            let at = p.span().start;
+            let text = p.into_inner();
+            match regex::Regex::new(&text) {
+                Err(e) => Err((at, format!("progress pattern does not compile: {e}"))),
+                Ok(re) if !re.capture_names().flatten().any(|n| n == "cur") => Err((
+                    at,
+                    "progress pattern needs a named group (?P<cur>...) and usually (?P<total>...)"
+                        .into(),
+                )),
+                Ok(_) => Ok(text),
+            }
+        })
+        .collect()
 }
 
 fn is_profile_name(name: &str) -> bool {

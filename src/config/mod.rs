@@ -7,4 +7,6 @@ pub mod ssh;
 mod target;
 
 pub use error::{ConfigError, Located};
-pub use fleet::{Billing, FleetConfig, HostConfig, LinkTuning, SshTarget, Thresholds};
+pub use fleet::{
+    Billing, FleetConfig, HostConfig, LinkTuning, PullConfig, QueueConfig, SshTarget, Thresholds,
+};

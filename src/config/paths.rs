@@ -42,3 +42,12 @@ pub fn config_dir() -> Option<PathBuf> {
         .or_else(|| home_dir().map(|h| h.join(".config")))
         .map(|d| d.join("rigwatch"))
 }
+
+/// `$XDG_STATE_HOME/rigwatch`: what rigwatch remembers (hosts memory, the ledger).
+pub fn state_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_STATE_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home_dir().map(|h| h.join(".local/state")))
+        .map(|d| d.join("rigwatch"))
+}

@@ -69,6 +69,10 @@ fn host(name: &str, profile: &str, run: Option<&str>) -> HostConfig {
             currency: Some("USD".into()),
             ..Default::default()
         },
+        instance_id: None,
+        teardown: None,
+        pull: None,
+        queue: None,
     }
 }
 

@@ -24,6 +24,10 @@ fn host(name: &str) -> HostConfig {
             stopped_price_per_hour: Some(0.5),
             ..Billing::default()
         },
+        instance_id: None,
+        teardown: None,
+        pull: None,
+        queue: None,
     }
 }
 

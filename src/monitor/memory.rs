@@ -21,11 +21,7 @@ pub struct HostMemory {
 pub type FleetMemory = BTreeMap<String, HostMemory>;
 
 pub fn path() -> Option<PathBuf> {
-    std::env::var_os("XDG_STATE_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| crate::config::paths::home_dir().map(|h| h.join(".local/state")))
-        .map(|d| d.join("rigwatch/hosts.json"))
+    crate::config::paths::state_dir().map(|d| d.join("hosts.json"))
 }
 
 /// A missing or unreadable file is an empty memory: nothing has been seen yet.

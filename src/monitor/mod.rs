@@ -9,4 +9,4 @@ pub mod oneshot;
 pub mod readers;
 
 pub use fleet_state::{EVENTS_KEPT, Event, FleetState, HostState};
-pub use oneshot::{HostProbe, probe_once};
+pub use oneshot::{HostProbe, probe_once, run_state_once};

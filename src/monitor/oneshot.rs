@@ -82,3 +82,29 @@ pub async fn probe_once(session: &Arc<Session>, host: &HostConfig) -> HostProbe 
     });
     probe
 }
+
+/// Whether the host's run looks alive right now, from one probe.
+pub async fn run_state_once(
+    session: &Arc<Session>,
+    host: &HostConfig,
+    thresholds: &crate::config::Thresholds,
+) -> crate::signals::RunState {
+    let probe = probe_once(session, host).await;
+    let mut history = crate::fleet::HostHistory::with_capacity(2, 0);
+    history.extend(probe.gpus, probe.host);
+    crate::signals::run_state(&crate::signals::HostFacts {
+        host,
+        link: &crate::transport::LinkState::Up {
+            since: Utc::now(),
+            rtt_ms: 0.0,
+            banner: String::new(),
+            auth: String::new(),
+        },
+        history: &history,
+        gpu: &probe.gpu,
+        previous_boot: None,
+        bills: false,
+        thresholds,
+        now: Utc::now(),
+    })
+}

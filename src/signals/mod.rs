@@ -13,7 +13,7 @@ use crate::fleet::{BootMark, GpuAvailability, HostHistory};
 use crate::transport::LinkState;
 
 pub use disk::{Usage, disk_usage, time_to_full};
-pub use run::RunState;
+pub use run::{RunState, run_state};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -52,6 +52,10 @@ fn host(run: Option<&str>) -> HostConfig {
         log: None,
         ckpt_dir: None,
         billing: Default::default(),
+        instance_id: None,
+        teardown: None,
+        pull: None,
+        queue: None,
     }
 }
 

@@ -8,6 +8,7 @@ pub mod known_hosts;
 mod link;
 mod pool;
 mod session;
+mod sftp;
 mod stream;
 
 use std::time::Duration;
@@ -16,6 +17,7 @@ pub use error::TransportError;
 pub use link::{LinkState, SLOW_RTT};
 pub use pool::{HostLink, Pool, backoff};
 pub use session::{ConnectOptions, ExecLimits, ExecOutput, Session, WINDOW_BYTES};
+pub use sftp::SftpChannel;
 pub use stream::{LineSplitter, STREAM_QUEUE, StreamEvent};
 
 pub fn fmt_duration(d: Duration) -> String {

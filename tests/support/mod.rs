@@ -218,7 +218,8 @@ impl Sshd {
              AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
              PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
              PermitRootLogin prohibit-password\nMaxSessions 10\nMaxStartups 200\n\
-             LogLevel DEBUG1\nSetEnv PATH={bin}:/usr/local/bin:/usr/bin:/bin\n",
+             LogLevel DEBUG1\nSetEnv PATH={bin}:/usr/local/bin:/usr/bin:/bin\n\
+             Subsystem sftp internal-sftp\n",
             port = self.port,
             bin = self.bin.display(),
         );

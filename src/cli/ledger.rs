@@ -1,0 +1,72 @@
+//! `rigwatch ledger [HOST]`: every pull and teardown on record, newest first.
+
+use std::process::ExitCode;
+
+use color_eyre::eyre::eyre;
+use humansize::{BINARY, format_size};
+
+use crate::ledger::Ledger;
+
+#[derive(Debug, clap::Args)]
+pub struct LedgerArgs {
+    /// Only this host
+    pub host: Option<String>,
+    /// Print JSON instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &LedgerArgs) -> color_eyre::Result<ExitCode> {
+    let path = crate::ledger::default_path()
+        .ok_or_else(|| eyre!("no home or XDG_STATE_HOME holding a ledger"))?;
+    let ledger = Ledger::open(&path)?;
+    let pulls = ledger.pulls(args.host.as_deref())?;
+    let teardowns = ledger.teardowns(args.host.as_deref())?;
+    if args.json {
+        let doc = serde_json::json!({ "pulls": pulls, "teardowns": teardowns });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if pulls.is_empty() && teardowns.is_empty() {
+        println!("the ledger at {} has nothing yet", path.display());
+    }
+    for t in &teardowns {
+        println!(
+            "{}  TEARDOWN {} instance {} relying on pull #{}: {} (exit {})",
+            t.at.format("%Y-%m-%d %H:%M:%S"),
+            t.host,
+            t.instance_id.as_deref().unwrap_or("-"),
+            t.pull_id,
+            t.command
+                .as_deref()
+                .unwrap_or("destroyed by hand at the provider"),
+            t.exit_status.map_or("-".to_string(), |s| s.to_string())
+        );
+    }
+    for p in &pulls {
+        let good = p.files.iter().filter(|f| f.is_good()).count();
+        println!(
+            "{}  pull #{} {}: {}/{} files good, {}",
+            p.finished.format("%Y-%m-%d %H:%M:%S"),
+            p.id,
+            p.host,
+            good,
+            p.files.len(),
+            format_size(p.files.iter().map(|f| f.size).sum::<u64>(), BINARY)
+        );
+        for f in &p.files {
+            println!(
+                "    {} {}  {}  sha256 {}  -> {}  {}",
+                if f.is_good() { "ok  " } else { "BAD " },
+                crate::sanitize::line(&f.remote_path, 200),
+                format_size(f.size, BINARY),
+                f.local_sha256
+                    .as_deref()
+                    .map_or("-", |h| &h[..h.len().min(16)]),
+                crate::sanitize::line(&f.local_path, 200),
+                crate::sanitize::line(f.error.as_deref().unwrap_or(&f.verification), 160)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

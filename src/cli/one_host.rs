@@ -1,0 +1,52 @@
+//! One host of the fleet, connected through the pool, for the commands that act on one box.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use color_eyre::eyre::{WrapErr, eyre};
+
+use crate::config::{FleetConfig, HostConfig};
+use crate::transport::{LinkState, Pool, Session};
+
+pub fn host<'a>(fleet: &'a FleetConfig, name: &str) -> color_eyre::Result<&'a HostConfig> {
+    fleet.hosts.iter().find(|h| h.name == name).ok_or_else(|| {
+        let names: Vec<&str> = fleet.hosts.iter().map(|h| h.name.as_str()).collect();
+        eyre!(
+            "no host named {name:?} in {}; there are: {}",
+            fleet.path.display(),
+            names.join(", ")
+        )
+    })
+}
+
+/// Connects to one host; the pool is returned so the caller can shut it down cleanly.
+pub async fn connect(
+    fleet: &FleetConfig,
+    host: &HostConfig,
+    timeout: Duration,
+) -> color_eyre::Result<(Pool, Arc<Session>)> {
+    let one = FleetConfig {
+        hosts: vec![host.clone()],
+        ..fleet.clone()
+    };
+    let pool = Pool::start(&one);
+    let states = pool.settle(timeout).await;
+    let session = pool.get(&host.name).and_then(|l| l.session());
+    match session {
+        Some(s) => Ok((pool, s)),
+        None => {
+            let state = match states.first().map(|(_, s)| s) {
+                Some(
+                    LinkState::Down { reason, .. }
+                    | LinkState::AuthRefused { reason, .. }
+                    | LinkState::HostkeyRefused { reason, .. },
+                ) => reason.clone(),
+                Some(other) => other.word().to_string(),
+                None => "unknown".to_string(),
+            };
+            pool.shutdown().await;
+            Err(eyre!("{}: not reachable: {state}", host.name))
+                .wrap_err_with(|| format!("connecting to {}", host.name))
+        }
+    }
+}

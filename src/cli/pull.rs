@@ -1,0 +1,122 @@
+//! `rigwatch pull HOST`: the host's results copied home, hashed, verified and recorded in the
+//! ledger, with a progress bar on a terminal. Exit 0 when every file is good, 1 otherwise.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use color_eyre::eyre::{WrapErr, eyre};
+use humansize::{BINARY, format_size};
+
+use super::one_host;
+use crate::config::FleetConfig;
+use crate::ledger::{Ledger, PullRecord};
+use crate::pull::{Progress, pull};
+
+#[derive(Debug, clap::Args)]
+pub struct PullArgs {
+    /// The host, by its name in fleet.toml
+    pub host: String,
+    /// Seconds to wait for the host's link
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    pub timeout: f64,
+}
+
+pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<ExitCode> {
+    let host = one_host::host(fleet, &args.host)?;
+    let spec = host.pull.as_ref().ok_or_else(|| {
+        eyre!(
+            "{}: no [host.pull] in {}: say which paths hold the results, e.g.\n\n  [host.pull]\n  \
+             paths = [\"/workspace/run/final_ckpts\"]\n  dest = \"~/results/{{host}}\"",
+            host.name,
+            fleet.path.display()
+        )
+    })?;
+    let ledger_path = crate::ledger::default_path()
+        .ok_or_else(|| eyre!("no home or XDG_STATE_HOME to keep the ledger in"))?;
+    let mut ledger = Ledger::open(&ledger_path)?;
+    let previous = ledger
+        .latest_pull(&host.name)
+        .wrap_err("reading the last pull")?;
+    let timeout = Duration::try_from_secs_f64(args.timeout.max(0.1)).unwrap_or(Duration::MAX);
+    let (pool, session) = one_host::connect(fleet, host, timeout).await?;
+    let progress = Arc::new(Progress::default());
+    let drawing = std::io::stderr().is_terminal().then(|| {
+        let progress = Arc::clone(&progress);
+        tokio::spawn(async move {
+            let start = Instant::now();
+            loop {
+                draw(&progress, start.elapsed());
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+    });
+    let result = pull(&session, &host.name, spec, previous.as_ref(), progress).await;
+    if let Some(task) = drawing {
+        task.abort();
+        eprint!("\r\x1b[2K");
+    }
+    pool.shutdown().await;
+    let mut record = result?;
+    record.id = ledger.record_pull(&record)?;
+    print!("{}", summary(&record, &spec.dest.display().to_string()));
+    let good = record.unmatched.is_empty() && record.files.iter().all(|f| f.is_good());
+    Ok(if good {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn draw(progress: &Progress, elapsed: Duration) {
+    let done = progress.bytes_done.load(Ordering::Relaxed);
+    let total = progress.bytes_total.load(Ordering::Relaxed).max(1);
+    let stage = progress.stage.lock().map(|s| s.clone()).unwrap_or_default();
+    let fraction = (done as f64 / total as f64).clamp(0.0, 1.0);
+    let filled = (fraction * 24.0).round() as usize;
+    let rate = done as f64 / elapsed.as_secs_f64().max(0.001);
+    let eta = if rate > 0.0 && done < total {
+        format!("ETA {:.0}s", (total - done) as f64 / rate)
+    } else {
+        String::new()
+    };
+    eprint!(
+        "\r\x1b[2K{stage:<10} [{}{}] {:>3.0}%  {} / {}  {}/s  {eta}",
+        "#".repeat(filled),
+        ".".repeat(24 - filled),
+        fraction * 100.0,
+        format_size(done, BINARY),
+        format_size(total, BINARY),
+        format_size(rate as u64, BINARY),
+    );
+    let _ = std::io::stderr().flush();
+}
+
+fn summary(record: &PullRecord, dest: &str) -> String {
+    let mut out = format!(
+        "pull #{} of {} into {dest}: {} files, {}\n",
+        record.id,
+        record.host,
+        record.files.len(),
+        format_size(record.files.iter().map(|f| f.size).sum::<u64>(), BINARY)
+    );
+    for p in &record.unmatched {
+        out.push_str(&format!("  MISSING  {p}: matched nothing on the box\n"));
+    }
+    for f in &record.files {
+        let (word, why) = match (&f.error, f.is_good()) {
+            (Some(e), _) => ("FAILED ", e.clone()),
+            (None, true) => ("ok     ", f.verification.clone()),
+            (None, false) => ("UNPROVEN", f.verification.clone()),
+        };
+        out.push_str(&format!(
+            "  {word} {}  {}  {}\n",
+            crate::sanitize::line(&f.remote_path, 200),
+            format_size(f.size, BINARY),
+            crate::sanitize::line(&why, 200)
+        ));
+    }
+    out
+}

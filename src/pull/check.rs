@@ -1,0 +1,150 @@
+//! Whether a pulled file loads: the built-in format checks, a UTF-8 check for plain text, and the
+//! user's own `verify` command. A file nothing can check does not pass: exists is not verified.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::verify::{Verdict, verify_file};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verification {
+    pub passed: bool,
+    /// What proved it, or why it failed.
+    pub how: String,
+}
+
+const TEXT_EXTENSIONS: &[&str] = &["txt", "log", "csv", "tsv", "yaml", "yml", "md", "toml"];
+const USER_TIMEOUT: Duration = Duration::from_secs(600);
+
+pub async fn verify(path: &Path, user_command: Option<&str>) -> Verification {
+    let owned = path.to_path_buf();
+    let builtin = tokio::task::spawn_blocking(move || builtin(&owned))
+        .await
+        .unwrap_or_else(|e| Err(format!("check crashed: {e}")));
+    let builtin = match builtin {
+        Err(reason) => {
+            return Verification {
+                passed: false,
+                how: reason,
+            };
+        }
+        Ok(proof) => proof,
+    };
+    match (builtin, user_command) {
+        (Some(proof), None) => Verification {
+            passed: true,
+            how: proof,
+        },
+        (proof, Some(command)) => match run_user(command, path).await {
+            Ok(()) => Verification {
+                passed: true,
+                how: match proof {
+                    Some(p) => format!("{p}; verify command exit 0"),
+                    None => "verify command exit 0".into(),
+                },
+            },
+            Err(reason) => Verification {
+                passed: false,
+                how: reason,
+            },
+        },
+        (None, None) => Verification {
+            passed: false,
+            how: format!(
+                "no built-in check for {:?} files: set verify = \"...{{file}}...\" under \
+                 [host.pull] to prove it loads",
+                path.extension().unwrap_or_default()
+            ),
+        },
+    }
+}
+
+/// Ok(Some(proof)) when a built-in check passed, Ok(None) when none applies, Err when it failed.
+fn builtin(path: &Path) -> Result<Option<String>, String> {
+    match verify_file(path) {
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        Ok(Verdict::Loads { detail, .. }) => Ok(Some(detail)),
+        Ok(Verdict::Fails { format, reason }) => Err(format!("{}: {reason}", format.name())),
+        Ok(Verdict::Unchecked) => text_check(path),
+    }
+}
+
+fn text_check(path: &Path) -> Result<Option<String>, String> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if !ext.is_some_and(|e| TEXT_EXTENSIONS.contains(&e.as_str())) {
+        return Ok(None);
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    match std::str::from_utf8(&bytes) {
+        Ok(text) => Ok(Some(format!(
+            "text: {} lines of valid UTF-8",
+            text.lines().count()
+        ))),
+        Err(e) => Err(format!("text: not valid UTF-8 at byte {}", e.valid_up_to())),
+    }
+}
+
+async fn run_user(command: &str, path: &Path) -> Result<(), String> {
+    let quoted = super::remote::shell_quote(&path.to_string_lossy());
+    let line = command.replace("{file}", &quoted);
+    let child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(&line)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(USER_TIMEOUT, child).await {
+        Err(_) => Err(format!("verify command timed out after 10 min: {line}")),
+        Ok(Err(e)) => Err(format!("verify command could not start ({e}): {line}")),
+        Ok(Ok(out)) if out.status.success() => Ok(()),
+        Ok(Ok(out)) => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+            Err(format!(
+                "verify command failed ({}): {}",
+                out.status,
+                crate::sanitize::line(last.unwrap_or("no output"), 200)
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn text_passes_binary_junk_and_unknown_kinds_do_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let csv = dir.path().join("m.csv");
+        std::fs::write(&csv, "step,loss\n1,0.5\n").expect("write");
+        let v = verify(&csv, None).await;
+        assert!(v.passed, "{v:?}");
+        assert_eq!(v.how, "text: 2 lines of valid UTF-8");
+        let bad = dir.path().join("m.log");
+        std::fs::write(&bad, b"ok\n\xff\xfe").expect("write");
+        let v = verify(&bad, None).await;
+        assert!(!v.passed);
+        assert!(v.how.contains("byte 3"), "{v:?}");
+        let bin = dir.path().join("w.bin");
+        std::fs::write(&bin, b"\x00\x01").expect("write");
+        let v = verify(&bin, None).await;
+        assert!(!v.passed);
+        assert!(v.how.contains("no built-in check"), "{v:?}");
+    }
+
+    #[tokio::test]
+    async fn the_user_command_decides_with_its_exit_status() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bin = dir.path().join("it's.bin");
+        std::fs::write(&bin, b"\x00\x01").expect("write");
+        let v = verify(&bin, Some("test -s {file}")).await;
+        assert!(v.passed, "{v:?}");
+        let v = verify(&bin, Some("echo nope >&2; test ! -e {file}")).await;
+        assert!(!v.passed);
+        assert!(v.how.contains("nope"), "{v:?}");
+    }
+}

@@ -1,0 +1,202 @@
+//! Where each remote file lands locally, whether it needs copying, and its local SHA-256.
+
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::remote::RemoteFile;
+
+/// The part of a configured path before its first glob component, with `~` made the box's home.
+/// A plain file or folder keeps its own name under `dest`, so `/w/run/ckpts` lands in
+/// `dest/ckpts/…` and `/w/run/*.pt` in `dest/x.pt`.
+fn base_of(config_path: &str, home: Option<&str>) -> String {
+    let expanded = match (config_path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => format!("{}/{rest}", home.trim_end_matches('/')),
+        _ => config_path.to_string(),
+    };
+    let components: Vec<&str> = expanded.trim_end_matches('/').split('/').collect();
+    let glob_at = components
+        .iter()
+        .position(|c| c.contains(['*', '?', '[']))
+        .unwrap_or(components.len().saturating_sub(1));
+    components[..glob_at].join("/")
+}
+
+/// The file's path under `dest`, or None when the remote path escapes its root (a `..`, or a
+/// root that is not its prefix), which would write outside the destination.
+pub fn local_path(
+    dest: &Path,
+    config_path: &str,
+    home: Option<&str>,
+    remote: &str,
+) -> Option<PathBuf> {
+    let base = base_of(config_path, home);
+    let rel = remote.strip_prefix(&base)?.strip_prefix('/')?;
+    let rel = Path::new(rel);
+    let clean = rel.components().all(|c| matches!(c, Component::Normal(_)));
+    (clean && !rel.as_os_str().is_empty()).then(|| dest.join(rel))
+}
+
+pub fn part_path(local: &Path) -> PathBuf {
+    let mut name = local.file_name().unwrap_or_default().to_os_string();
+    name.push(".part");
+    local.with_file_name(name)
+}
+
+/// Beside a `.part`, which remote version it holds (`size mtime`): a partial copy of an older
+/// version of the file must not be resumed into the new one.
+pub fn source_path(local: &Path) -> PathBuf {
+    let mut name = local.file_name().unwrap_or_default().to_os_string();
+    name.push(".part.src");
+    local.with_file_name(name)
+}
+
+pub fn source_tag(remote: &RemoteFile) -> String {
+    format!("{} {}", remote.size, remote.mtime)
+}
+
+/// How a file will be brought home.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Already here, same size and mtime as last pulled, and its bytes still hash the same.
+    Unchanged,
+    /// A `.part` of this exact remote version holds this many bytes.
+    Resume(u64),
+    Fresh,
+}
+
+/// What is on local disk for one remote file, gathered before deciding.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalState {
+    /// Size of the final file, if present.
+    pub final_size: Option<u64>,
+    /// The last pull's record of this file: (size, mtime, local hash), when it was good.
+    pub recorded: Option<(u64, i64, String)>,
+    /// Hash of the final file now, computed only when the record says it may be unchanged.
+    pub final_hash: Option<String>,
+    pub part_size: Option<u64>,
+    pub part_source: Option<String>,
+}
+
+pub fn decide(remote: &RemoteFile, local: &LocalState) -> Start {
+    if let (Some(size), Some((rsize, rmtime, rhash)), Some(now)) =
+        (local.final_size, &local.recorded, &local.final_hash)
+    {
+        if size == remote.size && *rsize == remote.size && *rmtime == remote.mtime && rhash == now {
+            return Start::Unchanged;
+        }
+    }
+    match (local.part_size, &local.part_source) {
+        (Some(n), Some(src)) if *src == source_tag(remote) && n <= remote.size => Start::Resume(n),
+        _ => Start::Fresh,
+    }
+}
+
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn remote(size: u64, mtime: i64) -> RemoteFile {
+        RemoteFile {
+            path: "/w/a.pt".into(),
+            size,
+            mtime,
+            root: 0,
+        }
+    }
+
+    #[test]
+    fn folders_keep_their_name_globs_do_not() {
+        let dest = Path::new("/r");
+        assert_eq!(
+            local_path(dest, "/w/run/ckpts", None, "/w/run/ckpts/a/b.pt"),
+            Some(PathBuf::from("/r/ckpts/a/b.pt"))
+        );
+        assert_eq!(
+            local_path(dest, "/w/run/*.pt", None, "/w/run/x.pt"),
+            Some(PathBuf::from("/r/x.pt"))
+        );
+        assert_eq!(
+            local_path(dest, "/w/m.json", None, "/w/m.json"),
+            Some(PathBuf::from("/r/m.json"))
+        );
+        assert_eq!(
+            local_path(dest, "~/out", Some("/root"), "/root/out/z"),
+            Some(PathBuf::from("/r/out/z"))
+        );
+    }
+
+    #[test]
+    fn paths_that_escape_dest_are_refused() {
+        let dest = Path::new("/r");
+        assert_eq!(
+            local_path(dest, "/w/ckpts", None, "/w/ckpts/../../etc/x"),
+            None
+        );
+        assert_eq!(local_path(dest, "/w/ckpts", None, "/elsewhere/x"), None);
+        assert_eq!(local_path(dest, "/w/ckpts", None, "/wx"), None);
+    }
+
+    #[test]
+    fn unchanged_needs_record_size_mtime_and_hash() {
+        let good = LocalState {
+            final_size: Some(10),
+            recorded: Some((10, 5, "h".into())),
+            final_hash: Some("h".into()),
+            ..LocalState::default()
+        };
+        assert_eq!(decide(&remote(10, 5), &good), Start::Unchanged);
+        assert_eq!(decide(&remote(10, 6), &good), Start::Fresh);
+        let corrupted = LocalState {
+            final_hash: Some("other".into()),
+            ..good
+        };
+        assert_eq!(decide(&remote(10, 5), &corrupted), Start::Fresh);
+    }
+
+    #[test]
+    fn resume_only_into_the_same_remote_version() {
+        let part = LocalState {
+            part_size: Some(4),
+            part_source: Some("10 5".into()),
+            ..LocalState::default()
+        };
+        assert_eq!(decide(&remote(10, 5), &part), Start::Resume(4));
+        assert_eq!(decide(&remote(12, 7), &part), Start::Fresh);
+        let too_long = LocalState {
+            part_size: Some(11),
+            ..part
+        };
+        assert_eq!(decide(&remote(10, 5), &too_long), Start::Fresh);
+    }
+
+    #[test]
+    fn sha256_of_a_known_string() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("abc");
+        std::fs::write(&p, b"abc").expect("write");
+        assert_eq!(
+            sha256_file(&p).expect("hash"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

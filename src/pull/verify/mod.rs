@@ -1,0 +1,340 @@
+//! Proves that a file pulled from a box loads, without Python, so the teardown guard can trust
+//! the local copy before the box (and the only other copy) is destroyed.
+//!
+//! Each format gets the strictest check that can be made by reading the file once, front to
+//! back, with bounded memory: the structure must be complete and self-consistent, and wherever
+//! the format records a checksum or implies a size, that is checked too. The submodules say what
+//! their check proves and what it cannot. A file whose format has no built-in check, or whose
+//! contents cannot be judged without running Python, is `Unchecked`: existing is not loading.
+
+mod json;
+mod npy;
+mod pickle;
+mod safetensors;
+mod tar;
+mod torch;
+mod zip;
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Safetensors,
+    Torch,
+    Npy,
+    Npz,
+    Json,
+    Jsonl,
+    Tar,
+}
+
+impl Format {
+    /// By extension only, case-insensitively. `.bin` is deliberately absent: it names torch
+    /// checkpoints (`pytorch_model.bin`) but also raw tensors, GGML and anything else, and a
+    /// wrong guess would fail a healthy file; such files stay `Unchecked` for the user's command.
+    /// `.ckpt` is Lightning's torch.save zip (TensorFlow's checkpoints end `.index`/`.data-*`).
+    pub fn detect(path: &Path) -> Option<Format> {
+        let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+        let (stem, ext) = name.rsplit_once('.')?;
+        if stem.is_empty() {
+            return None;
+        }
+        Some(match ext {
+            "safetensors" => Format::Safetensors,
+            "pt" | "pth" | "ckpt" => Format::Torch,
+            "npy" => Format::Npy,
+            "npz" => Format::Npz,
+            "json" => Format::Json,
+            "jsonl" | "ndjson" => Format::Jsonl,
+            "tar" | "tgz" => Format::Tar,
+            "gz" if stem.ends_with(".tar") => Format::Tar,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Safetensors => "safetensors",
+            Format::Torch => "torch",
+            Format::Npy => "npy",
+            Format::Npz => "npz",
+            Format::Json => "json",
+            Format::Jsonl => "jsonl",
+            Format::Tar => "tar",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Loads { format: Format, detail: String },
+    Fails { format: Format, reason: String },
+    Unchecked,
+}
+
+/// `Err` only when the file cannot be read at all (missing, not a regular file, permission,
+/// an I/O error from the disk); anything wrong with its contents is a `Fails`.
+pub fn verify_file(path: &Path) -> io::Result<Verdict> {
+    let mut file = File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    let Some(format) = Format::detect(path) else {
+        return Ok(Verdict::Unchecked);
+    };
+    let len = meta.len();
+    let checked = match format {
+        Format::Safetensors => safetensors::check(&mut file, len),
+        Format::Torch => torch::check(&mut file, len),
+        Format::Npy => npy::check_npy(&mut file, len),
+        Format::Npz => npy::check_npz(&mut file, len),
+        Format::Json => json::check_json(file, len),
+        Format::Jsonl => json::check_jsonl(file),
+        Format::Tar => tar::check(&mut file, len),
+    };
+    match checked {
+        Ok(detail) => Ok(Verdict::Loads { format, detail }),
+        Err(Problem::Corrupt(reason)) => Ok(Verdict::Fails { format, reason }),
+        Err(Problem::Unverifiable) => Ok(Verdict::Unchecked),
+        Err(Problem::Io(e)) => Err(e),
+    }
+}
+
+/// Why a check stopped. Kept apart from `io::Error` so that a truncated or garbled file (a
+/// verdict) is never confused with a disk that cannot be read (an error).
+#[derive(Debug)]
+enum Problem {
+    Corrupt(String),
+    /// Well-formed as far as can be seen, but loading it needs Python (pickled objects, the
+    /// legacy torch format): the caller must run the user's verify command.
+    Unverifiable,
+    Io(io::Error),
+}
+
+impl Problem {
+    fn context(self, what: &str) -> Problem {
+        match self {
+            Problem::Corrupt(reason) => Problem::Corrupt(format!("{what}: {reason}")),
+            other => other,
+        }
+    }
+}
+
+/// Decoders (inflate, gzip) and short reads report damaged input through these kinds; a disk
+/// failure arrives with any other kind and stays an I/O error.
+impl From<io::Error> for Problem {
+    fn from(e: io::Error) -> Problem {
+        match e.kind() {
+            io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::InvalidData
+            | io::ErrorKind::InvalidInput => Problem::Corrupt(e.to_string()),
+            _ => Problem::Io(e),
+        }
+    }
+}
+
+fn corrupt(reason: impl Into<String>) -> Problem {
+    Problem::Corrupt(reason.into())
+}
+
+type Checked = Result<String, Problem>;
+
+/// Like `read_exact`, but says what was cut short instead of "failed to fill whole buffer".
+fn read_exact_or(r: &mut impl Read, buf: &mut [u8], what: &str) -> Result<(), Problem> {
+    match r.read_exact(buf) {
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            Err(corrupt(format!("file ends inside {what}")))
+        }
+        other => Ok(other?),
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns how much was read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match r.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::path::PathBuf;
+
+    pub(super) fn write(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write test file");
+        path
+    }
+
+    pub(super) fn verdict(name: &str, bytes: &[u8]) -> Verdict {
+        let dir = tempfile::tempdir().expect("tempdir");
+        verify_file(&write(&dir, name, bytes)).expect("readable test file")
+    }
+
+    /// The reason of a `Fails`, so tests can assert where the damage was found.
+    pub(super) fn reason(v: &Verdict) -> &str {
+        match v {
+            Verdict::Fails { reason, .. } => reason,
+            other => panic!("expected Fails, got {other:?}"),
+        }
+    }
+
+    pub(super) fn detail(v: &Verdict) -> &str {
+        match v {
+            Verdict::Loads { detail, .. } => detail,
+            other => panic!("expected Loads, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn detect_by_extension() {
+        let cases = [
+            ("model.safetensors", Some(Format::Safetensors)),
+            ("ckpt.PT", Some(Format::Torch)),
+            ("x.pth", Some(Format::Torch)),
+            ("last.ckpt", Some(Format::Torch)),
+            ("a.npy", Some(Format::Npy)),
+            ("a.npz", Some(Format::Npz)),
+            ("cfg.json", Some(Format::Json)),
+            ("evals.jsonl", Some(Format::Jsonl)),
+            ("evals.ndjson", Some(Format::Jsonl)),
+            ("out.tar", Some(Format::Tar)),
+            ("out.tar.gz", Some(Format::Tar)),
+            ("out.tgz", Some(Format::Tar)),
+            ("log.gz", None),
+            ("pytorch_model.bin", None),
+            (".json", None),
+            ("README", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(Format::detect(Path::new(name)), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn unknown_extension_is_unchecked_not_loads() {
+        assert_eq!(verdict("weights.bin", b"anything"), Verdict::Unchecked);
+        assert_eq!(verdict("notes.txt", b""), Verdict::Unchecked);
+    }
+
+    #[test]
+    fn unreadable_is_an_error_not_a_verdict() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = verify_file(&dir.path().join("gone.safetensors"));
+        assert_eq!(
+            missing.map_err(|e| e.kind()).err(),
+            Some(io::ErrorKind::NotFound)
+        );
+        let as_dir = dir.path().join("dir.json");
+        std::fs::create_dir(&as_dir).expect("mkdir");
+        assert!(verify_file(&as_dir).is_err());
+    }
+
+    #[test]
+    fn human_bytes_units() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(1288490189), "1.2 GiB");
+        assert_eq!(human_bytes(u64::MAX), "16384.0 PiB");
+    }
+
+    /// Every way a copy can be cut short must be caught, for every format whose end is marked.
+    /// (JSONL is the exception: a cut at a line break leaves a valid, shorter file.)
+    #[test]
+    fn no_strict_prefix_of_a_valid_file_loads() {
+        let samples = [
+            ("m.safetensors", safetensors::tests::sample()),
+            ("m.pt", torch::tests::good()),
+            ("a.npy", npy::tests::sample_npy()),
+            ("a.npz", npy::tests::sample_npz()),
+            ("x.tar", tar::tests::archive()),
+            ("x.tar.gz", tar::tests::gzip(&tar::tests::archive())),
+            (
+                "c.json",
+                br#"{"a": [1, 2.5, {"b": null}], "c": "d"}"#.to_vec(),
+            ),
+        ];
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (name, bytes) in &samples {
+            let path = write(&dir, name, bytes);
+            assert!(
+                matches!(verify_file(&path), Ok(Verdict::Loads { .. })),
+                "{name}"
+            );
+            // The tar is 4 KiB of 512-byte blocks: every cut near a block edge, and a stride
+            // between, keeps this test fast on slow disks without skipping any kind of cut.
+            let cuts =
+                (0..bytes.len()).filter(|c| bytes.len() < 1024 || (c + 2) % 512 < 4 || c % 61 == 0);
+            for cut in cuts {
+                std::fs::write(&path, &bytes[..cut]).expect("write prefix");
+                let v = verify_file(&path).expect("readable");
+                assert!(
+                    matches!(v, Verdict::Fails { .. }),
+                    "{name} cut at {cut}: {v:?}"
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic_or_error(
+            bytes in proptest::collection::vec(any::<u8>(), 0..2048),
+            ext in prop::sample::select(vec![
+                "safetensors", "pt", "npy", "npz", "json", "jsonl", "tar", "tar.gz",
+            ]),
+        ) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = write(&dir, &format!("f.{ext}"), &bytes);
+            prop_assert!(verify_file(&path).is_ok());
+        }
+
+        /// The same, but past the magic numbers so the deeper parsers see the noise.
+        #[test]
+        fn noise_after_magic_never_panics(
+            bytes in proptest::collection::vec(any::<u8>(), 0..2048),
+            which in 0usize..5,
+        ) {
+            let (ext, magic): (&str, &[u8]) = [
+                ("pt", &b"PK\x03\x04"[..]),
+                ("npy", b"\x93NUMPY\x01\x00"),
+                ("npz", b"PK\x03\x04"),
+                ("tar.gz", b"\x1f\x8b\x08\x00"),
+                ("pt", b"\x80\x02"),
+            ][which];
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = write(&dir, &format!("f.{ext}"), &[magic, &bytes].concat());
+            prop_assert!(verify_file(&path).is_ok());
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Teardown: the guard (pure), the plan (what a destroy means on this platform), and running the
+//! destroy command once when — and only when — the guard says so.
+
+mod describe;
+mod exec;
+pub mod guard;
+pub mod plan;
+
+pub use describe::describe;
+pub use exec::{Ran, run_destroy};
+pub use guard::{Guard, GuardEvent, GuardOutcome, RunLooks};
+pub use plan::{Method, TeardownPlan, plan};

@@ -1,0 +1,133 @@
+//! What tearing a host down means, from its platform profile and its config: what is destroyed,
+//! what survives, what keeps billing, and the exact command (or the console steps) it takes.
+
+use serde::Serialize;
+
+use crate::clocks::Profile;
+use crate::config::HostConfig;
+use crate::pull::remote::shell_quote;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Method {
+    /// Run locally, once, on confirm.
+    Command { command: String },
+    /// The platform has no API rigwatch can call: the user destroys it at the provider and
+    /// confirms here that they did, which is recorded.
+    Manual { steps: String },
+    /// Cannot be done from here until the config says more.
+    Blocked { why: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TeardownPlan {
+    pub host: String,
+    pub platform: String,
+    pub instance_id: Option<String>,
+    pub method: Method,
+    pub destroyed: Vec<String>,
+    pub survives: Vec<String>,
+    pub reversible: bool,
+    /// What still bills afterwards, in the profile's words.
+    pub still_bills: String,
+    /// The money per hour this stops, when the price is known.
+    pub stops_per_hour: Option<f64>,
+    pub currency: String,
+}
+
+pub fn plan(host: &HostConfig, profile: &Profile) -> TeardownPlan {
+    let template = host
+        .teardown
+        .clone()
+        .or_else(|| profile.commands.destroy.clone());
+    let method = match template {
+        None => Method::Manual {
+            steps: format!(
+                "Destroy {} in {}'s own console or app ({}), then type its name here to record \
+                 that you did.",
+                host.name, profile.title, profile.destroy.verb
+            ),
+        },
+        Some(t) if t.contains("{instance_id}") => match &host.instance_id {
+            Some(id) => Method::Command {
+                command: t.replace("{instance_id}", &shell_quote(id)),
+            },
+            None => Method::Blocked {
+                why: format!(
+                    "the destroy command needs the instance id: set instance_id for {} in \
+                     fleet.toml",
+                    host.name
+                ),
+            },
+        },
+        Some(t) => Method::Command { command: t },
+    };
+    TeardownPlan {
+        host: host.name.clone(),
+        platform: profile.title.clone(),
+        instance_id: host.instance_id.clone(),
+        method,
+        destroyed: profile.destroy.lost.clone(),
+        survives: profile.destroy.survives.clone(),
+        reversible: profile.destroy.reversible,
+        still_bills: profile.destroy.bills.clone(),
+        stops_per_hour: host.billing.price_per_hour,
+        currency: host
+            .billing
+            .currency
+            .clone()
+            .unwrap_or_else(|| "USD".to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clocks::profiles::{find, load_all};
+
+    fn host(instance: Option<&str>, teardown: Option<&str>) -> HostConfig {
+        let fleet = crate::config::fleet::parse(
+            std::path::Path::new("f.toml"),
+            "[[host]]\nname = \"a\"\nssh = \"root@h\"\nprice_per_hour = 1.5\n",
+        )
+        .expect("fleet");
+        let mut h = fleet.hosts[0].clone();
+        h.instance_id = instance.map(String::from);
+        h.teardown = teardown.map(String::from);
+        h
+    }
+
+    #[test]
+    fn vastai_destroy_names_the_quoted_instance() {
+        let profiles = load_all(None).expect("profiles");
+        let vast = find(&profiles, "vastai").expect("vastai");
+        let p = plan(&host(Some("12345"), None), vast);
+        assert_eq!(
+            p.method,
+            Method::Command {
+                command: "vastai destroy instance '12345'".into()
+            }
+        );
+        assert!(!p.reversible);
+        assert_eq!(p.stops_per_hour, Some(1.5));
+        let blocked = plan(&host(None, None), vast);
+        assert!(matches!(blocked.method, Method::Blocked { why } if why.contains("instance_id")));
+    }
+
+    #[test]
+    fn generic_ssh_is_manual_and_a_host_override_wins() {
+        let profiles = load_all(None).expect("profiles");
+        let generic = find(&profiles, "generic-ssh").expect("generic");
+        assert!(matches!(
+            plan(&host(None, None), generic).method,
+            Method::Manual { .. }
+        ));
+        let custom = plan(&host(Some("9"), Some("mycloud rm {instance_id}")), generic);
+        assert_eq!(
+            custom.method,
+            Method::Command {
+                command: "mycloud rm '9'".into()
+            }
+        );
+    }
+}

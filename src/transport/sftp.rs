@@ -1,0 +1,47 @@
+//! An SFTP channel on a host's pooled connection, for pulling results home.
+
+use std::time::Duration;
+
+use russh_sftp::client::RawSftpSession;
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::error::TransportError;
+use super::session::Session;
+
+/// The raw SFTP client, so callers can keep many reads of one file in flight; holds one of the
+/// server's MaxSessions slots for as long as it lives.
+pub struct SftpChannel {
+    pub raw: RawSftpSession,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl Session {
+    pub async fn sftp(&self, timeout: Duration) -> Result<SftpChannel, TransportError> {
+        let timed = |stage: &'static str| TransportError::Timeout {
+            stage,
+            after: timeout,
+        };
+        let slot = tokio::time::timeout(timeout, self.slots().clone().acquire_owned())
+            .await
+            .map_err(|_| timed("waiting for a free channel"))?
+            .map_err(|_| TransportError::Disconnected("session closed".into()))?;
+        let channel = tokio::time::timeout(timeout, self.open_channel())
+            .await
+            .map_err(|_| timed("channel open"))??;
+        tokio::time::timeout(timeout, channel.request_subsystem(true, "sftp"))
+            .await
+            .map_err(|_| timed("sftp subsystem"))??;
+        let raw = RawSftpSession::new(channel.into_stream());
+        raw.set_timeout(timeout.as_secs().max(5));
+        tokio::time::timeout(timeout, raw.init())
+            .await
+            .map_err(|_| timed("sftp init"))?
+            .map_err(|e| {
+                TransportError::Ssh(format!(
+                    "the server has no SFTP subsystem or refused it ({e}); check `Subsystem sftp` \
+                     in its sshd_config"
+                ))
+            })?;
+        Ok(SftpChannel { raw, _slot: slot })
+    }
+}
