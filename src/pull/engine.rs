@@ -253,19 +253,21 @@ async fn copy_all(
             source,
         })?;
     let sftp = &sftp;
-    let copies = plan
-        .iter()
-        .zip(starts)
-        .map(|((file, local), start)| async move {
-            let from = match start {
+    // Collected first: a lazy map over borrowed pairs is not `Send` enough for tokio::spawn.
+    let mut copies = Vec::with_capacity(plan.len());
+    for ((file, local), start) in plan.iter().zip(starts) {
+        let from = *start;
+        copies.push(async move {
+            let from = match from {
                 Start::Unchanged => return Ok(0),
-                Start::Resume(n) => *n,
+                Start::Resume(n) => n,
                 Start::Fresh => 0,
             };
             download(&sftp.raw, file, local, from, &progress.bytes_done)
                 .await
                 .map_err(|e| e.to_string())
         });
+    }
     Ok(futures::stream::iter(copies)
         .buffered(FILES_AT_ONCE)
         .collect()

@@ -1,0 +1,194 @@
+//! Pulling results home against a real sshd: a 1 GiB file and many small ones, a link that dies
+//! mid-pull and a resume that re-sends no finished byte, and the ledger that records it.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use rigwatch::config::fleet;
+use rigwatch::ledger::Ledger;
+use rigwatch::pull::local::{part_path, sha256_file};
+use rigwatch::pull::{Progress, pull};
+use rigwatch::transport::Pool;
+use support::{Lab, Sshd};
+
+const BIG: u64 = 1 << 30;
+
+/// Bytes that do not repeat at any block boundary, so a misplaced chunk changes the hash.
+fn write_big(path: &Path, size: u64) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut block = vec![0u8; 1 << 20];
+    let mut left = size;
+    while left > 0 {
+        for chunk in block.chunks_mut(8) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
+        }
+        let n = left.min(block.len() as u64) as usize;
+        file.write_all(&block[..n]).expect("write");
+        left -= n as u64;
+    }
+    file.flush().expect("flush");
+}
+
+fn write_small(run: &Path, count: usize) {
+    for i in 0..count {
+        let dir = run.join(format!("final_ckpts/cell{i:03}"));
+        std::fs::create_dir_all(&dir).expect("dirs");
+        std::fs::write(
+            dir.join("metrics.json"),
+            format!("{{\"cell\": {i}, \"acc\": 0.{i}}}\n"),
+        )
+        .expect("small");
+    }
+    std::fs::write(run.join("metrics.jsonl"), "{\"step\": 1}\n{\"step\": 2}\n").expect("jsonl");
+}
+
+fn pull_fleet(lab: &Lab, sshd: &Sshd, run: &Path, dest: &Path) -> PathBuf {
+    let body = format!(
+        "{}\n[host.pull]\npaths = [\"{}\", \"{}\"]\ndest = \"{}\"\nverify = \"test -s {{file}}\"",
+        lab.host_entry(sshd),
+        run.join("final_ckpts").display(),
+        run.join("*.jsonl").display(),
+        dest.display()
+    );
+    lab.fleet("fleet.toml", "", &[("box", body)])
+}
+
+/// Bytes already on local disk for each remote file: a finished copy, a `.part`, or nothing.
+fn on_disk(record: &rigwatch::ledger::PullRecord) -> BTreeMap<String, u64> {
+    record
+        .files
+        .iter()
+        .map(|f| {
+            let local = PathBuf::from(&f.local_path);
+            let have = std::fs::metadata(&local)
+                .map(|m| m.len())
+                .or_else(|_| std::fs::metadata(part_path(&local)).map(|m| m.len()))
+                .unwrap_or(0);
+            (f.remote_path.clone(), have)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_cut_by_a_dead_link_resumes_without_resending_finished_bytes() {
+    let mut lab = Lab::new();
+    let mut sshd = lab.start_host("box");
+    let run = sshd.dir.join("workspace/run");
+    write_big(&run.join("final_ckpts/big.bin"), BIG);
+    write_small(&run, 200);
+    let dest = lab.path("results/box");
+    let config = fleet::load(&pull_fleet(&lab, &sshd, &run, &dest)).expect("fleet");
+    let host = config.hosts[0].clone();
+    let spec = host.pull.clone().expect("pull config");
+    let mut ledger = Ledger::open(&lab.path("state/ledger.sqlite")).expect("ledger");
+
+    let pool = Pool::start(&config);
+    pool.settle(Duration::from_secs(20)).await;
+    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let progress = Arc::new(Progress::default());
+    let first = {
+        let progress = Arc::clone(&progress);
+        let spec = spec.clone();
+        tokio::spawn(async move { pull(&session, "box", &spec, None, progress).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while progress.bytes_done.load(Ordering::Relaxed) < 256 << 20 {
+        assert!(Instant::now() < deadline, "the first pull never got going");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    sshd.kill();
+    let mut first = first
+        .await
+        .expect("task")
+        .expect("a cut pull still returns its record");
+    first.id = ledger.record_pull(&first).expect("record");
+    pool.shutdown().await;
+    let big_remote = run
+        .join("final_ckpts/big.bin")
+        .to_string_lossy()
+        .into_owned();
+    let big_first = first
+        .files
+        .iter()
+        .find(|f| f.remote_path == big_remote)
+        .expect("big in the first record");
+    assert!(
+        big_first.error.is_some(),
+        "the cut pull must not call big.bin good"
+    );
+    assert!(!first.files.iter().all(|f| f.is_good()));
+
+    let before = on_disk(&first);
+    assert!(
+        before[&big_remote] >= 128 << 20,
+        "some of big.bin arrived: {before:?}"
+    );
+    assert!(before[&big_remote] < BIG);
+
+    sshd.restart();
+    let pool = Pool::start(&config);
+    pool.settle(Duration::from_secs(20)).await;
+    let session = pool
+        .get("box")
+        .and_then(|l| l.session())
+        .expect("session again");
+    let previous = ledger.latest_pull("box").expect("ledger read");
+    let second = pull(
+        &session,
+        "box",
+        &spec,
+        previous.as_ref(),
+        Arc::new(Progress::default()),
+    )
+    .await
+    .expect("second pull");
+    pool.shutdown().await;
+
+    assert_eq!(second.files.len(), 202, "{:?}", second.unmatched);
+    for f in &second.files {
+        assert!(
+            f.is_good(),
+            "{}: {:?} {}",
+            f.remote_path,
+            f.error,
+            f.verification
+        );
+        let had = before.get(&f.remote_path).copied().unwrap_or(0);
+        assert_eq!(
+            f.sent,
+            f.size - had,
+            "{}: only the bytes not already here cross the link",
+            f.remote_path
+        );
+        assert_eq!(
+            sha256_file(Path::new(&f.local_path)).ok(),
+            sha256_file(Path::new(&f.remote_path)).ok()
+        );
+    }
+    let resent: u64 = second.files.iter().map(|f| f.sent).sum();
+    let missing: u64 = second
+        .files
+        .iter()
+        .map(|f| f.size - before.get(&f.remote_path).copied().unwrap_or(0))
+        .sum();
+    assert_eq!(resent, missing);
+    assert!(dest.join("final_ckpts/big.bin").exists());
+    assert!(dest.join("final_ckpts/cell007/metrics.json").exists());
+    assert!(dest.join("metrics.jsonl").exists());
+    assert!(!part_path(&dest.join("final_ckpts/big.bin")).exists());
+
+    ledger.record_pull(&second).expect("record second");
+    let latest = ledger.latest_pull("box").expect("read").expect("one");
+    assert!(latest.files.iter().all(|f| f.is_good()));
+}
