@@ -4,95 +4,11 @@
 
 mod support;
 
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
+use support::tmux::Tmux;
 use support::{GpuShim, Lab};
-
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    /// A private tmux server per test (`name` keeps parallel tests apart).
-    fn start(name: &str, command: &str) -> Tmux {
-        let socket = format!("rigwatch-e2e-{}-{name}", std::process::id());
-        let out = Command::new("tmux")
-            .args([
-                "-L",
-                &socket,
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-                "-x",
-                "160",
-                "-y",
-                "48",
-                command,
-            ])
-            .output()
-            .expect("tmux");
-        assert!(
-            out.status.success(),
-            "tmux: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Tmux { socket }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("tmux")
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-p"]).stdout).to_string()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys"];
-        args.extend_from_slice(keys);
-        assert!(self.run(&args).status.success());
-    }
-
-    /// Waits until the screen satisfies `check`; panics with the last screen after `limit`.
-    fn wait_for(&self, what: &str, limit: Duration, check: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.screen();
-            if check(&screen) {
-                return screen;
-            }
-            assert!(
-                start.elapsed() < limit,
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(150));
-        }
-    }
-
-    fn alternate_screen_on(&self) -> bool {
-        String::from_utf8_lossy(
-            &self
-                .run(&["display-message", "-p", "#{alternate_on}"])
-                .stdout,
-        )
-        .trim()
-            == "1"
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
-}
 
 /// The host's row in the fleet table (not its lines in the events pane).
 fn row<'a>(screen: &'a str, host: &str) -> &'a str {

@@ -3,6 +3,8 @@
 //! known_hosts file and an ssh client config for them. Nothing here mocks SSH.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use std::fmt::Write as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
