@@ -174,3 +174,55 @@ fn teardown_is_refused_until_a_verified_current_pull_then_runs_once() {
     assert_eq!(teardowns[0]["exit_status"], 0);
     assert_eq!(teardowns[0]["pull_id"], doc["pulls"][0]["id"]);
 }
+
+#[test]
+fn the_dashboard_modal_refuses_then_pulls_then_destroys_once() {
+    let s = setup();
+    let env: Vec<String> = s.env().iter().map(|(k, v)| format!("{k}='{v}'")).collect();
+    let command = format!(
+        "env {} {} --config {}; sleep 60",
+        env.join(" "),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        s.fleet.display()
+    );
+    let tmux = Tmux::start("modal", &command);
+    tmux.wait_for("the host up", Duration::from_secs(30), |sc| {
+        sc.contains("box") && sc.contains(" ✓ ")
+    });
+    tmux.keys(&["T"]);
+    let screen = tmux.wait_for("the refusal", Duration::from_secs(20), |sc| {
+        sc.contains("REFUSED — not until") && sc.contains("never pulled")
+    });
+    assert!(screen.contains("Teardown box — guarded"), "{screen}");
+    assert!(
+        screen.contains("will run: vastai destroy instance '4242' -y"),
+        "{screen}"
+    );
+    tmux.keys(&["b", "o", "x", "Enter"]);
+    tmux.wait_for("the refusal again", Duration::from_secs(10), |sc| {
+        sc.contains("never pulled") && sc.contains("Type the host's name to confirm: box")
+    });
+    assert!(
+        !s.shim_log.exists(),
+        "refused: the destroy shim must not run"
+    );
+    tmux.keys(&["Escape"]);
+
+    tmux.keys(&["p"]);
+    tmux.wait_for("the pull", Duration::from_secs(60), |sc| {
+        sc.contains("pull #1 of box: 2/2 files hashed and verified")
+    });
+    tmux.keys(&["T"]);
+    tmux.wait_for("a verified-current pull", Duration::from_secs(20), |sc| {
+        sc.contains("The last pull is verified-current")
+    });
+    tmux.keys(&["b", "o", "x", "Enter"]);
+    let screen = tmux.wait_for("the destroy", Duration::from_secs(30), |sc| {
+        sc.contains("Done; recorded in the ledger")
+    });
+    assert!(screen.contains("destroying instance 4242."), "{screen}");
+    let calls = std::fs::read_to_string(&s.shim_log).expect("shim log");
+    assert_eq!(calls, "vastai destroy instance 4242 -y\n");
+    tmux.keys(&["Escape"]);
+    tmux.keys(&["q"]);
+}

@@ -17,7 +17,6 @@ use crate::config::FleetConfig;
 use crate::ledger::{Ledger, TeardownRecord};
 use crate::monitor::run_state_once;
 use crate::pull::{Currentness, NotCurrent, recheck};
-use crate::signals::RunState;
 use crate::teardown::{
     Guard, GuardEvent, GuardOutcome, Method, RunLooks, describe, plan, run_destroy,
 };
@@ -28,14 +27,6 @@ const DESTROY_TIMEOUT: Duration = Duration::from_secs(120);
 pub struct TeardownArgs {
     /// The host, by its name in fleet.toml
     pub host: String,
-}
-
-pub fn run_looks(state: &RunState) -> RunLooks {
-    match state {
-        RunState::Alive { .. } => RunLooks::Alive,
-        RunState::Dead { .. } | RunState::NotConfigured => RunLooks::Dead,
-        RunState::Unknown { .. } => RunLooks::Unknown,
-    }
 }
 
 pub async fn run(
@@ -56,7 +47,7 @@ pub async fn run(
     guard.handle(GuardEvent::Checked(
         check(&session, host, last.as_ref()).await,
     ));
-    let run = run_looks(&run_state_once(&session, host, &fleet.thresholds).await);
+    let run = RunLooks::of(&run_state_once(&session, host, &fleet.thresholds).await);
     guard.handle(GuardEvent::RunLooks(run));
     for line in describe(&plan, last.as_ref(), run) {
         println!("{line}");

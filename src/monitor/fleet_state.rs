@@ -194,7 +194,7 @@ impl FleetState {
         }
     }
 
-    fn profile(&self, name: &str) -> Option<&Profile> {
+    pub fn profile(&self, name: &str) -> Option<&Profile> {
         crate::clocks::profiles::find(&self.profiles, name)
     }
 

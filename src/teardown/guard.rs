@@ -11,6 +11,17 @@ pub enum RunLooks {
     Unknown,
 }
 
+impl RunLooks {
+    pub fn of(state: &crate::signals::RunState) -> RunLooks {
+        use crate::signals::RunState;
+        match state {
+            RunState::Alive { .. } => RunLooks::Alive,
+            RunState::Dead { .. } | RunState::NotConfigured => RunLooks::Dead,
+            RunState::Unknown { .. } => RunLooks::Unknown,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GuardEvent {
     /// A fresh check of the pull against the box and the local copies.

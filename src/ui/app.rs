@@ -1,7 +1,14 @@
 //! What the screen is showing and what keys do to it. Keys become actions, never I/O: the event
 //! loop carries the action out and reports back.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::teardown_modal::{ModalAction, TeardownModal};
+use crate::pull::Progress;
+use crate::teardown::GuardEvent;
 
 use crate::monitor::{FleetState, HostState};
 use crate::signals::Severity;
@@ -55,6 +62,11 @@ pub enum Action {
     Refresh,
     Pull(String),
     Teardown(String),
+    /// The guard fired for this host, relying on this pull: run its destroy once.
+    Destroy {
+        host: String,
+        pull_id: i64,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -72,6 +84,9 @@ pub struct App {
     /// A one-line message for the status bar (what a key did, or why it did nothing).
     pub notice: Option<String>,
     pub demo: bool,
+    pub modal: Option<TeardownModal>,
+    /// Pulls in flight, by host, for the progress gauge.
+    pub pulls: BTreeMap<String, Arc<Progress>>,
 }
 
 impl App {
@@ -88,6 +103,8 @@ impl App {
             detail_scroll: 0,
             notice: None,
             demo,
+            modal: None,
+            pulls: BTreeMap::new(),
         }
     }
 
@@ -172,6 +189,26 @@ impl App {
                 _ => {}
             }
             return Action::None;
+        }
+        if let Some(modal) = &mut self.modal {
+            let event = match key.code {
+                KeyCode::Esc => GuardEvent::Cancel,
+                KeyCode::Enter => GuardEvent::Confirm,
+                KeyCode::Backspace => GuardEvent::Backspace,
+                KeyCode::Char(c) => GuardEvent::Key(c),
+                _ => return Action::None,
+            };
+            return match modal.key(event) {
+                ModalAction::None => Action::None,
+                ModalAction::Close => {
+                    self.modal = None;
+                    Action::None
+                }
+                ModalAction::Destroy { pull_id } => Action::Destroy {
+                    host: modal.host.clone(),
+                    pull_id,
+                },
+            };
         }
         if self.help {
             if matches!(

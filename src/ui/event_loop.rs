@@ -12,11 +12,14 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::app::{Action, App};
+use super::jobs::{self, JobMsg};
+use super::teardown_modal::{Phase, TeardownModal};
 use super::theme::Theme;
 use super::{Ctx, draw};
 use crate::demo::Demo;
 use crate::fleet::Update;
 use crate::monitor::FleetState;
+use crate::teardown::{GuardEvent, RunLooks};
 use crate::transport::{LinkState, Pool};
 
 type LinkChanges = mpsc::Receiver<(String, LinkState)>;
@@ -111,6 +114,7 @@ pub async fn run(
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let (mut updates, mut links) = source.take_channels();
+    let (job_tx, mut job_rx) = mpsc::channel::<JobMsg>(64);
     let mut dirty = true;
     // Data arriving faster than this is drawn together; keys are drawn at once.
     let frame_gap = Duration::from_millis(50);
@@ -139,13 +143,14 @@ pub async fn run(
                         Action::Quit => break,
                         Action::None => {}
                         Action::Refresh => refresh(&mut app, &mut state, &mut source),
-                        Action::Pull(host) => {
-                            app.notice = Some(format!("pull {host}: not built yet (issue #7); nothing was copied"));
-                        }
-                        Action::Teardown(host) => {
-                            app.notice = Some(format!(
-                                "teardown {host}: REFUSED — no verified pull of its results exists (the guard and pull arrive with issue #7)"
-                            ));
+                        Action::Pull(host) => start_pull(&mut app, &state, &source, &host, &job_tx),
+                        Action::Teardown(host) => open_teardown(&mut app, &state, &source, &host, &job_tx),
+                        Action::Destroy { host, pull_id } => {
+                            let config = state.hosts.iter().find(|h| h.config.name == host);
+                            let profile = config.and_then(|h| state.profile(&h.config.profile));
+                            if let (Some(h), Some(p)) = (config, profile) {
+                                jobs::spawn_destroy(h.config.clone(), p.clone(), pull_id, job_tx.clone());
+                            }
                         }
                     }
                     dirty = true;
@@ -170,8 +175,17 @@ pub async fn run(
                 state.set_link(&host, link, Utc::now());
                 dirty = true;
             }
+            Some(msg) = job_rx.recv() => {
+                job_done(&mut app, msg);
+                dirty = true;
+            }
             _ = tick.tick() => {
                 state.tick(Utc::now());
+                if let Some(modal) = &mut app.modal {
+                    if let Some(h) = state.hosts.iter().find(|h| h.config.name == modal.host) {
+                        modal.guard.handle(GuardEvent::RunLooks(RunLooks::of(&h.run)));
+                    }
+                }
                 dirty = true;
             }
             _ = demo_poll.tick(), if matches!(source, Source::Demo(_)) => {
@@ -201,6 +215,108 @@ fn refresh(app: &mut App, state: &mut FleetState, source: &mut Source) {
                 "streams are live: every box reports each period; links reconnect on their own"
                     .into(),
             );
+        }
+    }
+}
+
+fn session_of(source: &Source, host: &str) -> Option<std::sync::Arc<crate::transport::Session>> {
+    match source {
+        Source::Live { pool, .. } => pool.get(host).and_then(|l| l.session()),
+        Source::Demo(_) => None,
+    }
+}
+
+fn start_pull(
+    app: &mut App,
+    state: &FleetState,
+    source: &Source,
+    host: &str,
+    tx: &mpsc::Sender<JobMsg>,
+) {
+    let Some(h) = state.hosts.iter().find(|h| h.config.name == host) else {
+        return;
+    };
+    if app.pulls.contains_key(host) {
+        app.notice = Some(format!("pull {host}: already running"));
+        return;
+    }
+    if h.config.pull.is_none() {
+        app.notice = Some(format!(
+            "pull {host}: no [host.pull] paths in fleet.toml say what to bring home"
+        ));
+        return;
+    }
+    let Some(session) = session_of(source, host) else {
+        app.notice = Some(format!(
+            "pull {host}: {}",
+            if app.demo {
+                "demo boxes are replays: there is nothing to pull"
+            } else {
+                "the link is down; it resumes from the .part files once it is back"
+            }
+        ));
+        return;
+    };
+    let progress = std::sync::Arc::new(crate::pull::Progress::default());
+    app.pulls
+        .insert(host.to_string(), std::sync::Arc::clone(&progress));
+    if let Some(modal) = &mut app.modal {
+        if modal.host == host {
+            modal.guard.handle(GuardEvent::Invalidated);
+        }
+    }
+    jobs::spawn_pull(session, h.config.clone(), progress, tx.clone());
+}
+
+fn open_teardown(
+    app: &mut App,
+    state: &FleetState,
+    source: &Source,
+    host: &str,
+    tx: &mpsc::Sender<JobMsg>,
+) {
+    let Some(h) = state.hosts.iter().find(|h| h.config.name == host) else {
+        return;
+    };
+    let run = RunLooks::of(&h.run);
+    let profile = state.profile(&h.config.profile).cloned();
+    let mut modal = TeardownModal::new(host, jobs::lines(&h.config, profile.as_ref(), run));
+    modal.guard.handle(GuardEvent::RunLooks(run));
+    app.modal = Some(modal);
+    jobs::spawn_check(
+        session_of(source, host),
+        h.config.clone(),
+        profile,
+        run,
+        tx.clone(),
+    );
+}
+
+fn job_done(app: &mut App, msg: JobMsg) {
+    match msg {
+        JobMsg::Checked {
+            host,
+            lines,
+            currentness,
+        } => {
+            if let Some(modal) = app.modal.as_mut().filter(|m| m.host == host) {
+                let lines = if lines.is_empty() {
+                    modal.lines.clone()
+                } else {
+                    lines
+                };
+                modal.checked(lines, currentness);
+            }
+        }
+        JobMsg::Pulled { host, summary } => {
+            app.pulls.remove(&host);
+            app.notice = Some(summary);
+        }
+        JobMsg::Destroyed { host, ok, output } => {
+            if let Some(modal) = app.modal.as_mut().filter(|m| m.host == host) {
+                modal.phase = Phase::Finished { ok };
+                modal.messages = output;
+            }
         }
     }
 }

@@ -8,7 +8,9 @@ pub mod fleet_table;
 mod frames;
 mod help;
 mod host_detail;
+mod jobs;
 pub mod svg;
+pub mod teardown_modal;
 pub mod theme;
 mod widgets;
 
@@ -64,6 +66,9 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx<'_>) {
     frame.render_widget(Paragraph::new(status_line(ctx)), status);
     if ctx.app.help {
         help::render(frame, body, ctx);
+    }
+    if let Some(modal) = &ctx.app.modal {
+        teardown_modal::render(frame, body, ctx, modal);
     }
 }
 
@@ -172,6 +177,9 @@ fn status_line<'a>(ctx: &Ctx<'a>) -> Line<'a> {
     if let Some(notice) = &ctx.app.notice {
         return Line::styled(format!(" {notice}"), t.warn);
     }
+    if let Some((host, progress)) = ctx.app.pulls.iter().next() {
+        return Line::styled(pull_gauge(host, progress), t.accent);
+    }
     let keys = match ctx.app.view {
         View::Fleet => {
             " ↑↓ select · Enter detail · Tab events · / filter · s sort · p pull · T teardown · ? help · q quit"
@@ -179,6 +187,29 @@ fn status_line<'a>(ctx: &Ctx<'a>) -> Line<'a> {
         View::Detail => " ↑↓ scroll · Esc back · p pull · T teardown · ? help · q quit",
     };
     Line::styled(keys, t.stale)
+}
+
+fn pull_gauge(host: &str, progress: &crate::pull::Progress) -> String {
+    use std::sync::atomic::Ordering;
+    let done = progress.bytes_done.load(Ordering::Relaxed);
+    let total = progress.bytes_total.load(Ordering::Relaxed);
+    let fraction = if total == 0 {
+        0.0
+    } else {
+        (done as f64 / total as f64).clamp(0.0, 1.0)
+    };
+    let filled = (fraction * 20.0).round() as usize;
+    let stage = progress.stage.lock().map(|s| s.clone()).unwrap_or_default();
+    format!(
+        " pull {host}: {stage} [{}{}] {:.0}%  {} / {}  files {}/{}",
+        "█".repeat(filled),
+        "░".repeat(20 - filled),
+        fraction * 100.0,
+        widgets::bytes(done),
+        widgets::bytes(total),
+        progress.files_done.load(Ordering::Relaxed),
+        progress.files_total.load(Ordering::Relaxed)
+    )
 }
 
 /// Renders one frame into a buffer: for snapshot tests, screenshots and the render benchmark.

@@ -13,7 +13,7 @@
 //! same length before serde_json sees them, so line:column in reasons stay true. Left as is:
 //! nesting deeper than serde_json's 128 levels fails (Python allows about 1000).
 
-use super::{Checked, Problem, corrupt, human_bytes};
+use super::{Checked, Problem, corrupt, counted, human_bytes};
 use serde::de::IgnoredAny;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -28,7 +28,8 @@ pub(super) fn check_json(file: File, len: u64) -> Checked {
     let python = PythonFloats {
         inner: &mut utf8,
         words: Words::default(),
-        held: Vec::new(),
+        pending: Vec::new(),
+        ready: 0,
     };
     let parsed =
         serde_json::from_reader::<_, IgnoredAny>(BufReader::with_capacity(1 << 16, python));
@@ -68,7 +69,7 @@ pub(super) fn check_jsonl(file: File) -> Checked {
     if records == 0 {
         return Err(corrupt("no records: the file is empty or blank"));
     }
-    Ok(format!("jsonl: {records} records"))
+    Ok(format!("jsonl: {}", counted(records, "record", "records")))
 }
 
 /// `line N, column C: message`, without serde_json's own " at line N column C" suffix.
@@ -127,28 +128,27 @@ impl Words {
 struct PythonFloats<R> {
     inner: R,
     words: Words,
-    held: Vec<u8>,
+    /// Rewritten bytes not yet handed out (`..ready`), then bytes that may start a word.
+    pending: Vec<u8>,
+    ready: usize,
 }
 
 impl<R: Read> Read for PythonFloats<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            let h = self.held.len().min(buf.len());
-            buf[..h].copy_from_slice(&self.held[..h]);
-            self.held.drain(..h);
-            let room = self.held.is_empty() && h < buf.len();
-            let n = if room {
-                self.inner.read(&mut buf[h..])?
-            } else {
-                0
-            };
-            let total = h + n;
-            let ready = self.words.rewrite(&mut buf[..total], room && n == 0);
-            self.held.splice(0..0, buf[ready..total].iter().copied());
-            if ready > 0 || total == 0 {
-                return Ok(ready);
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.ready == 0 {
+            let mut chunk = [0u8; 8192];
+            let n = self.inner.read(&mut chunk)?;
+            self.pending.extend_from_slice(&chunk[..n]);
+            self.ready = self.words.rewrite(&mut self.pending, n == 0);
+            if n == 0 {
+                break;
             }
         }
+        let n = self.ready.min(out.len());
+        out[..n].copy_from_slice(&self.pending[..n]);
+        self.pending.drain(..n);
+        self.ready -= n;
+        Ok(n)
     }
 }
 
@@ -221,7 +221,7 @@ mod tests {
             let text = parts.concat().into_bytes();
             let mut whole = text.clone();
             Words::default().rewrite(&mut whole, true);
-            let mut r = PythonFloats { inner: Trickle { rest: &text, step }, words: Words::default(), held: Vec::new() };
+            let mut r = PythonFloats { inner: Trickle { rest: &text, step }, words: Words::default(), pending: Vec::new(), ready: 0 };
             let mut out = Vec::new();
             let mut buf = vec![0; buf_len];
             loop {

@@ -10,7 +10,7 @@
 //! pickle after the header, which only Python can judge: they make the file `Unchecked`.
 
 use super::zip::Archive;
-use super::{Checked, Problem, corrupt, human_bytes, read_exact_or};
+use super::{Checked, Problem, corrupt, counted, human_bytes, read_exact_or};
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 
@@ -29,7 +29,7 @@ pub(super) fn check_npy(file: &mut File, len: u64) -> Checked {
 
 pub(super) fn check_npz(file: &mut File, len: u64) -> Checked {
     let archive = Archive::open(file, len)?;
-    let (mut arrays, mut bytes, mut objects) = (0, 0, false);
+    let (mut arrays, mut bytes, mut objects) = (0u64, 0, false);
     for entry in &archive.entries {
         if !entry.name.ends_with(".npy") {
             archive.read(file, entry, |_| Ok(()))?;
@@ -54,7 +54,8 @@ pub(super) fn check_npz(file: &mut File, len: u64) -> Checked {
         return Err(Problem::Unverifiable);
     }
     Ok(format!(
-        "npz: {arrays} arrays, {} of data",
+        "npz: {}, {} of data",
+        counted(arrays, "array", "arrays"),
         human_bytes(bytes)
     ))
 }

@@ -7,7 +7,7 @@
 //! reference loader requires, so a truncated or padded copy fails. Cannot prove: the tensor bytes
 //! are the ones written (the format has no checksum; NaNs and flipped bits load fine).
 
-use super::{Checked, corrupt, human_bytes, read_exact_or};
+use super::{Checked, corrupt, counted, human_bytes, read_exact_or};
 use serde_json::{Map, Value};
 use std::fs::File;
 
@@ -80,8 +80,8 @@ pub(super) fn check(file: &mut File, len: u64) -> Checked {
         )));
     }
     Ok(format!(
-        "safetensors: {} tensors, {} of data",
-        spans.len(),
+        "safetensors: {}, {} of data",
+        counted(spans.len() as u64, "tensor", "tensors"),
         human_bytes(data_len)
     ))
 }
@@ -182,7 +182,7 @@ pub(super) mod tests {
         let packed = file(&[("q", "F4", &[3, 2])], &[(0, 3)], 3);
         assert_eq!(
             detail(&verdict("q.safetensors", &packed)),
-            "safetensors: 1 tensors, 3 B of data"
+            "safetensors: 1 tensor, 3 B of data"
         );
     }
 
@@ -202,7 +202,7 @@ pub(super) mod tests {
         f.set_len(std::fs::metadata(&path).expect("stat").len() + gib)
             .expect("sparse grow");
         let v = verify_file(&path).expect("readable");
-        assert_eq!(detail(&v), "safetensors: 1 tensors, 1.0 GiB of data");
+        assert_eq!(detail(&v), "safetensors: 1 tensor, 1.0 GiB of data");
     }
 
     #[test]

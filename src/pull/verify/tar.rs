@@ -9,7 +9,7 @@
 //! for gzip is the uncompressed one. Cannot prove: file contents (tar has no checksum of data);
 //! old GNU sparse files with extension headers are not understood (they fail).
 
-use super::{Checked, Problem, corrupt, human_bytes, read_full};
+use super::{Checked, Problem, corrupt, counted, human_bytes, read_full};
 use flate2::read::MultiGzDecoder;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
@@ -76,7 +76,11 @@ fn walk<R: Read>(
                     "only one end-of-archive zero block, at byte {at}; tar writes two"
                 )));
             }
-            return Ok(format!("{entries} entries, {} of data", human_bytes(bytes)));
+            return Ok(format!(
+                "{}, {} of data",
+                counted(entries, "entry", "entries"),
+                human_bytes(bytes)
+            ));
         }
         let name = name(&block);
         let here = |r: String| corrupt(format!("header at byte {at} ('{name}'): {r}"));
@@ -91,7 +95,10 @@ fn walk<R: Read>(
         if !matches!(kind, b'x' | b'g') {
             size = pax_size.take().unwrap_or(size);
         }
-        let padded = size.div_ceil(BLOCK) * BLOCK;
+        let padded = size
+            .div_ceil(BLOCK)
+            .checked_mul(BLOCK)
+            .ok_or_else(|| here(format!("size {size} overflows")))?;
         let data_at = at + BLOCK;
         if kind == b'x' {
             if size > MAX_PAX {
@@ -331,6 +338,13 @@ pub(super) mod tests {
         assert_eq!(
             reason(&verdict("x.tar", &bad)),
             "header at byte 0 ('././@PaxHeader'): malformed pax record length"
+        );
+        let mut max = [0xffu8; 12];
+        max[..4].copy_from_slice(&[0x80, 0, 0, 0]);
+        let huge = [entry("x", b'0', &max, b""), vec![0; 1024]].concat();
+        assert_eq!(
+            reason(&verdict("x.tar", &huge)),
+            "header at byte 0 ('x'): size 18446744073709551615 overflows"
         );
     }
 }

@@ -14,7 +14,7 @@
 
 use super::pickle::{self, Value};
 use super::zip::Archive;
-use super::{Checked, Problem, corrupt, human_bytes, read_full};
+use super::{Checked, Problem, corrupt, counted, human_bytes, read_full};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{Seek, SeekFrom};
@@ -95,10 +95,10 @@ pub(super) fn check(file: &mut File, len: u64) -> Checked {
         storages.insert(key, held);
     }
     Ok(format!(
-        "torch zip: 1 pickle, {} storages ({}), {} entries CRC-checked",
-        storages.len(),
+        "torch zip: 1 pickle, {} ({}), {} CRC-checked",
+        counted(storages.len() as u64, "storage", "storages"),
         human_bytes(storages.values().sum()),
-        archive.entries.len()
+        counted(archive.entries.len() as u64, "entry", "entries")
     ))
 }
 
@@ -202,7 +202,7 @@ pub(super) mod tests {
         );
         assert_eq!(
             detail(&verdict("m.pth", &deflated)),
-            "torch zip: 1 pickle, 1 storages (24 B), 2 entries CRC-checked"
+            "torch zip: 1 pickle, 1 storage (24 B), 2 entries CRC-checked"
         );
     }
 

@@ -1,0 +1,170 @@
+//! The dashboard's slow work, off the event loop: pulls, the teardown check, the destroy. Each
+//! runs as a task on the host's pooled session and reports back over one channel.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::mpsc;
+
+use crate::clocks::Profile;
+use crate::config::HostConfig;
+use crate::ledger::{Ledger, PullRecord, TeardownRecord};
+use crate::pull::{Currentness, NotCurrent, Progress, pull, recheck};
+use crate::teardown::{Method, RunLooks, describe, plan, run_destroy};
+use crate::transport::Session;
+
+const DESTROY_TIMEOUT: Duration = Duration::from_secs(120);
+
+#[derive(Debug)]
+pub enum JobMsg {
+    Checked {
+        host: String,
+        lines: Vec<String>,
+        currentness: Currentness,
+    },
+    Pulled {
+        host: String,
+        summary: String,
+    },
+    Destroyed {
+        host: String,
+        ok: bool,
+        output: Vec<String>,
+    },
+}
+
+fn ledger() -> Result<Ledger, String> {
+    let path = crate::ledger::default_path().ok_or("no state dir for the ledger")?;
+    Ledger::open(&path).map_err(|e| e.to_string())
+}
+
+fn last_pull(host: &str) -> Option<PullRecord> {
+    ledger().ok()?.latest_pull(host).ok().flatten()
+}
+
+/// The modal's words before the check has answered.
+pub fn lines(host: &HostConfig, profile: Option<&Profile>, run: RunLooks) -> Vec<String> {
+    match profile {
+        Some(p) => describe(&plan(host, p), last_pull(&host.name).as_ref(), run),
+        None => vec![format!("unknown platform profile {}", host.profile)],
+    }
+}
+
+pub fn spawn_check(
+    session: Option<Arc<Session>>,
+    host: HostConfig,
+    profile: Option<Profile>,
+    run: RunLooks,
+    tx: mpsc::Sender<JobMsg>,
+) {
+    tokio::spawn(async move {
+        let last = last_pull(&host.name);
+        let currentness = match (&session, &host.pull) {
+            (_, None) => Currentness::NotCurrent(vec![NotCurrent::NoPullPaths]),
+            (None, Some(_)) => Currentness::NotCurrent(vec![NotCurrent::Failed {
+                path: "the box".into(),
+                why: "its link is down, so it cannot be listed".into(),
+            }]),
+            (Some(s), Some(spec)) => recheck(s, &host.name, spec, last.as_ref())
+                .await
+                .unwrap_or_else(|e| {
+                    Currentness::NotCurrent(vec![NotCurrent::Failed {
+                        path: "the box".into(),
+                        why: format!("cannot list it: {e}"),
+                    }])
+                }),
+        };
+        let lines = match &profile {
+            Some(p) => describe(&plan(&host, p), last.as_ref(), run),
+            None => Vec::new(),
+        };
+        let _ = tx
+            .send(JobMsg::Checked {
+                host: host.name.clone(),
+                lines,
+                currentness,
+            })
+            .await;
+    });
+}
+
+pub fn spawn_pull(
+    session: Arc<Session>,
+    host: HostConfig,
+    progress: Arc<Progress>,
+    tx: mpsc::Sender<JobMsg>,
+) {
+    tokio::spawn(async move {
+        let summary = match &host.pull {
+            None => format!("{}: no [host.pull] paths in fleet.toml", host.name),
+            Some(spec) => {
+                let previous = last_pull(&host.name);
+                match pull(&session, &host.name, spec, previous.as_ref(), progress).await {
+                    Err(e) => format!("pull {} failed: {e}", host.name),
+                    Ok(record) => {
+                        let good = record.files.iter().filter(|f| f.is_good()).count();
+                        let saved = ledger()
+                            .and_then(|mut l| l.record_pull(&record).map_err(|e| e.to_string()));
+                        match saved {
+                            Ok(id) => format!(
+                                "pull #{id} of {}: {good}/{} files hashed and verified{}",
+                                host.name,
+                                record.files.len(),
+                                if record.unmatched.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!("; {} paths matched nothing", record.unmatched.len())
+                                }
+                            ),
+                            Err(e) => format!("pull of {} NOT recorded: {e}", host.name),
+                        }
+                    }
+                }
+            }
+        };
+        let _ = tx
+            .send(JobMsg::Pulled {
+                host: host.name,
+                summary,
+            })
+            .await;
+    });
+}
+
+pub fn spawn_destroy(host: HostConfig, profile: Profile, pull_id: i64, tx: mpsc::Sender<JobMsg>) {
+    tokio::spawn(async move {
+        let method = plan(&host, &profile).method;
+        let (command, ran) = match method {
+            Method::Command { command } => {
+                let ran = run_destroy(&command, DESTROY_TIMEOUT).await;
+                (Some(command), Some(ran))
+            }
+            Method::Manual { .. } | Method::Blocked { .. } => (None, None),
+        };
+        let record = TeardownRecord {
+            at: Utc::now(),
+            host: host.name.clone(),
+            instance_id: host.instance_id.clone(),
+            command,
+            exit_status: ran.as_ref().and_then(|r| r.exit_status),
+            output: ran.as_ref().map_or_else(
+                || "confirmed destroyed by hand at the provider".to_string(),
+                |r| r.output.clone(),
+            ),
+            pull_id,
+        };
+        let saved = ledger().and_then(|l| l.record_teardown(&record).map_err(|e| e.to_string()));
+        let mut output: Vec<String> = record.output.lines().map(String::from).collect();
+        if let Err(e) = saved {
+            output.push(format!("AUDIT ENTRY NOT WRITTEN: {e}"));
+        }
+        let _ = tx
+            .send(JobMsg::Destroyed {
+                host: host.name,
+                ok: ran.as_ref().is_none_or(|r| r.succeeded()),
+                output,
+            })
+            .await;
+    });
+}
