@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use support::tmux::Tmux;

@@ -8,7 +8,6 @@ mod engine;
 pub mod local;
 mod recheck;
 pub mod remote;
-#[path = "/tmp/verify_stub.rs"]
 pub mod verify;
 
 pub use check::{Verification, verify as verify_local};

@@ -105,7 +105,7 @@ mod tests {
         assert_eq!(
             p.method,
             Method::Command {
-                command: "vastai destroy instance '12345'".into()
+                command: "vastai destroy instance '12345' -y".into()
             }
         );
         assert!(!p.reversible);

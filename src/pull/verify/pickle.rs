@@ -354,7 +354,7 @@ impl Walker<'_> {
 
     fn line(&mut self) -> Result<String, Problem> {
         let mut line = Vec::new();
-        let n = read_full_line(&mut self.r, &mut line)?;
+        let n = read_line_capped(&mut self.r, &mut line)?;
         self.pos += n as u64;
         match line.pop() {
             Some(b'\n') => Ok(String::from_utf8_lossy(&line).into_owned()),
@@ -365,7 +365,7 @@ impl Walker<'_> {
 }
 
 /// Reads up to and including `\n`, but never more than `MAX_LINE + 1` bytes.
-fn read_full_line(r: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize> {
+fn read_line_capped(r: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize> {
     let n = r.take(MAX_LINE as u64 + 1).read_until(b'\n', line)?;
     Ok(n)
 }
