@@ -50,6 +50,7 @@ fn temp_targets() -> (tempfile::TempDir, ProbeTargets) {
         run: Some("no-such-run-xyz".into()),
         log: Some(log.display().to_string()),
         ckpt_dir: Some(ckpt.display().to_string()),
+        queue: None,
     };
     (dir, targets)
 }
