@@ -155,8 +155,7 @@ fn table(report: &RosterReport) -> String {
             .find(|h| h.summary.host == c.host)
             .and_then(|h| h.current.as_ref())
             .filter(|cur| cur.index == c.index);
-        let _ = writeln!(
-            out,
+        let row = format!(
             "{:width$}  {:>5}  {:24}  {:9}  {}",
             line(&c.host, 60),
             c.index,
@@ -164,6 +163,7 @@ fn table(report: &RosterReport) -> String {
             state_word(&c.state),
             detail(c, current)
         );
+        let _ = writeln!(out, "{}", row.trim_end());
     }
     for host in &report.unread {
         let _ = writeln!(out, "{}: queue could not be read", line(host, 60));
@@ -200,7 +200,7 @@ fn detail(c: &CellReport, current: Option<&CurrentCell>) -> String {
         CellState::Done { .. } => "final copy complete".into(),
         CellState::Running => current.map_or_else(String::new, progress_words),
         CellState::Pending => String::new(),
-        CellState::Failed => "no complete final copy; its turn has passed".into(),
+        CellState::Failed => "no complete final copy, and the queue moved on or stopped".into(),
         CellState::Missing => "box gone; no durable copy".into(),
         CellState::Colliding { with } => {
             let others: Vec<String> = with

@@ -8,6 +8,7 @@ pub mod fleet_table;
 mod frames;
 mod help;
 mod host_detail;
+mod queue_views;
 pub mod svg;
 pub mod theme;
 mod widgets;
@@ -60,6 +61,7 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx<'_>) {
             alerts::render(frame, alerts, ctx);
         }
         View::Detail => host_detail::render(frame, body, ctx),
+        View::Roster => queue_views::render_roster(frame, body, ctx),
     }
     frame.render_widget(Paragraph::new(status_line(ctx)), status);
     if ctx.app.help {
@@ -177,6 +179,7 @@ fn status_line<'a>(ctx: &Ctx<'a>) -> Line<'a> {
             " ↑↓ select · Enter detail · Tab events · / filter · s sort · p pull · T teardown · ? help · q quit"
         }
         View::Detail => " ↑↓ scroll · Esc back · p pull · T teardown · ? help · q quit",
+        View::Roster => " ↑↓ scroll · Esc back · ? help · q quit",
     };
     Line::styled(keys, t.stale)
 }
