@@ -78,12 +78,15 @@ pub async fn run(
         }
     }
     for (i, host) in fleet.hosts.iter().enumerate() {
-        if queues.unread.contains(&host.name)
-            && let Some(status) = hosts.get_mut(i)
-        {
+        if let (true, Some(config), Some(status)) = (
+            queues.unread.contains(&host.name),
+            &host.queue,
+            hosts.get_mut(i),
+        ) {
             status.errors.push(format!(
-                "{}: queue sections: queue file not read",
-                host.name
+                "{}: probe section qfile: queue file {} not read",
+                host.name,
+                crate::sanitize::line(&config.file, 200)
             ));
         }
     }
