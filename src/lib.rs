@@ -4,12 +4,12 @@
 //! - `config`    — fleet.toml and `ssh -G` resolution; imports nothing else of ours.
 //! - `clocks`    — platform profiles as data; imports `config` (for located errors).
 //! - `sanitize`  — remote text made safe for terminals; imports nothing else of ours.
-//! - `probe`     — the probe script and pure parsers: text in, typed samples or located errors
-//!   out; imports `sanitize`.
-//! - `transport` — the SSH pool, sessions, streams, known_hosts, link state; imports `config`,
-//!   `sanitize`.
 //! - `queue`     — sweep queue files, cell progress from logs, roster reconciliation; pure, imports
 //!   nothing else of ours.
+//! - `probe`     — the probe script and pure parsers: text in, typed samples or located errors
+//!   out; imports `sanitize`, `queue` (the queue sections' listing).
+//! - `transport` — the SSH pool, sessions, streams, known_hosts, link state; imports `config`,
+//!   `sanitize`.
 //! - `provider`  — read-only provider CLIs (vast.ai, RunPod): state and price; imports `sanitize`.
 //! - `fleet`     — per-host ring buffers of readings; imports `probe`.
 //! - `signals`   — pure judgements of history, link and `now`; imports `config`, `fleet`,

@@ -30,6 +30,26 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ),
     ("pull", &["monitor", "ui", "cli", "teardown", "signals"]),
     ("teardown", &["transport", "monitor", "ui", "cli"]),
+    (
+        "queue",
+        &[
+            "config",
+            "clocks",
+            "sanitize",
+            "probe",
+            "transport",
+            "provider",
+            "fleet",
+            "signals",
+            "ledger",
+            "pull",
+            "teardown",
+            "monitor",
+            "demo",
+            "ui",
+            "cli",
+        ],
+    ),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

@@ -7,8 +7,8 @@ use std::time::Duration;
 use rigwatch::probe::frame::{CycleAssembler, parse_once};
 use rigwatch::probe::sample::HostSample;
 use rigwatch::probe::script::{
-    FAST_SECTIONS, KERNEL_EVERY, KERNEL_SECTION, ProbeTargets, SLOW_EVERY, SLOW_SECTIONS,
-    command_line, periodic_script,
+    FAST_SECTIONS, KERNEL_EVERY, KERNEL_SECTION, ProbeTargets, QUEUE_SECTIONS, QueueTargets,
+    SLOW_EVERY, SLOW_SECTIONS, command_line, periodic_script,
 };
 use rigwatch::probe::{GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY};
 
@@ -50,6 +50,7 @@ fn temp_targets() -> (tempfile::TempDir, ProbeTargets) {
         run: Some("no-such-run-xyz".into()),
         log: Some(log.display().to_string()),
         ckpt_dir: Some(ckpt.display().to_string()),
+        queue: None,
     };
     (dir, targets)
 }
@@ -225,4 +226,54 @@ impl Drop for Sleeper {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+#[test]
+fn queue_sections_read_the_file_the_final_copies_and_the_newest_cell_log() {
+    let (dir, mut targets) = temp_targets();
+    let root = dir.path();
+    std::fs::write(
+        root.join("queue.txt"),
+        "configs/a.yaml cls 2\nconfigs/b.yaml cls 2\n",
+    )
+    .expect("queue");
+    let done = root.join("final/a");
+    std::fs::create_dir_all(&done).expect("final");
+    std::fs::write(done.join("best.pth"), b"weights").expect("ckpt");
+    std::fs::write(root.join("final/stray.txt"), b"one level only").expect("stray");
+    std::fs::create_dir_all(root.join("logs")).expect("logs");
+    std::fs::write(root.join("logs/a.log"), "Epoch 2/2\n").expect("old log");
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(
+        root.join("logs/b.log"),
+        "Epoch 1/2\n 10%|#| 1/10\r 20%|##| 2/10\n",
+    )
+    .expect("new log");
+    targets.queue = Some(QueueTargets {
+        file: root.join("queue.txt").display().to_string(),
+        final_dir: root.join("final").display().to_string(),
+        cell_log: Some(format!("{}/logs/{{name}}.log", root.display())),
+    });
+    let out = run_sh(&targets, "nq", None, 1);
+    let cycle = parse_once("nq", &out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+    for name in QUEUE_SECTIONS {
+        assert_eq!(
+            cycle.section(name).and_then(|s| s.status),
+            Some(0),
+            "{name}:\n{out}"
+        );
+    }
+    let sample = HostSample::from_cycle(&cycle);
+    let q = sample.queue.expect("queue sample");
+    assert_eq!(q.text.as_deref().map(|t| t.lines().count()), Some(2));
+    assert_eq!(q.listing.cells.keys().collect::<Vec<_>>(), ["a"]);
+    assert_eq!(q.listing.files("a")[0].size_bytes, 7);
+    assert!(
+        q.processes.is_empty(),
+        "no run_queue.sh runs here, and the probe is not one"
+    );
+    let log = q.cell_log.and_then(|l| l.path).expect("newest log");
+    assert!(log.ends_with("logs/b.log"), "{log}");
+    assert_eq!(q.cell_log_tail, ["Epoch 1/2", " 20%|##| 2/10"]);
+    assert!(sample.errors.is_empty(), "{:?}", sample.errors);
 }

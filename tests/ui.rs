@@ -162,3 +162,99 @@ fn remote_text_never_reaches_the_screen_raw() {
     );
     assert!(text.contains("evil]0;pwned"), "{text}");
 }
+
+/// The demo fleet with a queue on its first box whose `run_queue.sh` is gone: one cell done, one
+/// killed mid-cell (its name hostile remote text), one pending.
+fn with_queue() -> rigwatch::monitor::FleetState {
+    use rigwatch::config::QueueConfig;
+    use rigwatch::fleet::{HostReading, Observation};
+    use rigwatch::monitor::queues::QueueTracker;
+    use rigwatch::probe::sample::{FileStat, HostSample, QueueSample};
+    use rigwatch::queue::parse_final_listing;
+
+    let (_, mut state) = Demo::start(screenshot_time());
+    let config = QueueConfig {
+        file: "/root/sweep/queue.txt".into(),
+        final_dir: "/root/final".into(),
+        cell_log: Some("/root/logs/{name}.log".into()),
+        progress: Vec::new(),
+    };
+    let host = &mut state.hosts[0];
+    host.queue = Some(QueueTracker::new(&config));
+    host.config.queue = Some(config);
+    let name = host.config.name.clone();
+    let sample = HostSample {
+        queue: Some(QueueSample {
+            text: Some("c/lr1.yaml cls 3\nc/lr2\u{1b}[2J.yaml cls 50\nc/lr3.yaml cls 3\n".into()),
+            listing: parse_final_listing("9\t1\t./lr1/best.pth\n9\t1\t./lr1/metrics.json\n"),
+            processes: Vec::new(),
+            cell_log: Some(FileStat {
+                path: Some("/root/logs/lr2\u{1b}[2J.log".into()),
+                size_bytes: 40,
+                modified: screenshot_time(),
+            }),
+            cell_log_tail: vec!["Epoch 3/50".into()],
+        }),
+        ..HostSample::default()
+    };
+    let reading = HostReading {
+        at: screenshot_time(),
+        sample,
+    };
+    state.observe(
+        &name,
+        Observation::Host(Box::new(reading)),
+        screenshot_time(),
+    );
+    state
+}
+
+#[test]
+fn queues_show_in_the_overview_the_detail_and_the_roster() {
+    let state = with_queue();
+    let mut app = App::new(true);
+    let render = |app: &App| {
+        buffer_text(&render_buffer(
+            &Ctx {
+                app,
+                state: &state,
+                theme: &Theme::mono(),
+                now: screenshot_time(),
+                poll: DEMO_POLL,
+            },
+            160,
+            48,
+        ))
+    };
+    let overview = render(&app);
+    assert!(
+        overview.contains("QUEUE") && overview.contains(" 1/3 "),
+        "{overview}"
+    );
+    app.handle_key(key(KeyCode::Char('R')), &state);
+    assert_eq!(app.view, View::Roster);
+    let roster = render(&app);
+    assert!(!roster.contains('\u{1b}'), "{roster}");
+    let failed = roster.find("FAILED").expect("the dead queue's cell failed");
+    let pending = roster.find("pending").expect("the next cell waits");
+    let done = roster.find("done").expect("lr1 is done");
+    assert!(
+        failed < pending && pending < done,
+        "problems first:\n{roster}"
+    );
+    assert!(roster.contains("resume "), "{roster}");
+    insta::assert_snapshot!("roster_160x48", roster);
+    app.handle_key(key(KeyCode::Esc), &state);
+    assert_eq!(app.view, View::Fleet);
+    app.selected = Some(state.hosts[0].config.name.clone());
+    app.view = View::Detail;
+    let detail = render(&app);
+    assert!(
+        detail.contains("── Queue /root/sweep/queue.txt"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("queue not running") && detail.contains("resume: bash run_queue.sh"),
+        "{detail}"
+    );
+}

@@ -6,6 +6,7 @@ mod ledger;
 mod one_host;
 mod profiles;
 mod pull;
+mod roster;
 mod status;
 mod status_report;
 mod status_table;
@@ -57,6 +58,9 @@ pub enum Command {
         #[arg(long, default_value_t = 1, value_name = "N")]
         copies: usize,
     },
+    /// Every cell of every queue in the fleet: done, running, pending, failed, missing or
+    /// colliding, with the command that resumes a killed queue
+    Roster(roster::RosterArgs),
     /// List the platform profiles, or explain one: `rigwatch profiles show runpod`
     Profiles(profiles::ProfilesArgs),
     /// Copy a host's [host.pull] paths home over SFTP: resumable, hashed on both ends, verified
@@ -118,6 +122,7 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         match cli.command {
             Some(Command::Check(args)) => check::run(&fleet, &args).await,
             Some(Command::Status(args)) => status::run(&fleet, &profiles, &args).await,
+            Some(Command::Roster(args)) => roster::run(&fleet, &args).await,
             Some(Command::Pull(args)) => pull::run(&fleet, &args).await,
             Some(Command::Teardown(args)) => teardown::run(&fleet, &profiles, &args).await,
             Some(

@@ -8,6 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use color_eyre::eyre::WrapErr;
 
+use super::roster::reconcile_probes;
 use super::status_report::{HostStatus, StatusReport, gpu_reports, link_report, mount_reports};
 use super::status_table::table;
 use crate::clocks::profiles::find;
@@ -15,6 +16,7 @@ use crate::clocks::{Billed, ClockFacts, CostLedger, CostReport, Profile, clocks,
 use crate::config::{FleetConfig, HostConfig};
 use crate::fleet::{BootMark, GpuAvailability, HostHistory};
 use crate::monitor::memory::{self, HostMemory};
+use crate::monitor::queues;
 use crate::monitor::{HostProbe, probe_once};
 use crate::signals::{HostFacts, RunState, Severity, SignalKind, evaluate};
 use crate::transport::{LinkState, Pool};
@@ -34,20 +36,7 @@ pub async fn run(
     profiles: &[Profile],
     args: &StatusArgs,
 ) -> color_eyre::Result<ExitCode> {
-    let timeout =
-        Duration::try_from_secs_f64(args.timeout.max(0.1)).unwrap_or(Duration::from_secs(30));
-    let pool = Pool::start(fleet);
-    let states = pool.settle(timeout).await;
-    let probes = futures::future::join_all(fleet.hosts.iter().map(|host| {
-        let session = pool.get(&host.name).and_then(|l| l.session());
-        async move {
-            tokio::time::timeout(timeout, probe_once(&session?, host))
-                .await
-                .ok()
-        }
-    }))
-    .await;
-    pool.shutdown().await;
+    let (states, probes) = probe_fleet(fleet, args.timeout).await;
 
     let memory_path = memory::path();
     let mut memory = memory::load(memory_path.as_deref());
@@ -65,6 +54,7 @@ pub async fn run(
             }
         })
         .sum();
+    let queues = reconcile_probes(fleet, &states, &probes, now);
     let mut hosts = Vec::new();
     for ((host, (_, link)), probe) in fleet.hosts.iter().zip(&states).zip(probes) {
         let remembered = memory.entry(host.name.clone()).or_default();
@@ -78,6 +68,27 @@ pub async fn run(
             timeout: args.timeout,
         };
         hosts.push(judged.host_status(probe, remembered));
+    }
+    for summary in queues.roster.iter().flat_map(|r| &r.hosts) {
+        let Some(i) = fleet.hosts.iter().position(|h| h.name == summary.host) else {
+            continue;
+        };
+        if let (Some(facts), Some(status)) = (&queues.facts[i], hosts.get_mut(i)) {
+            status.queue = Some(queues::status(summary, facts, &[], now));
+        }
+    }
+    for (i, host) in fleet.hosts.iter().enumerate() {
+        if let (true, Some(config), Some(status)) = (
+            queues.unread.contains(&host.name),
+            &host.queue,
+            hosts.get_mut(i),
+        ) {
+            status.errors.push(format!(
+                "{}: probe section qfile: queue file {} not read",
+                host.name,
+                crate::sanitize::line(&config.file, 200)
+            ));
+        }
     }
     if let Some(path) = &memory_path {
         memory::save(path, &memory).wrap_err_with(|| format!("saving {}", path.display()))?;
@@ -100,6 +111,29 @@ pub async fn run(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Every host probed once, in parallel through the pool: the link states and the probes (None
+/// for a host that did not answer within `timeout_secs`).
+pub async fn probe_fleet(
+    fleet: &FleetConfig,
+    timeout_secs: f64,
+) -> (Vec<(String, LinkState)>, Vec<Option<HostProbe>>) {
+    let timeout =
+        Duration::try_from_secs_f64(timeout_secs.max(0.1)).unwrap_or(Duration::from_secs(30));
+    let pool = Pool::start(fleet);
+    let states = pool.settle(timeout).await;
+    let probes = futures::future::join_all(fleet.hosts.iter().map(|host| {
+        let session = pool.get(&host.name).and_then(|l| l.session());
+        async move {
+            tokio::time::timeout(timeout, probe_once(&session?, host))
+                .await
+                .ok()
+        }
+    }))
+    .await;
+    pool.shutdown().await;
+    (states, probes)
 }
 
 struct Judge<'a> {
@@ -211,6 +245,7 @@ impl Judge<'_> {
             signals,
             clocks: clock_list,
             cost,
+            queue: None,
             errors,
         }
     }

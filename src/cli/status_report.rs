@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::clocks::{Clock, CostReport};
 use crate::fleet::{GpuAvailability, HostHistory};
 use crate::probe::{GpuProcess, GpuSample, Mount};
+use crate::queue::QueueStatus;
 use crate::signals::{RunState, Signal};
 use crate::transport::LinkState;
 
@@ -32,6 +33,8 @@ pub struct HostStatus {
     pub clocks: Vec<Clock>,
     /// Null until the box has been seen up once.
     pub cost: Option<CostReport>,
+    /// Null when the host has no queue configured, or its queue could not be read.
+    pub queue: Option<QueueStatus>,
     /// Probes that could not be read, each naming the host and the probe.
     pub errors: Vec<String>,
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::config::HostConfig;
 use crate::fleet::GpuAvailability;
-use crate::probe::script::{ProbeTargets, command_line, periodic_script, sh_quote};
+use crate::probe::script::{ProbeTargets, QueueTargets, command_line, periodic_script, sh_quote};
 use crate::probe::{
     GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, GpuSample, ParseError, parse_gpu_csv,
     parse_query_failure,
@@ -19,6 +19,11 @@ pub fn targets(host: &HostConfig) -> ProbeTargets {
         run: host.run.clone(),
         log: host.log.clone(),
         ckpt_dir: host.ckpt_dir.clone(),
+        queue: host.queue.as_ref().map(|q| QueueTargets {
+            file: q.file.clone(),
+            final_dir: q.final_dir.clone(),
+            cell_log: q.cell_log.clone(),
+        }),
     }
 }
 

@@ -12,8 +12,11 @@ use crate::clocks::{
 use crate::config::HostConfig;
 use crate::config::fleet::Thresholds;
 use crate::fleet::{GpuAvailability, HostHistory, Observation};
+use crate::queue::Roster;
 use crate::signals::{HostFacts, RunState, Severity, Signal, SignalKind, evaluate, time_to_full};
 use crate::transport::LinkState;
+
+use super::queues::{QueueTracker, RosterEntry, presence, roster};
 
 /// Events kept for the alerts pane.
 pub const EVENTS_KEPT: usize = 500;
@@ -42,12 +45,13 @@ pub struct HostState {
     pub clocks: Vec<Clock>,
     /// Cost since the box was first seen up; None until then.
     pub ledger: Option<CostLedger>,
+    /// None when the host has no queue configured.
+    pub queue: Option<QueueTracker>,
 }
 
 impl HostState {
     pub fn new(config: HostConfig) -> Self {
         HostState {
-            config,
             link: LinkState::Connecting { attempt: 0 },
             history: HostHistory::default(),
             gpu: GpuAvailability::Unknown,
@@ -58,6 +62,8 @@ impl HostState {
             last_seen_up: None,
             clocks: Vec::new(),
             ledger: None,
+            queue: config.queue.as_ref().map(QueueTracker::new),
+            config,
         }
     }
 
@@ -82,6 +88,8 @@ pub struct FleetState {
     pub profiles: Vec<Profile>,
     /// The provider account's balance, for the runway clock.
     pub balance: Option<f64>,
+    /// Every queue of the fleet reconciled; None when no host has a queue.
+    pub roster: Option<Roster>,
 }
 
 impl FleetState {
@@ -92,6 +100,7 @@ impl FleetState {
             thresholds,
             profiles: Vec::new(),
             balance: None,
+            roster: None,
         }
     }
 
@@ -152,6 +161,9 @@ impl FleetState {
             return;
         };
         self.judge_host(i, now);
+        if self.hosts[i].queue.is_some() {
+            self.reconcile_queues(now);
+        }
     }
 
     /// Stores an observation without judging it (a backlog; `tick` judges afterwards).
@@ -172,6 +184,9 @@ impl FleetState {
             Observation::GpuAvailability(gpu) => h.gpu = gpu,
             Observation::Host(reading) => {
                 h.last_reading = Some(reading.at);
+                if let (Some(tracker), Some(config)) = (h.queue.as_mut(), h.config.queue.as_ref()) {
+                    tracker.observe(config, &reading.sample, reading.at);
+                }
                 h.history.push_host(*reading);
             }
             Observation::ProbeError(e) => h.last_error = Some((now, e)),
@@ -192,6 +207,23 @@ impl FleetState {
             self.accrue(i, now);
             self.judge_host(i, now);
         }
+        self.reconcile_queues(now);
+    }
+
+    /// Re-reconciles the roster: done on the once-a-second tick, as presence moves with time.
+    fn reconcile_queues(&mut self, now: DateTime<Utc>) {
+        let entries: Vec<RosterEntry<'_>> = self
+            .hosts
+            .iter()
+            .filter_map(|h| {
+                Some(RosterEntry {
+                    host: &h.config.name,
+                    presence: presence(&h.link, &h.clocks, now),
+                    facts: h.queue.as_ref()?.facts.as_ref()?,
+                })
+            })
+            .collect();
+        self.roster = (!entries.is_empty()).then(|| roster(&entries));
     }
 
     pub fn profile(&self, name: &str) -> Option<&Profile> {

@@ -6,6 +6,7 @@ mod fleet_state;
 pub mod live;
 pub mod memory;
 pub mod oneshot;
+pub mod queues;
 pub mod readers;
 
 pub use fleet_state::{EVENTS_KEPT, Event, FleetState, HostState};

@@ -13,6 +13,7 @@ use super::{
     parse_apps_csv, parse_boot_id, parse_df_bytes, parse_df_inodes, parse_kernel_log,
     parse_loadavg, parse_meminfo, parse_pgrep, parse_tmux_ls, parse_uptime,
 };
+use crate::queue::{FinalListing, parse_final_listing};
 
 /// Exit status sh gives a command it cannot find.
 const NOT_FOUND: i32 = 127;
@@ -57,6 +58,8 @@ pub struct HostSample {
     pub log_tail: Vec<String>,
     pub checkpoint: Option<FileStat>,
     pub kernel_events: Vec<KernelEvent>,
+    /// None when the host has no queue configured (or the queue sections have not run yet).
+    pub queue: Option<QueueSample>,
     pub errors: Vec<SectionError>,
 }
 
@@ -108,6 +111,12 @@ impl HostSample {
                     s.checkpoint = body.lines().next().and_then(|l| file_stat(l, true));
                 }
                 "ckpt" => note("ckpt", failed("ls/stat", status, body)),
+                "qfile" | "qfinal" | "qproc" | "qlog" => {
+                    let q = s.queue.get_or_insert_with(QueueSample::default);
+                    if let Err(e) = q.read_section(&section.name, status, body) {
+                        note(&section.name, e);
+                    }
+                }
                 "kernel" => match parse_kernel_log(body) {
                     Ok(events) => s.kernel_events = events,
                     Err(e) => note("kernel", e),
@@ -167,6 +176,47 @@ fn mounts(cycle: &RawCycle, note: &mut impl FnMut(&str, ParseError)) -> Vec<crat
         None => Vec::new(),
     };
     merge_df(bytes, inodes)
+}
+
+/// The queue sections of one slow cycle: the queue file's text (parsed by the consumer, who
+/// knows its path), the `final_dir` listing, the `run_queue*.sh` processes and the newest cell
+/// log with its tail.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct QueueSample {
+    /// None when the file could not be read (the error is in the sample's errors).
+    pub text: Option<String>,
+    pub listing: FinalListing,
+    pub processes: Vec<ProcessLine>,
+    pub cell_log: Option<FileStat>,
+    pub cell_log_tail: Vec<String>,
+}
+
+impl QueueSample {
+    fn read_section(
+        &mut self,
+        name: &str,
+        status: Option<i32>,
+        body: &str,
+    ) -> Result<(), ParseError> {
+        match name {
+            "qfile" if status == Some(0) => self.text = Some(body.to_string()),
+            "qfile" => return Err(failed("head", status, body)),
+            "qfinal" if status == Some(0) => self.listing = parse_final_listing(body),
+            "qfinal" => return Err(failed("find/stat", status, body)),
+            "qproc" => self.processes = parse_pgrep(body)?,
+            "qlog" if status == Some(0) => {
+                let mut lines = body.lines();
+                self.cell_log = lines.next().and_then(|l| file_stat(l, true));
+                let cut = self
+                    .cell_log
+                    .as_ref()
+                    .is_some_and(|l| l.size_bytes > LOG_TAIL_BYTES as u64);
+                self.cell_log_tail = log_tail(lines, cut);
+            }
+            _ => return Err(failed("ls/stat/tail", status, body)),
+        }
+        Ok(())
+    }
 }
 
 /// Lines kept from the log's last bytes.

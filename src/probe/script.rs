@@ -15,6 +15,16 @@ pub struct ProbeTargets {
     pub run: Option<String>,
     pub log: Option<String>,
     pub ckpt_dir: Option<String>,
+    pub queue: Option<QueueTargets>,
+}
+
+/// A sweep queue on the box: its file, the durable `final_dir`, and the per-cell log pattern
+/// (`{name}` stands for any cell).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueTargets {
+    pub file: String,
+    pub final_dir: String,
+    pub cell_log: Option<String>,
 }
 
 /// Output of one section kept by the reader; the commands themselves print bounded output
@@ -37,6 +47,12 @@ pub const SLOW_SECTIONS: &[&str] = &[
     "apps", "df", "dfi", "meminfo", "bootid", "tmux", "log", "ckpt",
 ];
 pub const KERNEL_SECTION: &str = "kernel";
+/// Slow sections a host with a queue adds: the queue file, the `final_dir` listing, the
+/// `run_queue*.sh` processes and the newest cell log.
+pub const QUEUE_SECTIONS: &[&str] = &["qfile", "qfinal", "qproc", "qlog"];
+/// Bytes of the queue file read: under [`SECTION_CAP_BYTES`], so a huge file is cut on the box
+/// (about a thousand cells), never by the reader mid-line.
+pub const QUEUE_FILE_CAP_BYTES: usize = 60 * 1024;
 
 /// Single-quotes a value for sh: the only character needing care inside '...' is ' itself.
 pub fn sh_quote(value: &str) -> String {
@@ -98,6 +114,9 @@ pub fn periodic_script(
         "lg() {{ [ -n \"$LOG\" ] || return 0; stat -c '%s %Y' -- \"$LOG\" && tail -c {LOG_TAIL_BYTES} -- \"$LOG\"; }}"
     );
     s.push_str("ck() { [ -n \"$CK\" ] || return 0; f=$(ls -t -- \"$CK\" | head -n 1); [ -n \"$f\" ] || return 0; stat -c '%s %Y %n' -- \"$CK/$f\"; }\n");
+    if targets.queue.is_some() {
+        queue_functions(&mut s);
+    }
     s.push_str("kern() { { dmesg 2>/dev/null || journalctl -k -q --no-pager -n 2000 2>/dev/null; } | grep -E 'NVRM: Xid|Out of memory|oom-kill|Killed process' | tail -n 20; }\n");
     let _ = writeln!(
         s,
@@ -115,7 +134,12 @@ pub fn periodic_script(
         s,
         "if [ $((i % {SLOW_EVERY})) = 0 ]; then sec apps apps; sec df dfb; sec dfi dfi; \
          sec meminfo rd /proc/meminfo; sec bootid cat /proc/sys/kernel/random/boot_id; \
-         sec tmux tmux ls; sec log lg; sec ckpt ck; fi"
+         sec tmux tmux ls; sec log lg; sec ckpt ck;{} fi",
+        if targets.queue.is_some() {
+            " sec qfile qf; sec qfinal qd; sec qproc qp; sec qlog ql;"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         s,
@@ -135,6 +159,22 @@ pub fn periodic_script(
     s
 }
 
+/// The queue's sections. `final_dir` is listed from inside it (in a subshell, so the loop's
+/// directory stays put) so names arrive as `./<name>/<file>`; `$QL` is left unquoted so its `*`
+/// globs (a cell-log pattern with spaces is not supported). pgrep's `[r]` keeps the probe from
+/// matching its own script text.
+fn queue_functions(s: &mut String) {
+    s.push_str("QF=$RW_QF; QD=$RW_QD; QL=$RW_QL\n");
+    let _ = writeln!(s, "qf() {{ head -c {QUEUE_FILE_CAP_BYTES} -- \"$QF\"; }}");
+    s.push_str("qd() { [ -d \"$QD\" ] || return 0; (cd -- \"$QD\" && find . -mindepth 2 -maxdepth 2 -type f -exec stat -c '%s\t%Y\t%n' {} +); }\n");
+    s.push_str("qp() { pgrep -af -- '[r]un_queue'; r=$?; [ $r = 1 ] && return 0; return $r; }\n");
+    let _ = writeln!(
+        s,
+        "ql() {{ [ -n \"$QL\" ] || return 0; f=$(ls -t -- $QL 2>/dev/null | head -n 1); [ -n \"$f\" ] || return 0; \
+         stat -c '%s %Y %n' -- \"$f\" && tail -c {LOG_TAIL_BYTES} -- \"$f\"; }}"
+    );
+}
+
 /// The exec command line: the script handed to `sh -c`, so it runs under POSIX sh whatever the
 /// user's login shell is. The paths and the run pattern travel in the environment, not in the
 /// script text, so `pgrep -f` for the run never finds the probe itself.
@@ -144,11 +184,19 @@ pub fn command_line(targets: &ProbeTargets, script: &str) -> String {
         .as_deref()
         .map(self_excluding_pattern)
         .unwrap_or_default();
+    let queue = targets.queue.as_ref();
     format!(
-        "exec env RW_LOG={} RW_CKPT={} RW_RUN={} sh -c {}",
+        "exec env RW_LOG={} RW_CKPT={} RW_RUN={} RW_QF={} RW_QD={} RW_QL={} sh -c {}",
         sh_quote(targets.log.as_deref().unwrap_or("")),
         sh_quote(targets.ckpt_dir.as_deref().unwrap_or("")),
         sh_quote(&run),
+        sh_quote(queue.map_or("", |q| q.file.as_str())),
+        sh_quote(queue.map_or("", |q| q.final_dir.as_str())),
+        sh_quote(
+            &queue
+                .and_then(|q| q.cell_log.as_deref())
+                .map_or(String::new(), |l| { l.replace("{name}", "*") })
+        ),
         sh_quote(script)
     )
 }

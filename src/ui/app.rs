@@ -17,6 +17,8 @@ use crate::signals::Severity;
 pub enum View {
     Fleet,
     Detail,
+    /// Every queue's cells across the fleet.
+    Roster,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,7 +228,13 @@ impl App {
         match key.code {
             KeyCode::Char('q') => return Action::Quit,
             KeyCode::Char('?') => self.help = true,
-            KeyCode::Esc if self.view == View::Detail => self.view = View::Fleet,
+            KeyCode::Esc if matches!(self.view, View::Detail | View::Roster) => {
+                self.view = View::Fleet
+            }
+            KeyCode::Char('R') => {
+                self.view = View::Roster;
+                self.detail_scroll = 0;
+            }
             KeyCode::Esc if !self.filter.is_empty() => self.filter.clear(),
             KeyCode::Enter if !visible.is_empty() => {
                 self.select(&visible, index);
@@ -279,7 +287,7 @@ impl App {
 
     fn move_by(&mut self, visible: &[&HostState], index: usize, delta: i64) {
         match (self.view, self.pane) {
-            (View::Detail, _) => {
+            (View::Detail | View::Roster, _) => {
                 self.detail_scroll = if delta > 0 {
                     self.detail_scroll.saturating_add(1)
                 } else {
@@ -306,7 +314,9 @@ impl App {
             (View::Fleet, Pane::Alerts) => {
                 self.alerts_scroll = if index == 0 { 0 } else { usize::MAX / 2 }
             }
-            (View::Detail, _) => self.detail_scroll = if index == 0 { 0 } else { u16::MAX / 2 },
+            (View::Detail | View::Roster, _) => {
+                self.detail_scroll = if index == 0 { 0 } else { u16::MAX / 2 }
+            }
             _ => self.select(visible, index),
         }
     }

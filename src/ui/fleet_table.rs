@@ -32,6 +32,7 @@ enum Col {
     Disk,
     Danger,
     Signal,
+    Queue,
 }
 
 /// Columns with their width, most important first; the narrowest terminals get the head.
@@ -40,6 +41,7 @@ const COLUMNS: &[(Col, &str, u16)] = &[
     (Col::Link, "LINK", 9),
     (Col::Run, "RUN", 8),
     (Col::Signal, "NEEDS YOU", 24),
+    (Col::Queue, "QUEUE", 24),
     (Col::Danger, "NEXT CLOCK", 17),
     (Col::Clock, "SM CLOCK/MAX", 14),
     (Col::Vram, "VRAM", 11),
@@ -49,11 +51,12 @@ const COLUMNS: &[(Col, &str, u16)] = &[
     (Col::Platform, "PLATFORM", 11),
 ];
 
-const DISPLAY_ORDER: [Col; 11] = [
+const DISPLAY_ORDER: [Col; 12] = [
     Col::Name,
     Col::Platform,
     Col::Link,
     Col::Run,
+    Col::Queue,
     Col::Clock,
     Col::Power,
     Col::Vram,
@@ -63,10 +66,15 @@ const DISPLAY_ORDER: [Col; 11] = [
     Col::Signal,
 ];
 
-fn fitted(width: u16) -> Vec<(Col, &'static str, u16)> {
+/// Columns that fit `width`; the queue column only when some host has a queue, so a fleet
+/// without queues looks exactly as before.
+fn fitted(width: u16, queues: bool) -> Vec<(Col, &'static str, u16)> {
     let mut chosen = Vec::new();
     let mut used = 2u16;
-    for &(col, title, w) in COLUMNS {
+    for &(col, title, w) in COLUMNS
+        .iter()
+        .filter(|(c, _, _)| queues || *c != Col::Queue)
+    {
         if used + w < width || col == Col::Name {
             chosen.push((col, title, w));
             used += w + 1;
@@ -297,7 +305,10 @@ fn signal_cell<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool) -> Span<'a> {
 
 pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let t = ctx.theme;
-    let columns = fitted(area.width.saturating_sub(2));
+    let columns = fitted(
+        area.width.saturating_sub(2),
+        super::queue_views::any_queue(ctx),
+    );
     let visible = ctx.app.visible(ctx.state);
     let selected = ctx.app.selected_index(&visible);
     // Only the rows that fit are built: at 100 hosts most are off screen.
@@ -329,6 +340,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
                         Col::Disk => disk_cell(sample, ctx),
                         Col::Signal => signal_cell(h, ctx, stale),
                         Col::Danger => clock_cell(h, ctx),
+                        Col::Queue => super::queue_views::queue_cell(h, ctx),
                     };
                     let span = if stale
                         && matches!(

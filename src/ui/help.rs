@@ -22,6 +22,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("s", "sort: worst first, name, GPU util, platform"),
     ("g  G", "first / last"),
     ("r", "refresh now"),
+    (
+        "R",
+        "the roster: every queue's cells, failed and missing first",
+    ),
     ("p", "pull the selected host's results"),
     (
         "T",

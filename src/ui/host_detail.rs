@@ -349,6 +349,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     lines.extend(gpu_lines(h, ctx));
     lines.extend(disk_lines(h, ctx));
     lines.extend(run_lines(h, ctx));
+    lines.extend(super::queue_views::detail_lines(h, ctx));
     lines.push(heading("Pull and teardown", ctx));
     lines.push(Line::styled(
         "  no verified pull recorded: teardown stays refused (pull/verify arrives with issue #7)",

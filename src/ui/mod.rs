@@ -9,6 +9,7 @@ mod frames;
 mod help;
 mod host_detail;
 mod jobs;
+mod queue_views;
 pub mod svg;
 pub mod teardown_modal;
 pub mod theme;
@@ -62,6 +63,7 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx<'_>) {
             alerts::render(frame, alerts, ctx);
         }
         View::Detail => host_detail::render(frame, body, ctx),
+        View::Roster => queue_views::render_roster(frame, body, ctx),
     }
     frame.render_widget(Paragraph::new(status_line(ctx)), status);
     if ctx.app.help {
@@ -185,6 +187,7 @@ fn status_line<'a>(ctx: &Ctx<'a>) -> Line<'a> {
             " ↑↓ select · Enter detail · Tab events · / filter · s sort · p pull · T teardown · ? help · q quit"
         }
         View::Detail => " ↑↓ scroll · Esc back · p pull · T teardown · ? help · q quit",
+        View::Roster => " ↑↓ scroll · Esc back · ? help · q quit",
     };
     Line::styled(keys, t.stale)
 }

@@ -1,0 +1,125 @@
+use chrono::{TimeZone, Utc};
+
+use super::*;
+use crate::probe::ProcessLine;
+use crate::probe::sample::{FileStat, QueueSample};
+use crate::queue::{CellState, parse_final_listing};
+
+const QUEUE: &str = "configs/a.yaml cls 2\nconfigs/b.yaml cls 2\nconfigs/c.yaml cls 4\n";
+
+fn config() -> QueueConfig {
+    QueueConfig {
+        file: "/box/queue.txt".into(),
+        final_dir: "/box/final".into(),
+        cell_log: Some("/box/logs/{name}.log".into()),
+        progress: Vec::new(),
+    }
+}
+
+fn at(secs: i64) -> DateTime<Utc> {
+    Utc.timestamp_opt(1_700_000_000 + secs, 0)
+        .single()
+        .expect("valid time")
+}
+
+fn sample(alive: bool, log_secs: i64, tail: &str) -> HostSample {
+    let processes = if alive {
+        vec![ProcessLine {
+            pid: 7,
+            cmdline: "bash run_queue.sh queue.txt 1".into(),
+        }]
+    } else {
+        Vec::new()
+    };
+    HostSample {
+        queue: Some(QueueSample {
+            text: Some(QUEUE.into()),
+            listing: parse_final_listing("10\t1\t./a/best.pth\n5\t1\t./a/metrics.json\n"),
+            processes,
+            cell_log: Some(FileStat {
+                path: Some("/box/logs/b.log".into()),
+                size_bytes: 100,
+                modified: at(log_secs),
+            }),
+            cell_log_tail: vec![tail.into()],
+        }),
+        ..HostSample::default()
+    }
+}
+
+#[test]
+fn facts_name_the_running_cell_from_its_log_and_the_start_index_from_the_queue_process() {
+    let facts = facts(&config(), &sample(true, 0, "Epoch 2/4"), &[]).expect("facts");
+    assert_eq!(facts.running, Some(1));
+    assert!(
+        facts.run_alive,
+        "run_queue.sh queue.txt is the configured file"
+    );
+    assert_eq!(facts.start_index, Some(1));
+    assert_eq!(facts.progress.and_then(|p| p.epoch), Some((2, 4)));
+    let dead = super::facts(&config(), &sample(false, 0, ""), &[]).expect("facts");
+    assert!(!dead.run_alive && dead.start_index.is_none());
+}
+
+#[test]
+fn a_log_of_another_queue_file_does_not_count_as_alive() {
+    assert!(same_file("queue.txt", "/box/queue.txt"));
+    assert!(same_file("./queue.txt", "/box/queue.txt"));
+    assert!(!same_file("/other/queue.txt", "/box/queue.txt"));
+    assert!(!same_file("myqueue.txt", "/box/queue.txt"));
+    assert_eq!(log_cell_name("/l/{name}.log", "/l/lr3.log"), Some("lr3"));
+    assert_eq!(log_cell_name("/l/{name}.log", "/l/x/lr3.log"), None);
+}
+
+#[test]
+fn samples_are_dated_by_the_log_and_repeats_add_none() {
+    let config = config();
+    let mut tracker = QueueTracker::new(&config);
+    tracker.observe(&config, &sample(true, 0, "Epoch 1/4"), at(5));
+    tracker.observe(&config, &sample(true, 0, "Epoch 1/4"), at(7));
+    tracker.observe(&config, &sample(true, 100, "Epoch 2/4"), at(105));
+    let times: Vec<_> = tracker.samples().iter().map(|s| s.at).collect();
+    assert_eq!(times, [at(0), at(100)]);
+}
+
+#[test]
+fn the_roster_and_status_of_a_live_queue() {
+    let config = config();
+    let mut tracker = QueueTracker::new(&config);
+    tracker.observe(&config, &sample(true, 0, "Epoch 1/4"), at(0));
+    tracker.observe(&config, &sample(true, 100, "Epoch 2/4"), at(100));
+    let facts = tracker.facts.clone().expect("facts");
+    let r = roster(&[RosterEntry {
+        host: "a",
+        presence: Presence::Up,
+        facts: &facts,
+    }]);
+    let states: Vec<(usize, &CellState)> = r.cells.iter().map(|c| (c.index, &c.state)).collect();
+    assert_eq!(
+        states,
+        [
+            (1, &CellState::Running),
+            (2, &CellState::Pending),
+            (0, &CellState::Done { verified: false })
+        ]
+    );
+    let summary = &r.hosts[0];
+    let status = status(summary, &facts, tracker.samples(), at(100));
+    let current = status.current.expect("current");
+    assert_eq!((current.index, current.name.as_str()), (1, "b"));
+    assert!(current.eta_secs.is_some(), "two samples give a rate");
+    assert!(label(summary, &facts, tracker.samples(), at(100)).starts_with("1/3 · ep 2/4 · ETA "));
+}
+
+#[test]
+fn presence_follows_the_link_and_the_release_clock() {
+    let down = LinkState::Down {
+        since: at(0),
+        reason: "gone".into(),
+        retry_in_ms: 0,
+    };
+    assert_eq!(presence(&down, &[], at(60)), Presence::Unreachable);
+    assert_eq!(presence(&down, &[], at(3601)), Presence::Gone);
+    let up = LinkState::Connecting { attempt: 0 };
+    assert_eq!(presence(&up, &[], at(9999)), Presence::Up);
+}
