@@ -14,7 +14,7 @@ use futures::StreamExt;
 
 use super::PullError;
 use super::check::verify as verify_local;
-use super::copy::download;
+use super::copy::{Copied, download};
 use super::local::{LocalState, Start, decide, local_path, part_path, sha256_file, source_path};
 use super::remote::{
     HashOutput, Listing, RemoteFile, hash_command, listing_command, parse_hashes, parse_listing,
@@ -183,7 +183,17 @@ pub async fn pull(
         };
         let record = match outcome {
             Err(e) => failed_file(file, local, e),
-            Ok(sent) => finish(file, local, sent, changed, &hashes, spec.verify.as_deref()).await,
+            Ok(copied) => {
+                finish(
+                    file,
+                    local,
+                    copied,
+                    changed,
+                    &hashes,
+                    spec.verify.as_deref(),
+                )
+                .await
+            }
         };
         files.push(record);
         progress.files_done.fetch_add(1, Ordering::Relaxed);
@@ -240,9 +250,9 @@ async fn copy_all(
     plan: &[(RemoteFile, PathBuf)],
     starts: &[Start],
     progress: &Progress,
-) -> Result<Vec<Result<u64, String>>, PullError> {
+) -> Result<Vec<Result<Option<Copied>, String>>, PullError> {
     if starts.iter().all(|s| *s == Start::Unchanged) {
-        return Ok(plan.iter().map(|_| Ok(0)).collect());
+        return Ok(plan.iter().map(|_| Ok(None)).collect());
     }
     let sftp = session
         .sftp(SFTP_TIMEOUT)
@@ -259,12 +269,13 @@ async fn copy_all(
         let from = *start;
         copies.push(async move {
             let from = match from {
-                Start::Unchanged => return Ok(0),
+                Start::Unchanged => return Ok(None),
                 Start::Resume(n) => n,
                 Start::Fresh => 0,
             };
             download(&sftp.raw, file, local, from, &progress.bytes_done)
                 .await
+                .map(Some)
                 .map_err(|e| e.to_string())
         });
     }
@@ -305,18 +316,23 @@ async fn remote_hashes(
 async fn finish(
     file: &RemoteFile,
     local: &std::path::Path,
-    sent: u64,
+    copied: Option<Copied>,
     error: Option<String>,
     hashes: &Result<BTreeMap<String, String>, String>,
     verify: Option<&str>,
 ) -> PulledFile {
     let mut record = failed_file(file, local, String::new());
-    record.sent = sent;
-    let owned = local.to_path_buf();
-    record.local_sha256 = tokio::task::spawn_blocking(move || sha256_file(&owned).ok())
-        .await
-        .ok()
-        .flatten();
+    record.sent = copied.as_ref().map_or(0, |c| c.sent);
+    record.local_sha256 = match copied {
+        Some(c) => Some(c.sha256),
+        None => {
+            let owned = local.to_path_buf();
+            tokio::task::spawn_blocking(move || sha256_file(&owned).ok())
+                .await
+                .ok()
+                .flatten()
+        }
+    };
     record.remote_sha256 = hashes
         .as_ref()
         .ok()
