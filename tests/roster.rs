@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command};
 
 use serde_json::Value;
-use support::{Lab, rigwatch};
+use support::{Lab, rigwatch, rigwatch_json};
 
 /// A queue process that looks like `run_queue.sh` to pgrep; killed on drop. Its loop is
 /// bounded (60 s), so a crashed test leaves nothing running for long.
@@ -82,24 +82,6 @@ fn host_body(lab: &Lab, sshd: &support::Sshd, dir: &Path, queue: &str) -> String
     )
 }
 
-fn json_of(args: &[&str], config: &Path, state: &Path) -> (Option<i32>, Value) {
-    let out = rigwatch()
-        .args(args)
-        .arg("--config")
-        .arg(config)
-        .env("XDG_STATE_HOME", state)
-        .output()
-        .expect("run rigwatch");
-    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}):\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code(), json)
-}
-
 fn find<'a>(list: &'a Value, key: &str, value: &str) -> &'a Value {
     list.as_array()
         .expect("array")
@@ -139,7 +121,7 @@ fn a_running_queue_and_a_killed_one_reconciled_across_two_boxes() {
     let config = lab.fleet("fleet.toml", "", &hosts);
     let state = lab.path("state");
 
-    let (code, roster) = json_of(&["roster", "--json"], &config, &state);
+    let (code, roster) = rigwatch_json(&["roster", "--json"], &config, &state);
     assert_eq!(code, Some(1), "box B has a failed cell:\n{roster:#}");
     let ha = find(&roster["hosts"], "host", "box-a");
     assert_eq!(
@@ -188,7 +170,7 @@ fn a_running_queue_and_a_killed_one_reconciled_across_two_boxes() {
         (&Value::from("pending"), &Value::from(5))
     );
 
-    let (_, status) = json_of(&["status", "--json"], &config, &state);
+    let (_, status) = rigwatch_json(&["status", "--json"], &config, &state);
     let qa = &find(&status["hosts"], "name", "box-a")["queue"];
     assert_eq!(qa["file"], queue_a.as_str());
     assert_eq!(

@@ -3,26 +3,11 @@
 
 mod support;
 
-use std::process::Output;
-
 use serde_json::Value;
-use support::{GpuShim, Lab, rigwatch};
+use support::{GpuShim, Lab, rigwatch, rigwatch_json};
 
 fn status_json(config: &std::path::Path, state: &std::path::Path) -> (Option<i32>, Value) {
-    let out: Output = rigwatch()
-        .args(["status", "--json", "--config"])
-        .arg(config)
-        .env("XDG_STATE_HOME", state)
-        .output()
-        .expect("run status");
-    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}):\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code(), json)
+    rigwatch_json(&["status", "--json"], config, state)
 }
 
 fn host<'a>(json: &'a Value, name: &str) -> &'a Value {

@@ -7,21 +7,18 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use chrono::Utc;
 use color_eyre::eyre::eyre;
 
 use super::one_host;
 use crate::clocks::Profile;
 use crate::clocks::profiles::find;
 use crate::config::FleetConfig;
-use crate::ledger::{Ledger, TeardownRecord};
+use crate::ledger::Ledger;
 use crate::monitor::run_state_once;
-use crate::pull::{Currentness, NotCurrent, recheck};
+use crate::pull::{Currentness, check_host};
 use crate::teardown::{
-    Guard, GuardEvent, GuardOutcome, Method, RunLooks, describe, plan, run_destroy,
+    Guard, GuardEvent, GuardOutcome, Method, RunLooks, carry_out, describe, plan,
 };
-
-const DESTROY_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[derive(Debug, clap::Args)]
 pub struct TeardownArgs {
@@ -45,7 +42,7 @@ pub async fn run(
     let (pool, session) = one_host::connect(fleet, host, Duration::from_secs(30)).await?;
     let mut guard = Guard::new(&host.name);
     guard.handle(GuardEvent::Checked(
-        check(&session, host, last.as_ref()).await,
+        check_host(Some(&session), host, last.as_ref()).await,
     ));
     let run = RunLooks::of(&run_state_once(&session, host, &fleet.thresholds).await);
     guard.handle(GuardEvent::RunLooks(run));
@@ -53,37 +50,19 @@ pub async fn run(
         println!("{line}");
     }
     let exit = confirm(&mut guard, &plan.method, || {
-        check(&session, host, last.as_ref())
+        check_host(Some(&session), host, last.as_ref())
     })
     .await;
     pool.shutdown().await;
     let Some(pull_id) = exit? else {
         return Ok(ExitCode::from(1));
     };
-    let (command, ran) = match &plan.method {
-        Method::Command { command } => {
-            println!("running: {command}");
-            let ran = run_destroy(command, DESTROY_TIMEOUT).await;
-            (Some(command.clone()), Some(ran))
-        }
-        Method::Manual { .. } | Method::Blocked { .. } => (None, None),
-    };
-    let record = TeardownRecord {
-        at: Utc::now(),
-        host: host.name.clone(),
-        instance_id: host.instance_id.clone(),
-        command,
-        exit_status: ran.as_ref().and_then(|r| r.exit_status),
-        output: ran
-            .as_ref()
-            .map_or("confirmed destroyed by hand at the provider".into(), |r| {
-                r.output.clone()
-            }),
-        pull_id,
-    };
+    if let Method::Command { command } = &plan.method {
+        println!("running: {command}");
+    }
+    let (record, ok) = carry_out(host, &plan.method, pull_id).await;
     ledger.record_teardown(&record)?;
     println!("{}", record.output);
-    let ok = ran.as_ref().is_none_or(|r| r.succeeded());
     println!(
         "{}: recorded in {}",
         if ok {
@@ -98,24 +77,6 @@ pub async fn run(
     } else {
         ExitCode::from(1)
     })
-}
-
-/// A fresh look at the box and the local copies; a box that cannot be listed is not current.
-pub async fn check(
-    session: &crate::transport::Session,
-    host: &crate::config::HostConfig,
-    last: Option<&crate::ledger::PullRecord>,
-) -> Currentness {
-    match &host.pull {
-        None => Currentness::NotCurrent(vec![NotCurrent::NoPullPaths]),
-        Some(spec) => match recheck(session, &host.name, spec, last).await {
-            Ok(c) => c,
-            Err(e) => Currentness::NotCurrent(vec![NotCurrent::Failed {
-                path: "the box".into(),
-                why: format!("cannot list it: {e}"),
-            }]),
-        },
-    }
 }
 
 /// Walks the guard with what the person types; Some(pull id) when it fired.

@@ -138,11 +138,13 @@ pub async fn pull(
         })
         .unwrap_or_default();
     let mut starts = Vec::new();
+    let mut recorded_hashes = Vec::new();
     for (file, local) in &plan {
         let record = recorded
             .get(file.path.as_str())
             .filter(|r| r.local_path == local.to_string_lossy())
             .map(|r| (r.size, r.mtime, r.local_sha256.clone().unwrap_or_default()));
+        recorded_hashes.push(record.as_ref().map(|r| r.2.clone()));
         starts.push(local_start(file, local, record).await);
     }
     let to_send: u64 = plan
@@ -170,7 +172,7 @@ pub async fn pull(
         .map(|(l, _)| l)
         .map_err(|e| format!("could not list the box again after copying: {e}"));
     let mut files = Vec::new();
-    for ((file, local), outcome) in plan.iter().zip(copied) {
+    for (((file, local), outcome), recorded_hash) in plan.iter().zip(copied).zip(recorded_hashes) {
         let changed = match &relisted {
             Err(e) => Some(e.clone()),
             Ok(now) => match now.files.iter().find(|f| f.path == file.path) {
@@ -184,6 +186,11 @@ pub async fn pull(
         let record = match outcome {
             Err(e) => failed_file(file, local, e),
             Ok(copied) => {
+                // Not copied means unchanged: its bytes were just hashed equal to the record.
+                let copied = copied.unwrap_or(Copied {
+                    sent: 0,
+                    sha256: recorded_hash.unwrap_or_default(),
+                });
                 finish(
                     file,
                     local,
@@ -311,28 +318,19 @@ async fn remote_hashes(
     Ok(all)
 }
 
-/// A copied (or unchanged) file: hashed locally first, so even a failed pull leaves a record a
-/// later pull can trust for its bytes, then compared with the box's hash and verified.
+/// A copied (or unchanged) file, with its local hash, so even a failed pull leaves a record a
+/// later pull can trust for its bytes; then compared with the box's hash and verified.
 async fn finish(
     file: &RemoteFile,
     local: &std::path::Path,
-    copied: Option<Copied>,
+    copied: Copied,
     error: Option<String>,
     hashes: &Result<BTreeMap<String, String>, String>,
     verify: Option<&str>,
 ) -> PulledFile {
     let mut record = failed_file(file, local, String::new());
-    record.sent = copied.as_ref().map_or(0, |c| c.sent);
-    record.local_sha256 = match copied {
-        Some(c) => Some(c.sha256),
-        None => {
-            let owned = local.to_path_buf();
-            tokio::task::spawn_blocking(move || sha256_file(&owned).ok())
-                .await
-                .ok()
-                .flatten()
-        }
-    };
+    record.sent = copied.sent;
+    record.local_sha256 = Some(copied.sha256);
     record.remote_sha256 = hashes
         .as_ref()
         .ok()

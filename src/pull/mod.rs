@@ -13,7 +13,7 @@ pub mod verify;
 pub use check::{Verification, verify as verify_local};
 pub use current::{Currentness, NotCurrent, judge};
 pub use engine::{Progress, list_remote, pull};
-pub use recheck::recheck;
+pub use recheck::{check_host, recheck};
 
 use std::path::PathBuf;
 

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use super::PullError;
 use super::check::verify;
-use super::current::{Currentness, LocalNow, judge};
+use super::current::{Currentness, LocalNow, NotCurrent, judge};
 use super::engine::list_remote;
 use super::local::sha256_file;
-use crate::config::PullConfig;
+use crate::config::{HostConfig, PullConfig};
 use crate::ledger::PullRecord;
 use crate::transport::Session;
 
@@ -40,4 +40,26 @@ pub async fn recheck(
         local.insert(f.local_path.clone(), LocalNow { sha256, loads });
     }
     Ok(judge(&spec.paths, last, &fresh, &local))
+}
+
+/// The guard's view of a host: no pull paths, no link, or a box that cannot be listed are all
+/// "not current", each with its reason.
+pub async fn check_host(
+    session: Option<&Session>,
+    host: &HostConfig,
+    last: Option<&PullRecord>,
+) -> Currentness {
+    let not_listed = |why: String| {
+        Currentness::NotCurrent(vec![NotCurrent::Failed {
+            path: "the box".into(),
+            why,
+        }])
+    };
+    match (session, &host.pull) {
+        (_, None) => Currentness::NotCurrent(vec![NotCurrent::NoPullPaths]),
+        (None, Some(_)) => not_listed("its link is down, so it cannot be listed".into()),
+        (Some(s), Some(spec)) => recheck(s, &host.name, spec, last)
+            .await
+            .unwrap_or_else(|e| not_listed(format!("cannot list it: {e}"))),
+    }
 }

@@ -1,7 +1,7 @@
 //! What the box holds under the pull paths, and its SHA-256 of each file: the shell commands
 //! rigwatch runs for them and the pure parsers of what they print.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One regular file on the box under a configured pull path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub fn parse_listing(paths: &[String], text: &str) -> Listing {
     let mut listing = Listing::default();
     let mut matched = vec![false; paths.len()];
     let mut root: Option<usize> = None;
-    let mut seen = BTreeMap::new();
+    let mut seen = BTreeSet::new();
     for (n, line) in text.lines().enumerate() {
         if let Some(i) = line.strip_prefix(ROOT_MARK) {
             root = i.trim().parse().ok().filter(|i| *i < paths.len());
@@ -72,7 +72,7 @@ pub fn parse_listing(paths: &[String], text: &str) -> Listing {
             Some((r, (size, mtime, path))) => {
                 matched[r] = true;
                 // Overlapping paths (a folder and a glob inside it) list a file twice.
-                if seen.insert(path.to_string(), ()).is_none() {
+                if seen.insert(path.to_string()) {
                     listing.files.push(RemoteFile {
                         path: path.to_string(),
                         size,

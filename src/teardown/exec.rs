@@ -2,6 +2,40 @@
 
 use std::time::Duration;
 
+use chrono::Utc;
+
+use super::plan::Method;
+use crate::config::HostConfig;
+use crate::ledger::TeardownRecord;
+
+const DESTROY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What the guard's Fire means: run the plan's command once (or, with no API, take the person's
+/// word), and the audit entry to record for it. The bool says whether it succeeded.
+pub async fn carry_out(host: &HostConfig, method: &Method, pull_id: i64) -> (TeardownRecord, bool) {
+    let (command, ran) = match method {
+        Method::Command { command } => (
+            Some(command.clone()),
+            Some(run_destroy(command, DESTROY_TIMEOUT).await),
+        ),
+        Method::Manual { .. } | Method::Blocked { .. } => (None, None),
+    };
+    let ok = ran.as_ref().is_none_or(Ran::succeeded);
+    let record = TeardownRecord {
+        at: Utc::now(),
+        host: host.name.clone(),
+        instance_id: host.instance_id.clone(),
+        command,
+        exit_status: ran.as_ref().and_then(|r| r.exit_status),
+        output: ran.map_or_else(
+            || "confirmed destroyed by hand at the provider".to_string(),
+            |r| r.output,
+        ),
+        pull_id,
+    };
+    (record, ok)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ran {
     pub exit_status: Option<i32>,

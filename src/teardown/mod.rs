@@ -7,6 +7,6 @@ pub mod guard;
 pub mod plan;
 
 pub use describe::describe;
-pub use exec::{Ran, run_destroy};
+pub use exec::{Ran, carry_out, run_destroy};
 pub use guard::{Guard, GuardEvent, GuardOutcome, RunLooks};
 pub use plan::{Method, TeardownPlan, plan};

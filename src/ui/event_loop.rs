@@ -280,7 +280,8 @@ fn open_teardown(
     };
     let run = RunLooks::of(&h.run);
     let profile = state.profile(&h.config.profile).cloned();
-    let mut modal = TeardownModal::new(host, jobs::lines(&h.config, profile.as_ref(), run));
+    // The words come with the check: reading the ledger is I/O, kept off this loop.
+    let mut modal = TeardownModal::new(host, Vec::new());
     modal.guard.handle(GuardEvent::RunLooks(run));
     app.modal = Some(modal);
     jobs::spawn_check(

@@ -2,19 +2,15 @@
 //! runs as a task on the host's pooled session and reports back over one channel.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use chrono::Utc;
 use tokio::sync::mpsc;
 
 use crate::clocks::Profile;
 use crate::config::HostConfig;
-use crate::ledger::{Ledger, PullRecord, TeardownRecord};
-use crate::pull::{Currentness, NotCurrent, Progress, pull, recheck};
-use crate::teardown::{Method, RunLooks, describe, plan, run_destroy};
+use crate::ledger::{Ledger, PullRecord};
+use crate::pull::{Currentness, Progress, check_host, pull};
+use crate::teardown::{RunLooks, carry_out, describe, plan};
 use crate::transport::Session;
-
-const DESTROY_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[derive(Debug)]
 pub enum JobMsg {
@@ -43,14 +39,6 @@ fn last_pull(host: &str) -> Option<PullRecord> {
     ledger().ok()?.latest_pull(host).ok().flatten()
 }
 
-/// The modal's words before the check has answered.
-pub fn lines(host: &HostConfig, profile: Option<&Profile>, run: RunLooks) -> Vec<String> {
-    match profile {
-        Some(p) => describe(&plan(host, p), last_pull(&host.name).as_ref(), run),
-        None => vec![format!("unknown platform profile {}", host.profile)],
-    }
-}
-
 pub fn spawn_check(
     session: Option<Arc<Session>>,
     host: HostConfig,
@@ -60,24 +48,10 @@ pub fn spawn_check(
 ) {
     tokio::spawn(async move {
         let last = last_pull(&host.name);
-        let currentness = match (&session, &host.pull) {
-            (_, None) => Currentness::NotCurrent(vec![NotCurrent::NoPullPaths]),
-            (None, Some(_)) => Currentness::NotCurrent(vec![NotCurrent::Failed {
-                path: "the box".into(),
-                why: "its link is down, so it cannot be listed".into(),
-            }]),
-            (Some(s), Some(spec)) => recheck(s, &host.name, spec, last.as_ref())
-                .await
-                .unwrap_or_else(|e| {
-                    Currentness::NotCurrent(vec![NotCurrent::Failed {
-                        path: "the box".into(),
-                        why: format!("cannot list it: {e}"),
-                    }])
-                }),
-        };
+        let currentness = check_host(session.as_deref(), &host, last.as_ref()).await;
         let lines = match &profile {
             Some(p) => describe(&plan(&host, p), last.as_ref(), run),
-            None => Vec::new(),
+            None => vec![format!("unknown platform profile {}", host.profile)],
         };
         let _ = tx
             .send(JobMsg::Checked {
@@ -134,26 +108,7 @@ pub fn spawn_pull(
 
 pub fn spawn_destroy(host: HostConfig, profile: Profile, pull_id: i64, tx: mpsc::Sender<JobMsg>) {
     tokio::spawn(async move {
-        let method = plan(&host, &profile).method;
-        let (command, ran) = match method {
-            Method::Command { command } => {
-                let ran = run_destroy(&command, DESTROY_TIMEOUT).await;
-                (Some(command), Some(ran))
-            }
-            Method::Manual { .. } | Method::Blocked { .. } => (None, None),
-        };
-        let record = TeardownRecord {
-            at: Utc::now(),
-            host: host.name.clone(),
-            instance_id: host.instance_id.clone(),
-            command,
-            exit_status: ran.as_ref().and_then(|r| r.exit_status),
-            output: ran.as_ref().map_or_else(
-                || "confirmed destroyed by hand at the provider".to_string(),
-                |r| r.output.clone(),
-            ),
-            pull_id,
-        };
+        let (record, ok) = carry_out(&host, &plan(&host, &profile).method, pull_id).await;
         let saved = ledger().and_then(|l| l.record_teardown(&record).map_err(|e| e.to_string()));
         let mut output: Vec<String> = record.output.lines().map(String::from).collect();
         if let Err(e) = saved {
@@ -162,7 +117,7 @@ pub fn spawn_destroy(host: HostConfig, profile: Profile, pull_id: i64, tx: mpsc:
         let _ = tx
             .send(JobMsg::Destroyed {
                 host: host.name,
-                ok: ran.as_ref().is_none_or(|r| r.succeeded()),
+                ok,
                 output,
             })
             .await;

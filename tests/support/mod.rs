@@ -456,6 +456,29 @@ pub fn rigwatch() -> Command {
     cmd
 }
 
+/// Runs rigwatch with `args` on `config`, its state in `state`, and parses stdout as JSON.
+pub fn rigwatch_json(
+    args: &[&str],
+    config: &Path,
+    state: &Path,
+) -> (Option<i32>, serde_json::Value) {
+    let out = rigwatch()
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .env("XDG_STATE_HOME", state)
+        .output()
+        .expect("run rigwatch");
+    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}):\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), json)
+}
+
 /// Waits up to 5 s for a file or socket to appear.
 pub fn wait_for_path(path: &Path) -> bool {
     let deadline = Instant::now() + Duration::from_secs(5);
