@@ -57,7 +57,7 @@ pub async fn live(
         return Ok(ExitCode::from(2));
     }
     let pool = Pool::start(fleet);
-    let source = Source::live(pool, &fleet.hosts, fleet.poll);
+    let source = Source::live(pool, fleet);
     let mut state = FleetState::new(fleet.hosts.clone(), fleet.thresholds.clone())
         .with_profiles(profiles, fleet.balance);
     // Cost so far and "last seen up" carry over between runs, shared with `status`.

@@ -111,13 +111,17 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         return Ok(profiles::run(&profiles, args));
     }
     let names: Vec<String> = profiles.iter().map(|p| p.name.clone()).collect();
-    let fleet = match load_fleet(cli.config.as_deref(), &names) {
+    let mut fleet = match load_fleet(cli.config.as_deref(), &names) {
         Ok(fleet) => fleet,
         Err(e) => {
             eprintln!("rigwatch: {e}");
             return Ok(ExitCode::from(EXIT_CONFIG));
         }
     };
+    for host in &mut fleet.hosts {
+        host.walltime = crate::clocks::profiles::find(&profiles, &host.profile)
+            .is_some_and(|p| p.timers.walltime == Some(true));
+    }
     runtime()?.block_on(async {
         match cli.command {
             Some(Command::Check(args)) => check::run(&fleet, &args).await,

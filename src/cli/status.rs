@@ -12,7 +12,9 @@ use super::roster::reconcile_probes;
 use super::status_report::{HostStatus, StatusReport, gpu_reports, link_report, mount_reports};
 use super::status_table::table;
 use crate::clocks::profiles::find;
-use crate::clocks::{Billed, ClockFacts, CostLedger, CostReport, Profile, clocks, stopped_rate};
+use crate::clocks::{
+    Billed, ClockFacts, CostLedger, CostReport, Profile, SessionLog, billed, clocks, rates,
+};
 use crate::config::{FleetConfig, HostConfig};
 use crate::fleet::{BootMark, GpuAvailability, HostHistory};
 use crate::monitor::memory::{self, HostMemory};
@@ -36,7 +38,16 @@ pub async fn run(
     profiles: &[Profile],
     args: &StatusArgs,
 ) -> color_eyre::Result<ExitCode> {
-    let (states, probes) = probe_fleet(fleet, args.timeout).await;
+    let ((states, probes), provider_reports) = tokio::join!(
+        probe_fleet(fleet, args.timeout),
+        crate::monitor::providers::ask_all(fleet)
+    );
+    let provider_of = |host: &str| {
+        provider_reports
+            .iter()
+            .find(|(h, _)| h == host)
+            .map(|(_, r)| r)
+    };
 
     let memory_path = memory::path();
     let mut memory = memory::load(memory_path.as_deref());
@@ -45,13 +56,19 @@ pub async fn run(
         .hosts
         .iter()
         .zip(&states)
+        .filter(|(h, (_, link))| {
+            link.is_usable()
+                || memory
+                    .get(&h.name)
+                    .is_some_and(|m| m.last_seen_up.is_some())
+        })
         .filter_map(|(h, (_, link))| {
-            let profile = find(profiles, &h.profile);
-            if link.is_usable() {
-                h.billing.price_per_hour
-            } else {
-                stopped_rate(profile, &h.billing)
-            }
+            let provider = provider_of(&h.name).and_then(|r| r.state.as_ref());
+            rates(find(profiles, &h.profile), &h.billing, provider).now(billed(
+                link.is_usable(),
+                false,
+                provider.map(|p| &p.state),
+            ))
         })
         .sum();
     let queues = reconcile_probes(fleet, &states, &probes, now);
@@ -63,6 +80,7 @@ pub async fn run(
             host,
             link,
             profile: find(profiles, &host.profile),
+            provider: provider_of(&host.name),
             burn,
             now,
             timeout: args.timeout,
@@ -141,6 +159,7 @@ struct Judge<'a> {
     host: &'a HostConfig,
     link: &'a LinkState,
     profile: Option<&'a Profile>,
+    provider: Option<&'a crate::provider::ProviderReport>,
     burn: f64,
     now: DateTime<Utc>,
     timeout: f64,
@@ -179,22 +198,28 @@ impl Judge<'_> {
         let idle = signals
             .iter()
             .any(|s| matches!(s.kind, SignalKind::IdleButBilling | SignalKind::ZombieVram));
-        let stopped = stopped_rate(self.profile, &host.billing);
+        let provider = self.provider.and_then(|r| r.state.as_ref());
+        let rate = rates(self.profile, &host.billing, provider);
+        let billed_as = billed(link.is_usable(), idle, provider.map(|p| &p.state));
+        let uptime = latest.and_then(|r| r.sample.uptime.as_ref()).map(|u| u.up);
+        let session_start = latest
+            .zip(uptime)
+            .and_then(|(r, up)| chrono::Duration::from_std(up).ok().map(|up| r.at - up));
+        let quota = self
+            .profile
+            .is_some_and(|p| p.timers.weekly_gpu_hours.is_some());
         if link.is_usable() {
             remembered.last_seen_up = Some(now);
-            let ledger = remembered
+            remembered
                 .ledger
                 .get_or_insert_with(|| CostLedger::start(now));
-            ledger.accrue(
-                now,
-                if idle { Billed::Idle } else { Billed::Running },
-                host.billing.price_per_hour,
-                stopped,
-            );
-        } else if let Some(ledger) = remembered.ledger.as_mut() {
-            ledger.accrue(now, Billed::Unseen, host.billing.price_per_hour, stopped);
+            if let (true, Some(start)) = (quota, session_start) {
+                remembered.sessions.record(start, now);
+            }
         }
-        let uptime = latest.and_then(|r| r.sample.uptime.as_ref()).map(|u| u.up);
+        if let Some(ledger) = remembered.ledger.as_mut() {
+            ledger.accrue(now, billed_as, rate.now(billed_as));
+        }
         let busy = history
             .latest_gpu()
             .is_some_and(|g| g.gpus.iter().any(|x| x.util_gpu_pct.is_some_and(|u| u > 2)));
@@ -203,9 +228,7 @@ impl Judge<'_> {
             billing: &host.billing,
             link_up: link.is_usable(),
             last_seen_up: remembered.last_seen_up,
-            session_start: uptime
-                .and_then(|u| chrono::Duration::from_std(u).ok())
-                .map(|u| now - u),
+            session_start,
             last_activity: (busy || matches!(run, RunState::Alive { .. })).then_some(now),
             time_to_full: None,
             checkpoint_age: latest
@@ -213,14 +236,20 @@ impl Judge<'_> {
                 .map(|c| now - c.modified),
             fleet_burn_per_hour: self.burn,
             balance: self.fleet.balance,
+            provider,
+            slurm: latest.and_then(|r| Some((r.sample.slurm_job.as_ref()?, r.at))),
+            week_used: (quota && remembered.sessions != SessionLog::default())
+                .then(|| remembered.sessions.used_in_week(now)),
             now,
         });
+        let per_hour_from = match billed_as {
+            Billed::Running | Billed::Idle => rate.running_source,
+            Billed::Unseen => rate.stopped_source,
+            Billed::Gone => crate::clocks::RateSource::Unknown,
+        };
         let cost = remembered.ledger.as_ref().map(|l| CostReport {
-            per_hour: if link.is_usable() {
-                host.billing.price_per_hour
-            } else {
-                stopped
-            },
+            per_hour: rate.now(billed_as),
+            per_hour_from,
             so_far: l.spent,
             idle_so_far: l.idle_spent,
             since: l.first_seen_up,
@@ -245,6 +274,7 @@ impl Judge<'_> {
             signals,
             clocks: clock_list,
             cost,
+            provider: self.provider.cloned(),
             queue: None,
             errors,
         }

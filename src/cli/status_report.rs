@@ -33,6 +33,8 @@ pub struct HostStatus {
     pub clocks: Vec<Clock>,
     /// Null until the box has been seen up once.
     pub cost: Option<CostReport>,
+    /// What the provider's CLI said (vast.ai, RunPod); null where none is asked.
+    pub provider: Option<crate::provider::ProviderReport>,
     /// Null when the host has no queue configured, or its queue could not be read.
     pub queue: Option<QueueStatus>,
     /// Probes that could not be read, each naming the host and the probe.

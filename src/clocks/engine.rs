@@ -5,7 +5,10 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::Profile;
+use super::rates::{RateSource, rates};
 use crate::config::Billing;
+use crate::probe::SlurmJob;
+use crate::provider::{InstanceState, ProviderState};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -18,6 +21,7 @@ pub enum ClockKind {
     DiskFull,
     BalanceRunway,
     CheckpointInterval,
+    Walltime,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -60,6 +64,13 @@ pub struct ClockFacts<'a> {
     /// The whole fleet's burn rate and the account balance, for the runway.
     pub fleet_burn_per_hour: f64,
     pub balance: Option<f64>,
+    /// What the provider's CLI last said about the box, where it answered.
+    pub provider: Option<&'a ProviderState>,
+    /// The Slurm job and when squeue was read.
+    pub slurm: Option<(&'a SlurmJob, DateTime<Utc>)>,
+    /// Session time in the last 7 days, every session rigwatch saw (the current one included),
+    /// for a weekly quota.
+    pub week_used: Option<Duration>,
     pub now: DateTime<Utc>,
 }
 
@@ -86,20 +97,6 @@ impl ClockFacts<'_> {
     }
 }
 
-/// The rate a box bills at while stopped or out of sight: the user's figure, else the
-/// profile's fraction of the running price, else (no stop state) the full price.
-pub fn stopped_rate(profile: Option<&Profile>, billing: &Billing) -> Option<f64> {
-    if let Some(rate) = billing.stopped_price_per_hour {
-        return Some(rate);
-    }
-    let price = billing.price_per_hour?;
-    match profile {
-        Some(p) if !p.stop.exists => Some(price),
-        Some(p) => p.stop.billing_fraction.map(|f| price * f),
-        None => None,
-    }
-}
-
 fn when(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M UTC").to_string()
 }
@@ -108,44 +105,7 @@ pub fn clocks(f: &ClockFacts<'_>) -> Vec<Clock> {
     let mut out = Vec::new();
     let name = f.profile.map_or("the provider", |p| p.title.as_str());
     if !f.link_up {
-        if let Some(seen) = f.last_seen_up {
-            if let Some(days) = f
-                .profile
-                .and_then(|p| p.timers.auto_release_days_after_stop)
-            {
-                out.push(f.clock(
-                    ClockKind::AutoRelease,
-                    seen + Duration::days(i64::from(days)),
-                    Confidence::Conservative,
-                    format!(
-                        "out of sight since {} (counted as stopped since last seen): {name} releases a box \
-                         {days} days after stop, deleting its disks. Start it or pull its results before then",
-                        when(seen)
-                    ),
-                ));
-            }
-            let hours = (f.now - seen).num_seconds().max(0) as f64 / 3600.0;
-            let bills = f
-                .profile
-                .and_then(|p| p.stop.bills.clone())
-                .unwrap_or_else(|| "unknown".into());
-            let rate = stopped_rate(f.profile, f.billing);
-            out.push(Clock {
-                kind: ClockKind::StoppedBilling,
-                deadline: None,
-                remaining_secs: None,
-                accrued: rate.map(|r| r * hours),
-                confidence: Confidence::Conservative,
-                message: match rate {
-                    Some(r) => format!(
-                        "unreachable for {hours:.1} h: if stopped it still bills {bills}; about {:.2} {} so far at {r:.2}/h",
-                        r * hours,
-                        f.currency()
-                    ),
-                    None => format!("unreachable for {hours:.1} h: if stopped it still bills {bills} (set stopped_price_per_hour to count it)"),
-                },
-            });
-        }
+        out_of_sight(f, name, &mut out);
     }
     let timers = f.profile.map(|p| p.timers.clone()).unwrap_or_default();
     if f.link_up {
@@ -168,14 +128,12 @@ pub fn clocks(f: &ClockFacts<'_>) -> Vec<Clock> {
                 format!("{name} ends any session after {hours} h: checkpoint and copy results off before then"),
             ));
         }
-        if let (Some(hours), Some(start)) = (timers.weekly_gpu_hours, f.session_start) {
-            out.push(f.clock(
-                ClockKind::WeeklyQuota,
-                start + Duration::hours(i64::from(hours)),
-                Confidence::Conservative,
-                format!("{hours} GPU-hours a week: this session alone uses it up then (earlier sessions this week count too)"),
-            ));
+        if let Some(hours) = timers.weekly_gpu_hours {
+            weekly_quota(f, hours, &mut out);
         }
+    }
+    if let Some((job, read_at)) = f.slurm {
+        walltime(f, job, read_at, &mut out);
     }
     if let Some((what, left)) = f.time_to_full {
         out.push(f.clock(
@@ -218,6 +176,157 @@ pub fn clocks(f: &ClockFacts<'_>) -> Vec<Clock> {
     }
     out.sort_by_key(|c| c.remaining_secs.unwrap_or(i64::MAX));
     out
+}
+
+/// A box rigwatch cannot reach: stopped (its disk still bills, a release timer may run) or
+/// running where rigwatch cannot see it. The provider's word decides where it answered;
+/// without it the box counts as stopped since last seen, the conservative reading.
+fn out_of_sight(f: &ClockFacts<'_>, name: &str, out: &mut Vec<Clock>) {
+    let Some(seen) = f.last_seen_up else { return };
+    let r = rates(f.profile, f.billing, f.provider);
+    let provider_state = f.provider.map(|p| &p.state);
+    if matches!(provider_state, Some(InstanceState::Destroyed)) {
+        return;
+    }
+    if let Some(InstanceState::Running | InstanceState::Starting) = provider_state {
+        let hours = (f.now - seen).num_seconds().max(0) as f64 / 3600.0;
+        out.push(Clock {
+            kind: ClockKind::StoppedBilling,
+            deadline: None,
+            remaining_secs: None,
+            accrued: r.running.map(|rate| rate * hours),
+            confidence: Confidence::Exact,
+            message: format!(
+                "unreachable for {hours:.1} h but {name} says it is running: it bills {} while rigwatch cannot see it",
+                per_hour(r.running, f.currency())
+            ),
+        });
+        return;
+    }
+    let (since, exact_state) = match f.provider {
+        Some(p) if matches!(p.state, InstanceState::Stopped | InstanceState::Exited) => {
+            (p.state_since.unwrap_or(seen), p.state_since.is_some())
+        }
+        _ => (seen, false),
+    };
+    let confirmed = f.provider.is_some();
+    if let Some(days) = f
+        .profile
+        .and_then(|p| p.timers.auto_release_days_after_stop)
+    {
+        let why = if exact_state {
+            format!("stopped since {} ({name} says)", when(since))
+        } else {
+            format!(
+                "out of sight since {} (counted as stopped since last seen)",
+                when(since)
+            )
+        };
+        out.push(f.clock(
+            ClockKind::AutoRelease,
+            since + Duration::days(i64::from(days)),
+            if exact_state {
+                Confidence::Exact
+            } else {
+                Confidence::Conservative
+            },
+            format!(
+                "{why}: {name} releases a box {days} days after stop, deleting its disks. \
+                 Start it or pull its results before then"
+            ),
+        ));
+    }
+    let hours = (f.now - since).num_seconds().max(0) as f64 / 3600.0;
+    let bills = f
+        .profile
+        .and_then(|p| p.stop.bills.clone())
+        .unwrap_or_else(|| "unknown".into());
+    let state_words = if confirmed {
+        format!("{name} says it is stopped")
+    } else {
+        format!("unreachable for {hours:.1} h")
+    };
+    out.push(Clock {
+        kind: ClockKind::StoppedBilling,
+        deadline: None,
+        remaining_secs: None,
+        accrued: r.stopped.map(|rate| rate * hours),
+        confidence: if confirmed && r.stopped_source == RateSource::Provider {
+            Confidence::Exact
+        } else {
+            Confidence::Conservative
+        },
+        message: match r.stopped {
+            Some(rate) => format!(
+                "{state_words}: stopped it still bills {bills}; about {:.2} {} so far at {}",
+                rate * hours,
+                f.currency(),
+                per_hour(Some(rate), f.currency())
+            ),
+            None => format!(
+                "{state_words}: stopped it still bills {bills} (set stopped_price_per_hour to count it)"
+            ),
+        },
+    });
+}
+
+fn per_hour(rate: Option<f64>, currency: &str) -> String {
+    rate.map_or("an unknown amount per hour".into(), |r| {
+        format!("{r:.2} {currency}/h")
+    })
+}
+
+/// Quota left = the weekly hours less what the last 7 days used. rigwatch counts the sessions
+/// it saw; one it never saw (another machine, before install) makes the real end earlier.
+fn weekly_quota(f: &ClockFacts<'_>, hours: u32, out: &mut Vec<Clock>) {
+    let used = match (f.week_used, f.session_start) {
+        (Some(used), _) => used,
+        (None, Some(start)) => f.now - start,
+        (None, None) => return,
+    };
+    let left = Duration::hours(i64::from(hours)) - used;
+    out.push(f.clock(
+        ClockKind::WeeklyQuota,
+        f.now + left,
+        Confidence::Conservative,
+        format!(
+            "{hours} GPU-hours a week: {:.1} h used in the last 7 days by the sessions rigwatch saw; \
+             sessions it did not see count too",
+            used.num_seconds().max(0) as f64 / 3600.0
+        ),
+    ));
+}
+
+/// Slurm kills the job at its walltime; a checkpoint older than the time left means the next
+/// one may not land before the kill.
+fn walltime(f: &ClockFacts<'_>, job: &SlurmJob, read_at: DateTime<Utc>, out: &mut Vec<Clock>) {
+    let Some(left) = job.left.and_then(|l| Duration::from_std(l).ok()) else {
+        return;
+    };
+    let deadline = read_at + left;
+    let remaining = deadline - f.now;
+    let risk = match f.checkpoint_age {
+        Some(age) if age > remaining => format!(
+            "; the last checkpoint is {:.0} min old, older than the {:.0} min left: \
+             the next may not land before the kill, checkpoint now",
+            age.num_seconds() as f64 / 60.0,
+            remaining.num_seconds().max(0) as f64 / 60.0
+        ),
+        Some(age) => format!(
+            "; the last checkpoint is {:.0} min old",
+            age.num_seconds() as f64 / 60.0
+        ),
+        None => String::new(),
+    };
+    out.push(f.clock(
+        ClockKind::Walltime,
+        deadline,
+        Confidence::Exact,
+        format!(
+            "job {} ({}) reaches its walltime: SIGTERM, then SIGKILL after KillWait{risk}",
+            job.id, job.state
+        ),
+    ));
 }
 
 /// How urgent a clock is, as a word the views show next to its colour.

@@ -5,7 +5,11 @@
 pub mod cost;
 pub mod engine;
 pub mod profiles;
+pub mod quota;
+pub mod rates;
 
 pub use cost::{Billed, CostLedger, CostReport};
-pub use engine::{Clock, ClockFacts, ClockKind, Confidence, clocks, stopped_rate, urgency};
+pub use engine::{Clock, ClockFacts, ClockKind, Confidence, clocks, urgency};
 pub use profiles::{Profile, load_all};
+pub use quota::SessionLog;
+pub use rates::{RateSource, Rates, billed, rates, stopped_rate};

@@ -28,7 +28,26 @@ struct RawFleet {
     #[serde(default)]
     thresholds: Thresholds,
     #[serde(default)]
+    providers: RawProviders,
+    #[serde(default)]
     host: Vec<RawHost>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProviders {
+    vastai: Option<String>,
+    runpod: Option<String>,
+    poll_secs: Option<Spanned<f64>>,
+}
+
+/// The provider CLIs rigwatch may ask (read-only) for state and price: a path, else the CLI's
+/// usual name looked up on PATH.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderPrograms {
+    pub vastai: Option<PathBuf>,
+    pub runpod: Option<PathBuf>,
+    pub poll: Duration,
 }
 
 #[derive(Debug, Deserialize)]
@@ -171,6 +190,7 @@ pub struct FleetConfig {
     /// Money left on the provider account, for the balance-runway clock.
     pub balance: Option<f64>,
     pub thresholds: Thresholds,
+    pub providers: ProviderPrograms,
     pub hosts: Vec<HostConfig>,
 }
 
@@ -195,6 +215,9 @@ pub struct HostConfig {
     pub teardown: Option<String>,
     pub pull: Option<PullConfig>,
     pub queue: Option<QueueConfig>,
+    /// The host's profile runs jobs under a walltime (Slurm): the probe asks the scheduler for
+    /// the time left. Filled in from the profile once profiles are loaded.
+    pub walltime: bool,
 }
 
 pub fn load(path: &Path) -> Result<FleetConfig, ConfigError> {
@@ -374,6 +397,7 @@ fn parse_checked(
             teardown: h.teardown.map(Spanned::into_inner),
             pull,
             queue,
+            walltime: false,
         });
     }
     let poll = secs(&raw.poll_secs, "poll_secs")?.unwrap_or(Duration::from_secs(2));
@@ -386,6 +410,12 @@ fn parse_checked(
         theme: raw.theme,
         balance: amount(&raw.balance, "balance")?,
         thresholds: raw.thresholds,
+        providers: ProviderPrograms {
+            vastai: raw.providers.vastai.map(|p| expand_tilde(&p)),
+            runpod: raw.providers.runpod.map(|p| expand_tilde(&p)),
+            poll: secs(&raw.providers.poll_secs, "providers.poll_secs")?
+                .unwrap_or(Duration::from_secs(60)),
+        },
         hosts,
     })
 }

@@ -73,6 +73,7 @@ fn host(name: &str, profile: &str, run: Option<&str>) -> HostConfig {
         teardown: None,
         pull: None,
         queue: None,
+        walltime: false,
     }
 }
 

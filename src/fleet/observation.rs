@@ -1,6 +1,7 @@
 //! What the fleet state is told: produced by the live monitor and by the demo replay alike.
 
 use crate::fleet::{GpuAvailability, GpuReading, HostReading};
+use crate::provider::ProviderReport;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Observation {
@@ -10,6 +11,8 @@ pub enum Observation {
     Host(Box<HostReading>),
     /// A stream's output could not be read; says which stream and why.
     ProbeError(String),
+    /// What the provider's CLI said about the box.
+    Provider(ProviderReport),
 }
 
 #[derive(Debug, Clone, PartialEq)]

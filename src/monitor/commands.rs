@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use crate::config::HostConfig;
 use crate::fleet::GpuAvailability;
-use crate::probe::script::{ProbeTargets, QueueTargets, command_line, periodic_script, sh_quote};
+use crate::probe::script::{
+    ProbeTargets, QueueTargets, SlurmTarget, command_line, periodic_script, sh_quote,
+};
 use crate::probe::{
     GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, GpuSample, ParseError, parse_gpu_csv,
     parse_query_failure,
@@ -23,6 +25,9 @@ pub fn targets(host: &HostConfig) -> ProbeTargets {
             file: q.file.clone(),
             final_dir: q.final_dir.clone(),
             cell_log: q.cell_log.clone(),
+        }),
+        slurm: host.walltime.then(|| SlurmTarget {
+            job: host.instance_id.clone(),
         }),
     }
 }

@@ -7,7 +7,8 @@ use std::collections::VecDeque;
 use chrono::{DateTime, Utc};
 
 use crate::clocks::{
-    Billed, Clock, ClockFacts, CostLedger, Profile, clocks, stopped_rate, urgency,
+    Billed, Clock, ClockFacts, CostLedger, Profile, Rates, SessionLog, billed, clocks, rates,
+    urgency,
 };
 use crate::config::HostConfig;
 use crate::config::fleet::Thresholds;
@@ -47,6 +48,10 @@ pub struct HostState {
     pub ledger: Option<CostLedger>,
     /// None when the host has no queue configured.
     pub queue: Option<QueueTracker>,
+    /// What the provider's CLI last said; None where no provider CLI is asked.
+    pub provider: Option<crate::provider::ProviderReport>,
+    /// Sessions seen this week, for a weekly quota.
+    pub sessions: SessionLog,
 }
 
 impl HostState {
@@ -63,8 +68,39 @@ impl HostState {
             clocks: Vec::new(),
             ledger: None,
             queue: config.queue.as_ref().map(QueueTracker::new),
+            provider: None,
+            sessions: SessionLog::default(),
             config,
         }
+    }
+
+    /// What the provider last reported about the box's state and price.
+    pub fn provider_state(&self) -> Option<&crate::provider::ProviderState> {
+        self.provider.as_ref().and_then(|p| p.state.as_ref())
+    }
+
+    pub fn rates(&self, profile: Option<&Profile>) -> Rates {
+        rates(profile, &self.config.billing, self.provider_state())
+    }
+
+    /// How this moment is billed: running, idle, stopped (out of sight) or not at all.
+    pub fn billed(&self) -> Billed {
+        let idle = self
+            .signals
+            .iter()
+            .any(|s| matches!(s.kind, SignalKind::IdleButBilling | SignalKind::ZombieVram));
+        billed(
+            self.link.is_usable(),
+            idle,
+            self.provider_state().map(|p| &p.state),
+        )
+    }
+
+    /// When the box's current boot began, from its uptime.
+    fn session_start(&self) -> Option<DateTime<Utc>> {
+        let r = self.history.latest_host()?;
+        let up = chrono::Duration::from_std(r.sample.uptime.as_ref()?.up).ok()?;
+        Some(r.at - up)
     }
 
     /// The worst severity among this host's signals and its link.
@@ -190,6 +226,7 @@ impl FleetState {
                 h.history.push_host(*reading);
             }
             Observation::ProbeError(e) => h.last_error = Some((now, e)),
+            Observation::Provider(report) => h.provider = Some(report),
         }
         Some(i)
     }
@@ -251,6 +288,7 @@ impl FleetState {
             if let Some(m) = memory.get(&h.config.name) {
                 h.ledger = m.ledger.clone();
                 h.last_seen_up = m.last_seen_up;
+                h.sessions = m.sessions.clone();
             }
         }
     }
@@ -261,50 +299,39 @@ impl FleetState {
             let m = memory.entry(h.config.name.clone()).or_default();
             m.ledger = h.ledger.clone();
             m.last_seen_up = h.last_seen_up.or(m.last_seen_up);
+            m.sessions = h.sessions.clone();
             if let Some(reading) = h.history.latest_host() {
                 m.boot = Some(crate::fleet::BootMark::of(reading));
             }
         }
     }
 
-    /// What the fleet bills per hour now: running boxes at their price, unseen ones at the
-    /// stopped rate.
+    /// What the fleet bills per hour now: each box at the rate of how it is billed (running,
+    /// stopped, or running out of sight where its provider says so). A box never seen up is
+    /// not counted: rigwatch does not know it was ever rented.
     pub fn burn_per_hour(&self) -> f64 {
         self.hosts
             .iter()
-            .filter_map(|h| {
-                if h.link.is_usable() {
-                    h.config.billing.price_per_hour
-                } else {
-                    h.last_seen_up.and_then(|_| {
-                        stopped_rate(self.profile(&h.config.profile), &h.config.billing)
-                    })
-                }
-            })
+            .filter(|h| h.link.is_usable() || h.last_seen_up.is_some())
+            .filter_map(|h| h.rates(self.profile(&h.config.profile)).now(h.billed()))
             .sum()
     }
 
     fn accrue(&mut self, i: usize, now: DateTime<Utc>) {
-        let stopped = stopped_rate(
-            self.profile(&self.hosts[i].config.profile),
-            &self.hosts[i].config.billing,
-        );
+        let profile = crate::clocks::profiles::find(&self.profiles, &self.hosts[i].config.profile);
+        let quota = profile.is_some_and(|p| p.timers.weekly_gpu_hours.is_some());
+        let rate = self.hosts[i].rates(profile).now(self.hosts[i].billed());
         let h = &mut self.hosts[i];
-        let idle = h
-            .signals
-            .iter()
-            .any(|s| matches!(s.kind, SignalKind::IdleButBilling | SignalKind::ZombieVram));
-        let billed = match (h.link.is_usable(), idle) {
-            (true, true) => Billed::Idle,
-            (true, false) => Billed::Running,
-            (false, _) => Billed::Unseen,
-        };
+        let billed = h.billed();
         if h.link.is_usable() {
             h.last_seen_up = Some(now);
             h.ledger.get_or_insert_with(|| CostLedger::start(now));
+            if let (true, Some(start)) = (quota, h.session_start()) {
+                h.sessions.record(start, now);
+            }
         }
         if let Some(ledger) = h.ledger.as_mut() {
-            ledger.accrue(now, billed, h.config.billing.price_per_hour, stopped);
+            ledger.accrue(now, billed, rate);
         }
     }
 
@@ -347,9 +374,7 @@ impl FleetState {
             billing: &h.config.billing,
             link_up: h.link.is_usable(),
             last_seen_up: h.last_seen_up,
-            session_start: latest
-                .and_then(|r| r.sample.uptime.as_ref().map(|u| (r.at, u.up)))
-                .and_then(|(at, up)| chrono::Duration::from_std(up).ok().map(|up| at - up)),
+            session_start: h.session_start(),
             last_activity: if matches!(run, RunState::Alive { .. }) {
                 Some(now)
             } else {
@@ -368,6 +393,12 @@ impl FleetState {
             // The balance runway is the fleet's, shown once in the header, not on every host.
             fleet_burn_per_hour: burn,
             balance: None,
+            provider: h.provider_state(),
+            slurm: latest.and_then(|r| Some((r.sample.slurm_job.as_ref()?, r.at))),
+            week_used: profile
+                .and_then(|p| p.timers.weekly_gpu_hours)
+                .filter(|_| h.sessions != SessionLog::default())
+                .map(|_| h.sessions.used_in_week(now)),
             now,
         });
         // A clock that moves to a more urgent band (today, within the hour, fired) is news.

@@ -28,6 +28,7 @@ fn host(name: &str) -> HostConfig {
         teardown: None,
         pull: None,
         queue: None,
+        walltime: false,
     }
 }
 

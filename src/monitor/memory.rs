@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::clocks::CostLedger;
+use crate::clocks::{CostLedger, SessionLog};
 use crate::fleet::BootMark;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -16,6 +16,9 @@ pub struct HostMemory {
     pub boot: Option<BootMark>,
     pub last_seen_up: Option<DateTime<Utc>>,
     pub ledger: Option<CostLedger>,
+    /// Sessions seen in the last week, for a weekly quota.
+    #[serde(default)]
+    pub sessions: SessionLog,
 }
 
 pub type FleetMemory = BTreeMap<String, HostMemory>;

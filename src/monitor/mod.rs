@@ -6,6 +6,7 @@ mod fleet_state;
 pub mod live;
 pub mod memory;
 pub mod oneshot;
+pub mod providers;
 pub mod queues;
 pub mod readers;
 

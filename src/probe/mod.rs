@@ -9,7 +9,7 @@
 //! One file per tool: `gpu` (`nvidia-smi --query-gpu`), `reasons` (clock event bitmask),
 //! `gpu_list` (`nvidia-smi -L`), `apps` (`--query-compute-apps`), `df` (bytes and inodes),
 //! `proc` (uptime, loadavg, meminfo, boot id), `tmux` (`tmux ls`, `pgrep -af`), `kernel`
-//! (Xid and OOM lines). Tests against the real captures in tests/fixtures live in `tests/`.
+//! (Xid and OOM lines), `slurm` (`squeue`: the job's time left). Tests against the real captures in tests/fixtures live in `tests/`.
 
 mod apps;
 mod df;
@@ -23,6 +23,7 @@ mod proc;
 mod reasons;
 pub mod sample;
 pub mod script;
+mod slurm;
 mod text;
 mod tmux;
 
@@ -42,5 +43,6 @@ pub use proc::{
     LoadAvg, MemInfo, Uptime, parse_boot_id, parse_loadavg, parse_meminfo, parse_uptime,
 };
 pub use reasons::{ClockEventReason, ClockEventReasons};
+pub use slurm::{SQUEUE_FORMAT, SlurmJob, parse_slurm_duration, parse_squeue};
 pub use text::{MAX_LINE_BYTES, MAX_LINES};
 pub use tmux::{ProcessLine, TmuxSession, parse_pgrep, parse_tmux_ls};

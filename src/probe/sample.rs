@@ -9,9 +9,9 @@ use super::error::ParseError;
 use super::frame::RawCycle;
 use super::script::LOG_TAIL_BYTES;
 use super::{
-    GpuProcess, KernelEvent, LoadAvg, MemInfo, Mount, ProcessLine, TmuxSession, Uptime, merge_df,
-    parse_apps_csv, parse_boot_id, parse_df_bytes, parse_df_inodes, parse_kernel_log,
-    parse_loadavg, parse_meminfo, parse_pgrep, parse_tmux_ls, parse_uptime,
+    GpuProcess, KernelEvent, LoadAvg, MemInfo, Mount, ProcessLine, SlurmJob, TmuxSession, Uptime,
+    merge_df, parse_apps_csv, parse_boot_id, parse_df_bytes, parse_df_inodes, parse_kernel_log,
+    parse_loadavg, parse_meminfo, parse_pgrep, parse_squeue, parse_tmux_ls, parse_uptime,
 };
 use crate::queue::{FinalListing, parse_final_listing};
 
@@ -60,6 +60,8 @@ pub struct HostSample {
     pub kernel_events: Vec<KernelEvent>,
     /// None when the host has no queue configured (or the queue sections have not run yet).
     pub queue: Option<QueueSample>,
+    /// The Slurm job the box runs, on hosts whose profile has a walltime.
+    pub slurm_job: Option<SlurmJob>,
     pub errors: Vec<SectionError>,
 }
 
@@ -117,6 +119,21 @@ impl HostSample {
                         note(&section.name, e);
                     }
                 }
+                "slurm" if status == Some(0) => parsed(
+                    &mut s.slurm_job,
+                    parse_squeue(body, None).and_then(|j| {
+                        j.ok_or_else(|| {
+                            ParseError::new(
+                                "squeue",
+                                1,
+                                "no job listed: it ended, or set instance_id to its id",
+                            )
+                        })
+                    }),
+                    "slurm",
+                    &mut note,
+                ),
+                "slurm" => note("slurm", failed("squeue", status, body)),
                 "kernel" => match parse_kernel_log(body) {
                     Ok(events) => s.kernel_events = events,
                     Err(e) => note("kernel", e),

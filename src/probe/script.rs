@@ -6,6 +6,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use super::SQUEUE_FORMAT;
+
 /// What the probe looks at on one host; from the host's config.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProbeTargets {
@@ -16,6 +18,14 @@ pub struct ProbeTargets {
     pub log: Option<String>,
     pub ckpt_dir: Option<String>,
     pub queue: Option<QueueTargets>,
+    /// Ask Slurm for the job's time left (profiles with a walltime).
+    pub slurm: Option<SlurmTarget>,
+}
+
+/// The Slurm job to ask about: the user's `instance_id`, else the user's own jobs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlurmTarget {
+    pub job: Option<String>,
 }
 
 /// A sweep queue on the box: its file, the durable `final_dir`, and the per-cell log pattern
@@ -117,6 +127,13 @@ pub fn periodic_script(
     if targets.queue.is_some() {
         queue_functions(&mut s);
     }
+    if targets.slurm.is_some() {
+        let _ = writeln!(
+            s,
+            "sj() {{ if [ -n \"$RW_JOB\" ]; then $T squeue -h -j \"$RW_JOB\" -o '{SQUEUE_FORMAT}'; \
+             else $T squeue -h -u \"$(id -un)\" -o '{SQUEUE_FORMAT}'; fi; }}"
+        );
+    }
     s.push_str("kern() { { dmesg 2>/dev/null || journalctl -k -q --no-pager -n 2000 2>/dev/null; } | grep -E 'NVRM: Xid|Out of memory|oom-kill|Killed process' | tail -n 20; }\n");
     let _ = writeln!(
         s,
@@ -141,6 +158,9 @@ pub fn periodic_script(
             ""
         }
     );
+    if targets.slurm.is_some() {
+        let _ = writeln!(s, "if [ $((i % {SLOW_EVERY})) = 0 ]; then sec slurm sj; fi");
+    }
     let _ = writeln!(
         s,
         "if [ $((i % {KERNEL_EVERY})) = 0 ]; then sec kernel kern; fi"
@@ -186,7 +206,7 @@ pub fn command_line(targets: &ProbeTargets, script: &str) -> String {
         .unwrap_or_default();
     let queue = targets.queue.as_ref();
     format!(
-        "exec env RW_LOG={} RW_CKPT={} RW_RUN={} RW_QF={} RW_QD={} RW_QL={} sh -c {}",
+        "exec env RW_LOG={} RW_CKPT={} RW_RUN={} RW_QF={} RW_QD={} RW_QL={} RW_JOB={} sh -c {}",
         sh_quote(targets.log.as_deref().unwrap_or("")),
         sh_quote(targets.ckpt_dir.as_deref().unwrap_or("")),
         sh_quote(&run),
@@ -196,6 +216,13 @@ pub fn command_line(targets: &ProbeTargets, script: &str) -> String {
             &queue
                 .and_then(|q| q.cell_log.as_deref())
                 .map_or(String::new(), |l| { l.replace("{name}", "*") })
+        ),
+        sh_quote(
+            targets
+                .slurm
+                .as_ref()
+                .and_then(|j| j.job.as_deref())
+                .unwrap_or("")
         ),
         sh_quote(script)
     )

@@ -6,10 +6,12 @@
 //! error out) and never panic; `query` runs the CLI locally with a timeout and an output cap.
 //! Imports nothing else of ours: provider text is cleaned here before anything shows it.
 
+mod report;
 mod run;
 pub mod runpod;
 pub mod vastai;
 
+pub use report::{ProviderReport, report_for};
 pub use run::query;
 
 use std::time::Duration;
@@ -85,6 +87,19 @@ pub enum InstanceState {
     Destroyed,
     /// A state this version does not know, as the provider spelled it (cleaned).
     Other(String),
+}
+
+impl InstanceState {
+    pub fn word(&self) -> &str {
+        match self {
+            InstanceState::Running => "running",
+            InstanceState::Starting => "starting",
+            InstanceState::Stopped => "stopped",
+            InstanceState::Exited => "exited",
+            InstanceState::Destroyed => "destroyed",
+            InstanceState::Other(word) => word,
+        }
+    }
 }
 
 /// One instance as its provider reports it. Prices are dollars per hour.

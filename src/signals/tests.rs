@@ -56,6 +56,7 @@ fn host(run: Option<&str>) -> HostConfig {
         teardown: None,
         pull: None,
         queue: None,
+        walltime: false,
     }
 }
 

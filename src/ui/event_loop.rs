@@ -36,12 +36,14 @@ pub enum Source {
 }
 
 impl Source {
-    /// Starts the live monitor on `pool`: both streams per host, and link-state forwarding.
-    pub fn live(pool: Pool, hosts: &[crate::config::HostConfig], poll: Duration) -> Source {
+    /// Starts the live monitor on `pool`: both streams per host, link-state forwarding, and
+    /// the provider CLIs' read-only listings.
+    pub fn live(pool: Pool, fleet: &crate::config::FleetConfig) -> Source {
         let (tx, updates) = mpsc::channel(4096);
         let (link_tx, links) = mpsc::channel(1024);
-        let mut tasks = Vec::new();
-        for host in hosts {
+        let mut tasks = crate::monitor::providers::spawn(fleet, tx.clone());
+        let poll = fleet.poll;
+        for host in &fleet.hosts {
             let Some(link) = pool.get(&host.name) else {
                 continue;
             };

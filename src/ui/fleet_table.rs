@@ -239,6 +239,7 @@ pub fn clock_word(kind: ClockKind) -> &'static str {
         ClockKind::DiskFull => "disk full",
         ClockKind::BalanceRunway => "balance out",
         ClockKind::CheckpointInterval => "ckpt due",
+        ClockKind::Walltime => "walltime",
     }
 }
 

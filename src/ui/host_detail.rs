@@ -332,19 +332,22 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     }
     if let Some(ledger) = &h.ledger {
         let currency = h.config.billing.currency.as_deref().unwrap_or("USD");
+        let rate = h
+            .rates(ctx.state.profile(&h.config.profile))
+            .now(h.billed())
+            .map_or(String::new(), |p| format!(" · {p:.2}/h now"));
         lines.push(Line::styled(
             format!(
-                "  cost     {:.2} {currency} since {} ({:.2} while idle){}",
+                "  cost     {:.2} {currency} since {} ({:.2} while idle){rate}",
                 ledger.spent,
                 ledger.first_seen_up.format("%H:%M UTC"),
                 ledger.idle_spent,
-                h.config
-                    .billing
-                    .price_per_hour
-                    .map_or(String::new(), |p| format!(" · {p:.2}/h running"))
             ),
             t.billing,
         ));
+    }
+    if let Some(report) = &h.provider {
+        lines.push(provider_line(report, ctx));
     }
     lines.extend(gpu_lines(h, ctx));
     lines.extend(disk_lines(h, ctx));
@@ -352,7 +355,13 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     lines.extend(super::queue_views::detail_lines(h, ctx));
     lines.push(heading("Pull and teardown", ctx));
     lines.push(Line::styled(
-        "  no verified pull recorded: teardown stays refused (pull/verify arrives with issue #7)",
+        match &h.config.pull {
+            Some(_) => {
+                "  p pulls the [host.pull] paths home and verifies them by loading; \
+                        T opens the teardown guard, refused until the last pull is verified-current"
+            }
+            None => "  no [host.pull] paths configured: teardown stays refused (see README: Pull)",
+        },
         t.stale,
     ));
     lines.push(heading("Events", ctx));
@@ -399,4 +408,33 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         .wrap(Wrap { trim: false })
         .scroll((ctx.app.detail_scroll, 0));
     frame.render_widget(paragraph, area);
+}
+
+/// What the provider's CLI said, and when: its state and price, or why there is none.
+fn provider_line(report: &crate::provider::ProviderReport, ctx: &Ctx<'_>) -> Line<'static> {
+    let asked = format!("asked {} ago", age(report.checked_at, ctx.now));
+    match (&report.state, &report.error) {
+        (Some(state), _) => Line::styled(
+            format!(
+                "  {}   {} · {} running, {} stopped · {asked}",
+                report.provider,
+                clean(state.state.word(), 40),
+                state
+                    .price_per_hour
+                    .map_or("?".into(), |p| format!("{p:.3}/h")),
+                state
+                    .stopped_price_per_hour
+                    .map_or("?".into(), |p| format!("{p:.3}/h")),
+            ),
+            ctx.theme.billing,
+        ),
+        (None, error) => Line::styled(
+            format!(
+                "  {}   {} · {asked}; costs come from fleet.toml",
+                report.provider,
+                clean(error.as_deref().unwrap_or("no answer"), 200)
+            ),
+            ctx.theme.stale,
+        ),
+    }
 }

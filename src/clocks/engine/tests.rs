@@ -5,6 +5,9 @@ use chrono::{DateTime, Duration, Utc};
 use super::*;
 use crate::clocks::load_all;
 use crate::clocks::profiles::find;
+use crate::clocks::{SessionLog, stopped_rate};
+use crate::probe::SlurmJob;
+use crate::provider::{InstanceState, ProviderState};
 
 fn now() -> DateTime<Utc> {
     DateTime::<Utc>::UNIX_EPOCH + Duration::days(20_000)
@@ -22,6 +25,9 @@ fn facts<'a>(profile: Option<&'a Profile>, billing: &'a Billing) -> ClockFacts<'
         checkpoint_age: None,
         fleet_burn_per_hour: 0.0,
         balance: None,
+        provider: None,
+        slurm: None,
+        week_used: None,
         now: now(),
     }
 }
@@ -134,4 +140,133 @@ fn disk_runway_and_checkpoint_interval() {
     let ckpt = kind(&clocks, ClockKind::CheckpointInterval).expect("young/daly");
     assert_eq!(ckpt.remaining_secs, Some(3219 - 1800));
     assert!(ckpt.message.contains("every 54 min"), "{}", ckpt.message);
+}
+
+fn vast(state: InstanceState, since: Option<DateTime<Utc>>) -> ProviderState {
+    ProviderState {
+        instance_id: "21437002".into(),
+        state,
+        price_per_hour: Some(2.0),
+        stopped_price_per_hour: Some(0.25),
+        state_since: since,
+        label: None,
+    }
+}
+
+#[test]
+fn the_provider_turns_a_guess_into_a_fact() {
+    let profiles = load_all(None).expect("profiles");
+    let billing = Billing {
+        stopped_price_per_hour: Some(9.0),
+        ..Billing::default()
+    };
+    let stopped = vast(InstanceState::Stopped, Some(now() - Duration::hours(4)));
+    let mut f = facts(find(&profiles, "vastai"), &billing);
+    f.link_up = false;
+    f.last_seen_up = Some(now() - Duration::hours(10));
+    f.provider = Some(&stopped);
+    let c = clocks(&f);
+    let accrual = kind(&c, ClockKind::StoppedBilling).expect("accrual");
+    assert_eq!(accrual.confidence, Confidence::Exact);
+    assert!(
+        (accrual.accrued.unwrap_or(0.0) - 1.0).abs() < 1e-9,
+        "4 h stopped at the provider's 0.25/h, not fleet.toml's 9/h: {accrual:?}"
+    );
+    assert!(
+        accrual.message.contains("vast.ai says it is stopped"),
+        "{}",
+        accrual.message
+    );
+
+    let running = vast(InstanceState::Running, None);
+    f.provider = Some(&running);
+    let c = clocks(&f);
+    let accrual = kind(&c, ClockKind::StoppedBilling).expect("accrual");
+    assert!(
+        (accrual.accrued.unwrap_or(0.0) - 20.0).abs() < 1e-9,
+        "unreachable but running bills the running price since last seen"
+    );
+    assert!(
+        accrual.message.contains("says it is running"),
+        "{}",
+        accrual.message
+    );
+
+    let gone = vast(InstanceState::Destroyed, None);
+    f.provider = Some(&gone);
+    assert!(clocks(&f).is_empty(), "a destroyed box bills nothing");
+}
+
+#[test]
+fn a_release_counted_from_the_providers_stop_time_is_exact() {
+    let profiles = load_all(None).expect("profiles");
+    let billing = Billing::default();
+    let stopped = vast(InstanceState::Stopped, Some(now() - Duration::days(5)));
+    let mut f = facts(find(&profiles, "autodl"), &billing);
+    f.link_up = false;
+    f.last_seen_up = Some(now() - Duration::days(1));
+    f.provider = Some(&stopped);
+    let c = clocks(&f);
+    let release = kind(&c, ClockKind::AutoRelease).expect("release");
+    assert_eq!(release.remaining_secs, Some(10 * 86400));
+    assert_eq!(release.confidence, Confidence::Exact);
+}
+
+#[test]
+fn walltime_counts_from_when_squeue_was_read_and_flags_an_old_checkpoint() {
+    let profiles = load_all(None).expect("profiles");
+    let billing = Billing::default();
+    let job = SlurmJob {
+        id: "4242".into(),
+        state: "RUNNING".into(),
+        used: None,
+        limit: None,
+        left: Some(std::time::Duration::from_secs(3600)),
+    };
+    let mut f = facts(find(&profiles, "slurm"), &billing);
+    f.slurm = Some((&job, now() - Duration::minutes(10)));
+    f.checkpoint_age = Some(Duration::minutes(90));
+    let c = clocks(&f);
+    let wall = kind(&c, ClockKind::Walltime).expect("walltime");
+    assert_eq!(wall.remaining_secs, Some(50 * 60));
+    assert_eq!(wall.confidence, Confidence::Exact);
+    assert!(
+        wall.message.contains("older than the 50 min left"),
+        "{}",
+        wall.message
+    );
+    f.checkpoint_age = Some(Duration::minutes(5));
+    let c = clocks(&f);
+    let wall = kind(&c, ClockKind::Walltime).expect("walltime");
+    assert!(!wall.message.contains("older than"), "{}", wall.message);
+    let unlimited = SlurmJob {
+        left: None,
+        ..job.clone()
+    };
+    let mut f = facts(find(&profiles, "slurm"), &billing);
+    f.slurm = Some((&unlimited, now()));
+    assert!(kind(&clocks(&f), ClockKind::Walltime).is_none());
+}
+
+#[test]
+fn the_weekly_quota_counts_earlier_sessions() {
+    let profiles = load_all(None).expect("profiles");
+    let billing = Billing::default();
+    let mut log = SessionLog::default();
+    log.record(
+        now() - Duration::days(3),
+        now() - Duration::days(3) + Duration::hours(20),
+    );
+    log.record(now() - Duration::hours(2), now());
+    let mut f = facts(find(&profiles, "kaggle"), &billing);
+    f.session_start = Some(now() - Duration::hours(2));
+    f.week_used = Some(log.used_in_week(now()));
+    let c = clocks(&f);
+    let quota = kind(&c, ClockKind::WeeklyQuota).expect("quota");
+    assert_eq!(
+        quota.remaining_secs,
+        Some(8 * 3600),
+        "30 h less 20 h and 2 h"
+    );
+    assert!(quota.message.contains("22.0 h used"), "{}", quota.message);
 }
