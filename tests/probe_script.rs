@@ -51,6 +51,7 @@ fn temp_targets() -> (tempfile::TempDir, ProbeTargets) {
         log: Some(log.display().to_string()),
         ckpt_dir: Some(ckpt.display().to_string()),
         queue: None,
+        slurm: None,
     };
     (dir, targets)
 }

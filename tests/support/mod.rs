@@ -662,4 +662,20 @@ impl Sshd {
             ),
         );
     }
+
+    /// Slurm's `squeue` printing `lines` whatever it is asked, and recording its arguments in
+    /// `squeue.args` under the host's directory (returned).
+    pub fn shim_squeue(&self, lines: &str) -> PathBuf {
+        let data = self.write_data("squeue.txt", lines);
+        let args = self.dir.join("squeue.args");
+        self.write_script(
+            "squeue",
+            &format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\ncat '{}'\n",
+                args.display(),
+                data.display()
+            ),
+        );
+        args
+    }
 }
