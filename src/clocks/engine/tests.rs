@@ -270,3 +270,70 @@ fn the_weekly_quota_counts_earlier_sessions() {
     );
     assert!(quota.message.contains("22.0 h used"), "{}", quota.message);
 }
+
+/// Every shipped profile, a box up for an hour and the same box out of sight for three days:
+/// the clocks each profile's timers promise, and no others.
+#[test]
+fn every_shipped_profile_gets_exactly_the_clocks_its_timers_promise() {
+    let profiles = load_all(None).expect("profiles");
+    let billing = Billing {
+        price_per_hour: Some(1.0),
+        ..Billing::default()
+    };
+    let expected: &[(&str, &[ClockKind], &[ClockKind])] = &[
+        ("generic-ssh", &[], &[ClockKind::StoppedBilling]),
+        ("runpod", &[], &[ClockKind::StoppedBilling]),
+        ("vastai", &[], &[ClockKind::StoppedBilling]),
+        ("lambda", &[], &[ClockKind::StoppedBilling]),
+        ("paperspace", &[], &[ClockKind::StoppedBilling]),
+        (
+            "autodl",
+            &[],
+            &[ClockKind::AutoRelease, ClockKind::StoppedBilling],
+        ),
+        (
+            "china",
+            &[],
+            &[ClockKind::AutoRelease, ClockKind::StoppedBilling],
+        ),
+        ("slurm", &[], &[ClockKind::StoppedBilling]),
+        ("kubernetes", &[], &[ClockKind::StoppedBilling]),
+        (
+            "colab",
+            &[ClockKind::MaxSession, ClockKind::IdleTimeout],
+            &[ClockKind::StoppedBilling],
+        ),
+        (
+            "kaggle",
+            &[
+                ClockKind::MaxSession,
+                ClockKind::IdleTimeout,
+                ClockKind::WeeklyQuota,
+            ],
+            &[ClockKind::StoppedBilling],
+        ),
+        ("local", &[], &[ClockKind::StoppedBilling]),
+    ];
+    assert_eq!(
+        expected.len(),
+        profiles.len(),
+        "a profile without a row here"
+    );
+    let sorted = |mut kinds: Vec<ClockKind>| {
+        kinds.sort_by_key(|k| format!("{k:?}"));
+        kinds
+    };
+    for (name, up, away) in expected {
+        let profile = find(&profiles, name);
+        assert!(profile.is_some(), "{name} is shipped");
+        let mut f = facts(profile, &billing);
+        f.session_start = Some(now() - Duration::hours(1));
+        f.last_activity = Some(now());
+        let got = sorted(clocks(&f).iter().map(|c| c.kind).collect());
+        assert_eq!(got, sorted(up.to_vec()), "{name}, up");
+        f.link_up = false;
+        f.last_seen_up = Some(now() - Duration::days(3));
+        let got = sorted(clocks(&f).iter().map(|c| c.kind).collect());
+        assert_eq!(got, sorted(away.to_vec()), "{name}, out of sight");
+    }
+}
