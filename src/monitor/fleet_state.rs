@@ -163,8 +163,12 @@ impl FleetState {
         self.hosts[i].link = link;
         if before != after {
             let severity = match after {
-                // A first connection is expected, not news.
+                // A first connection is expected, not news, except the first ever: then the
+                // platform's warnings are, once.
                 "up" if before == "connecting" => {
+                    if self.hosts[i].last_seen_up.is_none() {
+                        self.first_contact(i, now);
+                    }
                     self.judge_host(i, now);
                     return;
                 }
@@ -190,6 +194,22 @@ impl FleetState {
             );
         }
         self.judge_host(i, now);
+    }
+
+    /// The first time rigwatch ever reaches a box: what its platform does silently.
+    fn first_contact(&mut self, i: usize, now: DateTime<Utc>) {
+        let name = self.hosts[i].config.name.clone();
+        let Some(profile) = self.profile(&self.hosts[i].config.profile).cloned() else {
+            return;
+        };
+        for warning in profile.warnings.iter().rev() {
+            self.event(
+                now,
+                &name,
+                Severity::Warn,
+                format!("first contact, {}: {warning}", profile.title),
+            );
+        }
     }
 
     pub fn observe(&mut self, host: &str, observation: Observation, now: DateTime<Utc>) {

@@ -44,9 +44,35 @@ fn links_clocks_and_cost_turn_into_events_and_money() {
         banner: String::new(),
         auth: String::new(),
     };
-    state.set_link("a", up, t0);
-    assert!(state.events.is_empty(), "a first connection is not news");
+    state.set_link("a", up.clone(), t0);
+    assert!(
+        !state.events.is_empty()
+            && state
+                .events
+                .iter()
+                .all(|e| e.text.starts_with("first contact, AutoDL: ")),
+        "the first connection ever brings only the platform's warnings: {:?}",
+        state.events
+    );
+    assert!(
+        state.events[0]
+            .text
+            .contains("auto-released 15 days after stop"),
+        "in the profile's order: {:?}",
+        state.events
+    );
+    state.events.clear();
     state.tick(t0);
+    let mut again = FleetState::new(vec![host("a")], Thresholds::default())
+        .with_profiles(state.profiles.clone(), None);
+    let mut memory = super::super::memory::FleetMemory::new();
+    state.remember(&mut memory);
+    again.recall(&memory);
+    again.set_link("a", up, t0);
+    assert!(
+        again.events.is_empty(),
+        "a box seen before: its connection is not news"
+    );
     state.tick(t0 + Duration::hours(2));
     let spent = state.hosts[0].ledger.as_ref().map(|l| l.spent);
     assert!(spent.is_some_and(|s| (s - 4.0).abs() < 1e-6), "{spent:?}");

@@ -353,6 +353,19 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     lines.extend(disk_lines(h, ctx));
     lines.extend(run_lines(h, ctx));
     lines.extend(super::queue_views::detail_lines(h, ctx));
+    if let Some(profile) = ctx.state.profile(&h.config.profile) {
+        lines.push(heading(&format!("Platform: {}", profile.title), ctx));
+        lines.push(Line::styled(
+            format!("  {}", clean(&profile.summary, 300)),
+            t.text,
+        ));
+        for warning in &profile.warnings {
+            lines.push(Line::styled(
+                format!("  ! {}", clean(warning, 300)),
+                t.stale,
+            ));
+        }
+    }
     lines.push(heading("Pull and teardown", ctx));
     lines.push(Line::styled(
         match &h.config.pull {
