@@ -169,11 +169,12 @@ pub fn periodic_script(
 /// matching its own script text.
 fn queue_functions(s: &mut String) {
     s.push_str("QF=$RW_QF; QD=$RW_QD; QL=$RW_QL\n");
-    // `head -c` still bounds what is sent if the file grows between the stat and the read.
+    // `head -c` still bounds what is sent if the file grows between the stat and the read; `qn`,
+    // not `n`: sh functions share variables, and `sec` holds the section's name in `n`.
     let _ = writeln!(
         s,
-        "qf() {{ n=$(stat -L -c %s -- \"$QF\") || return; \
-         if [ \"$n\" -gt {QUEUE_FILE_CAP_BYTES} ]; then printf '%s\\n' \"$n\"; return {QUEUE_FILE_OVER_CAP}; fi; \
+        "qf() {{ qn=$(stat -L -c %s -- \"$QF\") || return; \
+         if [ \"$qn\" -gt {QUEUE_FILE_CAP_BYTES} ]; then printf '%s\\n' \"$qn\"; return {QUEUE_FILE_OVER_CAP}; fi; \
          head -c {QUEUE_FILE_CAP_BYTES} -- \"$QF\"; }}"
     );
     s.push_str("qd() { [ -d \"$QD\" ] || return 0; (cd -- \"$QD\" && find . -mindepth 2 -maxdepth 2 -type f -exec stat -c '%s\t%Y\t%n' {} +); }\n");

@@ -182,3 +182,80 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &TeardownModa
         popup,
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pull::Currentness;
+    use crate::teardown::QueueNote;
+
+    const CURRENT: Currentness = Currentness::Current {
+        pull_id: 7,
+        files: 1,
+        bytes: 1,
+    };
+
+    fn name(modal: &mut TeardownModal) {
+        for c in modal.host.clone().chars() {
+            modal.key(GuardEvent::Key(c));
+        }
+    }
+
+    #[test]
+    fn cells_not_done_show_in_red_and_ask_for_a_second_enter() {
+        let (_, state) = crate::demo::Demo::start(chrono::Utc::now());
+        let host = state.hosts[0].config.name.clone();
+        let mut modal = TeardownModal::new(&host, vec!["Destroy it".into()]);
+        modal.set_queue(Some(QueueNote {
+            looks: QueueLooks::NotAllDone,
+            line: "queue: 1 of 3 cells not done (1 failed)".into(),
+        }));
+        modal.checked(vec!["Destroy it".into()], CURRENT);
+        name(&mut modal);
+        assert_eq!(modal.key(GuardEvent::Confirm), ModalAction::None);
+        assert!(
+            modal.messages[0].starts_with("Careful: not every queue cell is done."),
+            "{:?}",
+            modal.messages
+        );
+
+        let mut app = crate::ui::app::App::new(true);
+        app.modal = Some(modal);
+        let theme = crate::ui::theme::Theme::mono();
+        let ctx = Ctx {
+            app: &app,
+            state: &state,
+            theme: &theme,
+            now: chrono::Utc::now(),
+            poll: std::time::Duration::from_secs(2),
+        };
+        let buffer = crate::ui::render_buffer(&ctx, 120, 40);
+        let text = crate::ui::buffer_text(&buffer);
+        assert!(
+            text.contains("⚠ queue: 1 of 3 cells not done (1 failed)"),
+            "{text}"
+        );
+        let Some(modal) = app.modal.as_mut() else {
+            panic!("the modal is open");
+        };
+        assert_eq!(
+            modal.key(GuardEvent::Confirm),
+            ModalAction::Destroy { pull_id: 7 }
+        );
+    }
+
+    #[test]
+    fn a_reconciled_queue_needs_one_enter() {
+        let mut modal = TeardownModal::new("b", Vec::new());
+        modal.set_queue(Some(QueueNote {
+            looks: QueueLooks::AllDone,
+            line: "queue: all 3 cells done, 3 verified".into(),
+        }));
+        modal.checked(Vec::new(), CURRENT);
+        name(&mut modal);
+        assert_eq!(
+            modal.key(GuardEvent::Confirm),
+            ModalAction::Destroy { pull_id: 7 }
+        );
+    }
+}
