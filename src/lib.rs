@@ -17,7 +17,8 @@
 //! - `ledger`    — the SQLite record of pulls and teardowns; imports `config` (its state dir).
 //! - `pull`      — results copied home over SFTP, hashed, verified, judged current; imports
 //!   `config`, `transport`, `ledger`, `sanitize`.
-//! - `teardown`  — the guard (pure), the destroy plan, running it once; imports `pull`, `clocks`.
+//! - `teardown`  — the guard (pure), the destroy plan, the queue note, running it once; imports
+//!   `pull`, `clocks`, `queue`, `sanitize`.
 //! - `monitor`   — wiring: runs the probes over the pool and feeds the fleet; imports all above.
 //! - `demo`      — the demo fleet: captures replayed through monitor's readers into its state.
 //! - `ui`        — the dashboard: the only module that imports ratatui/crossterm; reads

@@ -278,3 +278,40 @@ fn queue_sections_read_the_file_the_final_copies_and_the_newest_cell_log() {
     assert_eq!(q.cell_log_tail, ["Epoch 1/2", " 20%|##| 2/10"]);
     assert!(sample.errors.is_empty(), "{:?}", sample.errors);
 }
+
+#[test]
+fn a_queue_file_over_the_cap_is_refused_whole_with_its_size() {
+    let (dir, mut targets) = temp_targets();
+    let root = dir.path();
+    let big = "configs/cell.yaml cls 2\n".repeat(3000);
+    std::fs::write(root.join("queue.txt"), &big).expect("queue");
+    targets.queue = Some(QueueTargets {
+        file: root.join("queue.txt").display().to_string(),
+        final_dir: root.join("final").display().to_string(),
+        cell_log: None,
+    });
+    let out = run_sh(&targets, "nb", None, 1);
+    let cycle = parse_once("nb", &out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+    let sample = HostSample::from_cycle(&cycle);
+    assert_eq!(sample.queue.as_ref().and_then(|q| q.text.as_ref()), None);
+    let error = sample
+        .errors
+        .iter()
+        .find(|e| e.section == "qfile")
+        .map(|e| e.message.clone())
+        .unwrap_or_default();
+    assert!(
+        error.contains(&format!("{} bytes, over the 60 KiB", big.len())),
+        "{error}"
+    );
+
+    std::fs::write(root.join("queue.txt"), "x".repeat(60 * 1024)).expect("queue at the cap");
+    let out = run_sh(&targets, "nc", None, 1);
+    let cycle = parse_once("nc", &out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+    let text = HostSample::from_cycle(&cycle).queue.and_then(|q| q.text);
+    assert_eq!(
+        text.map(|t| t.len()),
+        Some(60 * 1024 + 1),
+        "the frame's newline, no more"
+    );
+}

@@ -201,3 +201,124 @@ fn a_running_queue_and_a_killed_one_reconciled_across_two_boxes() {
     );
     assert!(text.contains("ep 3/50"), "{text}");
 }
+
+/// A safetensors file holding one 4-byte tensor: a checkpoint the pull can verify by load.
+fn safetensors() -> Vec<u8> {
+    let header = br#"{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}"#;
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header);
+    bytes.extend_from_slice(&[1, 2, 3, 4]);
+    bytes
+}
+
+/// Runs rigwatch without a terminal; returns exit code and stdout.
+fn run(config: &Path, state: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = rigwatch()
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .env("XDG_STATE_HOME", state)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run rigwatch");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+/// One killed queue: c1 and c2 have durable copies, c3 died. Only c1's copy is pulled, so only
+/// c1 is verified. The teardown says c3 is not done, in words and with a second confirmation;
+/// then the box vanishes, and a later run still shows its cells from memory, c3 missing.
+#[test]
+fn verified_pulls_the_teardown_queue_line_and_a_box_gone_since_the_last_run() {
+    let mut lab = Lab::new();
+    let mut c = lab.start_host("box-c");
+    let dir = lab.path("box-c-disk");
+    let queue = make_box(
+        &dir,
+        "configs/c1.yaml cls 2\nconfigs/c2.yaml cls 2\nconfigs/c3.yaml cls 2\n",
+        &["c2"],
+        &["c1", "c2", "c3"],
+        "Epoch 1/2\n",
+    );
+    write(&dir.join("final/c1/metrics.json"), "{\"acc\": 0.8}");
+    std::fs::write(dir.join("final/c1/model.safetensors"), safetensors()).expect("model");
+    let body = format!(
+        "{}\n[host.pull]\npaths = [\"{}/final/c1\"]\ndest = \"{}\"",
+        host_body(&lab, &c, &dir, &queue),
+        dir.display(),
+        lab.path("results").display()
+    );
+    let config = lab.fleet("fleet.toml", "", &[("box-c", body)]);
+    let state = lab.path("state");
+    let line = format!(
+        "queue: 1 of 3 cells not done (1 failed); resume with `bash run_queue.sh {queue} 2`"
+    );
+
+    let (code, text) = run(&config, &state, &["teardown", "box-c"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains(&format!("WARNING: {line}")), "{text}");
+    assert!(text.contains("REFUSED"), "{text}");
+
+    let (code, text) = run(&config, &state, &["pull", "box-c"]);
+    assert_eq!(code, Some(0), "{text}");
+    let (code, roster) = rigwatch_json(&["roster", "--json"], &config, &state);
+    assert_eq!(code, Some(1), "c3 failed:\n{roster:#}");
+    let state_of = |name: &str| find(&roster["cells"], "name", name).clone();
+    assert_eq!(state_of("c1")["verified"], true, "{roster:#}");
+    assert_eq!(
+        (&state_of("c2")["state"], &state_of("c2")["verified"]),
+        (&Value::from("done"), &Value::from(false))
+    );
+    assert_eq!(find(&roster["hosts"], "host", "box-c")["verified"], 1);
+
+    let command = format!(
+        "env XDG_STATE_HOME='{}' {} --config {} teardown box-c; echo EXIT=$?; sleep 60",
+        state.display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        config.display()
+    );
+    let tmux = support::tmux::Tmux::start("queue-teardown", &command);
+    tmux.wait_for("the name prompt", std::time::Duration::from_secs(30), |s| {
+        s.contains("Type the host's name")
+    });
+    tmux.keys(&["box-c", "Enter"]);
+    tmux.wait_for(
+        "the second confirmation",
+        std::time::Duration::from_secs(30),
+        |s| s.contains("Careful: not every queue cell is done"),
+    );
+    tmux.keys(&["no", "Enter"]);
+    let screen = tmux.wait_for("the end", std::time::Duration::from_secs(30), |s| {
+        s.contains("EXIT=")
+    });
+    assert!(
+        screen.contains("cancelled") && screen.contains("EXIT=1"),
+        "{screen}"
+    );
+
+    c.kill();
+    let memory_path = state.join("rigwatch/hosts.json");
+    let mut memory: Value =
+        serde_json::from_slice(&std::fs::read(&memory_path).expect("hosts.json")).expect("json");
+    memory["box-c"]["last_seen_up"] = Value::from("2000-01-01T00:00:00Z");
+    std::fs::write(&memory_path, memory.to_string()).expect("write hosts.json");
+    let (code, roster) = rigwatch_json(&["roster", "--json", "--timeout", "3"], &config, &state);
+    assert_eq!(code, Some(1), "{roster:#}");
+    let hc = find(&roster["hosts"], "host", "box-c");
+    assert_eq!(hc["presence"], "gone", "{hc:#}");
+    assert_eq!(
+        (&hc["missing"], &hc["done"], &hc["verified"]),
+        (&Value::from(1), &Value::from(2), &Value::from(1)),
+        "{hc:#}"
+    );
+    assert_eq!(
+        hc["resume"]["command"],
+        format!("bash run_queue.sh {queue} 2")
+    );
+    assert_eq!(find(&roster["cells"], "name", "c3")["state"], "missing");
+    assert_eq!(roster["unread"], serde_json::json!(["box-c"]));
+}

@@ -24,6 +24,18 @@ fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
     names.map(|n| n.chars().count()).max().unwrap_or(4).max(4)
 }
 
+/// Each queue host's cells that its latest pull brought home verified. A ledger that cannot be
+/// read only costs the "verified" mark, so it is said on stderr and the roster goes on without.
+fn verified_cells(
+    hosts: &[crate::config::HostConfig],
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let path = crate::ledger::default_path();
+    crate::monitor::verified::from_ledger(path.as_deref(), hosts).unwrap_or_else(|e| {
+        eprintln!("rigwatch: cells not marked verified: {e}");
+        std::collections::BTreeMap::new()
+    })
+}
+
 /// Exit status for a config that cannot be used, distinct from "a host is not up" (1).
 pub const EXIT_CONFIG: u8 = 2;
 

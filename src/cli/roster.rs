@@ -2,15 +2,18 @@
 //! table (problems first, resume commands at the bottom) or with `--json` one document. Exit 0
 //! normally, 1 when a cell is failed or missing, or a queue could not be read.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use chrono::{DateTime, Utc};
+use color_eyre::eyre::WrapErr;
 use serde::Serialize;
 
 use super::status::probe_fleet;
-use crate::config::FleetConfig;
+use crate::config::{FleetConfig, HostConfig};
 use crate::monitor::HostProbe;
+use crate::monitor::memory::{self, FleetMemory, RememberedQueue};
 use crate::monitor::queues::{self, QueueFacts, RosterEntry, presence};
 use crate::queue::{CellReport, CellState, CurrentCell, HostSummary, Roster, compact_duration};
 use crate::sanitize::line;
@@ -26,23 +29,54 @@ pub struct RosterArgs {
     pub timeout: f64,
 }
 
-/// The queues of one probe of the fleet: facts per host (in fleet order) and their roster.
+/// What earlier runs left for the queues: the hosts memory (queues as last read, when each box
+/// was last seen up) and the ledger's verified cells per host.
+pub struct Known<'a> {
+    pub memory: &'a FleetMemory,
+    pub verified: &'a BTreeMap<String, BTreeSet<String>>,
+}
+
+/// A configured queue that this probe could not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unread {
+    pub host: String,
+    pub file: String,
+    pub why: String,
+    /// Its cells are shown as last read by an earlier run.
+    pub remembered: bool,
+}
+
+/// The queues of one probe of the fleet: facts per host (in fleet order; read now, or else as
+/// remembered) and their roster.
 pub struct FleetQueues {
     pub facts: Vec<Option<QueueFacts>>,
     pub roster: Option<Roster>,
-    /// Hosts with a queue configured whose queue could not be read.
-    pub unread: Vec<String>,
+    pub unread: Vec<Unread>,
+}
+
+impl FleetQueues {
+    /// Keeps the queues read now for the next run; remembered ones are already there.
+    pub fn remember(&self, hosts: &[HostConfig], memory: &mut FleetMemory) {
+        for (host, facts) in hosts.iter().zip(&self.facts) {
+            if let Some(facts) = facts
+                && !self.unread.iter().any(|u| u.host == host.name)
+            {
+                memory.entry(host.name.clone()).or_default().queue =
+                    Some(RememberedQueue::of(facts));
+            }
+        }
+    }
 }
 
 pub fn reconcile_probes(
-    fleet: &FleetConfig,
+    hosts: &[HostConfig],
     states: &[(String, LinkState)],
     probes: &[Option<HostProbe>],
+    known: &Known<'_>,
     now: DateTime<Utc>,
 ) -> FleetQueues {
     let mut unread = Vec::new();
-    let facts: Vec<Option<QueueFacts>> = fleet
-        .hosts
+    let facts: Vec<Option<QueueFacts>> = hosts
         .iter()
         .zip(probes)
         .map(|(host, probe)| {
@@ -51,23 +85,38 @@ pub fn reconcile_probes(
                 .as_ref()
                 .and_then(|p| p.host.as_ref())
                 .map(|r| &r.sample);
-            let facts = sample.and_then(|s| queues::facts(config, s, &queues::patterns(config)));
-            if facts.is_none() {
-                unread.push(host.name.clone());
+            let read = sample.and_then(|s| queues::facts(config, s, &queues::patterns(config)));
+            if read.is_some() {
+                return read;
             }
-            facts
+            let remembered = known
+                .memory
+                .get(&host.name)
+                .and_then(|m| m.queue.as_ref())
+                .and_then(|q| q.facts(&config.file));
+            unread.push(Unread {
+                host: host.name.clone(),
+                file: config.file.clone(),
+                why: match sample {
+                    None => "the box did not answer".into(),
+                    Some(s) => queues::read_error(s).unwrap_or("not read").to_owned(),
+                },
+                remembered: remembered.is_some(),
+            });
+            remembered
         })
         .collect();
-    let entries: Vec<RosterEntry<'_>> = fleet
-        .hosts
+    let entries: Vec<RosterEntry<'_>> = hosts
         .iter()
         .zip(states)
         .zip(&facts)
         .filter_map(|((host, (_, link)), facts)| {
+            let last_seen_up = known.memory.get(&host.name).and_then(|m| m.last_seen_up);
             Some(RosterEntry {
                 host: &host.name,
-                presence: presence(link, &[], now),
+                presence: presence(link, &[], last_seen_up, now),
                 facts: facts.as_ref()?,
+                verified: known.verified.get(&host.name),
             })
         })
         .collect();
@@ -83,8 +132,11 @@ struct RosterReport {
     taken_at: DateTime<Utc>,
     hosts: Vec<HostReport>,
     cells: Vec<CellReport>,
-    /// Hosts whose queue could not be read: their cells are unaccounted for.
+    /// Hosts whose queue could not be read now: their cells are as last read, or unaccounted
+    /// for.
     unread: Vec<String>,
+    #[serde(skip)]
+    unread_why: Vec<Unread>,
 }
 
 #[derive(Debug, Serialize)]
@@ -97,7 +149,18 @@ struct HostReport {
 pub async fn run(fleet: &FleetConfig, args: &RosterArgs) -> color_eyre::Result<ExitCode> {
     let (states, probes) = probe_fleet(fleet, args.timeout).await;
     let now = Utc::now();
-    let queues = reconcile_probes(fleet, &states, &probes, now);
+    let memory_path = memory::path();
+    let mut memory = memory::load(memory_path.as_deref());
+    let verified = super::verified_cells(&fleet.hosts);
+    let known = Known {
+        memory: &memory,
+        verified: &verified,
+    };
+    let queues = reconcile_probes(&fleet.hosts, &states, &probes, &known, now);
+    queues.remember(&fleet.hosts, &mut memory);
+    if let Some(path) = &memory_path {
+        memory::save(path, &memory).wrap_err_with(|| format!("saving {}", path.display()))?;
+    }
     let roster = queues.roster.unwrap_or(Roster {
         cells: Vec::new(),
         hosts: Vec::new(),
@@ -121,7 +184,8 @@ pub async fn run(fleet: &FleetConfig, args: &RosterArgs) -> color_eyre::Result<E
         taken_at: now,
         hosts,
         cells: roster.cells,
-        unread: queues.unread,
+        unread: queues.unread.iter().map(|u| u.host.clone()).collect(),
+        unread_why: queues.unread,
     };
     let troubled = !report.unread.is_empty()
         || report
@@ -165,8 +229,19 @@ fn table(report: &RosterReport) -> String {
         );
         let _ = writeln!(out, "{}", row.trim_end());
     }
-    for host in &report.unread {
-        let _ = writeln!(out, "{}: queue could not be read", line(host, 60));
+    for u in &report.unread_why {
+        let _ = writeln!(
+            out,
+            "{}: queue file {} not read: {}{}",
+            line(&u.host, 60),
+            line(&u.file, 200),
+            line(&u.why, 300),
+            if u.remembered {
+                "; its cells are as last read"
+            } else {
+                "; its cells are unaccounted for"
+            }
+        );
     }
     for h in &report.hosts {
         if let Some(resume) = &h.summary.resume {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use color_eyre::eyre::WrapErr;
 
-use super::roster::reconcile_probes;
+use super::roster::{Known, reconcile_probes};
 use super::status_report::{HostStatus, StatusReport, gpu_reports, link_report, mount_reports};
 use super::status_table::table;
 use crate::clocks::profiles::find;
@@ -71,7 +71,13 @@ pub async fn run(
             ))
         })
         .sum();
-    let queues = reconcile_probes(fleet, &states, &probes, now);
+    let verified = super::verified_cells(&fleet.hosts);
+    let known = Known {
+        memory: &memory,
+        verified: &verified,
+    };
+    let queues = reconcile_probes(&fleet.hosts, &states, &probes, &known, now);
+    queues.remember(&fleet.hosts, &mut memory);
     let mut hosts = Vec::new();
     for ((host, (_, link)), probe) in fleet.hosts.iter().zip(&states).zip(probes) {
         let remembered = memory.entry(host.name.clone()).or_default();
@@ -95,18 +101,26 @@ pub async fn run(
             status.queue = Some(queues::status(summary, facts, &[], now));
         }
     }
-    for (i, host) in fleet.hosts.iter().enumerate() {
-        if let (true, Some(config), Some(status)) = (
-            queues.unread.contains(&host.name),
-            &host.queue,
-            hosts.get_mut(i),
-        ) {
-            status.errors.push(format!(
-                "{}: probe section qfile: queue file {} not read",
-                host.name,
-                crate::sanitize::line(&config.file, 200)
-            ));
-        }
+    for u in &queues.unread {
+        let Some(status) = fleet
+            .hosts
+            .iter()
+            .position(|h| h.name == u.host)
+            .and_then(|i| hosts.get_mut(i))
+        else {
+            continue;
+        };
+        status.errors.push(format!(
+            "{}: probe section qfile: queue file {} not read: {}{}",
+            u.host,
+            crate::sanitize::line(&u.file, 200),
+            crate::sanitize::line(&u.why, 300),
+            if u.remembered {
+                "; its cells are as last read"
+            } else {
+                ""
+            }
+        ));
     }
     if let Some(path) = &memory_path {
         memory::save(path, &memory).wrap_err_with(|| format!("saving {}", path.display()))?;

@@ -1,7 +1,7 @@
 //! `rigwatch teardown HOST`: the same guard as the dashboard's modal, at a terminal. It shows
-//! what a destroy means, refuses unless the last pull is verified-current, and goes ahead only
-//! when a person types the host's name (twice over if the run still looks alive). There is no
-//! flag to skip any of it.
+//! what a destroy means and where the host's queue stands, refuses unless the last pull is
+//! verified-current, and goes ahead only when a person types the host's name (twice over if the
+//! run still looks alive or queue cells are not done). There is no flag to skip any of it.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -10,15 +10,20 @@ use std::time::Duration;
 use color_eyre::eyre::eyre;
 
 use super::one_host;
+use super::roster::{Known, reconcile_probes};
 use crate::clocks::Profile;
 use crate::clocks::profiles::find;
-use crate::config::FleetConfig;
-use crate::ledger::Ledger;
-use crate::monitor::run_state_once;
+use crate::config::{FleetConfig, HostConfig};
+use crate::ledger::{Ledger, PullRecord};
+use crate::monitor::verified::verified_cells;
+use crate::monitor::{HostProbe, memory, probe_once, run_state_of};
 use crate::pull::{Currentness, check_host};
+use crate::queue::DoneRule;
 use crate::teardown::{
-    Guard, GuardEvent, GuardOutcome, Method, RunLooks, carry_out, describe, plan,
+    Guard, GuardEvent, GuardOutcome, Method, QueueLooks, QueueNote, RunLooks, carry_out, describe,
+    plan, queue_note,
 };
+use crate::transport::LinkState;
 
 #[derive(Debug, clap::Args)]
 pub struct TeardownArgs {
@@ -44,10 +49,23 @@ pub async fn run(
     guard.handle(GuardEvent::Checked(
         check_host(Some(&session), host, last.as_ref()).await,
     ));
-    let run = RunLooks::of(&run_state_once(&session, host, &fleet.thresholds).await);
+    let probe = probe_once(&session, host).await;
+    let now = chrono::Utc::now();
+    let run = RunLooks::of(&run_state_of(&probe, host, &fleet.thresholds, now));
     guard.handle(GuardEvent::RunLooks(run));
     for line in describe(&plan, last.as_ref(), run) {
         println!("{line}");
+    }
+    let link = pool
+        .get(&host.name)
+        .map_or(LinkState::Connecting { attempt: 0 }, |l| l.state());
+    if let Some(note) = queue_of(host, link, probe, last.as_ref(), now) {
+        guard.handle(GuardEvent::Queue(note.looks));
+        if note.looks.needs_second_confirm() {
+            println!("  WARNING: {}", note.line);
+        } else {
+            println!("  {}", note.line);
+        }
     }
     let exit = confirm(&mut guard, &plan.method, || {
         check_host(Some(&session), host, last.as_ref())
@@ -77,6 +95,47 @@ pub async fn run(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Where the host's queue stands, from this probe reconciled the way `rigwatch roster` does it,
+/// with the cells the last pull verified. Only this host is probed, so a collision with another
+/// box's queue is not seen here.
+fn queue_of(
+    host: &HostConfig,
+    link: LinkState,
+    probe: HostProbe,
+    last: Option<&PullRecord>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<QueueNote> {
+    let config = host.queue.as_ref()?;
+    let memory = memory::load(memory::path().as_deref());
+    let verified = last
+        .map(|p| verified_cells(p, &config.final_dir, &DoneRule::default()))
+        .map(|cells| [(host.name.clone(), cells)].into())
+        .unwrap_or_default();
+    let known = Known {
+        memory: &memory,
+        verified: &verified,
+    };
+    let hosts = std::slice::from_ref(host);
+    let queues = reconcile_probes(
+        hosts,
+        &[(host.name.clone(), link)],
+        &[Some(probe)],
+        &known,
+        now,
+    );
+    if let Some(u) = queues.unread.first() {
+        return Some(QueueNote {
+            looks: QueueLooks::Unread,
+            line: format!(
+                "queue: {} not read ({}), so none of its cells is accounted for",
+                crate::sanitize::line(&u.file, 200),
+                crate::sanitize::line(&u.why, 300)
+            ),
+        });
+    }
+    queue_note(true, queues.roster.as_ref().and_then(|r| r.hosts.first()))
 }
 
 /// Walks the guard with what the person types; Some(pull id) when it fired.
@@ -126,8 +185,8 @@ where
             GuardOutcome::Fire { pull_id } => return Ok(Some(pull_id)),
             GuardOutcome::NeedsSecondConfirm => {
                 print!(
-                    "The run still looks alive. Press Enter to destroy it anyway, anything else \
-                     cancels: "
+                    "Careful: {}. Press Enter to destroy it anyway, anything else cancels: ",
+                    guard.cautions().join("; ")
                 );
                 std::io::stdout().flush()?;
                 line.clear();

@@ -273,10 +273,12 @@ impl FleetState {
             .hosts
             .iter()
             .filter_map(|h| {
+                let tracker = h.queue.as_ref()?;
                 Some(RosterEntry {
                     host: &h.config.name,
-                    presence: presence(&h.link, &h.clocks, now),
-                    facts: h.queue.as_ref()?.facts.as_ref()?,
+                    presence: presence(&h.link, &h.clocks, h.last_seen_up, now),
+                    facts: tracker.facts.as_ref()?,
+                    verified: Some(&tracker.verified),
                 })
             })
             .collect();
@@ -301,29 +303,23 @@ impl FleetState {
         }
     }
 
-    /// Picks up where the last run of rigwatch left off: cost so far and when each box was
-    /// last seen up (so a box that is down now still has its clocks).
-    pub fn recall(&mut self, memory: &super::memory::FleetMemory) {
-        for h in &mut self.hosts {
-            if let Some(m) = memory.get(&h.config.name) {
-                h.ledger = m.ledger.clone();
-                h.last_seen_up = m.last_seen_up;
-                h.sessions = m.sessions.clone();
-            }
+    /// The cells of a host's latest pull that came home verified; re-reconciles.
+    pub fn set_verified(
+        &mut self,
+        host: &str,
+        cells: std::collections::BTreeSet<String>,
+        now: DateTime<Utc>,
+    ) {
+        let Some(i) = self.index(host) else { return };
+        if let Some(tracker) = self.hosts[i].queue.as_mut() {
+            tracker.verified = cells;
+            self.reconcile_queues(now);
         }
     }
 
-    /// Writes what the next run needs into `memory`.
-    pub fn remember(&self, memory: &mut super::memory::FleetMemory) {
-        for h in &self.hosts {
-            let m = memory.entry(h.config.name.clone()).or_default();
-            m.ledger = h.ledger.clone();
-            m.last_seen_up = h.last_seen_up.or(m.last_seen_up);
-            m.sessions = h.sessions.clone();
-            if let Some(reading) = h.history.latest_host() {
-                m.boot = Some(crate::fleet::BootMark::of(reading));
-            }
-        }
+    /// The host's queue in the roster; None without a queue or before it is read.
+    pub fn queue_summary(&self, host: &str) -> Option<&crate::queue::HostSummary> {
+        self.roster.as_ref()?.hosts.iter().find(|s| s.host == host)
     }
 
     /// What the fleet bills per hour now: each box at the rate of how it is billed (running,

@@ -117,3 +117,81 @@ fn links_clocks_and_cost_turn_into_events_and_money() {
             .any(|e| e.text.starts_with("clock FIRED:") && e.severity == Severity::Crit)
     );
 }
+
+#[test]
+fn a_box_gone_before_rigwatch_starts_shows_its_remembered_cells_as_missing() {
+    use crate::config::QueueConfig;
+    use crate::monitor::memory::{FleetMemory, HostMemory, RememberedQueue};
+    use crate::queue::{CellState, parse_final_listing, parse_queue_lenient};
+
+    let t0 = DateTime::<Utc>::UNIX_EPOCH + Duration::days(20_000);
+    let mut config = host("a");
+    config.queue = Some(QueueConfig {
+        file: "/w/queue.txt".into(),
+        final_dir: "/w/final".into(),
+        cell_log: None,
+        progress: Vec::new(),
+    });
+    let queue = parse_queue_lenient("c/x.yaml t 1\nc/y.yaml t 1\nc/z.yaml t 1\n", "/w/queue.txt");
+    let listing = parse_final_listing("1\t1\t./x/best.pth\n1\t1\t./x/metrics.json\n");
+    let facts = crate::monitor::queues::QueueFacts {
+        queue,
+        listing,
+        running: Some(1),
+        run_alive: true,
+        start_index: None,
+        progress: None,
+        log_tail: Vec::new(),
+    };
+    let mut memory = FleetMemory::new();
+    memory.insert(
+        "a".into(),
+        HostMemory {
+            last_seen_up: Some(t0 - Duration::hours(3)),
+            queue: Some(RememberedQueue::of(&facts)),
+            ..HostMemory::default()
+        },
+    );
+    let text = serde_json::to_string(&memory).expect("to json");
+    let memory: FleetMemory = serde_json::from_str(&text).expect("from json");
+
+    let mut state = FleetState::new(vec![config], Thresholds::default());
+    state.recall(&memory);
+    let down = LinkState::Down {
+        since: t0,
+        reason: "connection refused".into(),
+        retry_in_ms: 1000,
+    };
+    state.set_link("a", down, t0);
+    state.tick(t0 + Duration::seconds(5));
+    let roster = state.roster.as_ref().expect("a roster from memory");
+    let states: Vec<(&str, &CellState)> = roster
+        .cells
+        .iter()
+        .map(|c| (c.name.as_str(), &c.state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("y", &CellState::Missing),
+            ("z", &CellState::Missing),
+            ("x", &CellState::Done { verified: false })
+        ]
+    );
+    let resume = state.queue_summary("a").and_then(|s| s.resume.as_ref());
+    assert_eq!(
+        resume.map(|r| r.command.as_str()),
+        Some("bash run_queue.sh /w/queue.txt 1")
+    );
+
+    let mut again = FleetMemory::new();
+    state.remember(&mut again);
+    assert_eq!(again["a"].queue, memory["a"].queue, "kept for the next run");
+}
+
+#[test]
+fn an_old_memory_without_queues_still_loads() {
+    let old = r#"{"a": {"boot": null, "last_seen_up": null, "ledger": null}}"#;
+    let memory: crate::monitor::memory::FleetMemory = serde_json::from_str(old).expect("old file");
+    assert_eq!(memory["a"].queue, None);
+}

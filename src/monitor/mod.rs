@@ -9,6 +9,7 @@ pub mod oneshot;
 pub mod providers;
 pub mod queues;
 pub mod readers;
+pub mod verified;
 
 pub use fleet_state::{EVENTS_KEPT, Event, FleetState, HostState};
-pub use oneshot::{HostProbe, probe_once, run_state_once};
+pub use oneshot::{HostProbe, probe_once, run_state_of};

@@ -83,19 +83,19 @@ pub async fn probe_once(session: &Arc<Session>, host: &HostConfig) -> HostProbe 
     probe
 }
 
-/// Whether the host's run looks alive right now, from one probe.
-pub async fn run_state_once(
-    session: &Arc<Session>,
+/// Whether the host's run looks alive, from one probe taken at `now`.
+pub fn run_state_of(
+    probe: &HostProbe,
     host: &HostConfig,
     thresholds: &crate::config::Thresholds,
+    now: chrono::DateTime<Utc>,
 ) -> crate::signals::RunState {
-    let probe = probe_once(session, host).await;
     let mut history = crate::fleet::HostHistory::with_capacity(2, 0);
-    history.extend(probe.gpus, probe.host);
+    history.extend(probe.gpus.clone(), probe.host.clone());
     crate::signals::run_state(&crate::signals::HostFacts {
         host,
         link: &crate::transport::LinkState::Up {
-            since: Utc::now(),
+            since: now,
             rtt_ms: 0.0,
             banner: String::new(),
             auth: String::new(),
@@ -105,6 +105,6 @@ pub async fn run_state_once(
         previous_boot: None,
         bills: false,
         thresholds,
-        now: Utc::now(),
+        now,
     })
 }

@@ -7,8 +7,10 @@
 //! - **Running cell**: from the run processes' command lines, else the newest cell log.
 //! - **Presence**: a link that is down or refused makes the box `Unreachable` (its last-known
 //!   facts still count: a dropped poll is not a dead run); down for more than [`GONE_AFTER_SECS`],
-//!   or past its profile's auto-release, makes it `Gone`, and its cells without a durable copy
-//!   `Missing`.
+//!   counted from when it was last seen up (which may be a previous run of rigwatch), or past its
+//!   profile's auto-release, makes it `Gone`, and its cells without a durable copy `Missing`.
+
+use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 use regex::Regex;
@@ -114,6 +116,8 @@ pub struct QueueTracker {
     samples: Vec<Sample>,
     cell: Option<usize>,
     pub facts: Option<QueueFacts>,
+    /// Cells of the host's latest pull that came home whole and verified (see `verified`).
+    pub verified: BTreeSet<String>,
 }
 
 impl QueueTracker {
@@ -123,6 +127,7 @@ impl QueueTracker {
             samples: Vec::new(),
             cell: None,
             facts: None,
+            verified: BTreeSet::new(),
         }
     }
 
@@ -161,8 +166,14 @@ impl QueueTracker {
     }
 }
 
-/// Whether the box is there, from its link and clocks; see the module docs.
-pub fn presence(link: &LinkState, clocks: &[Clock], now: DateTime<Utc>) -> Presence {
+/// Whether the box is there, from its link, clocks and when it was last seen up; see the module
+/// docs.
+pub fn presence(
+    link: &LinkState,
+    clocks: &[Clock],
+    last_seen_up: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Presence {
     let released = clocks
         .iter()
         .any(|c| c.kind == ClockKind::AutoRelease && c.remaining_secs.is_some_and(|s| s <= 0));
@@ -171,7 +182,8 @@ pub fn presence(link: &LinkState, clocks: &[Clock], now: DateTime<Utc>) -> Prese
         LinkState::Down { since, .. }
         | LinkState::AuthRefused { since, .. }
         | LinkState::HostkeyRefused { since, .. } => {
-            if (now - *since).num_seconds() > GONE_AFTER_SECS {
+            let down_since = last_seen_up.map_or(*since, |seen| seen.min(*since));
+            if (now - down_since).num_seconds() > GONE_AFTER_SECS {
                 Presence::Gone
             } else {
                 Presence::Unreachable
@@ -186,6 +198,7 @@ pub struct RosterEntry<'a> {
     pub host: &'a str,
     pub presence: Presence,
     pub facts: &'a QueueFacts,
+    pub verified: Option<&'a BTreeSet<String>>,
 }
 
 pub fn roster(entries: &[RosterEntry<'_>]) -> Roster {
@@ -199,10 +212,19 @@ pub fn roster(entries: &[RosterEntry<'_>]) -> Roster {
             running: e.facts.running,
             run_alive: e.facts.run_alive,
             start_index: e.facts.start_index,
-            verified: None,
+            verified: e.verified,
         })
         .collect();
     reconcile(&hosts, &RosterOptions::default())
+}
+
+/// Why a sample holds no queue text, as the probe reported it.
+pub fn read_error(sample: &HostSample) -> Option<&str> {
+    sample
+        .errors
+        .iter()
+        .find(|e| e.section == "qfile")
+        .map(|e| e.message.as_str())
 }
 
 /// ETAs of the current cell and of the whole queue, when the samples give a rate.

@@ -93,6 +93,7 @@ fn the_roster_and_status_of_a_live_queue() {
         host: "a",
         presence: Presence::Up,
         facts: &facts,
+        verified: None,
     }]);
     let states: Vec<(usize, &CellState)> = r.cells.iter().map(|c| (c.index, &c.state)).collect();
     assert_eq!(
@@ -118,8 +119,45 @@ fn presence_follows_the_link_and_the_release_clock() {
         reason: "gone".into(),
         retry_in_ms: 0,
     };
-    assert_eq!(presence(&down, &[], at(60)), Presence::Unreachable);
-    assert_eq!(presence(&down, &[], at(3601)), Presence::Gone);
+    assert_eq!(presence(&down, &[], None, at(60)), Presence::Unreachable);
+    assert_eq!(presence(&down, &[], None, at(3601)), Presence::Gone);
+    assert_eq!(
+        presence(&down, &[], Some(at(-3600)), at(60)),
+        Presence::Gone,
+        "down since before this run of rigwatch began"
+    );
+    assert_eq!(
+        presence(&down, &[], Some(at(30)), at(60)),
+        Presence::Unreachable
+    );
     let up = LinkState::Connecting { attempt: 0 };
-    assert_eq!(presence(&up, &[], at(9999)), Presence::Up);
+    assert_eq!(presence(&up, &[], Some(at(0)), at(9999)), Presence::Up);
+}
+
+#[test]
+fn verified_pulls_mark_cells_done_and_verified() {
+    let config = config();
+    let facts = facts(&config, &sample(false, 0, ""), &[]).expect("facts");
+    let verified: BTreeSet<String> = ["c".to_string()].into();
+    let r = roster(&[RosterEntry {
+        host: "a",
+        presence: Presence::Gone,
+        facts: &facts,
+        verified: Some(&verified),
+    }]);
+    let state = |name: &str| r.cells.iter().find(|c| c.name == name).map(|c| &c.state);
+    assert_eq!(state("c"), Some(&CellState::Done { verified: true }));
+    assert_eq!(state("b"), Some(&CellState::Missing));
+    assert_eq!((r.hosts[0].done, r.hosts[0].verified), (2, 1));
+}
+
+#[test]
+fn the_queue_files_read_error_is_found_for_the_message() {
+    let mut s = sample(true, 0, "");
+    assert_eq!(read_error(&s), None);
+    s.errors.push(crate::probe::sample::SectionError {
+        section: "qfile".into(),
+        message: "queue file line 1: 70000 bytes, over the 60 KiB".into(),
+    });
+    assert!(read_error(&s).is_some_and(|m| m.contains("70000 bytes")));
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::error::ParseError;
 use super::frame::RawCycle;
-use super::script::LOG_TAIL_BYTES;
+use super::script::{LOG_TAIL_BYTES, QUEUE_FILE_CAP_BYTES, QUEUE_FILE_OVER_CAP};
 use super::{
     GpuProcess, KernelEvent, LoadAvg, MemInfo, Mount, ProcessLine, SlurmJob, TmuxSession, Uptime,
     merge_df, parse_apps_csv, parse_boot_id, parse_df_bytes, parse_df_inodes, parse_kernel_log,
@@ -217,7 +217,19 @@ impl QueueSample {
     ) -> Result<(), ParseError> {
         match name {
             "qfile" if status == Some(0) => self.text = Some(body.to_string()),
-            "qfile" => return Err(failed("head", status, body)),
+            "qfile" if status == Some(QUEUE_FILE_OVER_CAP) => {
+                return Err(ParseError::new(
+                    "queue file",
+                    1,
+                    format!(
+                        "{} bytes, over the {} KiB rigwatch reads: reading part of it would drop \
+                         its last cells from the roster, so none are shown; split the queue",
+                        crate::sanitize::line(body.trim(), 20),
+                        QUEUE_FILE_CAP_BYTES / 1024
+                    ),
+                ));
+            }
+            "qfile" => return Err(failed("stat/head", status, body)),
             "qfinal" if status == Some(0) => self.listing = parse_final_listing(body),
             "qfinal" => return Err(failed("find/stat", status, body)),
             "qproc" => self.processes = parse_pgrep(body)?,

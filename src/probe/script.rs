@@ -60,9 +60,13 @@ pub const KERNEL_SECTION: &str = "kernel";
 /// Slow sections a host with a queue adds: the queue file, the `final_dir` listing, the
 /// `run_queue*.sh` processes and the newest cell log.
 pub const QUEUE_SECTIONS: &[&str] = &["qfile", "qfinal", "qproc", "qlog"];
-/// Bytes of the queue file read: under [`SECTION_CAP_BYTES`], so a huge file is cut on the box
-/// (about a thousand cells), never by the reader mid-line.
+/// The largest queue file read (about a thousand cells): under [`SECTION_CAP_BYTES`], so the
+/// reader never cuts it. It is read every slow cycle on every queue host, so it stays small.
 pub const QUEUE_FILE_CAP_BYTES: usize = 60 * 1024;
+/// `qfile`'s exit status for a queue file over [`QUEUE_FILE_CAP_BYTES`]; its output is the size.
+/// Such a file is refused whole rather than cut: a cut file would drop its last cells from the
+/// roster without a word.
+pub const QUEUE_FILE_OVER_CAP: i32 = 90;
 
 /// Single-quotes a value for sh: the only character needing care inside '...' is ' itself.
 pub fn sh_quote(value: &str) -> String {
@@ -185,7 +189,14 @@ pub fn periodic_script(
 /// matching its own script text.
 fn queue_functions(s: &mut String) {
     s.push_str("QF=$RW_QF; QD=$RW_QD; QL=$RW_QL\n");
-    let _ = writeln!(s, "qf() {{ head -c {QUEUE_FILE_CAP_BYTES} -- \"$QF\"; }}");
+    // `head -c` still bounds what is sent if the file grows between the stat and the read; `qn`,
+    // not `n`: sh functions share variables, and `sec` holds the section's name in `n`.
+    let _ = writeln!(
+        s,
+        "qf() {{ qn=$(stat -L -c %s -- \"$QF\") || return; \
+         if [ \"$qn\" -gt {QUEUE_FILE_CAP_BYTES} ]; then printf '%s\\n' \"$qn\"; return {QUEUE_FILE_OVER_CAP}; fi; \
+         head -c {QUEUE_FILE_CAP_BYTES} -- \"$QF\"; }}"
+    );
     s.push_str("qd() { [ -d \"$QD\" ] || return 0; (cd -- \"$QD\" && find . -mindepth 2 -maxdepth 2 -type f -exec stat -c '%s\t%Y\t%n' {} +); }\n");
     s.push_str("qp() { pgrep -af -- '[r]un_queue'; r=$?; [ $r = 1 ] && return 0; return $r; }\n");
     let _ = writeln!(

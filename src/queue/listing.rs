@@ -19,10 +19,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One file in `final_dir/<name>/`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FinalFile {
     /// The file name inside the cell's directory (`best.pth`).
     pub file: String,
@@ -31,7 +31,7 @@ pub struct FinalFile {
 }
 
 /// `final_dir` as the probe saw it: cell name → its files, in the order printed.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct FinalListing {
     pub cells: BTreeMap<String, Vec<FinalFile>>,
     /// Non-blank lines that were not `<size>\t<mtime>\t<name>/<file>`.

@@ -15,10 +15,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One queue line that `run_queue.sh` will run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cell {
     /// 1-based line number in the queue file (blank and comment lines count).
     pub line: usize,
@@ -46,7 +46,7 @@ impl Cell {
 }
 
 /// A parsed queue file. `problems` is empty for a clean file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Queue {
     /// Where the text came from (as given to the parser), used in messages and `--json`.
     pub file: String,
@@ -87,7 +87,7 @@ impl Queue {
 }
 
 /// What is wrong with one queue line, pinned to `file:line:col` (1-based, columns in characters).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum QueueError {
     #[error("{file}:{line}:{col}: epochs `{value}` is not a whole number of epochs (1 or more)")]

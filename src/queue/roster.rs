@@ -154,6 +154,8 @@ pub struct HostSummary {
     pub presence: Presence,
     pub total: usize,
     pub done: usize,
+    /// Of `done`, the cells whose pulled copies were verified by load.
+    pub verified: usize,
     pub running: usize,
     pub pending: usize,
     pub failed: usize,
@@ -162,6 +164,13 @@ pub struct HostSummary {
     /// Index of the Running cell, if one is.
     pub current: Option<usize>,
     pub resume: Option<Resume>,
+}
+
+impl HostSummary {
+    /// Cells without a done copy: everything a teardown of this box could still lose.
+    pub fn not_done(&self) -> usize {
+        self.total - self.done
+    }
 }
 
 /// The reconciled fleet: cells in display order, and one summary per input queue (input order).
@@ -287,6 +296,7 @@ fn reconcile_one(
         presence: h.presence,
         total: reports.len(),
         done: count(|s| matches!(s, CellState::Done { .. })),
+        verified: count(|s| *s == CellState::Done { verified: true }),
         running: count(|s| *s == CellState::Running),
         pending: count(|s| *s == CellState::Pending),
         failed: count(|s| *s == CellState::Failed),

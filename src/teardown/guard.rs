@@ -1,7 +1,9 @@
 //! The teardown guard: a pure state machine between the user and the destroy command. It fires
 //! only with a verified-current pull in hand, the host's name typed in full, and, if the run still
-//! looks alive, a second confirmation. Anything that changes the evidence clears what was typed.
+//! looks alive or the queue has cells not done, a second confirmation. Anything that changes the
+//! evidence clears what was typed.
 
+use super::queue_note::QueueLooks;
 use crate::pull::Currentness;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +31,7 @@ pub enum GuardEvent {
     /// Something happened that the last check did not see (a pull, a reconnect, new files).
     Invalidated,
     RunLooks(RunLooks),
+    Queue(QueueLooks),
     Key(char),
     Backspace,
     Confirm,
@@ -40,7 +43,8 @@ pub enum GuardOutcome {
     Nothing,
     /// Confirm was pressed and refused; each line says why and what to do.
     Refused(Vec<String>),
-    /// The run still looks alive: a second Confirm (with the name still typed) goes ahead.
+    /// The run still looks alive, or queue cells are not done ([`Guard::cautions`] says which):
+    /// a second Confirm (with the name still typed) goes ahead.
     NeedsSecondConfirm,
     /// Run the destroy now, relying on this pull. Emitted at most once per guard.
     Fire {
@@ -54,8 +58,9 @@ pub struct Guard {
     host: String,
     pull: Option<Currentness>,
     run: RunLooks,
+    queue: QueueLooks,
     typed: String,
-    alive_acknowledged: bool,
+    cautions_acknowledged: bool,
     fired: bool,
     closed: bool,
 }
@@ -66,8 +71,9 @@ impl Guard {
             host: host.to_string(),
             pull: None,
             run: RunLooks::Unknown,
+            queue: QueueLooks::NoQueue,
             typed: String::new(),
-            alive_acknowledged: false,
+            cautions_acknowledged: false,
             fired: false,
             closed: false,
         }
@@ -89,8 +95,26 @@ impl Guard {
         self.fired
     }
 
+    pub fn queue(&self) -> QueueLooks {
+        self.queue
+    }
+
     pub fn awaiting_second_confirm(&self) -> bool {
-        self.alive_acknowledged
+        self.cautions_acknowledged
+    }
+
+    /// What the second confirmation acknowledges; empty when one Confirm is enough.
+    pub fn cautions(&self) -> Vec<&'static str> {
+        let mut cautions = Vec::new();
+        if self.run == RunLooks::Alive {
+            cautions.push("the run still looks alive on this box");
+        }
+        match self.queue {
+            QueueLooks::NotAllDone => cautions.push("not every queue cell is done"),
+            QueueLooks::Unread => cautions.push("the queue's cells are not accounted for"),
+            QueueLooks::NoQueue | QueueLooks::AllDone => {}
+        }
+        cautions
     }
 
     /// Why Confirm would be refused right now; empty when it would go ahead.
@@ -131,20 +155,27 @@ impl Guard {
             }
             GuardEvent::RunLooks(run) => {
                 if run != self.run {
-                    self.alive_acknowledged = false;
+                    self.cautions_acknowledged = false;
                 }
                 self.run = run;
                 GuardOutcome::Nothing
             }
+            GuardEvent::Queue(queue) => {
+                if queue != self.queue {
+                    self.cautions_acknowledged = false;
+                }
+                self.queue = queue;
+                GuardOutcome::Nothing
+            }
             GuardEvent::Key(c) if !c.is_control() && self.typed.chars().count() < 256 => {
                 self.typed.push(c);
-                self.alive_acknowledged = false;
+                self.cautions_acknowledged = false;
                 GuardOutcome::Nothing
             }
             GuardEvent::Key(_) => GuardOutcome::Nothing,
             GuardEvent::Backspace => {
                 self.typed.pop();
-                self.alive_acknowledged = false;
+                self.cautions_acknowledged = false;
                 GuardOutcome::Nothing
             }
             GuardEvent::Cancel => {
@@ -163,8 +194,8 @@ impl Guard {
         let Some(Currentness::Current { pull_id, .. }) = self.pull else {
             return GuardOutcome::Refused(vec!["no verified-current pull".into()]);
         };
-        if self.run == RunLooks::Alive && !self.alive_acknowledged {
-            self.alive_acknowledged = true;
+        if !self.cautions().is_empty() && !self.cautions_acknowledged {
+            self.cautions_acknowledged = true;
             return GuardOutcome::NeedsSecondConfirm;
         }
         self.fired = true;
@@ -173,7 +204,7 @@ impl Guard {
 
     fn clear_confirmation(&mut self) {
         self.typed.clear();
-        self.alive_acknowledged = false;
+        self.cautions_acknowledged = false;
     }
 }
 
@@ -247,6 +278,42 @@ mod tests {
     }
 
     #[test]
+    fn cells_not_done_need_a_second_confirm_but_never_lift_a_refusal() {
+        let mut g = Guard::new("b");
+        g.handle(GuardEvent::Queue(QueueLooks::NotAllDone));
+        typed(&mut g, "b");
+        assert!(
+            matches!(g.handle(GuardEvent::Confirm), GuardOutcome::Refused(_)),
+            "still no pull: refused, not asked twice"
+        );
+        g.handle(GuardEvent::Checked(CURRENT));
+        typed(&mut g, "b");
+        assert_eq!(g.cautions(), vec!["not every queue cell is done"]);
+        assert_eq!(
+            g.handle(GuardEvent::Confirm),
+            GuardOutcome::NeedsSecondConfirm
+        );
+        g.handle(GuardEvent::Queue(QueueLooks::Unread));
+        assert_eq!(
+            g.handle(GuardEvent::Confirm),
+            GuardOutcome::NeedsSecondConfirm,
+            "the queue changed: what was acknowledged no longer holds"
+        );
+        assert_eq!(
+            g.handle(GuardEvent::Confirm),
+            GuardOutcome::Fire { pull_id: 3 }
+        );
+        let mut done = Guard::new("b");
+        done.handle(GuardEvent::Checked(CURRENT));
+        done.handle(GuardEvent::Queue(QueueLooks::AllDone));
+        typed(&mut done, "b");
+        assert_eq!(
+            done.handle(GuardEvent::Confirm),
+            GuardOutcome::Fire { pull_id: 3 }
+        );
+    }
+
+    #[test]
     fn new_evidence_clears_the_typed_name() {
         let mut g = Guard::new("b");
         g.handle(GuardEvent::Checked(CURRENT));
@@ -296,6 +363,13 @@ mod tests {
                 Just(RunLooks::Unknown)
             ]
             .prop_map(GuardEvent::RunLooks),
+            prop_oneof![
+                Just(QueueLooks::NoQueue),
+                Just(QueueLooks::AllDone),
+                Just(QueueLooks::NotAllDone),
+                Just(QueueLooks::Unread)
+            ]
+            .prop_map(GuardEvent::Queue),
             prop_oneof![Just('a'), Just('b'), Just('-'), Just('1'), Just('x')]
                 .prop_map(GuardEvent::Key),
             Just(GuardEvent::Backspace),
@@ -310,7 +384,8 @@ mod tests {
 
         /// Whatever happens, the destroy fires at most once, and only when the last word about
         /// the pull was "current" (with no invalidation since), the host's name is exactly what
-        /// was typed since that word, and a live run got a second confirm.
+        /// was typed since that word, and a live run or a queue with cells not done got a second
+        /// confirm.
         #[test]
         fn never_fires_without_current_pull_and_typed_name(events in prop::collection::vec(event(), 0..60)) {
             let host = "ab-1";
@@ -318,6 +393,7 @@ mod tests {
             let mut last_word: Option<Currentness> = None;
             let mut typed_since = String::new();
             let mut run = RunLooks::Unknown;
+            let mut queue = QueueLooks::NoQueue;
             let mut second_asked = false;
             let mut fires = 0;
             for e in events {
@@ -348,6 +424,12 @@ mod tests {
                         }
                         run = *r;
                     }
+                    GuardEvent::Queue(q) => {
+                        if *q != queue {
+                            second_asked = false;
+                        }
+                        queue = *q;
+                    }
                     _ => {}
                 }
                 let out = g.handle(e.clone());
@@ -358,6 +440,9 @@ mod tests {
                     prop_assert_eq!(typed_since.as_str(), host);
                     if run == RunLooks::Alive {
                         prop_assert!(second_asked, "a live run was destroyed on the first confirm");
+                    }
+                    if matches!(queue, QueueLooks::NotAllDone | QueueLooks::Unread) {
+                        prop_assert!(second_asked, "cells not done were lost on the first confirm");
                     }
                 }
                 if out == GuardOutcome::NeedsSecondConfirm {

@@ -5,8 +5,10 @@ mod describe;
 mod exec;
 pub mod guard;
 pub mod plan;
+mod queue_note;
 
 pub use describe::describe;
 pub use exec::{Ran, carry_out, run_destroy};
 pub use guard::{Guard, GuardEvent, GuardOutcome, RunLooks};
 pub use plan::{Method, TeardownPlan, plan};
+pub use queue_note::{QueueLooks, QueueNote, queue_note};

@@ -18,8 +18,8 @@ use super::theme::Theme;
 use super::{Ctx, draw};
 use crate::demo::Demo;
 use crate::fleet::Update;
-use crate::monitor::FleetState;
-use crate::teardown::{GuardEvent, RunLooks};
+use crate::monitor::{FleetState, HostState};
+use crate::teardown::{GuardEvent, QueueNote, RunLooks, queue_note};
 use crate::transport::{LinkState, Pool};
 
 type LinkChanges = mpsc::Receiver<(String, LinkState)>;
@@ -117,6 +117,10 @@ pub async fn run(
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let (mut updates, mut links) = source.take_channels();
     let (job_tx, mut job_rx) = mpsc::channel::<JobMsg>(64);
+    if matches!(source, Source::Live { .. }) {
+        let hosts = state.hosts.iter().map(|h| h.config.clone()).collect();
+        jobs::spawn_verified(hosts, job_tx.clone());
+    }
     let mut dirty = true;
     // Data arriving faster than this is drawn together; keys are drawn at once.
     let frame_gap = Duration::from_millis(50);
@@ -178,7 +182,7 @@ pub async fn run(
                 dirty = true;
             }
             Some(msg) = job_rx.recv() => {
-                job_done(&mut app, msg);
+                job_done(&mut app, &mut state, msg);
                 dirty = true;
             }
             _ = tick.tick() => {
@@ -186,6 +190,7 @@ pub async fn run(
                 if let Some(modal) = &mut app.modal {
                     if let Some(h) = state.hosts.iter().find(|h| h.config.name == modal.host) {
                         modal.guard.handle(GuardEvent::RunLooks(RunLooks::of(&h.run)));
+                        modal.set_queue(queue_note_of(&state, h));
                     }
                 }
                 dirty = true;
@@ -285,6 +290,7 @@ fn open_teardown(
     // The words come with the check: reading the ledger is I/O, kept off this loop.
     let mut modal = TeardownModal::new(host, Vec::new());
     modal.guard.handle(GuardEvent::RunLooks(run));
+    modal.set_queue(queue_note_of(state, h));
     app.modal = Some(modal);
     jobs::spawn_check(
         session_of(source, host),
@@ -295,7 +301,14 @@ fn open_teardown(
     );
 }
 
-fn job_done(app: &mut App, msg: JobMsg) {
+fn queue_note_of(state: &FleetState, h: &HostState) -> Option<QueueNote> {
+    queue_note(
+        h.config.queue.is_some(),
+        state.queue_summary(&h.config.name),
+    )
+}
+
+fn job_done(app: &mut App, state: &mut FleetState, msg: JobMsg) {
     match msg {
         JobMsg::Checked {
             host,
@@ -311,9 +324,21 @@ fn job_done(app: &mut App, msg: JobMsg) {
                 modal.checked(lines, currentness);
             }
         }
-        JobMsg::Pulled { host, summary } => {
+        JobMsg::Pulled {
+            host,
+            summary,
+            verified,
+        } => {
             app.pulls.remove(&host);
             app.notice = Some(summary);
+            if let Some(cells) = verified {
+                state.set_verified(&host, cells, Utc::now());
+            }
+        }
+        JobMsg::Verified(by_host) => {
+            for (host, cells) in by_host {
+                state.set_verified(&host, cells, Utc::now());
+            }
         }
         JobMsg::Destroyed { host, ok, output } => {
             if let Some(modal) = app.modal.as_mut().filter(|m| m.host == host) {

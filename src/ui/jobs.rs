@@ -1,6 +1,7 @@
 //! The dashboard's slow work, off the event loop: pulls, the teardown check, the destroy. Each
 //! runs as a task on the host's pooled session and reports back over one channel.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -8,7 +9,9 @@ use tokio::sync::mpsc;
 use crate::clocks::Profile;
 use crate::config::HostConfig;
 use crate::ledger::{Ledger, PullRecord};
+use crate::monitor::verified::{from_ledger, verified_cells};
 use crate::pull::{Currentness, Progress, check_host, pull};
+use crate::queue::DoneRule;
 use crate::teardown::{RunLooks, carry_out, describe, plan};
 use crate::transport::Session;
 
@@ -22,7 +25,11 @@ pub enum JobMsg {
     Pulled {
         host: String,
         summary: String,
+        /// The queue cells this pull brought home verified, when it was recorded.
+        verified: Option<BTreeSet<String>>,
     },
+    /// The ledger's verified cells per queue host, read once at start.
+    Verified(BTreeMap<String, BTreeSet<String>>),
     Destroyed {
         host: String,
         ok: bool,
@@ -70,6 +77,7 @@ pub fn spawn_pull(
     tx: mpsc::Sender<JobMsg>,
 ) {
     tokio::spawn(async move {
+        let mut verified = None;
         let summary = match &host.pull {
             None => format!("{}: no [host.pull] paths in fleet.toml", host.name),
             Some(spec) => {
@@ -80,6 +88,15 @@ pub fn spawn_pull(
                         let good = record.files.iter().filter(|f| f.is_good()).count();
                         let saved = ledger()
                             .and_then(|mut l| l.record_pull(&record).map_err(|e| e.to_string()));
+                        if saved.is_ok()
+                            && let Some(queue) = &host.queue
+                        {
+                            verified = Some(verified_cells(
+                                &record,
+                                &queue.final_dir,
+                                &DoneRule::default(),
+                            ));
+                        }
                         match saved {
                             Ok(id) => format!(
                                 "pull #{id} of {}: {good}/{} files hashed and verified{}",
@@ -101,8 +118,24 @@ pub fn spawn_pull(
             .send(JobMsg::Pulled {
                 host: host.name,
                 summary,
+                verified,
             })
             .await;
+    });
+}
+
+/// Reads which queue cells the ledger's pulls verified, off the event loop.
+pub fn spawn_verified(hosts: Vec<HostConfig>, tx: mpsc::Sender<JobMsg>) {
+    if hosts.iter().all(|h| h.queue.is_none()) {
+        return;
+    }
+    tokio::task::spawn_blocking(move || {
+        let path = crate::ledger::default_path();
+        // An unreadable ledger only costs the "verified" marks; the pull and teardown paths
+        // report its errors where they matter.
+        if let Ok(cells) = from_ledger(path.as_deref(), &hosts) {
+            let _ = tx.blocking_send(JobMsg::Verified(cells));
+        }
     });
 }
 

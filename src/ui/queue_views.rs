@@ -9,7 +9,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::Ctx;
 use crate::monitor::HostState;
-use crate::monitor::queues::{QueueFacts, label, status};
+use crate::monitor::queues::{QueueFacts, label, read_error, status};
 use crate::queue::{CellReport, CellState, HostSummary, compact_duration};
 use crate::sanitize::line as clean;
 
@@ -93,7 +93,11 @@ pub fn detail_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
         t.header,
     ))];
     let (Some(summary), Some(facts), Some(tracker)) = (summary(h, ctx), facts(h), &h.queue) else {
-        out.push(Line::styled("  not read yet", t.stale));
+        let why = h.history.latest_host().and_then(|r| read_error(&r.sample));
+        out.push(match why {
+            Some(why) => Line::styled(format!("  not read: {}", clean(why, 300)), t.crit),
+            None => Line::styled("  not read yet", t.stale),
+        });
         return out;
     };
     let status = status(summary, facts, tracker.samples(), ctx.now);

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::Ctx;
 use crate::pull::Currentness;
-use crate::teardown::{Guard, GuardEvent, GuardOutcome};
+use crate::teardown::{Guard, GuardEvent, GuardOutcome, QueueLooks, QueueNote};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
@@ -28,6 +28,8 @@ pub struct TeardownModal {
     pub guard: Guard,
     /// What the destroy means, from `teardown::describe`.
     pub lines: Vec<String>,
+    /// The host's queue as the roster has it now; None without a queue.
+    pub queue: Option<QueueNote>,
     pub phase: Phase,
     /// The answer to the last Enter, or the command's output.
     pub messages: Vec<String>,
@@ -47,6 +49,7 @@ impl TeardownModal {
             host: host.to_string(),
             guard: Guard::new(host),
             lines,
+            queue: None,
             phase: Phase::Checking,
             messages: Vec::new(),
         }
@@ -58,6 +61,13 @@ impl TeardownModal {
         if self.phase == Phase::Checking {
             self.phase = Phase::Open;
         }
+    }
+
+    /// Follows the roster: the queue line, and whether the guard asks twice.
+    pub fn set_queue(&mut self, note: Option<QueueNote>) {
+        let looks = note.as_ref().map_or(QueueLooks::NoQueue, |n| n.looks);
+        self.guard.handle(GuardEvent::Queue(looks));
+        self.queue = note;
     }
 
     pub fn key(&mut self, event: GuardEvent) -> ModalAction {
@@ -74,11 +84,10 @@ impl TeardownModal {
                 ModalAction::None
             }
             GuardOutcome::NeedsSecondConfirm => {
-                self.messages = vec![
-                    "The run still looks alive on this box. Press Enter again to destroy it \
-                     anyway, Esc to cancel."
-                        .to_string(),
-                ];
+                self.messages = vec![format!(
+                    "Careful: {}. Press Enter again to destroy it anyway, Esc to cancel.",
+                    self.guard.cautions().join("; ")
+                )];
                 ModalAction::None
             }
             GuardOutcome::Fire { pull_id } => {
@@ -101,6 +110,13 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &TeardownModa
         .iter()
         .map(|l| Line::styled(format!(" {l}"), t.text))
         .collect();
+    if let Some(note) = &modal.queue {
+        lines.push(if note.looks.needs_second_confirm() {
+            Line::styled(format!(" ⚠ {}", note.line), t.crit)
+        } else {
+            Line::styled(format!(" ✓ {}", note.line), t.ok)
+        });
+    }
     lines.push(Line::raw(""));
     match &modal.phase {
         Phase::Checking => lines.push(Line::styled(
@@ -165,4 +181,81 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &TeardownModa
         ),
         popup,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pull::Currentness;
+    use crate::teardown::QueueNote;
+
+    const CURRENT: Currentness = Currentness::Current {
+        pull_id: 7,
+        files: 1,
+        bytes: 1,
+    };
+
+    fn name(modal: &mut TeardownModal) {
+        for c in modal.host.clone().chars() {
+            modal.key(GuardEvent::Key(c));
+        }
+    }
+
+    #[test]
+    fn cells_not_done_show_in_red_and_ask_for_a_second_enter() {
+        let (_, state) = crate::demo::Demo::start(chrono::Utc::now());
+        let host = state.hosts[0].config.name.clone();
+        let mut modal = TeardownModal::new(&host, vec!["Destroy it".into()]);
+        modal.set_queue(Some(QueueNote {
+            looks: QueueLooks::NotAllDone,
+            line: "queue: 1 of 3 cells not done (1 failed)".into(),
+        }));
+        modal.checked(vec!["Destroy it".into()], CURRENT);
+        name(&mut modal);
+        assert_eq!(modal.key(GuardEvent::Confirm), ModalAction::None);
+        assert!(
+            modal.messages[0].starts_with("Careful: not every queue cell is done."),
+            "{:?}",
+            modal.messages
+        );
+
+        let mut app = crate::ui::app::App::new(true);
+        app.modal = Some(modal);
+        let theme = crate::ui::theme::Theme::mono();
+        let ctx = Ctx {
+            app: &app,
+            state: &state,
+            theme: &theme,
+            now: chrono::Utc::now(),
+            poll: std::time::Duration::from_secs(2),
+        };
+        let buffer = crate::ui::render_buffer(&ctx, 120, 40);
+        let text = crate::ui::buffer_text(&buffer);
+        assert!(
+            text.contains("⚠ queue: 1 of 3 cells not done (1 failed)"),
+            "{text}"
+        );
+        let Some(modal) = app.modal.as_mut() else {
+            panic!("the modal is open");
+        };
+        assert_eq!(
+            modal.key(GuardEvent::Confirm),
+            ModalAction::Destroy { pull_id: 7 }
+        );
+    }
+
+    #[test]
+    fn a_reconciled_queue_needs_one_enter() {
+        let mut modal = TeardownModal::new("b", Vec::new());
+        modal.set_queue(Some(QueueNote {
+            looks: QueueLooks::AllDone,
+            line: "queue: all 3 cells done, 3 verified".into(),
+        }));
+        modal.checked(Vec::new(), CURRENT);
+        name(&mut modal);
+        assert_eq!(
+            modal.key(GuardEvent::Confirm),
+            ModalAction::Destroy { pull_id: 7 }
+        );
+    }
 }
