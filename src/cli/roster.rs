@@ -114,7 +114,7 @@ pub fn reconcile_probes(
             let last_seen_up = known.memory.get(&host.name).and_then(|m| m.last_seen_up);
             Some(RosterEntry {
                 host: &host.name,
-                presence: presence(link, &[], last_seen_up, now),
+                presence: presence(link, &[], last_seen_up, None, now),
                 facts: facts.as_ref()?,
                 verified: known.verified.get(&host.name),
             })

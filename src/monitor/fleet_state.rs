@@ -276,7 +276,13 @@ impl FleetState {
                 let tracker = h.queue.as_ref()?;
                 Some(RosterEntry {
                     host: &h.config.name,
-                    presence: presence(&h.link, &h.clocks, h.last_seen_up, now),
+                    presence: presence(
+                        &h.link,
+                        &h.clocks,
+                        h.last_seen_up,
+                        h.provider_state().map(|p| &p.state),
+                        now,
+                    ),
                     facts: tracker.facts.as_ref()?,
                     verified: Some(&tracker.verified),
                 })

@@ -166,17 +166,21 @@ impl QueueTracker {
     }
 }
 
-/// Whether the box is there, from its link, clocks and when it was last seen up; see the module
-/// docs.
+/// Whether the box is there, from its link, clocks, when it was last seen up and what its
+/// provider says; see the module docs. A provider saying "destroyed" is believed only while
+/// the box cannot be reached.
 pub fn presence(
     link: &LinkState,
     clocks: &[Clock],
     last_seen_up: Option<DateTime<Utc>>,
+    provider: Option<&crate::provider::InstanceState>,
     now: DateTime<Utc>,
 ) -> Presence {
     let released = clocks
         .iter()
-        .any(|c| c.kind == ClockKind::AutoRelease && c.remaining_secs.is_some_and(|s| s <= 0));
+        .any(|c| c.kind == ClockKind::AutoRelease && c.remaining_secs.is_some_and(|s| s <= 0))
+        || (!link.is_usable()
+            && matches!(provider, Some(crate::provider::InstanceState::Destroyed)));
     match link {
         _ if released => Presence::Gone,
         LinkState::Down { since, .. }

@@ -119,19 +119,42 @@ fn presence_follows_the_link_and_the_release_clock() {
         reason: "gone".into(),
         retry_in_ms: 0,
     };
-    assert_eq!(presence(&down, &[], None, at(60)), Presence::Unreachable);
-    assert_eq!(presence(&down, &[], None, at(3601)), Presence::Gone);
     assert_eq!(
-        presence(&down, &[], Some(at(-3600)), at(60)),
+        presence(&down, &[], None, None, at(60)),
+        Presence::Unreachable
+    );
+    assert_eq!(presence(&down, &[], None, None, at(3601)), Presence::Gone);
+    assert_eq!(
+        presence(&down, &[], Some(at(-3600)), None, at(60)),
         Presence::Gone,
         "down since before this run of rigwatch began"
     );
     assert_eq!(
-        presence(&down, &[], Some(at(30)), at(60)),
+        presence(&down, &[], Some(at(30)), None, at(60)),
         Presence::Unreachable
     );
     let up = LinkState::Connecting { attempt: 0 };
-    assert_eq!(presence(&up, &[], Some(at(0)), at(9999)), Presence::Up);
+    assert_eq!(
+        presence(&up, &[], Some(at(0)), None, at(9999)),
+        Presence::Up
+    );
+    let destroyed = crate::provider::InstanceState::Destroyed;
+    assert_eq!(
+        presence(&down, &[], Some(at(30)), Some(&destroyed), at(60)),
+        Presence::Gone,
+        "the provider says destroyed and the box is unreachable"
+    );
+    let reachable = LinkState::Up {
+        since: at(0),
+        rtt_ms: 1.0,
+        banner: String::new(),
+        auth: String::new(),
+    };
+    assert_eq!(
+        presence(&reachable, &[], Some(at(30)), Some(&destroyed), at(60)),
+        Presence::Up,
+        "a box that answers is there, whatever a listing says"
+    );
 }
 
 #[test]
