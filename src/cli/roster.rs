@@ -34,6 +34,8 @@ pub struct RosterArgs {
 pub struct Known<'a> {
     pub memory: &'a FleetMemory,
     pub verified: &'a BTreeMap<String, BTreeSet<String>>,
+    /// What the providers' CLIs said, per host (empty where none was asked).
+    pub providers: &'a [(String, crate::provider::ProviderReport)],
 }
 
 /// A configured queue that this probe could not read.
@@ -112,9 +114,15 @@ pub fn reconcile_probes(
         .zip(&facts)
         .filter_map(|((host, (_, link)), facts)| {
             let last_seen_up = known.memory.get(&host.name).and_then(|m| m.last_seen_up);
+            let provider = known
+                .providers
+                .iter()
+                .find(|(h, _)| *h == host.name)
+                .and_then(|(_, r)| r.state.as_ref())
+                .map(|s| &s.state);
             Some(RosterEntry {
                 host: &host.name,
-                presence: presence(link, &[], last_seen_up, None, now),
+                presence: presence(link, &[], last_seen_up, provider, now),
                 facts: facts.as_ref()?,
                 verified: known.verified.get(&host.name),
             })
@@ -147,7 +155,10 @@ struct HostReport {
 }
 
 pub async fn run(fleet: &FleetConfig, args: &RosterArgs) -> color_eyre::Result<ExitCode> {
-    let (states, probes) = probe_fleet(fleet, args.timeout).await;
+    let ((states, probes), providers) = tokio::join!(
+        probe_fleet(fleet, args.timeout),
+        crate::monitor::providers::ask_all(fleet)
+    );
     let now = Utc::now();
     let memory_path = memory::path();
     let mut memory = memory::load(memory_path.as_deref());
@@ -155,6 +166,7 @@ pub async fn run(fleet: &FleetConfig, args: &RosterArgs) -> color_eyre::Result<E
     let known = Known {
         memory: &memory,
         verified: &verified,
+        providers: &providers,
     };
     let queues = reconcile_probes(&fleet.hosts, &states, &probes, &known, now);
     queues.remember(&fleet.hosts, &mut memory);

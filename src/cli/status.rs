@@ -75,6 +75,7 @@ pub async fn run(
     let known = Known {
         memory: &memory,
         verified: &verified,
+        providers: &provider_reports,
     };
     let queues = reconcile_probes(&fleet.hosts, &states, &probes, &known, now);
     queues.remember(&fleet.hosts, &mut memory);

@@ -116,6 +116,7 @@ fn queue_of(
     let known = Known {
         memory: &memory,
         verified: &verified,
+        providers: &[],
     };
     let hosts = std::slice::from_ref(host);
     let queues = reconcile_probes(
