@@ -203,13 +203,15 @@ fn out_of_sight(f: &ClockFacts<'_>, name: &str, out: &mut Vec<Clock>) {
         });
         return;
     }
-    let (since, exact_state) = match f.provider {
-        Some(p) if matches!(p.state, InstanceState::Stopped | InstanceState::Exited) => {
-            (p.state_since.unwrap_or(seen), p.state_since.is_some())
-        }
-        _ => (seen, false),
-    };
-    let confirmed = f.provider.is_some();
+    // Only a stop the provider names confirms the guess; a state it spells in a way this
+    // version does not know leaves it a guess.
+    let stopped_by_provider = f
+        .provider
+        .filter(|p| matches!(p.state, InstanceState::Stopped | InstanceState::Exited));
+    let since = stopped_by_provider
+        .and_then(|p| p.state_since)
+        .unwrap_or(seen);
+    let exact_state = stopped_by_provider.is_some_and(|p| p.state_since.is_some());
     if let Some(days) = f
         .profile
         .and_then(|p| p.timers.auto_release_days_after_stop)
@@ -241,17 +243,16 @@ fn out_of_sight(f: &ClockFacts<'_>, name: &str, out: &mut Vec<Clock>) {
         .profile
         .and_then(|p| p.stop.bills.clone())
         .unwrap_or_else(|| "unknown".into());
-    let state_words = if confirmed {
-        format!("{name} says it is stopped")
-    } else {
-        format!("unreachable for {hours:.1} h")
+    let state_words = match stopped_by_provider {
+        Some(p) => format!("{name} says it is {}", p.state.word()),
+        None => format!("unreachable for {hours:.1} h"),
     };
     out.push(Clock {
         kind: ClockKind::StoppedBilling,
         deadline: None,
         remaining_secs: None,
         accrued: r.stopped.map(|rate| rate * hours),
-        confidence: if confirmed && r.stopped_source == RateSource::Provider {
+        confidence: if stopped_by_provider.is_some() && r.stopped_source == RateSource::Provider {
             Confidence::Exact
         } else {
             Confidence::Conservative

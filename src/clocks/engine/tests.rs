@@ -195,6 +195,21 @@ fn the_provider_turns_a_guess_into_a_fact() {
     let gone = vast(InstanceState::Destroyed, None);
     f.provider = Some(&gone);
     assert!(clocks(&f).is_empty(), "a destroyed box bills nothing");
+
+    let unknown = vast(InstanceState::Other("frozen".into()), None);
+    f.provider = Some(&unknown);
+    let c = clocks(&f);
+    let accrual = kind(&c, ClockKind::StoppedBilling).expect("accrual");
+    assert_eq!(
+        accrual.confidence,
+        Confidence::Conservative,
+        "a state rigwatch cannot read confirms nothing"
+    );
+    assert!(
+        accrual.message.starts_with("unreachable for 10.0 h"),
+        "{}",
+        accrual.message
+    );
 }
 
 #[test]
