@@ -7,36 +7,20 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use support::{GpuShim, Lab, rigwatch};
+use support::{GpuShim, Lab, json_host as host, rigwatch_json_env};
 
 fn shims() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/providers")
 }
 
 fn status(config: &Path, state: &Path, shim_log: &Path) -> Value {
-    let out = rigwatch()
-        .args(["status", "--json", "--config"])
-        .arg(config)
-        .env("XDG_STATE_HOME", state)
-        .env("RIGWATCH_SHIM_LOG", shim_log)
-        .output()
-        .expect("run rigwatch");
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}):\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
-fn host<'a>(json: &'a Value, name: &str) -> &'a Value {
-    json["hosts"]
-        .as_array()
-        .expect("hosts")
-        .iter()
-        .find(|h| h["name"] == name)
-        .unwrap_or_else(|| panic!("no host {name}"))
+    rigwatch_json_env(
+        &["status", "--json"],
+        config,
+        state,
+        &[("RIGWATCH_SHIM_LOG", shim_log)],
+    )
+    .1
 }
 
 fn clock<'a>(h: &'a Value, kind: &str) -> Option<&'a Value> {

@@ -4,19 +4,10 @@
 mod support;
 
 use serde_json::Value;
-use support::{GpuShim, Lab, rigwatch, rigwatch_json};
+use support::{GpuShim, Lab, json_host as host, rigwatch, rigwatch_json};
 
 fn status_json(config: &std::path::Path, state: &std::path::Path) -> (Option<i32>, Value) {
     rigwatch_json(&["status", "--json"], config, state)
-}
-
-fn host<'a>(json: &'a Value, name: &str) -> &'a Value {
-    json["hosts"]
-        .as_array()
-        .expect("hosts")
-        .iter()
-        .find(|h| h["name"] == name)
-        .unwrap_or_else(|| panic!("no host {name}"))
 }
 
 fn signal<'a>(h: &'a Value, kind: &str) -> Option<&'a Value> {

@@ -12,9 +12,7 @@ use super::roster::{Known, reconcile_probes};
 use super::status_report::{HostStatus, StatusReport, gpu_reports, link_report, mount_reports};
 use super::status_table::table;
 use crate::clocks::profiles::find;
-use crate::clocks::{
-    Billed, ClockFacts, CostLedger, CostReport, Profile, SessionLog, billed, clocks, rates,
-};
+use crate::clocks::{Billed, ClockFacts, CostLedger, CostReport, Profile, billed, clocks, rates};
 use crate::config::{FleetConfig, HostConfig};
 use crate::fleet::{BootMark, GpuAvailability, HostHistory};
 use crate::monitor::memory::{self, HostMemory};
@@ -253,8 +251,7 @@ impl Judge<'_> {
             balance: self.fleet.balance,
             provider,
             slurm: latest.and_then(|r| Some((r.sample.slurm_job.as_ref()?, r.at))),
-            week_used: (quota && remembered.sessions != SessionLog::default())
-                .then(|| remembered.sessions.used_in_week(now)),
+            week_used: remembered.sessions.week_used(now).filter(|_| quota),
             now,
         });
         let per_hour_from = match billed_as {

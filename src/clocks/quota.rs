@@ -37,6 +37,12 @@ impl SessionLog {
         self.spans.drain(..excess);
     }
 
+    /// Session time in the week before `now`; None before any session was seen, so a clock
+    /// falls back to the current session alone.
+    pub fn week_used(&self, now: DateTime<Utc>) -> Option<Duration> {
+        (!self.spans.is_empty()).then(|| self.used_in_week(now))
+    }
+
     /// Session time inside the week before `now`, overlapping spans counted once.
     pub fn used_in_week(&self, now: DateTime<Utc>) -> Duration {
         let from = now - WEEK;

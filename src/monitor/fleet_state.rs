@@ -144,6 +144,10 @@ impl FleetState {
         self.hosts.iter().position(|h| h.config.name == host)
     }
 
+    pub fn host(&self, name: &str) -> Option<&HostState> {
+        self.hosts.iter().find(|h| h.config.name == name)
+    }
+
     fn event(&mut self, at: DateTime<Utc>, host: &str, severity: Severity, text: String) {
         if self.events.len() == EVENTS_KEPT {
             self.events.pop_back();
@@ -342,9 +346,9 @@ impl FleetState {
     fn accrue(&mut self, i: usize, now: DateTime<Utc>) {
         let profile = crate::clocks::profiles::find(&self.profiles, &self.hosts[i].config.profile);
         let quota = profile.is_some_and(|p| p.timers.weekly_gpu_hours.is_some());
-        let rate = self.hosts[i].rates(profile).now(self.hosts[i].billed());
+        let billed = self.hosts[i].billed();
+        let rate = self.hosts[i].rates(profile).now(billed);
         let h = &mut self.hosts[i];
-        let billed = h.billed();
         if h.link.is_usable() {
             h.last_seen_up = Some(now);
             h.ledger.get_or_insert_with(|| CostLedger::start(now));
@@ -417,10 +421,10 @@ impl FleetState {
             balance: None,
             provider: h.provider_state(),
             slurm: latest.and_then(|r| Some((r.sample.slurm_job.as_ref()?, r.at))),
-            week_used: profile
-                .and_then(|p| p.timers.weekly_gpu_hours)
-                .filter(|_| h.sessions != SessionLog::default())
-                .map(|_| h.sessions.used_in_week(now)),
+            week_used: h
+                .sessions
+                .week_used(now)
+                .filter(|_| profile.is_some_and(|p| p.timers.weekly_gpu_hours.is_some())),
             now,
         });
         // A clock that moves to a more urgent band (today, within the hour, fired) is news.

@@ -152,7 +152,7 @@ pub async fn run(
                         Action::Pull(host) => start_pull(&mut app, &state, &source, &host, &job_tx),
                         Action::Teardown(host) => open_teardown(&mut app, &state, &source, &host, &job_tx),
                         Action::Destroy { host, pull_id } => {
-                            let config = state.hosts.iter().find(|h| h.config.name == host);
+                            let config = state.host(&host);
                             let profile = config.and_then(|h| state.profile(&h.config.profile));
                             if let (Some(h), Some(p)) = (config, profile) {
                                 jobs::spawn_destroy(h.config.clone(), p.clone(), pull_id, job_tx.clone());
@@ -188,7 +188,7 @@ pub async fn run(
             _ = tick.tick() => {
                 state.tick(Utc::now());
                 if let Some(modal) = &mut app.modal {
-                    if let Some(h) = state.hosts.iter().find(|h| h.config.name == modal.host) {
+                    if let Some(h) = state.host(&modal.host) {
                         modal.guard.handle(GuardEvent::RunLooks(RunLooks::of(&h.run)));
                         modal.set_queue(queue_note_of(&state, h));
                     }
@@ -240,7 +240,7 @@ fn start_pull(
     host: &str,
     tx: &mpsc::Sender<JobMsg>,
 ) {
-    let Some(h) = state.hosts.iter().find(|h| h.config.name == host) else {
+    let Some(h) = state.host(host) else {
         return;
     };
     if app.pulls.contains_key(host) {
@@ -282,7 +282,7 @@ fn open_teardown(
     host: &str,
     tx: &mpsc::Sender<JobMsg>,
 ) {
-    let Some(h) = state.hosts.iter().find(|h| h.config.name == host) else {
+    let Some(h) = state.host(host) else {
         return;
     };
     let run = RunLooks::of(&h.run);

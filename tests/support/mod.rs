@@ -462,11 +462,22 @@ pub fn rigwatch_json(
     config: &Path,
     state: &Path,
 ) -> (Option<i32>, serde_json::Value) {
+    rigwatch_json_env(args, config, state, &[])
+}
+
+/// `rigwatch_json` with extra environment variables (a shim's log file, say).
+pub fn rigwatch_json_env(
+    args: &[&str],
+    config: &Path,
+    state: &Path,
+    env: &[(&str, &Path)],
+) -> (Option<i32>, serde_json::Value) {
     let out = rigwatch()
         .args(args)
         .arg("--config")
         .arg(config)
         .env("XDG_STATE_HOME", state)
+        .envs(env.iter().copied())
         .output()
         .expect("run rigwatch");
     let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -477,6 +488,16 @@ pub fn rigwatch_json(
         )
     });
     (out.status.code(), json)
+}
+
+/// The host named `name` in a `status --json` document.
+pub fn json_host<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    json["hosts"]
+        .as_array()
+        .expect("hosts")
+        .iter()
+        .find(|h| h["name"] == name)
+        .unwrap_or_else(|| panic!("no host {name}"))
 }
 
 /// Waits up to 5 s for a file or socket to appear.
