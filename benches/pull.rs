@@ -13,8 +13,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rigwatch::config::fleet;
-use rigwatch::pull::local::part_path;
-use rigwatch::pull::{Progress, pull};
+use rigwatch::pull::local::part_paths;
+use rigwatch::pull::{Progress, PullJob, pull};
 use rigwatch::transport::Pool;
 use support::Lab;
 
@@ -115,7 +115,7 @@ async fn main() {
         let session = pool.get("box").and_then(|l| l.session()).expect("session");
         let spec = config.hosts[0].pull.clone().expect("pull");
         let start = Instant::now();
-        let record = pull(&session, "box", &spec, None, Arc::new(Progress::default()))
+        let record = pull(&session, &PullJob::of("box", &spec, None), Arc::new(Progress::default()))
             .await
             .expect("pull");
         ours.push(start.elapsed());
@@ -140,7 +140,7 @@ async fn main() {
     let progress = Arc::new(Progress::default());
     let cut = {
         let (session, spec, progress) = (session.clone(), spec.clone(), progress.clone());
-        tokio::spawn(async move { pull(&session, "box", &spec, None, progress).await })
+        tokio::spawn(async move { pull(&session, &PullJob::of("box", &spec, None), progress).await })
     };
     while progress.bytes_done.load(Ordering::Relaxed) < SIZE / 2 {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -148,10 +148,10 @@ async fn main() {
     cut.abort();
     let _ = cut.await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let had = std::fs::metadata(part_path(&dest.join("big.bin")))
+    let had = std::fs::metadata(part_paths(&dest, &dest.join("big.bin")).0)
         .map(|m| m.len())
         .unwrap_or(0);
-    let record = pull(&session, "box", &spec, None, Arc::new(Progress::default()))
+    let record = pull(&session, &PullJob::of("box", &spec, None), Arc::new(Progress::default()))
         .await
         .expect("resumed pull");
     let sent = record.files[0].sent;

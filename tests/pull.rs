@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use rigwatch::config::fleet;
 use rigwatch::ledger::Ledger;
-use rigwatch::pull::local::{part_path, sha256_file};
-use rigwatch::pull::{Progress, pull};
+use rigwatch::pull::local::{part_paths, sha256_file};
+use rigwatch::pull::{Progress, PullJob, pull};
 use rigwatch::transport::Pool;
 use support::{Lab, Sshd};
 
@@ -65,7 +65,7 @@ fn pull_fleet(lab: &Lab, sshd: &Sshd, run: &Path, dest: &Path) -> PathBuf {
 }
 
 /// Bytes already on local disk for each remote file: a finished copy, a `.part`, or nothing.
-fn on_disk(record: &rigwatch::ledger::PullRecord) -> BTreeMap<String, u64> {
+fn on_disk(record: &rigwatch::ledger::PullRecord, dest: &std::path::Path) -> BTreeMap<String, u64> {
     record
         .files
         .iter()
@@ -73,7 +73,7 @@ fn on_disk(record: &rigwatch::ledger::PullRecord) -> BTreeMap<String, u64> {
             let local = PathBuf::from(&f.local_path);
             let have = std::fs::metadata(&local)
                 .map(|m| m.len())
-                .or_else(|_| std::fs::metadata(part_path(&local)).map(|m| m.len()))
+                .or_else(|_| std::fs::metadata(part_paths(dest, &local).0).map(|m| m.len()))
                 .unwrap_or(0);
             (f.remote_path.clone(), have)
         })
@@ -100,7 +100,7 @@ async fn a_pull_cut_by_a_dead_link_resumes_without_resending_finished_bytes() {
     let first = {
         let progress = Arc::clone(&progress);
         let spec = spec.clone();
-        tokio::spawn(async move { pull(&session, "box", &spec, None, progress).await })
+        tokio::spawn(async move { pull(&session, &PullJob::of("box", &spec, None), progress).await })
     };
     let deadline = Instant::now() + Duration::from_secs(120);
     while progress.bytes_done.load(Ordering::Relaxed) < 256 << 20 {
@@ -129,7 +129,7 @@ async fn a_pull_cut_by_a_dead_link_resumes_without_resending_finished_bytes() {
     );
     assert!(!first.files.iter().all(|f| f.is_good()));
 
-    let before = on_disk(&first);
+    let before = on_disk(&first, &dest);
     assert!(
         before[&big_remote] >= 128 << 20,
         "some of big.bin arrived: {before:?}"
@@ -146,9 +146,7 @@ async fn a_pull_cut_by_a_dead_link_resumes_without_resending_finished_bytes() {
     let previous = ledger.latest_pull("box").expect("ledger read");
     let second = pull(
         &session,
-        "box",
-        &spec,
-        previous.as_ref(),
+        &PullJob::of("box", &spec, previous.as_ref()),
         Arc::new(Progress::default()),
     )
     .await
@@ -186,7 +184,7 @@ async fn a_pull_cut_by_a_dead_link_resumes_without_resending_finished_bytes() {
     assert!(dest.join("final_ckpts/big.bin").exists());
     assert!(dest.join("final_ckpts/cell007/metrics.json").exists());
     assert!(dest.join("metrics.jsonl").exists());
-    assert!(!part_path(&dest.join("final_ckpts/big.bin")).exists());
+    assert!(!part_paths(&dest, &dest.join("final_ckpts/big.bin")).0.exists());
 
     ledger.record_pull(&second).expect("record second");
     let latest = ledger.latest_pull("box").expect("read").expect("one");

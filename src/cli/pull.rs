@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use color_eyre::eyre::{WrapErr, eyre};
+use color_eyre::eyre::eyre;
 use humansize::{BINARY, format_size};
 
 use super::one_host;
 use crate::config::FleetConfig;
 use crate::ledger::{Ledger, PullRecord};
-use crate::pull::{Progress, pull};
+use crate::pull::{Progress, pull_and_record};
 
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
@@ -37,9 +37,6 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
     let ledger_path = crate::ledger::default_path()
         .ok_or_else(|| eyre!("no home or XDG_STATE_HOME to keep the ledger in"))?;
     let mut ledger = Ledger::open(&ledger_path)?;
-    let previous = ledger
-        .latest_pull(&host.name)
-        .wrap_err("reading the last pull")?;
     let timeout = Duration::try_from_secs_f64(args.timeout.max(0.1)).unwrap_or(Duration::MAX);
     let (pool, session) = one_host::connect(fleet, host, timeout).await?;
     let progress = Arc::new(Progress::default());
@@ -53,14 +50,13 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
             }
         })
     });
-    let result = pull(&session, &host.name, spec, previous.as_ref(), progress).await;
+    let result = pull_and_record(&session, host, spec, &mut ledger, progress).await;
     if let Some(task) = drawing {
         task.abort();
         eprint!("\r\x1b[2K");
     }
     pool.shutdown().await;
-    let mut record = result?;
-    record.id = ledger.record_pull(&record)?;
+    let record = result?;
     print!("{}", summary(&record, &spec.dest.display().to_string()));
     let good = record.unmatched.is_empty() && record.files.iter().all(|f| f.is_good());
     Ok(if good {

@@ -21,7 +21,7 @@ use crate::pull::{Currentness, check_host};
 use crate::queue::DoneRule;
 use crate::teardown::{
     Guard, GuardEvent, GuardOutcome, Method, QueueLooks, QueueNote, RunLooks, carry_out, describe,
-    plan, queue_note,
+    plan, plan_looks, queue_note,
 };
 use crate::transport::LinkState;
 
@@ -39,21 +39,23 @@ pub async fn run(
     let host = one_host::host(fleet, &args.host)?;
     let profile = find(profiles, &host.profile)
         .ok_or_else(|| eyre!("{}: unknown profile {}", host.name, host.profile))?;
-    let plan = plan(host, profile);
+    let plan = plan(host, profile, &fleet.providers);
     let ledger_path = crate::ledger::default_path()
         .ok_or_else(|| eyre!("no home or XDG_STATE_HOME holding the ledger"))?;
     let ledger = Ledger::open(&ledger_path)?;
     let last = ledger.latest_pull(&host.name)?;
     let (pool, session) = one_host::connect(fleet, host, Duration::from_secs(30)).await?;
-    let mut guard = Guard::new(&host.name);
-    guard.handle(GuardEvent::Checked(
-        check_host(Some(&session), host, last.as_ref()).await,
-    ));
+    let mut guard = Guard::new(&host.name, OPENING);
+    guard.handle(GuardEvent::Plan(plan_looks(&plan, host, profile, fleet).await));
+    guard.handle(GuardEvent::Checked {
+        opening: OPENING,
+        currentness: check_host(Some(&session), host, last.as_ref()).await,
+    });
     let probe = probe_once(&session, host).await;
     let now = chrono::Utc::now();
     let run = RunLooks::of(&run_state_of(&probe, host, &fleet.thresholds, now));
     guard.handle(GuardEvent::RunLooks(run));
-    for line in describe(&plan, last.as_ref(), run) {
+    for line in describe(&plan, last.as_ref(), run).lines() {
         println!("{line}");
     }
     let link = pool
@@ -67,10 +69,7 @@ pub async fn run(
             println!("  {}", note.line);
         }
     }
-    let exit = confirm(&mut guard, &plan.method, || {
-        check_host(Some(&session), host, last.as_ref())
-    })
-    .await;
+    let exit = confirm(&mut guard, || check_host(Some(&session), host, last.as_ref())).await;
     pool.shutdown().await;
     let Some(pull_id) = exit? else {
         return Ok(ExitCode::from(1));
@@ -78,15 +77,21 @@ pub async fn run(
     if let Method::Command { command } = &plan.method {
         println!("running: {command}");
     }
-    let (record, ok) = carry_out(host, &plan.method, pull_id).await;
+    let (record, ok) = match carry_out(host, &plan.method, pull_id).await {
+        Ok(done) => done,
+        Err(why) => {
+            println!("REFUSED: {why}");
+            return Ok(ExitCode::from(1));
+        }
+    };
     ledger.record_teardown(&record)?;
     println!("{}", record.output);
     println!(
         "{}: recorded in {}",
-        if ok {
-            "done"
-        } else {
-            "THE DESTROY COMMAND FAILED"
+        match (&plan.method, ok) {
+            (Method::Manual { .. }, _) => "recorded as destroyed by you at the provider",
+            (_, true) => "done: the destroy command exited 0",
+            (_, false) => "THE DESTROY COMMAND FAILED",
         },
         ledger.path().display()
     );
@@ -139,27 +144,20 @@ fn queue_of(
     queue_note(true, queues.roster.as_ref().and_then(|r| r.hosts.first()))
 }
 
-/// Walks the guard with what the person types; Some(pull id) when it fired.
-async fn confirm<F, Fut>(
-    guard: &mut Guard,
-    method: &Method,
-    check: F,
-) -> color_eyre::Result<Option<i64>>
+/// The CLI's one opening of the dialog.
+const OPENING: u64 = 1;
+
+/// Walks the guard with what the person types; Some(pull id) when it fired. `check` takes the
+/// fresh look the guard asks for after the last confirmation.
+async fn confirm<F, Fut>(guard: &mut Guard, check: F) -> color_eyre::Result<Option<i64>>
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Currentness>,
 {
-    if let Method::Blocked { why } = method {
-        println!("REFUSED: {why}");
-        return Ok(None);
-    }
-    let not_current: Vec<String> = match guard.pull() {
-        Some(Currentness::NotCurrent(why)) => why.iter().map(ToString::to_string).collect(),
-        _ => Vec::new(),
-    };
-    if !not_current.is_empty() {
-        println!("REFUSED: the last pull is not verified-current:");
-        for why in not_current {
+    let blockers = guard.blockers();
+    if !blockers.is_empty() {
+        println!("REFUSED: not until:");
+        for why in blockers {
             println!("  - {why}");
         }
         return Ok(None);
@@ -179,10 +177,9 @@ where
     for c in line.trim_end_matches(['\r', '\n']).chars() {
         guard.handle(GuardEvent::Key(c));
     }
-    // The box may have changed while the person typed: look once more right before acting.
-    guard.handle(GuardEvent::Checked(check().await));
+    let mut outcome = guard.handle(GuardEvent::Confirm);
     loop {
-        match guard.handle(GuardEvent::Confirm) {
+        outcome = match outcome {
             GuardOutcome::Fire { pull_id } => return Ok(Some(pull_id)),
             GuardOutcome::NeedsSecondConfirm => {
                 print!(
@@ -196,7 +193,14 @@ where
                     println!("cancelled");
                     return Ok(None);
                 }
+                guard.handle(GuardEvent::Confirm)
             }
+            // The box may have changed while the person typed or read: one more look, after
+            // the last confirmation, right before acting.
+            GuardOutcome::TakeFinalCheck => guard.handle(GuardEvent::FinalChecked {
+                opening: OPENING,
+                currentness: check().await,
+            }),
             GuardOutcome::Refused(why) => {
                 println!("REFUSED:");
                 for w in why {
@@ -205,6 +209,6 @@ where
                 return Ok(None);
             }
             GuardOutcome::Nothing | GuardOutcome::Closed => return Ok(None),
-        }
+        };
     }
 }

@@ -103,6 +103,7 @@ mod tests {
 
     fn vast(state: InstanceState) -> ProviderState {
         ProviderState {
+            ssh: Vec::new(),
             instance_id: "1".into(),
             state,
             price_per_hour: Some(0.36),

@@ -43,7 +43,7 @@ struct RawProviders {
 
 /// The provider CLIs rigwatch may ask (read-only) for state and price: a path, else the CLI's
 /// usual name looked up on PATH.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProviderPrograms {
     pub vastai: Option<PathBuf>,
     pub runpod: Option<PathBuf>,

@@ -8,5 +8,6 @@ mod target;
 
 pub use error::{ConfigError, Located};
 pub use fleet::{
+    ProviderPrograms,
     Billing, FleetConfig, HostConfig, LinkTuning, PullConfig, QueueConfig, SshTarget, Thresholds,
 };

@@ -24,7 +24,7 @@ pub enum LedgerError {
     TooNew { path: PathBuf, found: i64 },
 }
 
-const SCHEMA: i64 = 1;
+const SCHEMA: i64 = 2;
 
 pub struct Ledger {
     conn: Connection,
@@ -81,6 +81,17 @@ impl Ledger {
             )
             .map_err(sql)?;
         }
+        if version < 2 {
+            // Schema 2: each file's change stamp (mtime and ctime to the nanosecond, inode), and
+            // the instance id each pull was taken for.
+            conn.execute_batch(
+                "ALTER TABLE files ADD COLUMN stamp TEXT;
+                 ALTER TABLE pulls ADD COLUMN instance_id TEXT;
+                 CREATE INDEX IF NOT EXISTS files_by_local ON files(local_path);
+                 PRAGMA user_version = 2;",
+            )
+            .map_err(sql)?;
+        }
         Ok(Ledger {
             conn,
             path: path.to_path_buf(),
@@ -107,13 +118,15 @@ impl Ledger {
         };
         let tx = self.conn.transaction().map_err(sql)?;
         tx.execute(
-            "INSERT INTO pulls (host, started, finished, paths, unmatched) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO pulls (host, started, finished, paths, unmatched, instance_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![
                 pull.host,
                 pull.started.to_rfc3339(),
                 pull.finished.to_rfc3339(),
                 pull.paths.join("\n"),
-                pull.unmatched.join("\n")
+                pull.unmatched.join("\n"),
+                pull.instance_id
             ],
         )
         .map_err(sql)?;
@@ -121,8 +134,8 @@ impl Ledger {
         for f in &pull.files {
             tx.execute(
                 "INSERT INTO files (pull_id, remote_path, size, mtime, remote_sha256, local_path,
-                    local_sha256, sent, verified, verification, error, at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    local_sha256, sent, verified, verification, error, at, stamp)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 params![
                     id,
                     f.remote_path,
@@ -135,7 +148,8 @@ impl Ledger {
                     f.verified,
                     f.verification,
                     f.error,
-                    f.at.to_rfc3339()
+                    f.at.to_rfc3339(),
+                    f.stamp
                 ],
             )
             .map_err(sql)?;
@@ -172,19 +186,30 @@ impl Ledger {
     }
 
     fn pull(&self, id: i64) -> Result<PullRecord, LedgerError> {
-        let (host, started, finished, paths, unmatched): (String, String, String, String, String) =
-            self.conn
-                .query_row(
-                    "SELECT host, started, finished, paths, unmatched FROM pulls WHERE id = ?1",
-                    params![id],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
-                )
-                .map_err(|e| self.err(e))?;
+        type Row = (String, String, String, String, String, Option<String>);
+        let (host, started, finished, paths, unmatched, instance_id): Row = self
+            .conn
+            .query_row(
+                "SELECT host, started, finished, paths, unmatched, instance_id FROM pulls
+                 WHERE id = ?1",
+                params![id],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                },
+            )
+            .map_err(|e| self.err(e))?;
         let mut stmt = self
             .conn
             .prepare(
                 "SELECT remote_path, size, mtime, remote_sha256, local_path, local_sha256,
-                    sent, verified, verification, error, at FROM files WHERE pull_id = ?1
+                    sent, verified, verification, error, at, stamp FROM files WHERE pull_id = ?1
                     ORDER BY rowid",
             )
             .map_err(|e| self.err(e))?;
@@ -202,6 +227,7 @@ impl Ledger {
                     verification: r.get(8)?,
                     error: r.get(9)?,
                     at: time(&r.get::<_, String>(10)?),
+                    stamp: r.get(11)?,
                 })
             })
             .and_then(Iterator::collect)
@@ -213,8 +239,30 @@ impl Ledger {
             finished: time(&finished),
             paths: lines(&paths),
             unmatched: lines(&unmatched),
+            instance_id,
             files,
         })
+    }
+
+    /// Local files under `dest` that a pull of another host recorded, and which host: a pull must
+    /// never overwrite another box's only copy.
+    pub fn claimed_by_others(
+        &self,
+        host: &str,
+        dest: &Path,
+    ) -> Result<std::collections::HashMap<String, String>, LedgerError> {
+        let prefix = format!("{}/", dest.display());
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT DISTINCT f.local_path, p.host FROM files f JOIN pulls p ON p.id = f.pull_id
+                 WHERE p.host != ?1 AND substr(f.local_path, 1, length(?2)) = ?2
+                 AND f.local_sha256 IS NOT NULL",
+            )
+            .map_err(|e| self.err(e))?;
+        stmt.query_map(params![host, prefix], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(Iterator::collect)
+            .map_err(|e| self.err(e))
     }
 
     pub fn record_teardown(&self, t: &TeardownRecord) -> Result<(), LedgerError> {
@@ -280,6 +328,7 @@ mod tests {
 
     fn file(path: &str, verified: bool) -> PulledFile {
         PulledFile {
+            stamp: Some("5.0 5.0 1".into()),
             remote_path: path.into(),
             size: 3,
             mtime: 1_700_000_000,
@@ -301,6 +350,7 @@ mod tests {
         let mut ledger = Ledger::open(&path).expect("open");
         let t = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(20_000);
         let mut pull = PullRecord {
+            instance_id: None,
             id: 0,
             host: "a".into(),
             started: t,

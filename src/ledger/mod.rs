@@ -16,6 +16,9 @@ pub struct PulledFile {
     pub size: u64,
     /// Seconds since the epoch, as the box reported it.
     pub mtime: i64,
+    /// `mtime ctime inode` to the nanosecond (see `pull::remote::RemoteFile::stamp`); None in
+    /// records written before rigwatch kept it, which therefore never count as current.
+    pub stamp: Option<String>,
     pub remote_sha256: Option<String>,
     pub local_path: String,
     pub local_sha256: Option<String>,
@@ -49,6 +52,8 @@ pub struct PullRecord {
     pub paths: Vec<String>,
     /// Configured paths that matched nothing on the box.
     pub unmatched: Vec<String>,
+    /// The host's `instance_id` when this pull was taken: a teardown of another id refuses.
+    pub instance_id: Option<String>,
     pub files: Vec<PulledFile>,
 }
 

@@ -86,6 +86,7 @@ mod tests {
 
     fn pulled(path: &str, good: bool) -> PulledFile {
         PulledFile {
+            stamp: Some("5.0 5.0 1".into()),
             remote_path: path.into(),
             size: 5,
             mtime: 100,
@@ -102,6 +103,7 @@ mod tests {
 
     fn record(files: Vec<PulledFile>) -> PullRecord {
         PullRecord {
+            instance_id: None,
             id: 1,
             host: "box".into(),
             started: DateTime::<Utc>::UNIX_EPOCH,

@@ -114,6 +114,30 @@ pub struct ProviderState {
     /// When the current state began, where the provider says so.
     pub state_since: Option<DateTime<Utc>>,
     pub label: Option<String>,
+    /// Where the provider says the instance's SSH listens (proxy and direct), for telling
+    /// whether an `instance_id` really is the box rigwatch connects to.
+    pub ssh: Vec<SshEndpoint>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SshEndpoint {
+    pub host: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for SshEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+/// Any JSON number or numeric string as a port; None for anything else.
+fn port_of(v: &serde_json::Value) -> Option<u16> {
+    match v {
+        serde_json::Value::Number(n) => n.as_u64().and_then(|n| u16::try_from(n).ok()),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
 }
 
 /// Why the provider's figures are not available. `command` names what ran (or the source given
@@ -333,6 +357,7 @@ mod tests {
     #[test]
     fn state_serializes_for_machine_output() -> Result<(), serde_json::Error> {
         let state = ProviderState {
+            ssh: Vec::new(),
             instance_id: "7".into(),
             state: InstanceState::Other("frozen".into()),
             price_per_hour: Some(0.5),

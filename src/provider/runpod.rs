@@ -58,6 +58,11 @@ struct Pod {
     last_status_change: Option<String>,
     #[serde(default, deserialize_with = "super::loose_string")]
     last_started_at: Option<String>,
+    /// The REST shape: the public address and `{"22": 10341}` for the TCP port of sshd.
+    #[serde(default, deserialize_with = "super::loose_string")]
+    public_ip: Option<String>,
+    #[serde(default)]
+    port_mappings: serde_json::Value,
 }
 
 /// Parses `pod list` (an array), `pod get ID` (one object) or the REST list.
@@ -88,6 +93,10 @@ fn state_of(pod: Pod) -> ProviderState {
         .adjusted_cost_per_hr
         .or(pod.cost_per_hr)
         .filter(|p| *p > 0.0);
+    let ssh = match (pod.public_ip, pod.port_mappings.get("22").and_then(super::port_of)) {
+        (Some(host), Some(port)) => vec![super::SshEndpoint { host, port }],
+        _ => Vec::new(),
+    };
     ProviderState {
         instance_id: pod.id,
         state,
@@ -95,6 +104,7 @@ fn state_of(pod: Pod) -> ProviderState {
         stopped_price_per_hour: None,
         state_since: since.map(|t| t.with_timezone(&Utc)),
         label: pod.name,
+        ssh,
     }
 }
 

@@ -62,6 +62,15 @@ struct Row {
     storage_cost: Option<f64>,
     #[serde(default, deserialize_with = "super::loose_f64")]
     disk_space: Option<f64>,
+    #[serde(default, deserialize_with = "super::loose_string")]
+    ssh_host: Option<String>,
+    #[serde(default)]
+    ssh_port: serde_json::Value,
+    #[serde(default, deserialize_with = "super::loose_string")]
+    public_ipaddr: Option<String>,
+    /// Docker's map: `{"22/tcp": [{"HostIp": "0.0.0.0", "HostPort": "21001"}]}`.
+    #[serde(default)]
+    ports: serde_json::Value,
 }
 
 /// Hours in the month vast.ai's $/GB/month storage price is divided by (see the module notes).
@@ -93,6 +102,22 @@ fn state_of(row: Row) -> ProviderState {
     let disk_per_hour = row
         .storage_total_cost
         .or_else(|| Some(row.storage_cost? * row.disk_space? / HOURS_PER_STORAGE_MONTH));
+    // The proxy (`ssh -p ssh_port root@ssh_host`) and the direct port on the public address.
+    let mut ssh = Vec::new();
+    if let (Some(host), Some(port)) = (row.ssh_host, super::port_of(&row.ssh_port)) {
+        ssh.push(super::SshEndpoint { host, port });
+    }
+    if let Some(ip) = row.public_ipaddr {
+        let direct = row.ports.get("22/tcp").and_then(|v| v.as_array()).cloned();
+        for binding in direct.unwrap_or_default() {
+            if let Some(port) = binding.get("HostPort").and_then(super::port_of) {
+                ssh.push(super::SshEndpoint {
+                    host: ip.clone(),
+                    port,
+                });
+            }
+        }
+    }
     ProviderState {
         instance_id: row.id,
         state,
@@ -100,6 +125,7 @@ fn state_of(row: Row) -> ProviderState {
         stopped_price_per_hour: disk_per_hour,
         state_since: None,
         label: row.label,
+        ssh,
     }
 }
 
@@ -128,6 +154,8 @@ mod tests {
         assert!(close(running.price_per_hour, 0.35 + 0.15 * 50.0 / 720.0));
         assert!(close(running.stopped_price_per_hour, 0.15 * 50.0 / 720.0));
         assert_eq!(running.state_since, None);
+        let ssh: Vec<String> = running.ssh.iter().map(ToString::to_string).collect();
+        assert_eq!(ssh, vec!["ssh4.vast.ai:21001", "192.0.2.17:21001"]);
         assert_eq!(stopped.instance_id, "21437002");
         assert_eq!(stopped.state, InstanceState::Stopped);
         assert_eq!(stopped.label, None);

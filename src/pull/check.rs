@@ -87,12 +87,50 @@ fn text_check(path: &Path) -> Result<Option<String>, String> {
     }
 }
 
+/// The user's command with every `{file}` made a reference to the file, never its text: the
+/// file is `$1` of the `sh -c` (and `$RIGWATCH_FILE`), and the reference is quoted to fit where
+/// `{file}` stands — bare, inside "…", or inside '…' — so a name the box chose (`$(rm -rf ~)`,
+/// a quote, a space) is only ever data.
+pub fn with_file_argument(command: &str) -> String {
+    let mut out = String::with_capacity(command.len() + 8);
+    let (mut single, mut double, mut escaped) = (false, false, false);
+    let mut rest = command;
+    while let Some(c) = rest.chars().next() {
+        if !escaped && rest.starts_with("{file}") {
+            out.push_str(match (single, double) {
+                (true, _) => "'\"$1\"'",
+                (false, true) => "$1",
+                (false, false) => "\"$1\"",
+            });
+            rest = &rest["{file}".len()..];
+            continue;
+        }
+        match c {
+            '\\' if !single && !escaped => escaped = true,
+            '\'' if !double && !escaped => {
+                single = !single;
+                escaped = false;
+            }
+            '"' if !single && !escaped => {
+                double = !double;
+                escaped = false;
+            }
+            _ => escaped = false,
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 async fn run_user(command: &str, path: &Path) -> Result<(), String> {
-    let quoted = super::remote::shell_quote(&path.to_string_lossy());
-    let line = command.replace("{file}", &quoted);
+    let line = with_file_argument(command);
     let child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(&line)
+        .arg("sh")
+        .arg(path)
+        .env("RIGWATCH_FILE", path)
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output();
@@ -134,6 +172,25 @@ mod tests {
         let v = verify(&bin, None).await;
         assert!(!v.passed);
         assert!(v.how.contains("no built-in check"), "{v:?}");
+    }
+
+    #[tokio::test]
+    async fn a_file_name_never_becomes_shell_text_wherever_file_stands() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // A name a box could choose: command substitution, quotes and a space. Were any of it
+        // run as shell text, `$(true)` would vanish and the file would not be found.
+        let file = dir.path().join("x$(true)y\"'b c.bin");
+        std::fs::write(&file, b"\x00\x01").expect("write");
+        for command in [
+            "test -s {file}",
+            "test -s \"{file}\"",
+            "test -s '{file}'",
+            "sh -c 'test -s \"$1\"' - {file}",
+        ] {
+            let v = verify(&file, Some(command)).await;
+            assert!(v.passed, "{command} did not get the file's own name: {v:?}");
+        }
+        assert_eq!(with_file_argument("a \\{file} '{file}'"), "a \\{file} ''\"$1\"''");
     }
 
     #[tokio::test]

@@ -13,8 +13,158 @@ use sha2::{Digest, Sha256};
 use std::io::{Read, Seek, Write};
 
 use super::PullError;
-use super::local::{part_path, source_path, source_tag};
+use super::local::{Start, part_paths, source_tag};
+use super::names::{Words, as_utf8};
 use super::remote::RemoteFile;
+use crate::transport::{ExecLimits, Session};
+
+const FILES_AT_ONCE: usize = 8;
+const SFTP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// A name SFTP cannot carry (not UTF-8) comes over an exec channel's `cat`, whole in memory:
+/// bounded, and said so when a file is bigger.
+const EXEC_COPY_CAP: u64 = 256 * 1024 * 1024;
+
+/// Copies every planned file; per-file errors come back as text, a link that cannot even give an
+/// SFTP channel fails the pull.
+pub async fn copy_all(
+    session: &Session,
+    host: &str,
+    dest: &Path,
+    plan: &[(RemoteFile, std::path::PathBuf)],
+    starts: &[Start],
+    progress: &AtomicU64,
+) -> Result<Vec<Result<Option<Copied>, String>>, PullError> {
+    let needs_sftp = plan
+        .iter()
+        .zip(starts)
+        .any(|((f, _), s)| *s != Start::Unchanged && as_utf8(&f.path).is_some());
+    let sftp = if needs_sftp {
+        Some(
+            session
+                .sftp(SFTP_TIMEOUT)
+                .await
+                .map_err(|source| PullError::Link {
+                    host: host.to_string(),
+                    stage: "opening SFTP",
+                    source,
+                })?,
+        )
+    } else {
+        None
+    };
+    let sftp = sftp.as_ref();
+    // Collected first: a lazy map over borrowed pairs is not `Send` enough for tokio::spawn.
+    let mut copies = Vec::with_capacity(plan.len());
+    for ((file, local), start) in plan.iter().zip(starts) {
+        let from = *start;
+        copies.push(async move {
+            let from = match from {
+                Start::Unchanged => return Ok(None),
+                Start::Resume(n) => n,
+                Start::Fresh => 0,
+            };
+            let result = match (sftp, as_utf8(&file.path)) {
+                (Some(sftp), Some(name)) => {
+                    download(&sftp.raw, &name, file, dest, local, from, progress).await
+                }
+                _ => download_by_exec(session, file, dest, local, progress).await,
+            };
+            result.map(Some).map_err(|e| e.to_string())
+        });
+    }
+    Ok(futures::stream::iter(copies)
+        .buffered(FILES_AT_ONCE)
+        .collect()
+        .await)
+}
+
+/// A file whose name SFTP cannot carry: `cat` on an exec channel, written and hashed the same way.
+async fn download_by_exec(
+    session: &Session,
+    remote: &RemoteFile,
+    dest: &Path,
+    local: &Path,
+    progress: &AtomicU64,
+) -> Result<Copied, PullError> {
+    if remote.size > EXEC_COPY_CAP {
+        return Err(PullError::Remote {
+            path: remote.path.clone(),
+            reason: format!(
+                "its name is not UTF-8, which SFTP cannot carry, and it is over {} MiB: rename \
+                 it on the box",
+                EXEC_COPY_CAP >> 20
+            ),
+        });
+    }
+    let mut words = Words::default();
+    let word = words.word(&remote.path);
+    let limits = ExecLimits {
+        timeout: std::time::Duration::from_secs(600),
+        max_output: usize::try_from(remote.size + 1).unwrap_or(usize::MAX),
+    };
+    let out = session
+        .exec(&format!("{}cat -- {word}", words.preamble()), limits)
+        .await
+        .map_err(|e| PullError::Remote {
+            path: remote.path.clone(),
+            reason: e.to_string(),
+        })?;
+    if out.exit_status != Some(0) || out.truncated || out.stdout.len() as u64 != remote.size {
+        return Err(PullError::Remote {
+            path: remote.path.clone(),
+            reason: format!(
+                "cat exited {:?} after {} of {} bytes: {}",
+                out.exit_status,
+                out.stdout.len(),
+                remote.size,
+                crate::sanitize::line(&String::from_utf8_lossy(&out.stderr), 200)
+            ),
+        });
+    }
+    let (part, _) = part_paths(dest, local);
+    let io = |source| disk(&part, source);
+    if let Some(dir) = part.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let mut file = std::fs::File::create(&part).map_err(io)?;
+    file.write_all(&out.stdout).map_err(io)?;
+    progress.fetch_add(remote.size, Ordering::Relaxed);
+    finish_part(file, &part, dest, local).await?;
+    Ok(Copied {
+        sent: remote.size,
+        sha256: super::local::hex(&Sha256::digest(&out.stdout)),
+    })
+}
+
+/// fsync, then rename into place: a file under its final name is always complete.
+async fn finish_part(
+    file: std::fs::File,
+    part: &Path,
+    dest: &Path,
+    local: &Path,
+) -> Result<(), PullError> {
+    let synced = tokio::task::spawn_blocking(move || file.sync_all())
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|r| r);
+    synced.map_err(|source| disk(part, source))?;
+    if let Some(dir) = local.parent() {
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(|source| PullError::Local {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+    }
+    tokio::fs::rename(part, local)
+        .await
+        .map_err(|source| PullError::Local {
+            path: local.to_path_buf(),
+            source,
+        })?;
+    let _ = tokio::fs::remove_file(part_paths(dest, local).1).await;
+    Ok(())
+}
 
 /// Below OpenSSH sftp-server's 255 KiB read cap and russh-sftp's 256 KiB packet limit.
 const CHUNK: u64 = 128 * 1024;
@@ -32,19 +182,21 @@ pub struct Copied {
 /// Copies `remote` from byte `from` into `local`'s `.part`, then renames it to `local`.
 /// Writes go straight to the page cache from this task: a 128 KiB write costs microseconds,
 /// far less than handing each chunk to a blocking thread.
-pub async fn download(
+async fn download(
     sftp: &RawSftpSession,
+    name: &str,
     remote: &RemoteFile,
+    dest: &Path,
     local: &Path,
     from: u64,
     progress: &AtomicU64,
 ) -> Result<Copied, PullError> {
-    let part = part_path(local);
+    let (part, src) = part_paths(dest, local);
     let io = |source| PullError::Local {
         path: part.clone(),
         source,
     };
-    if let Some(dir) = local.parent() {
+    if let Some(dir) = part.parent() {
         tokio::fs::create_dir_all(dir)
             .await
             .map_err(|source| PullError::Local {
@@ -52,12 +204,12 @@ pub async fn download(
                 source,
             })?;
     }
-    tokio::fs::write(source_path(local), source_tag(remote))
+    tokio::fs::write(&src, source_tag(remote))
         .await
         .map_err(io)?;
     let handle = sftp
         .open(
-            remote.path.as_str(),
+            name,
             OpenFlags::READ,
             FileAttributes::default(),
         )
@@ -129,18 +281,7 @@ pub async fn download(
     .await;
     let _ = sftp.close(handle.as_str()).await;
     result?;
-    let synced = tokio::task::spawn_blocking(move || file.sync_all())
-        .await
-        .map_err(|e| std::io::Error::other(e.to_string()))
-        .and_then(|r| r);
-    synced.map_err(|source| disk(&part, source))?;
-    tokio::fs::rename(&part, local)
-        .await
-        .map_err(|source| PullError::Local {
-            path: local.to_path_buf(),
-            source,
-        })?;
-    let _ = tokio::fs::remove_file(source_path(local)).await;
+    finish_part(file, &part, dest, local).await?;
     Ok(Copied {
         sent,
         sha256: super::local::hex(&hasher.finalize()),

@@ -26,6 +26,13 @@ pub enum NotCurrent {
     LocalMissing(String),
     LocalChanged(String),
     LocalFails { path: String, why: String },
+    /// Part of the pull paths that the fresh listing could not see (see `remote::Problem`).
+    Unlisted { path: String, why: String },
+    /// The pull was taken for another instance id than the host has now.
+    OtherInstance {
+        pulled: Option<String>,
+        now: Option<String>,
+    },
 }
 
 impl std::fmt::Display for NotCurrent {
@@ -41,25 +48,47 @@ impl std::fmt::Display for NotCurrent {
             }
             Self::Unmatched(p) => write!(
                 f,
-                "{p} matched nothing on the box: fix the path or the run's output, then pull"
+                "{} matched nothing on the box: fix the path or the run's output, then pull",
+                clean(p)
             ),
-            Self::Failed { path, why } => write!(f, "{path}: {why}: pull again"),
-            Self::ChangedOnBox(p) => {
-                write!(
-                    f,
-                    "{p} changed on the box after the pull (stale): pull again"
-                )
-            }
-            Self::NewOnBox(p) => write!(f, "{p} appeared on the box after the pull: pull again"),
-            Self::LocalMissing(p) => write!(f, "local copy {p} is missing: pull again"),
-            Self::LocalChanged(p) => {
-                write!(f, "local copy {p} no longer matches its hash: pull again")
-            }
-            Self::LocalFails { path, why } => {
-                write!(f, "local copy {path} no longer loads ({why}): pull again")
-            }
+            Self::Failed { path, why } => write!(f, "{}: {}: pull again", clean(path), clean(why)),
+            Self::Unlisted { path, why } => write!(f, "{}: {}", clean(path), clean(why)),
+            Self::OtherInstance { pulled, now } => write!(
+                f,
+                "the last pull was taken for instance {}, the host is now instance {}: pull \
+                 this box before destroying it",
+                pulled.as_deref().map_or("(none)".into(), clean),
+                now.as_deref().map_or("(none)".into(), clean)
+            ),
+            Self::ChangedOnBox(p) => write!(
+                f,
+                "{} changed on the box after the pull (stale): pull again",
+                clean(p)
+            ),
+            Self::NewOnBox(p) => write!(
+                f,
+                "{} appeared on the box after the pull: pull again",
+                clean(p)
+            ),
+            Self::LocalMissing(p) => write!(f, "local copy {} is missing: pull again", clean(p)),
+            Self::LocalChanged(p) => write!(
+                f,
+                "local copy {} no longer matches its hash: pull again",
+                clean(p)
+            ),
+            Self::LocalFails { path, why } => write!(
+                f,
+                "local copy {} no longer loads ({}): pull again",
+                clean(path),
+                clean(why)
+            ),
         }
     }
+}
+
+/// Every path and reason here may come from a box: one sanitizer for all of them.
+fn clean(text: &str) -> String {
+    crate::sanitize::line(text, 240)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +97,9 @@ pub enum Currentness {
         pull_id: i64,
         files: usize,
         bytes: u64,
+        /// What the box held at this check (every file's path, size and stamp, every covered
+        /// link): the check taken after the last confirmation must see the same.
+        fingerprint: u64,
     },
     NotCurrent(Vec<NotCurrent>),
 }
@@ -93,6 +125,21 @@ pub fn judge(
     let mut why = Vec::new();
     if pull.paths != paths {
         why.push(NotCurrent::PathsChanged);
+    }
+    let failed: std::collections::HashSet<&str> = pull
+        .files
+        .iter()
+        .filter(|f| f.error.is_some())
+        .map(|f| f.remote_path.as_str())
+        .collect();
+    for p in &fresh.problems {
+        // Already said by the pull's own record of the same problem.
+        if !failed.contains(p.path()) {
+            why.push(NotCurrent::Unlisted {
+                path: p.path().to_string(),
+                why: p.why(),
+            });
+        }
     }
     for p in pull.unmatched.iter().chain(&fresh.unmatched) {
         let reason = NotCurrent::Unmatched(p.clone());
@@ -135,7 +182,9 @@ pub fn judge(
     for f in &fresh.files {
         match pulled.get(f.path.as_str()) {
             None => why.push(NotCurrent::NewOnBox(f.path.clone())),
-            Some(p) if p.size != f.size || p.mtime != f.mtime => {
+            // A record without a stamp predates it: it cannot show a same-size, same-second
+            // rewrite, so it never counts as current.
+            Some(p) if p.size != f.size || p.stamp.as_deref() != Some(f.stamp.as_str()) => {
                 why.push(NotCurrent::ChangedOnBox(f.path.clone()));
             }
             Some(_) => {}
@@ -146,10 +195,24 @@ pub fn judge(
             pull_id: pull.id,
             files: pull.files.len(),
             bytes: pull.files.iter().map(|f| f.size).sum(),
+            fingerprint: fingerprint(fresh),
         }
     } else {
         Currentness::NotCurrent(why)
     }
+}
+
+/// A hash of everything the box showed: the same listing gives the same number.
+fn fingerprint(fresh: &Listing) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for f in &fresh.files {
+        (&f.path, f.size, &f.stamp).hash(&mut h);
+    }
+    for l in &fresh.covered {
+        (&l.path, &l.target).hash(&mut h);
+    }
+    h.finish()
 }
 
 #[cfg(test)]
@@ -162,6 +225,7 @@ mod tests {
 
     fn pulled(path: &str) -> PulledFile {
         PulledFile {
+            stamp: Some("100.0 5.0 1".into()),
             remote_path: path.into(),
             size: 5,
             mtime: 100,
@@ -178,6 +242,7 @@ mod tests {
 
     fn record(files: Vec<PulledFile>) -> PullRecord {
         PullRecord {
+            instance_id: None,
             id: 7,
             host: "a".into(),
             started: DateTime::<Utc>::UNIX_EPOCH,
@@ -196,6 +261,7 @@ mod tests {
                     path: (*p).into(),
                     size: 5,
                     mtime: *mtime,
+                    stamp: format!("{mtime}.0 5.0 1"),
                     root: 0,
                 })
                 .collect(),
@@ -239,7 +305,8 @@ mod tests {
             Currentness::Current {
                 pull_id: 7,
                 files: 2,
-                bytes: 10
+                bytes: 10,
+                fingerprint: fingerprint(&on_box(&[("/w/a.pt", 100), ("/w/m.json", 100)])),
             }
         );
     }
@@ -331,5 +398,59 @@ mod tests {
         ));
         assert!(matches!(&r[0], NotCurrent::Failed { why, .. } if why.starts_with("not verified")));
         assert!(matches!(&r[1], NotCurrent::LocalFails { why, .. } if why == "truncated"));
+    }
+
+    #[test]
+    fn a_rewrite_the_stamp_sees_an_unstamped_record_and_a_listing_problem_each_refuse() {
+        let pull = record(vec![pulled("/w/a.pt")]);
+        let mut rewritten = on_box(&[("/w/a.pt", 100)]);
+        // Same size, same second: only the ctime (and so the stamp) moved.
+        rewritten.files[0].stamp = "100.0 6.0 1".into();
+        let r = reasons(judge(&["/w".into()], Some(&pull), &rewritten, &intact(&["/w/a.pt"])));
+        assert_eq!(r, vec![NotCurrent::ChangedOnBox("/w/a.pt".into())]);
+
+        let mut old = pulled("/w/a.pt");
+        old.stamp = None;
+        let r = reasons(judge(
+            &["/w".into()],
+            Some(&record(vec![old])),
+            &on_box(&[("/w/a.pt", 100)]),
+            &intact(&["/w/a.pt"]),
+        ));
+        assert_eq!(r, vec![NotCurrent::ChangedOnBox("/w/a.pt".into())]);
+
+        let mut linked = on_box(&[("/w/a.pt", 100)]);
+        linked.problems.push(crate::pull::remote::Problem::Link {
+            path: "/w/ckpt".into(),
+            target: "/data/ckpt".into(),
+            why: crate::pull::remote::LinkWhy::Outside,
+        });
+        let r = reasons(judge(&["/w".into()], Some(&pull), &linked, &intact(&["/w/a.pt"])));
+        assert!(
+            matches!(&r[..], [NotCurrent::Unlisted { path, why }] if path == "/w/ckpt" && why.contains("add /data/ckpt")),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn every_reason_is_sanitized_for_the_terminal() {
+        let osc = "/w/\u{1b}]52;c;cGF5bG9hZA==\u{7}x\u{202e}.pt";
+        for reason in [
+            NotCurrent::NewOnBox(osc.into()),
+            NotCurrent::Failed {
+                path: osc.into(),
+                why: osc.into(),
+            },
+            NotCurrent::Unlisted {
+                path: osc.into(),
+                why: "x".into(),
+            },
+        ] {
+            let text = reason.to_string();
+            assert!(
+                !text.chars().any(|c| c.is_control() || c == '\u{202e}'),
+                "{text:?}"
+            );
+        }
     }
 }

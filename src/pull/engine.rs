@@ -3,29 +3,27 @@
 //! that changed while they were copied.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use std::time::Duration;
 
 use chrono::Utc;
-use futures::StreamExt;
 
 use super::PullError;
 use super::check::verify as verify_local;
-use super::copy::{Copied, download};
-use super::local::{LocalState, Start, decide, local_path, part_path, sha256_file, source_path};
+use super::copy::{Copied, copy_all};
+use super::local::{LocalState, Start, decide, local_path, part_paths, sha256_file};
 use super::remote::{
     HashOutput, Listing, RemoteFile, hash_command, listing_command, parse_hashes, parse_listing,
+    parse_resolved, resolve_command, settle_links,
 };
 use crate::config::PullConfig;
 use crate::ledger::{PullRecord, PulledFile};
 use crate::transport::{ExecLimits, Session};
 
-const FILES_AT_ONCE: usize = 8;
 const HASH_BATCH: usize = 200;
-const SFTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Shared with whoever draws the progress bar.
 #[derive(Debug, Default)]
@@ -45,57 +43,86 @@ impl Progress {
     }
 }
 
-/// The box's files under the pull paths, and the home `~/` paths expand to.
+/// The box's files under the pull paths, with every link judged (see `remote`'s rule). A
+/// listing that fails, is cut or ends without a status is an error, never an empty folder.
 pub async fn list_remote(
     session: &Session,
     host: &str,
     spec: &PullConfig,
-) -> Result<(Listing, Option<String>), PullError> {
-    let command = format!("echo \"@home $HOME\"\n{}", listing_command(&spec.paths));
+) -> Result<Listing, PullError> {
     let limits = ExecLimits {
         timeout: Duration::from_secs(120),
         max_output: 32 * 1024 * 1024,
     };
+    let link = |source| PullError::Link {
+        host: host.to_string(),
+        stage: "listing the pull paths",
+        source,
+    };
     let out = session
-        .exec(&command, limits)
+        .exec(&listing_command(&spec.paths), limits)
         .await
-        .map_err(|source| PullError::Link {
-            host: host.to_string(),
-            stage: "listing the pull paths",
-            source,
-        })?;
-    let text = String::from_utf8_lossy(&out.stdout);
+        .map_err(link)?;
     if out.exit_status.is_none() || out.truncated {
         return Err(PullError::Listing {
             host: host.to_string(),
             status: out.exit_status,
-            stderr: crate::sanitize::line(&String::from_utf8_lossy(&out.stderr), 200),
+            stderr: if out.truncated {
+                "the listing was cut at 32 MiB: narrow the pull paths".to_string()
+            } else {
+                crate::sanitize::line(&String::from_utf8_lossy(&out.stderr), 200)
+            },
         });
     }
-    let home = text
-        .lines()
-        .find_map(|l| l.strip_prefix("@home "))
-        .map(str::to_string);
-    let body: String = text
-        .lines()
-        .filter(|l| !l.starts_with("@home "))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    Ok((parse_listing(&spec.paths, &body), home))
+    let mut listing = parse_listing(&spec.paths, &out.stdout, &out.stderr);
+    if !listing.pending.is_empty() {
+        let resolved = session
+            .exec(&resolve_command(&listing.pending), limits)
+            .await
+            .map(|o| parse_resolved(&o.stdout))
+            .map_err(|e| e.to_string());
+        settle_links(&mut listing, resolved);
+    }
+    Ok(listing)
 }
 
-/// Pulls every file under `spec.paths`; `previous` (the host's last pull) lets unchanged files be
-/// skipped. File-level failures are in the record; Err is only for a pull that could not start.
+/// What one pull of one host needs to know.
+pub struct PullJob<'a> {
+    pub host: &'a str,
+    /// The host's instance id now, recorded with the pull.
+    pub instance_id: Option<&'a str>,
+    pub spec: &'a PullConfig,
+    /// The host's last pull: unchanged files are skipped.
+    pub previous: Option<&'a PullRecord>,
+    /// Local files another host's pull recorded (path → host): never overwritten.
+    pub others: HashMap<String, String>,
+}
+
+impl<'a> PullJob<'a> {
+    /// A host with no instance id and no other host's files in its way (benches, tests).
+    pub fn of(host: &'a str, spec: &'a PullConfig, previous: Option<&'a PullRecord>) -> Self {
+        PullJob {
+            host,
+            instance_id: None,
+            spec,
+            previous,
+            others: HashMap::new(),
+        }
+    }
+}
+
+/// Pulls every file under the job's paths. File-level failures (and every listing problem) are
+/// in the record; Err is only for a pull that could not start.
 pub async fn pull(
     session: &Session,
-    host: &str,
-    spec: &PullConfig,
-    previous: Option<&PullRecord>,
+    job: &PullJob<'_>,
     progress: Arc<Progress>,
 ) -> Result<PullRecord, PullError> {
+    let (host, spec) = (job.host, job.spec);
     let started = Utc::now();
     progress.stage("listing");
-    let (listing, home) = list_remote(session, host, spec).await?;
+    let listing = list_remote(session, host, spec).await?;
+    let home = listing.home.clone();
     let mut plan = Vec::new();
     let mut failed = Vec::new();
     let mut claimed: HashMap<PathBuf, String> = HashMap::new();
@@ -106,26 +133,37 @@ pub async fn pull(
             home.as_deref(),
             &file.path,
         );
-        match local {
-            None => failed.push((
+        let Some(l) = local else {
+            failed.push((
                 file.clone(),
                 PathBuf::new(),
                 "its path leaves the pull folder".to_string(),
+            ));
+            continue;
+        };
+        if let Some(owner) = job.others.get(l.to_string_lossy().as_ref()) {
+            let why = format!(
+                "{} holds {owner}'s pulled copy: refusing to overwrite another box's results; \
+                 give each host its own dest",
+                l.display()
+            );
+            failed.push((file.clone(), l, why));
+            continue;
+        }
+        match claimed.insert(l.clone(), file.path.clone()) {
+            Some(other) => failed.push((
+                file.clone(),
+                l,
+                format!("lands on the same local file as {other}"),
             )),
-            Some(l) => match claimed.insert(l.clone(), file.path.clone()) {
-                Some(other) => failed.push((
-                    file.clone(),
-                    l,
-                    format!("lands on the same local file as {other}"),
-                )),
-                None => plan.push((file.clone(), l)),
-            },
+            None => plan.push((file.clone(), l)),
         }
     }
     // Any earlier copy that was complete locally counts, even one whose pull failed afterwards
     // (a link that died while hashing): its bytes are here, and this pull hashes both ends again.
     // A copy whose hash disagreed with the box's never does.
-    let recorded: HashMap<&str, &PulledFile> = previous
+    let recorded: HashMap<&str, &PulledFile> = job
+        .previous
         .map(|p| {
             p.files
                 .iter()
@@ -143,9 +181,12 @@ pub async fn pull(
         let record = recorded
             .get(file.path.as_str())
             .filter(|r| r.local_path == local.to_string_lossy())
-            .map(|r| (r.size, r.mtime, r.local_sha256.clone().unwrap_or_default()));
+            .and_then(|r| {
+                let stamp = r.stamp.clone()?;
+                Some((r.size, stamp, r.local_sha256.clone().unwrap_or_default()))
+            });
         recorded_hashes.push(record.as_ref().map(|r| r.2.clone()));
-        starts.push(local_start(file, local, record).await);
+        starts.push(local_start(&spec.dest, file, local, record).await);
     }
     let to_send: u64 = plan
         .iter()
@@ -160,7 +201,7 @@ pub async fn pull(
     progress.files_total.store(plan.len(), Ordering::Relaxed);
     progress.stage("copying");
 
-    let copies = copy_all(session, host, &plan, &starts, &progress);
+    let copies = copy_all(session, host, &spec.dest, &plan, &starts, &progress.bytes_done);
     let paths: Vec<&str> = plan.iter().map(|(f, _)| f.path.as_str()).collect();
     let hashes = remote_hashes(session, &paths);
     let (copied, hashes) = tokio::join!(copies, hashes);
@@ -169,7 +210,6 @@ pub async fn pull(
     progress.stage("verifying");
     let relisted = list_remote(session, host, spec)
         .await
-        .map(|(l, _)| l)
         .map_err(|e| format!("could not list the box again after copying: {e}"));
     let mut files = Vec::new();
     for (((file, local), outcome), recorded_hash) in plan.iter().zip(copied).zip(recorded_hashes) {
@@ -177,7 +217,7 @@ pub async fn pull(
             Err(e) => Some(e.clone()),
             Ok(now) => match now.files.iter().find(|f| f.path == file.path) {
                 None => Some("vanished from the box during the pull".to_string()),
-                Some(now) if now.size != file.size || now.mtime != file.mtime => {
+                Some(now) if now.size != file.size || now.stamp != file.stamp => {
                     Some("changed on the box during the pull; pull again".to_string())
                 }
                 Some(_) => None,
@@ -208,6 +248,13 @@ pub async fn pull(
     for (file, local, why) in failed {
         files.push(failed_file(&file, &local, why));
     }
+    // What the listing could not see is in the record too, so the pull says it and the guard
+    // refuses on it.
+    for problem in &listing.problems {
+        let mut f = failed_file(&RemoteFile::default(), Path::new(""), problem.why());
+        f.remote_path = problem.path().to_string();
+        files.push(f);
+    }
     Ok(PullRecord {
         id: 0,
         host: host.to_string(),
@@ -215,22 +262,25 @@ pub async fn pull(
         finished: Utc::now(),
         paths: spec.paths.clone(),
         unmatched: listing.unmatched,
+        instance_id: job.instance_id.map(String::from),
         files,
     })
 }
 
 async fn local_start(
+    dest: &Path,
     file: &RemoteFile,
-    local: &std::path::Path,
-    recorded: Option<(u64, i64, String)>,
+    local: &Path,
+    recorded: Option<(u64, String, String)>,
 ) -> Start {
     let local = local.to_path_buf();
+    let (part, src) = part_paths(dest, &local);
     let file = file.clone();
     tokio::task::spawn_blocking(move || {
         let final_size = std::fs::metadata(&local).ok().map(|m| m.len());
         let may_be_unchanged = matches!(
             (&recorded, final_size),
-            (Some((size, mtime, _)), Some(now)) if *size == now && *size == file.size && *mtime == file.mtime
+            (Some((size, stamp, _)), Some(now)) if *size == now && *size == file.size && *stamp == file.stamp
         );
         let state = LocalState {
             final_size,
@@ -240,56 +290,13 @@ async fn local_start(
                 None
             },
             recorded,
-            part_size: std::fs::metadata(part_path(&local)).ok().map(|m| m.len()),
-            part_source: std::fs::read_to_string(source_path(&local)).ok(),
+            part_size: std::fs::metadata(&part).ok().map(|m| m.len()),
+            part_source: std::fs::read_to_string(&src).ok(),
         };
         decide(&file, &state)
     })
     .await
     .unwrap_or(Start::Fresh)
-}
-
-/// Copies every planned file; per-file errors come back as text, a link that cannot even give an
-/// SFTP channel fails the pull.
-async fn copy_all(
-    session: &Session,
-    host: &str,
-    plan: &[(RemoteFile, PathBuf)],
-    starts: &[Start],
-    progress: &Progress,
-) -> Result<Vec<Result<Option<Copied>, String>>, PullError> {
-    if starts.iter().all(|s| *s == Start::Unchanged) {
-        return Ok(plan.iter().map(|_| Ok(None)).collect());
-    }
-    let sftp = session
-        .sftp(SFTP_TIMEOUT)
-        .await
-        .map_err(|source| PullError::Link {
-            host: host.to_string(),
-            stage: "opening SFTP",
-            source,
-        })?;
-    let sftp = &sftp;
-    // Collected first: a lazy map over borrowed pairs is not `Send` enough for tokio::spawn.
-    let mut copies = Vec::with_capacity(plan.len());
-    for ((file, local), start) in plan.iter().zip(starts) {
-        let from = *start;
-        copies.push(async move {
-            let from = match from {
-                Start::Unchanged => return Ok(None),
-                Start::Resume(n) => n,
-                Start::Fresh => 0,
-            };
-            download(&sftp.raw, file, local, from, &progress.bytes_done)
-                .await
-                .map(Some)
-                .map_err(|e| e.to_string())
-        });
-    }
-    Ok(futures::stream::iter(copies)
-        .buffered(FILES_AT_ONCE)
-        .collect()
-        .await)
 }
 
 /// SHA-256 of each file as the box sees it; an empty map when the box has no hashing tool or the
@@ -308,7 +315,7 @@ async fn remote_hashes(
             .exec(&hash_command(batch), limits)
             .await
             .map_err(|e| format!("hashing on the box: {e}"))?;
-        match parse_hashes(&String::from_utf8_lossy(&out.stdout)) {
+        match parse_hashes(&out.stdout) {
             HashOutput::NoTool => {
                 return Err("the box has neither sha256sum nor shasum".to_string());
             }
@@ -322,7 +329,7 @@ async fn remote_hashes(
 /// later pull can trust for its bytes; then compared with the box's hash and verified.
 async fn finish(
     file: &RemoteFile,
-    local: &std::path::Path,
+    local: &Path,
     copied: Copied,
     error: Option<String>,
     hashes: &Result<BTreeMap<String, String>, String>,
@@ -359,11 +366,12 @@ async fn finish(
     record
 }
 
-fn failed_file(file: &RemoteFile, local: &std::path::Path, why: String) -> PulledFile {
+fn failed_file(file: &RemoteFile, local: &Path, why: String) -> PulledFile {
     PulledFile {
         remote_path: file.path.clone(),
         size: file.size,
         mtime: file.mtime,
+        stamp: (!file.stamp.is_empty()).then(|| file.stamp.clone()),
         remote_sha256: None,
         local_path: local.to_string_lossy().into_owned(),
         local_sha256: None,

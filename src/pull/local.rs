@@ -1,7 +1,7 @@
 //! Where each remote file lands locally, whether it needs copying, and its local SHA-256.
 
 use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
@@ -24,7 +24,8 @@ fn base_of(config_path: &str, home: Option<&str>) -> String {
 }
 
 /// The file's path under `dest`, or None when the remote path escapes its root (a `..`, or a
-/// root that is not its prefix), which would write outside the destination.
+/// root that is not its prefix), which would write outside the destination. `remote` is the
+/// escaped name; each component becomes the bytes the box has.
 pub fn local_path(
     dest: &Path,
     config_path: &str,
@@ -33,27 +34,36 @@ pub fn local_path(
 ) -> Option<PathBuf> {
     let base = base_of(config_path, home);
     let rel = remote.strip_prefix(&base)?.strip_prefix('/')?;
-    let rel = Path::new(rel);
-    let clean = rel.components().all(|c| matches!(c, Component::Normal(_)));
-    (clean && !rel.as_os_str().is_empty()).then(|| dest.join(rel))
+    let parts: Vec<&str> = rel.split('/').collect();
+    let clean = parts.iter().all(|c| !matches!(*c, "" | "." | ".."));
+    clean.then(|| {
+        let mut local = dest.to_path_buf();
+        local.extend(parts.iter().map(|c| super::names::to_os(c)));
+        local
+    })
 }
 
-pub fn part_path(local: &Path) -> PathBuf {
-    let mut name = local.file_name().unwrap_or_default().to_os_string();
-    name.push(".part");
-    local.with_file_name(name)
+/// Where a pull keeps what is not finished: a folder beside `dest`, not in it, so no remote
+/// name (a box may well hold `x.part`) can land on or be mistaken for rigwatch's own files.
+pub fn parts_dir(dest: &Path) -> PathBuf {
+    let mut name = std::ffi::OsString::from(".");
+    name.push(dest.file_name().unwrap_or_default());
+    name.push(".rigwatch-parts");
+    dest.with_file_name(name)
 }
 
-/// Beside a `.part`, which remote version it holds (`size mtime`): a partial copy of an older
-/// version of the file must not be resumed into the new one.
-pub fn source_path(local: &Path) -> PathBuf {
-    let mut name = local.file_name().unwrap_or_default().to_os_string();
-    name.push(".part.src");
-    local.with_file_name(name)
+/// The unfinished copy of `local` and, beside it, which remote version it holds (`size stamp`):
+/// a partial copy of an older version must not be resumed into the new one. Named by a hash of
+/// the local path so every file has its own pair.
+pub fn part_paths(dest: &Path, local: &Path) -> (PathBuf, PathBuf) {
+    use std::os::unix::ffi::OsStrExt;
+    let key = hex(&Sha256::digest(local.as_os_str().as_bytes())[..16]);
+    let dir = parts_dir(dest);
+    (dir.join(format!("{key}.part")), dir.join(format!("{key}.src")))
 }
 
 pub fn source_tag(remote: &RemoteFile) -> String {
-    format!("{} {}", remote.size, remote.mtime)
+    format!("{} {}", remote.size, remote.stamp)
 }
 
 /// How a file will be brought home.
@@ -71,8 +81,8 @@ pub enum Start {
 pub struct LocalState {
     /// Size of the final file, if present.
     pub final_size: Option<u64>,
-    /// The last pull's record of this file: (size, mtime, local hash), when it was good.
-    pub recorded: Option<(u64, i64, String)>,
+    /// The last pull's record of this file: (size, change stamp, local hash), when it was good.
+    pub recorded: Option<(u64, String, String)>,
     /// Hash of the final file now, computed only when the record says it may be unchanged.
     pub final_hash: Option<String>,
     pub part_size: Option<u64>,
@@ -80,10 +90,10 @@ pub struct LocalState {
 }
 
 pub fn decide(remote: &RemoteFile, local: &LocalState) -> Start {
-    if let (Some(size), Some((rsize, rmtime, rhash)), Some(now)) =
+    if let (Some(size), Some((rsize, rstamp, rhash)), Some(now)) =
         (local.final_size, &local.recorded, &local.final_hash)
     {
-        if size == remote.size && *rsize == remote.size && *rmtime == remote.mtime && rhash == now {
+        if size == remote.size && *rsize == remote.size && *rstamp == remote.stamp && rhash == now {
             return Start::Unchanged;
         }
     }
@@ -120,6 +130,7 @@ mod tests {
             path: "/w/a.pt".into(),
             size,
             mtime,
+            stamp: format!("{mtime}.0 {mtime}.0 7"),
             root: 0,
         }
     }
@@ -146,6 +157,20 @@ mod tests {
     }
 
     #[test]
+    fn names_that_are_not_utf8_land_as_their_bytes_and_parts_live_outside_dest() {
+        use std::os::unix::ffi::OsStrExt;
+        let dest = Path::new("/r/box");
+        let local = local_path(dest, "/w", None, "/w/caf\\xe9.pt").expect("inside");
+        assert_eq!(local.as_os_str().as_bytes(), b"/r/box/w/caf\xe9.pt");
+        let (part, src) = part_paths(dest, &local);
+        assert!(!part.starts_with(dest) && !src.starts_with(dest), "{part:?}");
+        assert_eq!(part.parent(), Some(Path::new("/r/.box.rigwatch-parts")));
+        // A remote file named like rigwatch's temporary files is just another file.
+        let named_part = local_path(dest, "/w", None, "/w/a.pt.part").expect("inside");
+        assert_ne!(part_paths(dest, &named_part).0, named_part);
+    }
+
+    #[test]
     fn paths_that_escape_dest_are_refused() {
         let dest = Path::new("/r");
         assert_eq!(
@@ -160,7 +185,7 @@ mod tests {
     fn unchanged_needs_record_size_mtime_and_hash() {
         let good = LocalState {
             final_size: Some(10),
-            recorded: Some((10, 5, "h".into())),
+            recorded: Some((10, "5.0 5.0 7".into(), "h".into())),
             final_hash: Some("h".into()),
             ..LocalState::default()
         };
@@ -177,7 +202,7 @@ mod tests {
     fn resume_only_into_the_same_remote_version() {
         let part = LocalState {
             part_size: Some(4),
-            part_source: Some("10 5".into()),
+            part_source: Some("10 5.0 5.0 7".into()),
             ..LocalState::default()
         };
         assert_eq!(decide(&remote(10, 5), &part), Start::Resume(4));

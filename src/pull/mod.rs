@@ -6,13 +6,14 @@ mod copy;
 pub mod current;
 mod engine;
 pub mod local;
+pub mod names;
 mod recheck;
 pub mod remote;
 pub mod verify;
 
 pub use check::{Verification, verify as verify_local};
 pub use current::{Currentness, NotCurrent, judge};
-pub use engine::{Progress, list_remote, pull};
+pub use engine::{Progress, PullJob, list_remote, pull};
 pub use recheck::{check_host, recheck};
 
 use std::path::PathBuf;
@@ -54,4 +55,29 @@ pub enum PullError {
     },
     #[error("{path}: {reason}")]
     Remote { path: String, reason: String },
+    #[error(transparent)]
+    Ledger(#[from] crate::ledger::LedgerError),
+}
+
+/// A pull as the CLI and the dashboard run it: the host's last pull and the local files other
+/// hosts' pulls own come from the ledger, and the new record goes into it (its id set).
+pub async fn pull_and_record(
+    session: &crate::transport::Session,
+    host: &crate::config::HostConfig,
+    spec: &crate::config::PullConfig,
+    ledger: &mut crate::ledger::Ledger,
+    progress: std::sync::Arc<Progress>,
+) -> Result<crate::ledger::PullRecord, PullError> {
+    let previous = ledger.latest_pull(&host.name)?;
+    let others = ledger.claimed_by_others(&host.name, &spec.dest)?;
+    let job = PullJob {
+        host: &host.name,
+        instance_id: host.instance_id.as_deref(),
+        spec,
+        previous: previous.as_ref(),
+        others,
+    };
+    let mut record = pull(session, &job, progress).await?;
+    record.id = ledger.record_pull(&record)?;
+    Ok(record)
 }

@@ -19,7 +19,7 @@ pub async fn recheck(
     spec: &PullConfig,
     last: Option<&PullRecord>,
 ) -> Result<Currentness, PullError> {
-    let (fresh, _) = list_remote(session, host, spec).await?;
+    let fresh = list_remote(session, host, spec).await?;
     let mut local = BTreeMap::new();
     for f in last.map(|p| p.files.as_slice()).unwrap_or_default() {
         if !f.is_good() {
@@ -55,11 +55,34 @@ pub async fn check_host(
             why,
         }])
     };
-    match (session, &host.pull) {
+    let judged = match (session, &host.pull) {
         (_, None) => Currentness::NotCurrent(vec![NotCurrent::NoPullPaths]),
         (None, Some(_)) => not_listed("its link is down, so it cannot be listed".into()),
         (Some(s), Some(spec)) => recheck(s, &host.name, spec, last)
             .await
             .unwrap_or_else(|e| not_listed(format!("cannot list it: {e}"))),
+    };
+    same_instance(judged, host, last)
+}
+
+/// A pull proves something only about the instance it was taken on: an `instance_id` changed
+/// since (a copy-pasted id, a re-rented box under the same name) refuses.
+fn same_instance(judged: Currentness, host: &HostConfig, last: Option<&PullRecord>) -> Currentness {
+    let Some(last) = last else {
+        return judged;
+    };
+    if last.instance_id == host.instance_id {
+        return judged;
+    }
+    let other = NotCurrent::OtherInstance {
+        pulled: last.instance_id.clone(),
+        now: host.instance_id.clone(),
+    };
+    match judged {
+        Currentness::Current { .. } => Currentness::NotCurrent(vec![other]),
+        Currentness::NotCurrent(mut why) => {
+            why.push(other);
+            Currentness::NotCurrent(why)
+        }
     }
 }

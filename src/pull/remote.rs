@@ -1,17 +1,128 @@
 //! What the box holds under the pull paths, and its SHA-256 of each file: the shell commands
 //! rigwatch runs for them and the pure parsers of what they print.
+//!
+//! The listing's rule, stated once: rigwatch lists every regular file under each pull path with
+//! GNU `find -H` (a pull path that is itself a link is followed; links inside it are not). Every
+//! link met inside is resolved on the box; it is accepted only when it points at a file or folder
+//! that is itself inside a pull path's real location (its bytes are pulled there, so nothing is
+//! lost and nothing is pulled twice). A link pointing anywhere else (`/`, a home folder, another
+//! disk), a dangling link, a link loop, a folder rigwatch cannot read or enter, a FIFO or device,
+//! a `find` that fails or times out, and output that cannot be parsed are each a [`Problem`]: the
+//! pull names it and the teardown guard refuses until it is gone or its target is a pull path.
+//! Nothing under a pull path is ever skipped silently. Names travel as bytes (see `names`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::names::{Words, escape};
+pub use super::names::shell_quote;
+
+/// How long one `find` or one hashing batch may run on the box before it is killed: a hung
+/// network mount must not hold a channel (and its slot) forever.
+pub const FIND_TIMEOUT_SECS: u64 = 110;
+pub const HASH_TIMEOUT_SECS: u64 = 3500;
+
 /// One regular file on the box under a configured pull path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RemoteFile {
+    /// The escaped name (`names::escape`).
     pub path: String,
     pub size: u64,
-    /// Seconds since the epoch.
+    /// Whole seconds since the epoch.
     pub mtime: i64,
+    /// `mtime ctime inode`, mtime and ctime to the nanosecond: a rewrite of the same size in the
+    /// same second still changes the ctime, and a replace-by-rename changes the inode.
+    pub stamp: String,
     /// Which configured path matched it.
     pub root: usize,
+}
+
+/// Why part of a pull path could not be listed (or is not something rigwatch pulls).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    Unreadable(String),
+    Link {
+        path: String,
+        target: String,
+        why: LinkWhy,
+    },
+    /// A FIFO, socket or device; `kind` is find's `%y` letter.
+    Special { path: String, kind: String },
+    ListingFailed { root: String, why: String },
+    Garbled(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkWhy {
+    Dangling,
+    Loop,
+    /// Points outside every pull path's real location.
+    Outside,
+    /// The box could not say where it points.
+    Unresolved,
+}
+
+impl Problem {
+    /// The remote path (or pull path) the problem is about, escaped.
+    pub fn path(&self) -> &str {
+        match self {
+            Problem::Unreadable(p)
+            | Problem::Link { path: p, .. }
+            | Problem::Special { path: p, .. }
+            | Problem::ListingFailed { root: p, .. }
+            | Problem::Garbled(p) => p,
+        }
+    }
+
+    /// What is wrong and what to do, without the path.
+    pub fn why(&self) -> String {
+        let clean = |s: &str| crate::sanitize::line(s, 200);
+        match self {
+            Problem::Unreadable(_) => "a folder rigwatch cannot read or enter (permissions): \
+                                       make it readable, or it is not pulled"
+                .into(),
+            Problem::Link { target, why, .. } => match why {
+                LinkWhy::Dangling => format!(
+                    "a link to {} which does not exist: remove the link or restore its target",
+                    clean(target)
+                ),
+                LinkWhy::Loop => format!("a link loop through {}", clean(target)),
+                LinkWhy::Outside => format!(
+                    "a link to {}, outside the pull paths (links are not followed): add {} to \
+                     [host.pull] paths",
+                    clean(target),
+                    clean(target)
+                ),
+                LinkWhy::Unresolved => {
+                    format!("a link to {} that the box could not resolve", clean(target))
+                }
+            },
+            Problem::Special { kind, .. } => format!(
+                "not a regular file (find type {}): rigwatch cannot pull it; move it out of \
+                 the pull path",
+                clean(kind)
+            ),
+            Problem::ListingFailed { why, .. } => {
+                format!("could not be listed completely: {}", clean(why))
+            }
+            Problem::Garbled(_) => "the listing's output could not be read".into(),
+        }
+    }
+}
+
+/// A link inside the pull paths whose target is pulled through a pull path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoveredLink {
+    pub path: String,
+    pub target: String,
+}
+
+/// A link the listing found, waiting for the box to resolve it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingLink {
+    pub path: String,
+    /// find's `%Y`: the target's type (`f`, `d`, …), `N` dangling, `L` loop.
+    pub kind: String,
+    pub raw_target: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -19,11 +130,15 @@ pub struct Listing {
     pub files: Vec<RemoteFile>,
     /// Configured paths that matched nothing on the box.
     pub unmatched: Vec<String>,
-    /// Lines that were not understood, with their line number.
-    pub garbled: Vec<String>,
+    pub problems: Vec<Problem>,
+    /// Links not yet judged; [`settle_links`] empties it.
+    pub pending: Vec<PendingLink>,
+    pub covered: Vec<CoveredLink>,
+    /// Real (link-free) locations of what each pull path matched.
+    pub bases: Vec<String>,
+    /// The box's `$HOME`, which `~/` paths expand to.
+    pub home: Option<String>,
 }
-
-const ROOT_MARK: &str = "@root ";
 
 /// A configured path as one shell word: everything quoted except the glob characters, so
 /// `/w/run/*.pt` still expands and nothing else in it is interpreted; `~/` stays a tilde prefix.
@@ -44,50 +159,130 @@ pub fn glob_word(path: &str) -> String {
     word
 }
 
-/// Lists every regular file under each path with size and mtime. Each path's block starts with
-/// a `@root N` line so a path that matched nothing is told apart from an empty listing.
+const TIMEOUT_PREAMBLE: &str =
+    "T=''; command -v timeout >/dev/null 2>&1 && T='timeout -k 5'\n";
+
+/// Lists every path as NUL-separated records (names are bytes; only `/` and NUL cannot be in
+/// them). Each configured path's block starts with `@root N`; each thing it matched with `@base`
+/// (as matched, and its real location); each `find` ends with `@exit` and its status.
 pub fn listing_command(paths: &[String]) -> String {
     let mut script = String::from("LC_ALL=C; export LC_ALL\n");
+    script.push_str(TIMEOUT_PREAMBLE);
+    script.push_str("printf '@home\\0%s\\0' \"$HOME\"\n");
+    let find = format!(
+        "${{T:+$T {FIND_TIMEOUT_SECS}}} find -H \"$f\" \
+         \\( -type f -printf 'F\\0%s\\0%T@\\0%C@\\0%i\\0%p\\0' \\) -o \
+         \\( -type l -printf 'L\\0%Y\\0%p\\0%l\\0' \\) -o \
+         \\( -type d \\( ! -readable -o ! -executable \\) -printf 'U\\0%p\\0' -prune \\) -o \
+         \\( ! -type d -printf 'O\\0%y\\0%p\\0' \\)"
+    );
     for (i, p) in paths.iter().enumerate() {
         script.push_str(&format!(
-            "echo '{ROOT_MARK}{i}'\nfor f in {}; do [ -e \"$f\" ] && find \"$f\" -type f -exec stat -c '%s %Y %n' {{}} + 2>/dev/null; done\n",
+            "printf '@root\\0%s\\0' {i}\n\
+             for f in {}; do {{ [ -e \"$f\" ] || [ -L \"$f\" ]; }} || continue; \
+             r=$(readlink -f -- \"$f\" && printf x); printf '@base\\0%s\\0%s\\0' \"$f\" \"${{r%?x}}\"; \
+             {find}; printf '@exit\\0%s\\0' $?; done\n",
             glob_word(p)
         ));
     }
     script
 }
 
-pub fn parse_listing(paths: &[String], text: &str) -> Listing {
+/// Reads the listing's records; `stderr` is what `find` said when one of them failed.
+pub fn parse_listing(paths: &[String], out: &[u8], stderr: &[u8]) -> Listing {
     let mut listing = Listing::default();
     let mut matched = vec![false; paths.len()];
     let mut root: Option<usize> = None;
+    let mut base = String::new();
     let mut seen = BTreeSet::new();
-    for (n, line) in text.lines().enumerate() {
-        if let Some(i) = line.strip_prefix(ROOT_MARK) {
-            root = i.trim().parse().ok().filter(|i| *i < paths.len());
-            continue;
-        }
-        let parsed = root.and_then(|r| parse_stat_line(line).map(|f| (r, f)));
-        match parsed {
-            Some((r, (size, mtime, path))) => {
+    let mut fields = Fields::new(out);
+    let complaint = crate::sanitize::line(&String::from_utf8_lossy(stderr), 300);
+    while let Some(tag) = fields.next() {
+        let ok = match (tag, root) {
+            (b"@home", _) => fields.next().map(|h| listing.home = Some(escape(h))),
+            (b"@root", _) => fields.next().map(|n| {
+                root = std::str::from_utf8(n)
+                    .ok()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|n| *n < paths.len());
+            }),
+            (b"@base", Some(_)) => fields.take(2).map(|f| {
+                base = escape(f[0]);
+                listing.bases.push(escape(f[1]));
+            }),
+            (b"@exit", Some(_)) => fields.next().map(|code| {
+                let code = String::from_utf8_lossy(code).into_owned();
+                if code != "0" {
+                    let why = if code == "124" || code == "137" {
+                        format!("find timed out after {FIND_TIMEOUT_SECS}s (a hung mount?)")
+                    } else if complaint.is_empty() {
+                        format!("find exited {code}")
+                    } else {
+                        format!("find exited {code}: {complaint}")
+                    };
+                    listing.problems.push(Problem::ListingFailed {
+                        root: base.clone(),
+                        why,
+                    });
+                }
+            }),
+            (b"F", Some(r)) => fields.take(5).and_then(|f| {
+                let size = std::str::from_utf8(f[0]).ok()?.parse().ok()?;
+                let mtime = seconds(std::str::from_utf8(f[1]).ok()?)?;
+                let path = escape(f[4]);
                 matched[r] = true;
                 // Overlapping paths (a folder and a glob inside it) list a file twice.
-                if seen.insert(path.to_string()) {
+                if seen.insert(path.clone()) {
+                    let stamp = format!(
+                        "{} {} {}",
+                        String::from_utf8_lossy(f[1]),
+                        String::from_utf8_lossy(f[2]),
+                        String::from_utf8_lossy(f[3])
+                    );
                     listing.files.push(RemoteFile {
-                        path: path.to_string(),
+                        path,
                         size,
                         mtime,
+                        stamp,
                         root: r,
                     });
                 }
-            }
-            None if line.trim().is_empty() => {}
-            None => listing.garbled.push(format!(
-                "line {}: {}",
-                n + 1,
-                crate::sanitize::line(line, 120)
-            )),
+                Some(())
+            }),
+            (b"L", Some(_)) => fields.take(3).map(|f| {
+                listing.pending.push(PendingLink {
+                    kind: String::from_utf8_lossy(f[0]).into_owned(),
+                    path: escape(f[1]),
+                    raw_target: escape(f[2]),
+                });
+            }),
+            (b"U", Some(_)) => fields
+                .next()
+                .map(|p| listing.problems.push(Problem::Unreadable(escape(p)))),
+            (b"O", Some(_)) => fields.take(2).map(|f| {
+                listing.problems.push(Problem::Special {
+                    kind: String::from_utf8_lossy(f[0]).into_owned(),
+                    path: escape(f[1]),
+                });
+            }),
+            _ => None,
+        };
+        if ok.is_none() {
+            // Past a record that cannot be read nothing can be trusted: say so, stop.
+            listing.problems.push(Problem::Garbled(format!(
+                "record {}: {}",
+                fields.count,
+                crate::sanitize::line(&String::from_utf8_lossy(tag), 60)
+            )));
+            break;
         }
+    }
+    let broke = matches!(listing.problems.last(), Some(Problem::Garbled(_)));
+    if !fields.rest.is_empty() && !broke {
+        listing.problems.push(Problem::Garbled(format!(
+            "the listing ended mid-record after {} records",
+            fields.count
+        )));
     }
     listing.unmatched = paths
         .iter()
@@ -98,110 +293,154 @@ pub fn parse_listing(paths: &[String], text: &str) -> Listing {
     listing
 }
 
-fn parse_stat_line(line: &str) -> Option<(u64, i64, &str)> {
-    let mut parts = line.splitn(3, ' ');
-    let size = parts.next()?.parse().ok()?;
-    let mtime = parts.next()?.parse().ok()?;
-    let path = parts.next()?;
-    path.starts_with('/').then_some((size, mtime, path))
+/// `1700000000.1234567890` → 1700000000 (floor, so a negative time stays ordered).
+fn seconds(text: &str) -> Option<i64> {
+    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
+    let whole: i64 = whole.parse().ok()?;
+    let below = whole < 0 || whole == 0 && text.starts_with('-');
+    Some(if below && frac.bytes().any(|b| b != b'0') {
+        whole - 1
+    } else {
+        whole
+    })
 }
 
-/// Hashes the given files with whichever SHA-256 tool the box has; prints `@nohash` if none.
+/// NUL-terminated fields; a last field with no NUL stays in `rest` (a cut listing).
+struct Fields<'a> {
+    rest: &'a [u8],
+    count: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn new(out: &'a [u8]) -> Fields<'a> {
+        Fields { rest: out, count: 0 }
+    }
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let end = self.rest.iter().position(|b| *b == 0)?;
+        let field = &self.rest[..end];
+        self.rest = &self.rest[end + 1..];
+        self.count += 1;
+        Some(field)
+    }
+
+    fn take(&mut self, n: usize) -> Option<Vec<&'a [u8]>> {
+        (0..n).map(|_| self.next()).collect()
+    }
+}
+
+/// Asks the box where each pending link really points (`readlink -f`), one record per link.
+pub fn resolve_command(links: &[PendingLink]) -> String {
+    let mut words = Words::default();
+    let body: String = links
+        .iter()
+        .map(|l| {
+            format!(
+                "r=$(readlink -f -- {} && printf x); printf 'R\\0%s\\0' \"${{r%?x}}\"\n",
+                words.word(&l.path)
+            )
+        })
+        .collect();
+    format!("{}{body}", words.preamble())
+}
+
+pub fn parse_resolved(out: &[u8]) -> Vec<Option<String>> {
+    let mut fields = Fields::new(out);
+    let mut resolved = Vec::new();
+    while let Some(tag) = fields.next() {
+        if tag != b"R" {
+            break;
+        }
+        match fields.next() {
+            Some(r) => resolved.push((!r.is_empty()).then(|| escape(r))),
+            None => break,
+        }
+    }
+    resolved
+}
+
+/// Judges every pending link by the rule at the top of this file. `resolved` is one entry per
+/// pending link in order (fewer, or an error, leaves the rest unresolved: refused).
+pub fn settle_links(listing: &mut Listing, resolved: Result<Vec<Option<String>>, String>) {
+    let resolved = resolved.unwrap_or_default();
+    let pending = std::mem::take(&mut listing.pending);
+    for (i, link) in pending.into_iter().enumerate() {
+        let real = resolved.get(i).cloned().flatten();
+        let inside = real
+            .as_deref()
+            .is_some_and(|r| listing.bases.iter().any(|b| under(r, b)));
+        let why = match (link.kind.as_str(), &real) {
+            ("N", _) => Some(LinkWhy::Dangling),
+            ("L", _) => Some(LinkWhy::Loop),
+            (_, None) => Some(LinkWhy::Unresolved),
+            ("f" | "d", Some(_)) if inside => None,
+            _ => Some(LinkWhy::Outside),
+        };
+        let target = real.unwrap_or(link.raw_target);
+        match why {
+            None => listing.covered.push(CoveredLink {
+                path: link.path,
+                target,
+            }),
+            Some(why) => listing.problems.push(Problem::Link {
+                path: link.path,
+                target,
+                why,
+            }),
+        }
+    }
+}
+
+fn under(path: &str, base: &str) -> bool {
+    let base = base.trim_end_matches('/');
+    path == base || base.is_empty() || path.strip_prefix(base).is_some_and(|r| r.starts_with('/'))
+}
+
+/// Hashes the given files with whichever SHA-256 tool the box has, NUL-terminated `hash  name`
+/// records whatever the names' bytes; prints `@nohash` if it has none.
 pub fn hash_command(paths: &[&str]) -> String {
-    let quoted: Vec<String> = paths.iter().map(|p| shell_quote(p)).collect();
+    let mut words = Words::default();
+    let quoted: Vec<String> = paths.iter().map(|p| words.word(p)).collect();
+    let quoted = quoted.join(" ");
     format!(
-        "if command -v sha256sum >/dev/null 2>&1; then H='sha256sum'; \
-         elif command -v shasum >/dev/null 2>&1; then H='shasum -a 256'; \
-         else echo '@nohash'; exit 3; fi; $H -- {}",
-        quoted.join(" ")
+        "{TIMEOUT_PREAMBLE}{}T=${{T:+$T {HASH_TIMEOUT_SECS}}}\n\
+         if command -v sha256sum >/dev/null 2>&1 && sha256sum -z </dev/null >/dev/null 2>&1; \
+         then $T sha256sum -z -- {quoted}; \
+         elif command -v shasum >/dev/null 2>&1; then for f in {quoted}; do \
+         h=$($T shasum -a 256 < \"$f\") && printf '%s  %s\\0' \"${{h%% *}}\" \"$f\"; done; \
+         else echo '@nohash'; exit 3; fi",
+        words.preamble()
     )
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HashOutput {
-    /// Remote path → lowercase hex SHA-256.
+    /// Escaped remote path → lowercase hex SHA-256.
     Hashes(BTreeMap<String, String>),
     /// The box has neither sha256sum nor shasum.
     NoTool,
 }
 
-pub fn parse_hashes(text: &str) -> HashOutput {
-    if text.lines().any(|l| l.trim() == "@nohash") {
+pub fn parse_hashes(out: &[u8]) -> HashOutput {
+    if out.starts_with(b"@nohash") {
         return HashOutput::NoTool;
     }
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        // GNU tools prefix the line with `\` and escape the name when it holds `\` or a newline.
-        let (escaped, line) = match line.strip_prefix('\\') {
-            Some(rest) => (true, rest),
-            None => (false, line),
-        };
-        let Some((hash, name)) = line.split_once("  ").or_else(|| line.split_once(" *")) else {
+    let mut map = BTreeMap::new();
+    for record in out.split(|b| *b == 0) {
+        let (Some(hash), Some(name)) = (record.get(..64), record.get(66..)) else {
             continue;
         };
-        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
-            continue;
+        let sep = &record[64..66];
+        if (sep == b"  " || sep == b" *") && hash.iter().all(u8::is_ascii_hexdigit) {
+            map.insert(
+                escape(name),
+                String::from_utf8_lossy(hash).to_ascii_lowercase(),
+            );
         }
-        let name = if escaped {
-            name.replace("\\n", "\n").replace("\\\\", "\\")
-        } else {
-            name.to_string()
-        };
-        out.insert(name, hash.to_ascii_lowercase());
     }
-    HashOutput::Hashes(out)
-}
-
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
+    HashOutput::Hashes(map)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn glob_word_keeps_globs_and_quotes_the_rest() {
-        assert_eq!(glob_word("/w/a b;c/*.pt"), "/w/a\\ b\\;c/*.pt");
-        assert_eq!(glob_word("~/x y"), "~/x\\ y");
-    }
-
-    #[test]
-    fn listing_groups_files_by_root_and_names_unmatched_paths() {
-        let paths = vec!["/w/ckpt".to_string(), "/w/none/*.json".to_string()];
-        let text = "@root 0\n10 1700000000 /w/ckpt/a.pt\n0 1700000001 /w/ckpt/sub/b c.json\n\
-                    @root 1\nnonsense\n";
-        let l = parse_listing(&paths, text);
-        assert_eq!(l.files.len(), 2);
-        assert_eq!(l.files[1].path, "/w/ckpt/sub/b c.json");
-        assert_eq!(l.files[1].mtime, 1_700_000_001);
-        assert_eq!(l.unmatched, vec!["/w/none/*.json".to_string()]);
-        assert_eq!(l.garbled, vec!["line 5: nonsense".to_string()]);
-    }
-
-    #[test]
-    fn a_file_listed_under_two_roots_counts_once() {
-        let paths = vec!["/w".to_string(), "/w/*.pt".to_string()];
-        let l = parse_listing(&paths, "@root 0\n1 2 /w/a.pt\n@root 1\n1 2 /w/a.pt\n");
-        assert_eq!(l.files.len(), 1);
-        assert!(l.unmatched.is_empty());
-    }
-
-    #[test]
-    fn hashes_parse_plain_escaped_and_missing_tool() {
-        let h = "a".repeat(64);
-        let text = format!("{h}  /w/a.pt\n\\{h}  /w/odd\\nname\nshort  /w/x\n");
-        let HashOutput::Hashes(map) = parse_hashes(&text) else {
-            panic!("expected hashes");
-        };
-        assert_eq!(map.get("/w/a.pt"), Some(&h));
-        assert_eq!(map.get("/w/odd\nname"), Some(&h));
-        assert_eq!(map.len(), 2);
-        assert_eq!(parse_hashes("@nohash\n"), HashOutput::NoTool);
-    }
-
-    #[test]
-    fn quoting_survives_single_quotes() {
-        assert_eq!(shell_quote("it's"), "'it'\\''s'");
-    }
-}
+#[path = "remote_tests.rs"]
+mod tests;

@@ -5,67 +5,98 @@ use super::guard::RunLooks;
 use super::plan::{Method, TeardownPlan};
 use crate::ledger::PullRecord;
 
-pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -> Vec<String> {
-    let mut lines = vec![format!(
+/// The dialog's words in three parts: what the destroy means (`head`), every file of the pull
+/// it relies on, failing ones first (`files`, which a small screen scrolls), and what will run
+/// (`action`, which is always shown). Everything that came from a box is sanitized here.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Description {
+    pub head: Vec<String>,
+    pub files: Vec<String>,
+    pub action: String,
+}
+
+impl Description {
+    /// Every line, for a terminal that scrolls by itself (the CLI).
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = self.head.clone();
+        lines.extend(self.files.iter().cloned());
+        lines.push(self.action.clone());
+        lines
+    }
+}
+
+pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -> Description {
+    let clean = |s: &str, n| crate::sanitize::line(s, n);
+    let mut head = vec![format!(
         "Destroy {} ({}{})",
         plan.host,
         plan.platform,
         plan.instance_id
             .as_deref()
-            .map(|i| format!(", instance {i}"))
+            .map(|i| format!(", instance {}", clean(i, 80)))
             .unwrap_or_default()
     )];
-    lines.push(format!(
+    head.push(format!(
         "  destroyed: {}{}",
         list(&plan.destroyed),
         if plan.reversible { "" } else { " (no undo)" }
     ));
-    lines.push(format!("  survives:  {}", list(&plan.survives)));
-    lines.push(format!("  still bills afterwards: {}", plan.still_bills));
+    head.push(format!("  survives:  {}", list(&plan.survives)));
+    head.push(format!("  still bills afterwards: {}", plan.still_bills));
     if let Some(rate) = plan.stops_per_hour {
-        lines.push(format!(
+        head.push(format!(
             "  stops: {rate:.2} {}/h ({:.2} a day)",
             plan.currency,
             rate * 24.0
         ));
     }
+    if run == RunLooks::Alive {
+        head.push("  WARNING: the run still looks alive on this box".to_string());
+    }
+    let mut files = Vec::new();
     match last {
-        None => lines.push("  pull: none on record".to_string()),
+        None => head.push("  pull: none on record".to_string()),
         Some(p) => {
             let good = p.files.iter().filter(|f| f.is_good()).count();
-            lines.push(format!(
+            head.push(format!(
                 "  pull #{} at {}: {good}/{} files hashed and verified, {} bytes",
                 p.id,
                 p.finished.format("%Y-%m-%d %H:%M UTC"),
                 p.files.len(),
                 p.files.iter().map(|f| f.size).sum::<u64>()
             ));
-            for f in p.files.iter().take(8) {
-                lines.push(format!(
-                    "    {} {}  {} B  sha256 {}  {}",
-                    if f.is_good() { "ok " } else { "BAD" },
-                    crate::sanitize::line(&f.local_path, 120),
-                    f.size,
-                    f.local_sha256
-                        .as_deref()
-                        .map_or("-", |h| &h[..h.len().min(12)]),
-                    crate::sanitize::line(f.error.as_deref().unwrap_or(&f.verification), 80)
-                ));
-            }
-            if p.files.len() > 8 {
-                lines.push(format!("    … and {} more", p.files.len() - 8));
-            }
+            let mut sorted: Vec<_> = p.files.iter().collect();
+            sorted.sort_by_key(|f| (f.is_good(), f.remote_path.clone()));
+            files = sorted
+                .into_iter()
+                .map(|f| {
+                    format!(
+                        "    {} {}  {} B  sha256 {}  {}",
+                        if f.is_good() { "ok " } else { "BAD" },
+                        clean(
+                            if f.local_path.is_empty() {
+                                &f.remote_path
+                            } else {
+                                &f.local_path
+                            },
+                            120
+                        ),
+                        f.size,
+                        f.local_sha256
+                            .as_deref()
+                            .map_or("-".to_string(), |h| clean(&h[..h.len().min(12)], 12)),
+                        clean(f.error.as_deref().unwrap_or(&f.verification), 120)
+                    )
+                })
+                .collect();
         }
     }
-    if run == RunLooks::Alive {
-        lines.push("  WARNING: the run still looks alive on this box".to_string());
-    }
-    lines.push(match &plan.method {
-        Method::Command { command } => format!("  will run: {command}"),
+    let action = match &plan.method {
+        Method::Command { command } => format!("  will run: {}", clean(command, 300)),
         Method::Manual { steps } => format!("  no API: {steps}"),
         Method::Blocked { why } => format!("  cannot run: {why}"),
-    });
-    lines
+    };
+    Description { head, files, action }
 }
 
 fn list(items: &[String]) -> String {

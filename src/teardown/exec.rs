@@ -10,15 +10,26 @@ use crate::ledger::TeardownRecord;
 
 const DESTROY_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// What the guard's Fire means: run the plan's command once (or, with no API, take the person's
-/// word), and the audit entry to record for it. The bool says whether it succeeded.
-pub async fn carry_out(host: &HostConfig, method: &Method, pull_id: i64) -> (TeardownRecord, bool) {
+/// The words recorded when the platform has no API: the person did it, not rigwatch.
+pub const BY_HAND: &str =
+    "the user confirmed destroying it themselves at the provider; rigwatch ran no command";
+
+/// What the guard's Fire means: run the plan's command once (or, on a platform whose profile
+/// says destruction is by hand, record the person's word), and the audit entry for it; the bool
+/// says whether the command succeeded. A blocked plan is never carried out and never recorded:
+/// Err says why.
+pub async fn carry_out(
+    host: &HostConfig,
+    method: &Method,
+    pull_id: i64,
+) -> Result<(TeardownRecord, bool), String> {
     let (command, ran) = match method {
+        Method::Blocked { why } => return Err(why.clone()),
         Method::Command { command } => (
             Some(command.clone()),
             Some(run_destroy(command, DESTROY_TIMEOUT).await),
         ),
-        Method::Manual { .. } | Method::Blocked { .. } => (None, None),
+        Method::Manual { .. } => (None, None),
     };
     let ok = ran.as_ref().is_none_or(Ran::succeeded);
     let record = TeardownRecord {
@@ -27,13 +38,10 @@ pub async fn carry_out(host: &HostConfig, method: &Method, pull_id: i64) -> (Tea
         instance_id: host.instance_id.clone(),
         command,
         exit_status: ran.as_ref().and_then(|r| r.exit_status),
-        output: ran.map_or_else(
-            || "confirmed destroyed by hand at the provider".to_string(),
-            |r| r.output,
-        ),
+        output: ran.map_or_else(|| BY_HAND.to_string(), |r| r.output),
         pull_id,
     };
-    (record, ok)
+    Ok((record, ok))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,9 @@
 //! The teardown guard: a pure state machine between the user and the destroy command. It fires
-//! only with a verified-current pull in hand, the host's name typed in full, and, if the run still
-//! looks alive or the queue has cells not done, a second confirmation. Anything that changes the
-//! evidence clears what was typed.
+//! only when, in this opening of the dialog, a check found the pull verified-current, the plan
+//! can run (or the platform is destroyed by hand), the host's name was typed in full, a live run
+//! or unfinished queue got a second confirmation, and then — after that last confirmation — a
+//! final check saw exactly what the user confirmed. Anything that changes the evidence clears
+//! what was typed; while the evidence refuses, no name is taken at all.
 
 use super::queue_note::QueueLooks;
 use crate::pull::Currentness;
@@ -24,12 +26,39 @@ impl RunLooks {
     }
 }
 
+/// Whether the destroy itself can happen, as the executor found it before any name is typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanLooks {
+    /// Not looked at yet.
+    Unknown,
+    /// A command whose program exists and is executable.
+    Runs,
+    /// The platform has no API: the user destroys it at the provider and says so here.
+    ByHand,
+    /// It cannot run (no instance id, the program is missing, the instance is another box's):
+    /// refused, with why.
+    Blocked(String),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GuardEvent {
-    /// A fresh check of the pull against the box and the local copies.
-    Checked(Currentness),
+    /// A check of the pull against the box and the local copies, taken for one opening of the
+    /// dialog: a check from any other opening is ignored.
+    Checked {
+        opening: u64,
+        currentness: Currentness,
+    },
+    /// The check asked for by [`GuardOutcome::TakeFinalCheck`], taken after the last
+    /// confirmation.
+    FinalChecked {
+        opening: u64,
+        currentness: Currentness,
+    },
+    /// The shown check is older than its limit: it no longer counts; a new one is on its way.
+    Aged,
     /// Something happened that the last check did not see (a pull, a reconnect, new files).
     Invalidated,
+    Plan(PlanLooks),
     RunLooks(RunLooks),
     Queue(QueueLooks),
     Key(char),
@@ -46,6 +75,9 @@ pub enum GuardOutcome {
     /// The run still looks alive, or queue cells are not done ([`Guard::cautions`] says which):
     /// a second Confirm (with the name still typed) goes ahead.
     NeedsSecondConfirm,
+    /// Everything is confirmed: look at the box once more, now, and answer with
+    /// [`GuardEvent::FinalChecked`].
+    TakeFinalCheck,
     /// Run the destroy now, relying on this pull. Emitted at most once per guard.
     Fire {
         pull_id: i64,
@@ -56,27 +88,38 @@ pub enum GuardOutcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Guard {
     host: String,
+    opening: u64,
     pull: Option<Currentness>,
+    plan: PlanLooks,
     run: RunLooks,
     queue: QueueLooks,
     typed: String,
     cautions_acknowledged: bool,
+    final_pending: bool,
     fired: bool,
     closed: bool,
 }
 
 impl Guard {
-    pub fn new(host: &str) -> Guard {
+    /// A guard for one opening of the dialog; `opening` tells its checks from any other's.
+    pub fn new(host: &str, opening: u64) -> Guard {
         Guard {
             host: host.to_string(),
+            opening,
             pull: None,
+            plan: PlanLooks::Unknown,
             run: RunLooks::Unknown,
             queue: QueueLooks::NoQueue,
             typed: String::new(),
             cautions_acknowledged: false,
+            final_pending: false,
             fired: false,
             closed: false,
         }
+    }
+
+    pub fn opening(&self) -> u64 {
+        self.opening
     }
 
     pub fn typed(&self) -> &str {
@@ -85,6 +128,10 @@ impl Guard {
 
     pub fn pull(&self) -> Option<&Currentness> {
         self.pull.as_ref()
+    }
+
+    pub fn plan(&self) -> &PlanLooks {
+        &self.plan
     }
 
     pub fn run(&self) -> RunLooks {
@@ -103,6 +150,11 @@ impl Guard {
         self.cautions_acknowledged
     }
 
+    /// The final check is under way.
+    pub fn final_pending(&self) -> bool {
+        self.final_pending
+    }
+
     /// What the second confirmation acknowledges; empty when one Confirm is enough.
     pub fn cautions(&self) -> Vec<&'static str> {
         let mut cautions = Vec::new();
@@ -117,8 +169,8 @@ impl Guard {
         cautions
     }
 
-    /// Why Confirm would be refused right now; empty when it would go ahead.
-    pub fn refusals(&self) -> Vec<String> {
+    /// Why the evidence refuses, whatever is typed; empty when a typed name would be taken.
+    pub fn blockers(&self) -> Vec<String> {
         let mut why = Vec::new();
         if self.fired {
             why.push("already destroyed from this dialog".to_string());
@@ -129,6 +181,25 @@ impl Guard {
                 why.extend(reasons.iter().map(ToString::to_string));
             }
             Some(Currentness::Current { .. }) => {}
+        }
+        match &self.plan {
+            PlanLooks::Unknown => why.push("still checking the destroy command".to_string()),
+            PlanLooks::Blocked(b) => why.push(crate::sanitize::line(b, 400)),
+            PlanLooks::Runs | PlanLooks::ByHand => {}
+        }
+        why
+    }
+
+    /// The name prompt exists only while nothing but the name stands in the way.
+    pub fn accepts_name(&self) -> bool {
+        self.blockers().is_empty() && !self.final_pending
+    }
+
+    /// Why Confirm would be refused right now; empty when it would go ahead.
+    pub fn refusals(&self) -> Vec<String> {
+        let mut why = self.blockers();
+        if self.final_pending {
+            why.push("taking the last look at the box; wait".to_string());
         }
         if self.typed != self.host {
             why.push(format!("type the host's name, {}, to confirm", self.host));
@@ -141,43 +212,61 @@ impl Guard {
             return GuardOutcome::Closed;
         }
         match event {
-            GuardEvent::Checked(c) => {
-                if self.pull.as_ref() != Some(&c) {
+            GuardEvent::Checked {
+                opening,
+                currentness,
+            } if opening == self.opening => {
+                if self.pull.as_ref() != Some(&currentness) {
                     self.clear_confirmation();
                 }
-                self.pull = Some(c);
+                self.pull = Some(currentness);
                 GuardOutcome::Nothing
             }
-            GuardEvent::Invalidated => {
+            GuardEvent::FinalChecked {
+                opening,
+                currentness,
+            } if opening == self.opening && self.final_pending => self.final_check(currentness),
+            GuardEvent::Checked { .. } | GuardEvent::FinalChecked { .. } => GuardOutcome::Nothing,
+            GuardEvent::Aged | GuardEvent::Invalidated => {
                 self.pull = None;
                 self.clear_confirmation();
                 GuardOutcome::Nothing
             }
+            GuardEvent::Plan(plan) => {
+                if plan != self.plan {
+                    self.clear_confirmation();
+                }
+                self.plan = plan;
+                GuardOutcome::Nothing
+            }
             GuardEvent::RunLooks(run) => {
                 if run != self.run {
-                    self.cautions_acknowledged = false;
+                    self.unacknowledge();
                 }
                 self.run = run;
                 GuardOutcome::Nothing
             }
             GuardEvent::Queue(queue) => {
                 if queue != self.queue {
-                    self.cautions_acknowledged = false;
+                    self.unacknowledge();
                 }
                 self.queue = queue;
                 GuardOutcome::Nothing
             }
-            GuardEvent::Key(c) if !c.is_control() && self.typed.chars().count() < 256 => {
+            GuardEvent::Key(c)
+                if !c.is_control() && self.typed.chars().count() < 256 && self.accepts_name() =>
+            {
                 self.typed.push(c);
                 self.cautions_acknowledged = false;
                 GuardOutcome::Nothing
             }
             GuardEvent::Key(_) => GuardOutcome::Nothing,
-            GuardEvent::Backspace => {
+            GuardEvent::Backspace if !self.final_pending => {
                 self.typed.pop();
                 self.cautions_acknowledged = false;
                 GuardOutcome::Nothing
             }
+            GuardEvent::Backspace => GuardOutcome::Nothing,
             GuardEvent::Cancel => {
                 self.closed = true;
                 GuardOutcome::Closed
@@ -191,265 +280,59 @@ impl Guard {
         if !why.is_empty() {
             return GuardOutcome::Refused(why);
         }
-        let Some(Currentness::Current { pull_id, .. }) = self.pull else {
-            return GuardOutcome::Refused(vec!["no verified-current pull".into()]);
-        };
         if !self.cautions().is_empty() && !self.cautions_acknowledged {
             self.cautions_acknowledged = true;
             return GuardOutcome::NeedsSecondConfirm;
         }
-        self.fired = true;
-        GuardOutcome::Fire { pull_id }
+        self.final_pending = true;
+        GuardOutcome::TakeFinalCheck
+    }
+
+    /// Fires only when the look taken after the last confirmation is the one confirmed.
+    fn final_check(&mut self, fresh: Currentness) -> GuardOutcome {
+        self.final_pending = false;
+        let same = match (&self.pull, &fresh) {
+            (
+                Some(Currentness::Current {
+                    pull_id,
+                    fingerprint,
+                    ..
+                }),
+                Currentness::Current {
+                    pull_id: p,
+                    fingerprint: f,
+                    ..
+                },
+            ) => pull_id == p && fingerprint == f,
+            _ => false,
+        };
+        if same && self.refusals().is_empty() {
+            if let Some(Currentness::Current { pull_id, .. }) = self.pull {
+                self.fired = true;
+                return GuardOutcome::Fire { pull_id };
+            }
+        }
+        self.pull = Some(fresh);
+        self.clear_confirmation();
+        let mut why = vec![
+            "the box or the local copies changed after you confirmed; nothing was run".to_string(),
+        ];
+        why.extend(self.blockers());
+        GuardOutcome::Refused(why)
     }
 
     fn clear_confirmation(&mut self) {
         self.typed.clear();
+        self.unacknowledge();
+    }
+
+    /// What was acknowledged no longer holds, and a final check under way no longer counts.
+    fn unacknowledge(&mut self) {
         self.cautions_acknowledged = false;
+        self.final_pending = false;
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-    use crate::pull::NotCurrent;
-
-    const CURRENT: Currentness = Currentness::Current {
-        pull_id: 3,
-        files: 2,
-        bytes: 10,
-    };
-
-    fn typed(guard: &mut Guard, text: &str) {
-        for c in text.chars() {
-            guard.handle(GuardEvent::Key(c));
-        }
-    }
-
-    #[test]
-    fn refuses_without_a_current_pull_and_says_why() {
-        let mut g = Guard::new("box-1");
-        g.handle(GuardEvent::Checked(Currentness::NotCurrent(vec![
-            NotCurrent::NeverPulled,
-        ])));
-        typed(&mut g, "box-1");
-        let GuardOutcome::Refused(why) = g.handle(GuardEvent::Confirm) else {
-            panic!("expected a refusal");
-        };
-        assert_eq!(why, vec![NotCurrent::NeverPulled.to_string()]);
-        assert!(!g.fired());
-    }
-
-    #[test]
-    fn fires_once_with_current_pull_and_exact_name() {
-        let mut g = Guard::new("box-1");
-        g.handle(GuardEvent::Checked(CURRENT));
-        typed(&mut g, "box-");
-        assert!(matches!(
-            g.handle(GuardEvent::Confirm),
-            GuardOutcome::Refused(_)
-        ));
-        typed(&mut g, "1");
-        assert_eq!(
-            g.handle(GuardEvent::Confirm),
-            GuardOutcome::Fire { pull_id: 3 }
-        );
-        assert!(matches!(
-            g.handle(GuardEvent::Confirm),
-            GuardOutcome::Refused(_)
-        ));
-    }
-
-    #[test]
-    fn a_live_run_needs_a_second_confirm() {
-        let mut g = Guard::new("b");
-        g.handle(GuardEvent::Checked(CURRENT));
-        g.handle(GuardEvent::RunLooks(RunLooks::Alive));
-        typed(&mut g, "b");
-        assert_eq!(
-            g.handle(GuardEvent::Confirm),
-            GuardOutcome::NeedsSecondConfirm
-        );
-        assert_eq!(
-            g.handle(GuardEvent::Confirm),
-            GuardOutcome::Fire { pull_id: 3 }
-        );
-    }
-
-    #[test]
-    fn cells_not_done_need_a_second_confirm_but_never_lift_a_refusal() {
-        let mut g = Guard::new("b");
-        g.handle(GuardEvent::Queue(QueueLooks::NotAllDone));
-        typed(&mut g, "b");
-        assert!(
-            matches!(g.handle(GuardEvent::Confirm), GuardOutcome::Refused(_)),
-            "still no pull: refused, not asked twice"
-        );
-        g.handle(GuardEvent::Checked(CURRENT));
-        typed(&mut g, "b");
-        assert_eq!(g.cautions(), vec!["not every queue cell is done"]);
-        assert_eq!(
-            g.handle(GuardEvent::Confirm),
-            GuardOutcome::NeedsSecondConfirm
-        );
-        g.handle(GuardEvent::Queue(QueueLooks::Unread));
-        assert_eq!(
-            g.handle(GuardEvent::Confirm),
-            GuardOutcome::NeedsSecondConfirm,
-            "the queue changed: what was acknowledged no longer holds"
-        );
-        assert_eq!(
-            g.handle(GuardEvent::Confirm),
-            GuardOutcome::Fire { pull_id: 3 }
-        );
-        let mut done = Guard::new("b");
-        done.handle(GuardEvent::Checked(CURRENT));
-        done.handle(GuardEvent::Queue(QueueLooks::AllDone));
-        typed(&mut done, "b");
-        assert_eq!(
-            done.handle(GuardEvent::Confirm),
-            GuardOutcome::Fire { pull_id: 3 }
-        );
-    }
-
-    #[test]
-    fn new_evidence_clears_the_typed_name() {
-        let mut g = Guard::new("b");
-        g.handle(GuardEvent::Checked(CURRENT));
-        typed(&mut g, "b");
-        g.handle(GuardEvent::Invalidated);
-        assert_eq!(g.typed(), "");
-        g.handle(GuardEvent::Checked(CURRENT));
-        assert!(matches!(
-            g.handle(GuardEvent::Confirm),
-            GuardOutcome::Refused(_)
-        ));
-    }
-
-    #[test]
-    fn cancel_closes_for_good() {
-        let mut g = Guard::new("b");
-        g.handle(GuardEvent::Checked(CURRENT));
-        typed(&mut g, "b");
-        assert_eq!(g.handle(GuardEvent::Cancel), GuardOutcome::Closed);
-        assert_eq!(g.handle(GuardEvent::Confirm), GuardOutcome::Closed);
-    }
-
-    fn event() -> impl Strategy<Value = GuardEvent> {
-        prop_oneof![
-            Just(GuardEvent::Checked(CURRENT)),
-            Just(GuardEvent::Checked(Currentness::Current {
-                pull_id: 4,
-                files: 1,
-                bytes: 1
-            })),
-            Just(GuardEvent::Checked(Currentness::NotCurrent(vec![
-                NotCurrent::ChangedOnBox("/w/a.pt".into())
-            ]))),
-            Just(GuardEvent::Checked(Currentness::NotCurrent(vec![
-                NotCurrent::LocalChanged("/l/a.pt".into())
-            ]))),
-            Just(GuardEvent::Checked(Currentness::NotCurrent(vec![
-                NotCurrent::Failed {
-                    path: "/w/b.pt".into(),
-                    why: "hash mismatch".into()
-                }
-            ]))),
-            Just(GuardEvent::Invalidated),
-            prop_oneof![
-                Just(RunLooks::Alive),
-                Just(RunLooks::Dead),
-                Just(RunLooks::Unknown)
-            ]
-            .prop_map(GuardEvent::RunLooks),
-            prop_oneof![
-                Just(QueueLooks::NoQueue),
-                Just(QueueLooks::AllDone),
-                Just(QueueLooks::NotAllDone),
-                Just(QueueLooks::Unread)
-            ]
-            .prop_map(GuardEvent::Queue),
-            prop_oneof![Just('a'), Just('b'), Just('-'), Just('1'), Just('x')]
-                .prop_map(GuardEvent::Key),
-            Just(GuardEvent::Backspace),
-            Just(GuardEvent::Confirm),
-            Just(GuardEvent::Confirm),
-            Just(GuardEvent::Cancel),
-        ]
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
-
-        /// Whatever happens, the destroy fires at most once, and only when the last word about
-        /// the pull was "current" (with no invalidation since), the host's name is exactly what
-        /// was typed since that word, and a live run or a queue with cells not done got a second
-        /// confirm.
-        #[test]
-        fn never_fires_without_current_pull_and_typed_name(events in prop::collection::vec(event(), 0..60)) {
-            let host = "ab-1";
-            let mut g = Guard::new(host);
-            let mut last_word: Option<Currentness> = None;
-            let mut typed_since = String::new();
-            let mut run = RunLooks::Unknown;
-            let mut queue = QueueLooks::NoQueue;
-            let mut second_asked = false;
-            let mut fires = 0;
-            for e in events {
-                match &e {
-                    GuardEvent::Checked(c) => {
-                        if last_word.as_ref() != Some(c) {
-                            typed_since.clear();
-                            second_asked = false;
-                        }
-                        last_word = Some(c.clone());
-                    }
-                    GuardEvent::Invalidated => {
-                        last_word = None;
-                        typed_since.clear();
-                        second_asked = false;
-                    }
-                    GuardEvent::Key(c) => {
-                        typed_since.push(*c);
-                        second_asked = false;
-                    }
-                    GuardEvent::Backspace => {
-                        typed_since.pop();
-                        second_asked = false;
-                    }
-                    GuardEvent::RunLooks(r) => {
-                        if *r != run {
-                            second_asked = false;
-                        }
-                        run = *r;
-                    }
-                    GuardEvent::Queue(q) => {
-                        if *q != queue {
-                            second_asked = false;
-                        }
-                        queue = *q;
-                    }
-                    _ => {}
-                }
-                let out = g.handle(e.clone());
-                if let GuardOutcome::Fire { pull_id } = out {
-                    fires += 1;
-                    let current = matches!(last_word, Some(Currentness::Current { pull_id: p, .. }) if p == pull_id);
-                    prop_assert!(current, "fired without a current pull");
-                    prop_assert_eq!(typed_since.as_str(), host);
-                    if run == RunLooks::Alive {
-                        prop_assert!(second_asked, "a live run was destroyed on the first confirm");
-                    }
-                    if matches!(queue, QueueLooks::NotAllDone | QueueLooks::Unread) {
-                        prop_assert!(second_asked, "cells not done were lost on the first confirm");
-                    }
-                }
-                if out == GuardOutcome::NeedsSecondConfirm {
-                    second_asked = true;
-                }
-            }
-            prop_assert!(fires <= 1);
-        }
-    }
-}
+#[path = "guard_tests.rs"]
+mod tests;

@@ -6,9 +6,11 @@ mod exec;
 pub mod guard;
 pub mod plan;
 mod queue_note;
+mod ready;
 
-pub use describe::describe;
-pub use exec::{Ran, carry_out, run_destroy};
-pub use guard::{Guard, GuardEvent, GuardOutcome, RunLooks};
+pub use describe::{Description, describe};
+pub use exec::{BY_HAND, Ran, carry_out, run_destroy};
+pub use guard::{Guard, GuardEvent, GuardOutcome, PlanLooks, RunLooks};
 pub use plan::{Method, TeardownPlan, plan};
 pub use queue_note::{QueueLooks, QueueNote, queue_note};
+pub use ready::{plan_looks, program_runs};

@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 use crate::clocks::Profile;
-use crate::config::HostConfig;
+use crate::config::{HostConfig, ProviderPrograms};
+use crate::provider::Provider;
 use crate::pull::remote::shell_quote;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -35,11 +36,14 @@ pub struct TeardownPlan {
     pub currency: String,
 }
 
-pub fn plan(host: &HostConfig, profile: &Profile) -> TeardownPlan {
-    let template = host
-        .teardown
-        .clone()
-        .or_else(|| profile.commands.destroy.clone());
+/// What tearing `host` down means. A profile's destroy command that starts with its provider's
+/// CLI (`vastai …`, `runpodctl …`) runs the same program `[providers]` names for prices and
+/// state, so the destroy never runs a different (or missing) `vastai` than the one that works.
+pub fn plan(host: &HostConfig, profile: &Profile, providers: &ProviderPrograms) -> TeardownPlan {
+    let template = host.teardown.clone().or_else(|| {
+        let command = profile.commands.destroy.clone()?;
+        Some(with_provider_program(&command, &profile.name, providers))
+    });
     let method = match template {
         None => Method::Manual {
             steps: format!(
@@ -80,6 +84,22 @@ pub fn plan(host: &HostConfig, profile: &Profile) -> TeardownPlan {
     }
 }
 
+fn with_provider_program(command: &str, platform: &str, providers: &ProviderPrograms) -> String {
+    let Some(provider) = Provider::from_platform(platform) else {
+        return command.to_string();
+    };
+    let configured = match provider {
+        Provider::Vastai => providers.vastai.as_ref(),
+        Provider::Runpod => providers.runpod.as_ref(),
+    };
+    match (configured, command.strip_prefix(provider.default_program())) {
+        (Some(program), Some(rest)) if rest.is_empty() || rest.starts_with(' ') => {
+            format!("{}{rest}", shell_quote(&program.to_string_lossy()))
+        }
+        _ => command.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,7 +121,7 @@ mod tests {
     fn vastai_destroy_names_the_quoted_instance() {
         let profiles = load_all(None).expect("profiles");
         let vast = find(&profiles, "vastai").expect("vastai");
-        let p = plan(&host(Some("12345"), None), vast);
+        let p = plan(&host(Some("12345"), None), vast, &ProviderPrograms::default());
         assert_eq!(
             p.method,
             Method::Command {
@@ -110,7 +130,19 @@ mod tests {
         );
         assert!(!p.reversible);
         assert_eq!(p.stops_per_hour, Some(1.5));
-        let blocked = plan(&host(None, None), vast);
+        let blocked = plan(&host(None, None), vast, &ProviderPrograms::default());
+        assert!(matches!(blocked.method, Method::Blocked { why } if why.contains("instance_id")));
+        let configured = ProviderPrograms {
+            vastai: Some("/home/u/.local/bin/vastai".into()),
+            ..ProviderPrograms::default()
+        };
+        assert_eq!(
+            plan(&host(Some("7"), None), vast, &configured).method,
+            Method::Command {
+                command: "'/home/u/.local/bin/vastai' destroy instance '7' -y".into()
+            }
+        );
+        let blocked = plan(&host(None, None), vast, &configured);
         assert!(matches!(blocked.method, Method::Blocked { why } if why.contains("instance_id")));
     }
 
@@ -119,10 +151,14 @@ mod tests {
         let profiles = load_all(None).expect("profiles");
         let generic = find(&profiles, "generic-ssh").expect("generic");
         assert!(matches!(
-            plan(&host(None, None), generic).method,
+            plan(&host(None, None), generic, &ProviderPrograms::default()).method,
             Method::Manual { .. }
         ));
-        let custom = plan(&host(Some("9"), Some("mycloud rm {instance_id}")), generic);
+        let custom = plan(
+            &host(Some("9"), Some("mycloud rm {instance_id}")),
+            generic,
+            &ProviderPrograms::default(),
+        );
         assert_eq!(
             custom.method,
             Method::Command {

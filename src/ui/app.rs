@@ -64,6 +64,11 @@ pub enum Action {
     Refresh,
     Pull(String),
     Teardown(String),
+    /// The guard asks for its last look at the box, after the last confirmation.
+    FinalCheck {
+        host: String,
+        opening: u64,
+    },
     /// The guard fired for this host, relying on this pull: run its destroy once.
     Destroy {
         host: String,
@@ -89,6 +94,8 @@ pub struct App {
     pub modal: Option<TeardownModal>,
     /// Pulls in flight, by host, for the progress gauge.
     pub pulls: BTreeMap<String, Arc<Progress>>,
+    /// How many times the teardown dialog was opened: each opening's checks are its own.
+    pub openings: u64,
 }
 
 impl App {
@@ -107,6 +114,7 @@ impl App {
             demo,
             modal: None,
             pulls: BTreeMap::new(),
+            openings: 0,
         }
     }
 
@@ -194,6 +202,15 @@ impl App {
         }
         if let Some(modal) = &mut self.modal {
             let event = match key.code {
+                KeyCode::Up | KeyCode::Down | KeyCode::PageUp | KeyCode::PageDown => {
+                    modal.scroll_by(match key.code {
+                        KeyCode::Up => -1,
+                        KeyCode::Down => 1,
+                        KeyCode::PageUp => -10,
+                        _ => 10,
+                    });
+                    return Action::None;
+                }
                 KeyCode::Esc => GuardEvent::Cancel,
                 KeyCode::Enter => GuardEvent::Confirm,
                 KeyCode::Backspace => GuardEvent::Backspace,
@@ -206,6 +223,10 @@ impl App {
                     self.modal = None;
                     Action::None
                 }
+                ModalAction::FinalCheck { opening } => Action::FinalCheck {
+                    host: modal.host.clone(),
+                    opening,
+                },
                 ModalAction::Destroy { pull_id } => Action::Destroy {
                     host: modal.host.clone(),
                     pull_id,

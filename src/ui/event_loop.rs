@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::app::{Action, App};
 use super::jobs::{self, JobMsg};
-use super::teardown_modal::{Phase, TeardownModal};
+use super::teardown_modal::{ModalAction, Phase, TeardownModal};
 use super::theme::Theme;
 use super::{Ctx, draw};
 use crate::demo::Demo;
@@ -29,6 +29,8 @@ pub enum Source {
     Demo(Demo),
     Live {
         pool: Pool,
+        /// For the teardown checks: provider CLIs and the ssh config.
+        fleet: std::sync::Arc<crate::config::FleetConfig>,
         updates: Option<mpsc::Receiver<Update>>,
         links: Option<LinkChanges>,
         tasks: Vec<JoinHandle<()>>,
@@ -68,6 +70,7 @@ impl Source {
         }
         Source::Live {
             pool,
+            fleet: std::sync::Arc::new(fleet.clone()),
             updates: Some(updates),
             links: Some(links),
             tasks,
@@ -151,11 +154,14 @@ pub async fn run(
                         Action::Refresh => refresh(&mut app, &mut state, &mut source),
                         Action::Pull(host) => start_pull(&mut app, &state, &source, &host, &job_tx),
                         Action::Teardown(host) => open_teardown(&mut app, &state, &source, &host, &job_tx),
+                        Action::FinalCheck { host, opening } => {
+                            if let Some(h) = state.host(&host) {
+                                jobs::spawn_final_check(session_of(&source, &host), h.config.clone(), opening, job_tx.clone());
+                            }
+                        }
                         Action::Destroy { host, pull_id } => {
-                            let config = state.host(&host);
-                            let profile = config.and_then(|h| state.profile(&h.config.profile));
-                            if let (Some(h), Some(p)) = (config, profile) {
-                                jobs::spawn_destroy(h.config.clone(), p.clone(), pull_id, job_tx.clone());
+                            if let Some(job) = teardown_ctx(&state, &source, &host) {
+                                jobs::spawn_destroy(job, pull_id, job_tx.clone());
                             }
                         }
                     }
@@ -182,7 +188,11 @@ pub async fn run(
                 dirty = true;
             }
             Some(msg) = job_rx.recv() => {
-                job_done(&mut app, &mut state, msg);
+                if let Some((host, pull_id)) = job_done(&mut app, &mut state, msg) {
+                    if let Some(job) = teardown_ctx(&state, &source, &host) {
+                        jobs::spawn_destroy(job, pull_id, job_tx.clone());
+                    }
+                }
                 dirty = true;
             }
             _ = tick.tick() => {
@@ -191,6 +201,13 @@ pub async fn run(
                     if let Some(h) = state.host(&modal.host) {
                         modal.guard.handle(GuardEvent::RunLooks(RunLooks::of(&h.run)));
                         modal.set_queue(queue_note_of(&state, h));
+                        // A check older than its limit no longer counts: look again.
+                        if modal.age(std::time::Instant::now()) {
+                            if let Some(job) = teardown_ctx(&state, &source, &modal.host) {
+                                let run = RunLooks::of(&h.run);
+                                jobs::spawn_check(session_of(&source, &modal.host), job, modal.guard.opening(), run, job_tx.clone());
+                            }
+                        }
                     }
                 }
                 dirty = true;
@@ -224,6 +241,18 @@ fn refresh(app: &mut App, state: &mut FleetState, source: &mut Source) {
             );
         }
     }
+}
+
+fn teardown_ctx(state: &FleetState, source: &Source, host: &str) -> Option<jobs::TeardownCtx> {
+    let h = state.host(host)?;
+    Some(jobs::TeardownCtx {
+        host: h.config.clone(),
+        profile: state.profile(&h.config.profile).cloned(),
+        fleet: match source {
+            Source::Live { fleet, .. } => Some(std::sync::Arc::clone(fleet)),
+            Source::Demo(_) => None,
+        },
+    })
 }
 
 fn session_of(source: &Source, host: &str) -> Option<std::sync::Arc<crate::transport::Session>> {
@@ -282,23 +311,17 @@ fn open_teardown(
     host: &str,
     tx: &mpsc::Sender<JobMsg>,
 ) {
-    let Some(h) = state.host(host) else {
+    let (Some(h), Some(job)) = (state.host(host), teardown_ctx(state, source, host)) else {
         return;
     };
     let run = RunLooks::of(&h.run);
-    let profile = state.profile(&h.config.profile).cloned();
-    // The words come with the check: reading the ledger is I/O, kept off this loop.
-    let mut modal = TeardownModal::new(host, Vec::new());
+    // Each opening has its own number: a check taken for an earlier one never counts here.
+    app.openings += 1;
+    let mut modal = TeardownModal::new(host, app.openings);
     modal.guard.handle(GuardEvent::RunLooks(run));
     modal.set_queue(queue_note_of(state, h));
     app.modal = Some(modal);
-    jobs::spawn_check(
-        session_of(source, host),
-        h.config.clone(),
-        profile,
-        run,
-        tx.clone(),
-    );
+    jobs::spawn_check(session_of(source, host), job, app.openings, run, tx.clone());
 }
 
 fn queue_note_of(state: &FleetState, h: &HostState) -> Option<QueueNote> {
@@ -308,20 +331,28 @@ fn queue_note_of(state: &FleetState, h: &HostState) -> Option<QueueNote> {
     )
 }
 
-fn job_done(app: &mut App, state: &mut FleetState, msg: JobMsg) {
+/// Applies a job's answer; Some((host, pull id)) when the final look let the guard fire.
+fn job_done(app: &mut App, state: &mut FleetState, msg: JobMsg) -> Option<(String, i64)> {
     match msg {
         JobMsg::Checked {
             host,
-            lines,
+            opening,
+            words,
+            plan,
             currentness,
         } => {
             if let Some(modal) = app.modal.as_mut().filter(|m| m.host == host) {
-                let lines = if lines.is_empty() {
-                    modal.lines.clone()
-                } else {
-                    lines
-                };
-                modal.checked(lines, currentness);
+                modal.checked(opening, words, plan, currentness);
+            }
+        }
+        JobMsg::FinalChecked {
+            host,
+            opening,
+            currentness,
+        } => {
+            let modal = app.modal.as_mut().filter(|m| m.host == host)?;
+            if let ModalAction::Destroy { pull_id } = modal.final_checked(opening, currentness) {
+                return Some((host, pull_id));
             }
         }
         JobMsg::Pulled {
@@ -340,11 +371,17 @@ fn job_done(app: &mut App, state: &mut FleetState, msg: JobMsg) {
                 state.set_verified(&host, cells, Utc::now());
             }
         }
-        JobMsg::Destroyed { host, ok, output } => {
+        JobMsg::Destroyed {
+            host,
+            ok,
+            by_hand,
+            output,
+        } => {
             if let Some(modal) = app.modal.as_mut().filter(|m| m.host == host) {
-                modal.phase = Phase::Finished { ok };
+                modal.phase = Phase::Finished { ok, by_hand };
                 modal.messages = output;
             }
         }
     }
+    None
 }

@@ -7,19 +7,29 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::clocks::Profile;
-use crate::config::HostConfig;
+use crate::config::{FleetConfig, HostConfig};
 use crate::ledger::{Ledger, PullRecord};
 use crate::monitor::verified::{from_ledger, verified_cells};
-use crate::pull::{Currentness, Progress, check_host, pull};
+use crate::pull::{Currentness, Progress, check_host, pull_and_record};
 use crate::queue::DoneRule;
-use crate::teardown::{RunLooks, carry_out, describe, plan};
+use crate::teardown::{
+    Description, Method, PlanLooks, RunLooks, carry_out, describe, plan, plan_looks,
+};
 use crate::transport::Session;
 
 #[derive(Debug)]
 pub enum JobMsg {
     Checked {
         host: String,
-        lines: Vec<String>,
+        opening: u64,
+        words: Description,
+        plan: PlanLooks,
+        currentness: Currentness,
+    },
+    /// The look taken after the last confirmation.
+    FinalChecked {
+        host: String,
+        opening: u64,
         currentness: Currentness,
     },
     Pulled {
@@ -33,8 +43,18 @@ pub enum JobMsg {
     Destroyed {
         host: String,
         ok: bool,
+        by_hand: bool,
         output: Vec<String>,
     },
+}
+
+/// What a teardown job needs beyond the host: its profile, and the fleet for the provider CLIs
+/// and the ssh config (None in the demo, whose boxes are replays).
+#[derive(Clone)]
+pub struct TeardownCtx {
+    pub host: HostConfig,
+    pub profile: Option<Profile>,
+    pub fleet: Option<Arc<FleetConfig>>,
 }
 
 fn ledger() -> Result<Ledger, String> {
@@ -46,24 +66,59 @@ fn last_pull(host: &str) -> Option<PullRecord> {
     ledger().ok()?.latest_pull(host).ok().flatten()
 }
 
+/// The modal's check: the pull against a fresh listing, and whether the destroy can run at all.
 pub fn spawn_check(
     session: Option<Arc<Session>>,
-    host: HostConfig,
-    profile: Option<Profile>,
+    job: TeardownCtx,
+    opening: u64,
     run: RunLooks,
+    tx: mpsc::Sender<JobMsg>,
+) {
+    tokio::spawn(async move {
+        let host = &job.host;
+        let last = last_pull(&host.name);
+        let currentness = check_host(session.as_deref(), host, last.as_ref()).await;
+        let (words, plan) = match (&job.profile, &job.fleet) {
+            (Some(p), Some(fleet)) => {
+                let plan = plan(host, p, &fleet.providers);
+                let looks = plan_looks(&plan, host, p, fleet).await;
+                (describe(&plan, last.as_ref(), run), looks)
+            }
+            (Some(p), None) => (
+                describe(&plan(host, p, &Default::default()), last.as_ref(), run),
+                PlanLooks::Blocked("demo boxes are replays: nothing here can be destroyed".into()),
+            ),
+            (None, _) => (
+                Description::default(),
+                PlanLooks::Blocked(format!("unknown platform profile {}", host.profile)),
+            ),
+        };
+        let _ = tx
+            .send(JobMsg::Checked {
+                host: host.name.clone(),
+                opening,
+                words,
+                plan,
+                currentness,
+            })
+            .await;
+    });
+}
+
+/// The guard's last look, after the last confirmation.
+pub fn spawn_final_check(
+    session: Option<Arc<Session>>,
+    host: HostConfig,
+    opening: u64,
     tx: mpsc::Sender<JobMsg>,
 ) {
     tokio::spawn(async move {
         let last = last_pull(&host.name);
         let currentness = check_host(session.as_deref(), &host, last.as_ref()).await;
-        let lines = match &profile {
-            Some(p) => describe(&plan(&host, p), last.as_ref(), run),
-            None => vec![format!("unknown platform profile {}", host.profile)],
-        };
         let _ = tx
-            .send(JobMsg::Checked {
-                host: host.name.clone(),
-                lines,
+            .send(JobMsg::FinalChecked {
+                host: host.name,
+                opening,
                 currentness,
             })
             .await;
@@ -81,35 +136,34 @@ pub fn spawn_pull(
         let summary = match &host.pull {
             None => format!("{}: no [host.pull] paths in fleet.toml", host.name),
             Some(spec) => {
-                let previous = last_pull(&host.name);
-                match pull(&session, &host.name, spec, previous.as_ref(), progress).await {
-                    Err(e) => format!("pull {} failed: {e}", host.name),
+                let recorded = match ledger() {
+                    Err(e) => Err(format!("pull {} not started: ledger: {e}", host.name)),
+                    Ok(mut l) => pull_and_record(&session, &host, spec, &mut l, progress)
+                        .await
+                        .map_err(|e| format!("pull {} failed: {e}", host.name)),
+                };
+                match recorded {
+                    Err(e) => e,
                     Ok(record) => {
                         let good = record.files.iter().filter(|f| f.is_good()).count();
-                        let saved = ledger()
-                            .and_then(|mut l| l.record_pull(&record).map_err(|e| e.to_string()));
-                        if saved.is_ok()
-                            && let Some(queue) = &host.queue
-                        {
+                        if let Some(queue) = &host.queue {
                             verified = Some(verified_cells(
                                 &record,
                                 &queue.final_dir,
                                 &DoneRule::default(),
                             ));
                         }
-                        match saved {
-                            Ok(id) => format!(
-                                "pull #{id} of {}: {good}/{} files hashed and verified{}",
-                                host.name,
-                                record.files.len(),
-                                if record.unmatched.is_empty() {
-                                    String::new()
-                                } else {
-                                    format!("; {} paths matched nothing", record.unmatched.len())
-                                }
-                            ),
-                            Err(e) => format!("pull of {} NOT recorded: {e}", host.name),
-                        }
+                        format!(
+                            "pull #{} of {}: {good}/{} files hashed and verified{}",
+                            record.id,
+                            crate::sanitize::line(&host.name, 80),
+                            record.files.len(),
+                            if record.unmatched.is_empty() {
+                                String::new()
+                            } else {
+                                format!("; {} paths matched nothing", record.unmatched.len())
+                            }
+                        )
                     }
                 }
             }
@@ -139,18 +193,31 @@ pub fn spawn_verified(hosts: Vec<HostConfig>, tx: mpsc::Sender<JobMsg>) {
     });
 }
 
-pub fn spawn_destroy(host: HostConfig, profile: Profile, pull_id: i64, tx: mpsc::Sender<JobMsg>) {
+pub fn spawn_destroy(job: TeardownCtx, pull_id: i64, tx: mpsc::Sender<JobMsg>) {
     tokio::spawn(async move {
-        let (record, ok) = carry_out(&host, &plan(&host, &profile).method, pull_id).await;
-        let saved = ledger().and_then(|l| l.record_teardown(&record).map_err(|e| e.to_string()));
-        let mut output: Vec<String> = record.output.lines().map(String::from).collect();
-        if let Err(e) = saved {
-            output.push(format!("AUDIT ENTRY NOT WRITTEN: {e}"));
-        }
+        let host = job.host;
+        let (Some(profile), Some(fleet)) = (job.profile, job.fleet) else {
+            return;
+        };
+        let method = plan(&host, &profile, &fleet.providers).method;
+        let by_hand = matches!(method, Method::Manual { .. });
+        let (ok, output) = match carry_out(&host, &method, pull_id).await {
+            Err(why) => (false, vec![format!("REFUSED, nothing ran: {why}")]),
+            Ok((record, ok)) => {
+                let saved =
+                    ledger().and_then(|l| l.record_teardown(&record).map_err(|e| e.to_string()));
+                let mut output: Vec<String> = record.output.lines().map(String::from).collect();
+                if let Err(e) = saved {
+                    output.push(format!("AUDIT ENTRY NOT WRITTEN: {e}"));
+                }
+                (ok, output)
+            }
+        };
         let _ = tx
             .send(JobMsg::Destroyed {
                 host: host.name,
                 ok,
+                by_hand,
                 output,
             })
             .await;

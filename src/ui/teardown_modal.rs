@@ -1,6 +1,8 @@
 //! `T`: the teardown modal, over whatever is on screen. It shows what a destroy means and the
 //! pull it would rely on, says why it refuses, and takes the host's name typed in full.
 
+use std::time::{Duration, Instant};
+
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -8,7 +10,12 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::Ctx;
 use crate::pull::Currentness;
-use crate::teardown::{Guard, GuardEvent, GuardOutcome, QueueLooks, QueueNote};
+use crate::teardown::{
+    Description, Guard, GuardEvent, GuardOutcome, PlanLooks, QueueLooks, QueueNote,
+};
+
+/// A check shown longer than this no longer counts: the guard drops it and a new one is taken.
+pub const CHECK_MAX_AGE: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
@@ -19,6 +26,7 @@ pub enum Phase {
     Running,
     Finished {
         ok: bool,
+        by_hand: bool,
     },
 }
 
@@ -27,40 +35,77 @@ pub struct TeardownModal {
     pub host: String,
     pub guard: Guard,
     /// What the destroy means, from `teardown::describe`.
-    pub lines: Vec<String>,
+    pub words: Description,
     /// The host's queue as the roster has it now; None without a queue.
     pub queue: Option<QueueNote>,
     pub phase: Phase,
     /// The answer to the last Enter, or the command's output.
     pub messages: Vec<String>,
+    /// First line of the file list shown (Up/Down, PgUp/PgDn).
+    pub scroll: usize,
+    /// When the check on screen arrived.
+    pub checked_at: Option<Instant>,
 }
 
-/// What a key in the modal asks the event loop to do.
+/// What a key or a job's answer asks the event loop to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModalAction {
     None,
     Close,
+    /// Take the final look at the box, for this opening.
+    FinalCheck { opening: u64 },
     Destroy { pull_id: i64 },
 }
 
 impl TeardownModal {
-    pub fn new(host: &str, lines: Vec<String>) -> TeardownModal {
+    pub fn new(host: &str, opening: u64) -> TeardownModal {
         TeardownModal {
             host: host.to_string(),
-            guard: Guard::new(host),
-            lines,
+            guard: Guard::new(host, opening),
+            words: Description::default(),
             queue: None,
             phase: Phase::Checking,
             messages: Vec::new(),
+            scroll: 0,
+            checked_at: None,
         }
     }
 
-    pub fn checked(&mut self, lines: Vec<String>, currentness: Currentness) {
-        self.lines = lines;
-        self.guard.handle(GuardEvent::Checked(currentness));
+    /// A check (and the plan's readiness) for `opening`; one for an earlier opening is ignored.
+    pub fn checked(
+        &mut self,
+        opening: u64,
+        words: Description,
+        plan: PlanLooks,
+        currentness: Currentness,
+    ) {
+        if opening != self.guard.opening() {
+            return;
+        }
+        self.words = words;
+        self.guard.handle(GuardEvent::Plan(plan));
+        self.guard.handle(GuardEvent::Checked {
+            opening,
+            currentness,
+        });
+        self.checked_at = Some(Instant::now());
         if self.phase == Phase::Checking {
             self.phase = Phase::Open;
         }
+    }
+
+    /// True when the check on screen is too old to count; the guard has then dropped it.
+    pub fn age(&mut self, now: Instant) -> bool {
+        let old = self
+            .checked_at
+            .is_some_and(|at| now.duration_since(at) > CHECK_MAX_AGE);
+        if old && self.phase == Phase::Open && !self.guard.final_pending() {
+            self.guard.handle(GuardEvent::Aged);
+            self.checked_at = None;
+            self.messages = vec!["the check got old; looking at the box again…".to_string()];
+            return true;
+        }
+        false
     }
 
     /// Follows the roster: the queue line, and whether the guard asks twice.
@@ -70,6 +115,11 @@ impl TeardownModal {
         self.queue = note;
     }
 
+    pub fn scroll_by(&mut self, lines: isize) {
+        let max = self.words.files.len().saturating_sub(1);
+        self.scroll = self.scroll.saturating_add_signed(lines).min(max);
+    }
+
     pub fn key(&mut self, event: GuardEvent) -> ModalAction {
         if matches!(self.phase, Phase::Finished { .. }) {
             return ModalAction::Close;
@@ -77,7 +127,24 @@ impl TeardownModal {
         if self.phase == Phase::Running {
             return ModalAction::None;
         }
-        match self.guard.handle(event) {
+        let outcome = self.guard.handle(event);
+        self.outcome(outcome)
+    }
+
+    /// The final look the guard asked for.
+    pub fn final_checked(&mut self, opening: u64, currentness: Currentness) -> ModalAction {
+        if self.phase != Phase::Open {
+            return ModalAction::None;
+        }
+        let outcome = self.guard.handle(GuardEvent::FinalChecked {
+            opening,
+            currentness,
+        });
+        self.outcome(outcome)
+    }
+
+    fn outcome(&mut self, outcome: GuardOutcome) -> ModalAction {
+        match outcome {
             GuardOutcome::Closed => ModalAction::Close,
             GuardOutcome::Refused(why) => {
                 self.messages = why;
@@ -90,79 +157,118 @@ impl TeardownModal {
                 )];
                 ModalAction::None
             }
+            GuardOutcome::TakeFinalCheck => {
+                self.messages = vec!["taking a last look at the box before acting…".to_string()];
+                ModalAction::FinalCheck {
+                    opening: self.guard.opening(),
+                }
+            }
             GuardOutcome::Fire { pull_id } => {
                 self.phase = Phase::Running;
                 self.messages = vec!["running the destroy command…".to_string()];
                 ModalAction::Destroy { pull_id }
             }
             GuardOutcome::Nothing => {
-                self.messages.clear();
+                if !self.guard.final_pending() {
+                    self.messages.clear();
+                }
                 ModalAction::None
             }
         }
     }
 }
 
-pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &TeardownModal) {
-    let t = ctx.theme;
-    let mut lines: Vec<Line> = modal
-        .lines
-        .iter()
-        .map(|l| Line::styled(format!(" {l}"), t.text))
-        .collect();
+/// The verdict, what will run, the prompt and the messages: always on screen, whatever the
+/// size; the description and file list above them scroll.
+fn footer<'a>(modal: &'a TeardownModal, t: &super::theme::Theme) -> Vec<Line<'a>> {
+    let mut lines = Vec::new();
     if let Some(note) = &modal.queue {
         lines.push(if note.looks.needs_second_confirm() {
-            Line::styled(format!(" ⚠ {}", note.line), t.crit)
+            Line::styled(format!(" ⚠ {}", crate::sanitize::line(&note.line, 300)), t.crit)
         } else {
-            Line::styled(format!(" ✓ {}", note.line), t.ok)
+            Line::styled(format!(" ✓ {}", crate::sanitize::line(&note.line, 300)), t.ok)
         });
     }
-    lines.push(Line::raw(""));
+    if !modal.words.action.is_empty() {
+        lines.push(Line::styled(format!(" {}", modal.words.action.trim_start()), t.accent));
+    }
     match &modal.phase {
         Phase::Checking => lines.push(Line::styled(
             " checking the last pull against a fresh listing of the box…",
             t.stale,
         )),
         Phase::Open => {
-            let refusals = modal.guard.refusals();
-            let blocking: Vec<&String> = refusals
-                .iter()
-                .filter(|r| !r.starts_with("type the host's name"))
-                .collect();
-            if blocking.is_empty() {
+            let blockers = modal.guard.blockers();
+            if blockers.is_empty() {
                 lines.push(Line::styled(
                     " The last pull is verified-current: every file hashed on both ends and loads.",
                     t.ok,
                 ));
+                lines.push(Line::from(vec![
+                    Span::styled(" Type the host's name to confirm: ", t.accent),
+                    Span::styled(format!("{}▏", modal.guard.typed()), t.header),
+                ]));
             } else {
                 lines.push(Line::styled(" REFUSED — not until:", t.crit));
-                for r in blocking {
+                for r in blockers {
                     lines.push(Line::styled(format!("   • {r}"), t.crit));
                 }
             }
-            lines.push(Line::from(vec![
-                Span::styled(" Type the host's name to confirm: ", t.accent),
-                Span::styled(format!("{}▏", modal.guard.typed()), t.header),
-            ]));
         }
         Phase::Running => {}
-        Phase::Finished { ok } => lines.push(Line::styled(
-            if *ok {
-                " Done; recorded in the ledger. Any key closes."
-            } else {
-                " THE DESTROY FAILED; recorded in the ledger. Any key closes."
+        Phase::Finished { ok, by_hand } => lines.push(Line::styled(
+            match (ok, by_hand) {
+                (true, true) => {
+                    " Recorded: you destroyed it at the provider; rigwatch ran nothing. Any key \
+                     closes."
+                }
+                (true, false) => " Done: the destroy command exited 0; recorded in the ledger.",
+                (false, _) => " THE DESTROY FAILED or was refused; see above. Any key closes.",
             },
             if *ok { t.ok } else { t.crit },
         )),
     }
     for m in &modal.messages {
-        lines.push(Line::styled(format!(" {m}"), t.warn));
+        lines.push(Line::styled(format!(" {}", crate::sanitize::line(m, 400)), t.warn));
     }
-    lines.push(Line::styled(" Enter confirm · Esc cancel", t.stale));
+    lines.push(Line::styled(
+        " Enter confirm · Esc cancel · ↑↓ PgUp PgDn scroll the files",
+        t.stale,
+    ));
+    lines
+}
+
+fn rows(lines: &[Line<'_>], inner: usize) -> usize {
+    lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum()
+}
+
+pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &TeardownModal) {
+    let t = ctx.theme;
     let width = area.width.min(110);
     let inner = usize::from(width.saturating_sub(2)).max(1);
-    let wrapped: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
-    let height = u16::try_from(wrapped + 2)
+    let footer = footer(modal, t);
+    let mut body: Vec<Line> = modal
+        .words
+        .head
+        .iter()
+        .map(|l| Line::styled(format!(" {l}"), t.text))
+        .collect();
+    let files = &modal.words.files;
+    let first = modal.scroll.min(files.len().saturating_sub(1));
+    if first > 0 {
+        body.push(Line::styled(format!("    ↑ {first} more above"), t.stale));
+    }
+    body.extend(
+        files[first.min(files.len())..]
+            .iter()
+            .map(|l| Line::styled(format!(" {l}"), t.text)),
+    );
+    // The footer is never cut: the body gets what is left, at least nothing.
+    let room = usize::from(area.height.saturating_sub(2));
+    let footer_rows = rows(&footer, inner).min(room);
+    let body_room = room - footer_rows;
+    let body_rows = rows(&body, inner).min(body_room);
+    let height = u16::try_from(body_rows + footer_rows + 2)
         .unwrap_or(u16::MAX)
         .min(area.height);
     let popup = Rect {
@@ -172,90 +278,29 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &TeardownModa
         height,
     };
     frame.render_widget(Clear, popup);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(format!(" Teardown {} — guarded ", modal.host))
+        .border_style(t.crit);
+    let inside = block.inner(popup);
+    frame.render_widget(block, popup);
+    let body_height = u16::try_from(body_rows).unwrap_or(0);
+    let body_area = Rect {
+        height: body_height.min(inside.height),
+        ..inside
+    };
+    let footer_area = Rect {
+        y: inside.y + body_area.height,
+        height: inside.height - body_area.height,
+        ..inside
+    };
+    frame.render_widget(Paragraph::new(body).wrap(Wrap { trim: false }), body_area);
     frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(format!(" Teardown {} — guarded ", modal.host))
-                .border_style(t.crit),
-        ),
-        popup,
+        Paragraph::new(footer).wrap(Wrap { trim: false }),
+        footer_area,
     );
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::pull::Currentness;
-    use crate::teardown::QueueNote;
-
-    const CURRENT: Currentness = Currentness::Current {
-        pull_id: 7,
-        files: 1,
-        bytes: 1,
-    };
-
-    fn name(modal: &mut TeardownModal) {
-        for c in modal.host.clone().chars() {
-            modal.key(GuardEvent::Key(c));
-        }
-    }
-
-    #[test]
-    fn cells_not_done_show_in_red_and_ask_for_a_second_enter() {
-        let (_, state) = crate::demo::Demo::start(chrono::Utc::now());
-        let host = state.hosts[0].config.name.clone();
-        let mut modal = TeardownModal::new(&host, vec!["Destroy it".into()]);
-        modal.set_queue(Some(QueueNote {
-            looks: QueueLooks::NotAllDone,
-            line: "queue: 1 of 3 cells not done (1 failed)".into(),
-        }));
-        modal.checked(vec!["Destroy it".into()], CURRENT);
-        name(&mut modal);
-        assert_eq!(modal.key(GuardEvent::Confirm), ModalAction::None);
-        assert!(
-            modal.messages[0].starts_with("Careful: not every queue cell is done."),
-            "{:?}",
-            modal.messages
-        );
-
-        let mut app = crate::ui::app::App::new(true);
-        app.modal = Some(modal);
-        let theme = crate::ui::theme::Theme::mono();
-        let ctx = Ctx {
-            app: &app,
-            state: &state,
-            theme: &theme,
-            now: chrono::Utc::now(),
-            poll: std::time::Duration::from_secs(2),
-        };
-        let buffer = crate::ui::render_buffer(&ctx, 120, 40);
-        let text = crate::ui::buffer_text(&buffer);
-        assert!(
-            text.contains("⚠ queue: 1 of 3 cells not done (1 failed)"),
-            "{text}"
-        );
-        let Some(modal) = app.modal.as_mut() else {
-            panic!("the modal is open");
-        };
-        assert_eq!(
-            modal.key(GuardEvent::Confirm),
-            ModalAction::Destroy { pull_id: 7 }
-        );
-    }
-
-    #[test]
-    fn a_reconciled_queue_needs_one_enter() {
-        let mut modal = TeardownModal::new("b", Vec::new());
-        modal.set_queue(Some(QueueNote {
-            looks: QueueLooks::AllDone,
-            line: "queue: all 3 cells done, 3 verified".into(),
-        }));
-        modal.checked(Vec::new(), CURRENT);
-        name(&mut modal);
-        assert_eq!(
-            modal.key(GuardEvent::Confirm),
-            ModalAction::Destroy { pull_id: 7 }
-        );
-    }
-}
+#[path = "teardown_modal_tests.rs"]
+mod tests;

@@ -144,6 +144,7 @@ fn disk_runway_and_checkpoint_interval() {
 
 fn vast(state: InstanceState, since: Option<DateTime<Utc>>) -> ProviderState {
     ProviderState {
+        ssh: Vec::new(),
         instance_id: "21437002".into(),
         state,
         price_per_hour: Some(2.0),

@@ -1,0 +1,133 @@
+//! Remote file names as bytes, carried through rigwatch as text that round-trips. A Unix name
+//! is any bytes but `/` and NUL; most are UTF-8, some are not (a Latin-1 upload, a broken
+//! archive). Such a name must neither be lost nor "vanish" between the listing and the check, so
+//! every remote path is kept in one escaped form: UTF-8 as it is, `\` doubled, and every byte
+//! that is not part of valid UTF-8 written `\xNN`. The escaped form is what the ledger stores and
+//! what compares; the bytes come back only where they meet the box or the local disk.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+
+/// Bytes from the box, in their escaped text form.
+pub fn escape(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c == '\\' {
+                out.push_str("\\\\");
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// The bytes an escaped name stands for. Text that is not in the escaped form (an old ledger
+/// entry) comes back as its own UTF-8 bytes, with a lone `\` kept as it is.
+pub fn unescape(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            if bytes.get(i + 1) == Some(&b'\\') {
+                out.push(b'\\');
+                i += 2;
+                continue;
+            }
+            if bytes.get(i + 1) == Some(&b'x') {
+                let hex = text.get(i + 2..i + 4).and_then(|h| u8::from_str_radix(h, 16).ok());
+                if let Some(b) = hex {
+                    out.push(b);
+                    i += 4;
+                    continue;
+                }
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    out
+}
+
+/// The escaped name as a local file name component (Unix keeps the bytes as they are).
+pub fn to_os(text: &str) -> OsString {
+    OsString::from_vec(unescape(text))
+}
+
+/// The name as UTF-8 when it is one; SFTP (russh-sftp) only carries UTF-8 names.
+pub fn as_utf8(text: &str) -> Option<String> {
+    String::from_utf8(unescape(text)).ok()
+}
+
+/// Shell words for remote names inside one `sh -c` script. A UTF-8 name is single-quoted; a name
+/// that is not UTF-8 cannot be written in the (UTF-8) command text, so the script first rebuilds
+/// its bytes with `printf` octal escapes into a variable, and the word is that variable, quoted.
+#[derive(Debug, Default)]
+pub struct Words {
+    preamble: String,
+    vars: usize,
+}
+
+impl Words {
+    pub fn word(&mut self, escaped: &str) -> String {
+        let bytes = unescape(escaped);
+        if let Ok(text) = std::str::from_utf8(&bytes) {
+            return shell_quote(text);
+        }
+        let var = format!("rw_n{}", self.vars);
+        self.vars += 1;
+        let octal: String = bytes.iter().map(|b| format!("\\{b:03o}")).collect();
+        // `x` keeps a trailing newline of the name from being eaten by $(…).
+        self.preamble
+            .push_str(&format!("{var}=$(printf '{octal}x'); {var}=${{{var}%x}}\n"));
+        format!("\"${var}\"")
+    }
+
+    /// The assignments the words rely on; goes before the script that uses them.
+    pub fn preamble(&self) -> &str {
+        &self.preamble
+    }
+}
+
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_whatever_their_bytes() {
+        for name in [
+            b"/w/plain.pt".as_slice(),
+            b"/w/caf\xe9.pt",
+            b"/w/back\\slash\\x41",
+            b"/w/\xff\xfe\n",
+            "/w/ünï €".as_bytes(),
+        ] {
+            let text = escape(name);
+            assert_eq!(unescape(&text), name, "{text}");
+        }
+        assert_eq!(escape(b"/w/caf\xe9"), "/w/caf\\xe9");
+        assert_eq!(escape(b"a\\b"), "a\\\\b");
+        assert_eq!(as_utf8("/w/caf\\xe9"), None);
+        assert_eq!(as_utf8("/w/a\\\\b").as_deref(), Some("/w/a\\b"));
+    }
+
+    #[test]
+    fn non_utf8_names_become_printf_rebuilt_variables() {
+        let mut words = Words::default();
+        assert_eq!(words.word("/w/it's"), "'/w/it'\\''s'");
+        assert_eq!(words.word("/w/\\xff"), "\"$rw_n0\"");
+        assert_eq!(
+            words.preamble(),
+            "rw_n0=$(printf '\\057\\167\\057\\377x'); rw_n0=${rw_n0%x}\n"
+        );
+    }
+}

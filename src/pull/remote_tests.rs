@@ -1,0 +1,243 @@
+//! The listing and hashing scripts run by a local `sh` over real folders (the same GNU tools a
+//! box has), and their parsers on hand-made records for what a folder cannot easily show.
+
+use std::os::unix::ffi::OsStrExt;
+
+use super::*;
+
+fn sh(script: &str) -> (Vec<u8>, Vec<u8>) {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .expect("sh");
+    (out.stdout, out.stderr)
+}
+
+/// What a pull would see: the listing, then its links settled by a second script.
+fn list(paths: &[String]) -> Listing {
+    let (out, err) = sh(&listing_command(paths));
+    let mut listing = parse_listing(paths, &out, &err);
+    if !listing.pending.is_empty() {
+        let (out, _) = sh(&resolve_command(&listing.pending));
+        settle_links(&mut listing, Ok(parse_resolved(&out)));
+    }
+    listing
+}
+
+fn names(listing: &Listing) -> Vec<String> {
+    let mut names: Vec<String> = listing.files.iter().map(|f| f.path.clone()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn glob_word_keeps_globs_and_quotes_the_rest() {
+    assert_eq!(glob_word("/w/a b;c/*.pt"), "/w/a\\ b\\;c/*.pt");
+    assert_eq!(glob_word("~/x y"), "~/x\\ y");
+}
+
+#[test]
+fn files_are_listed_with_a_nanosecond_stamp_and_unmatched_paths_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(run.join("sub")).expect("dirs");
+    std::fs::write(run.join("a.pt"), b"12345").expect("write");
+    std::fs::write(run.join("sub/b c.json"), b"{}").expect("write");
+    let paths = vec![
+        run.display().to_string(),
+        format!("{}/none/*.json", dir.path().display()),
+    ];
+    let l = list(&paths);
+    assert_eq!(
+        names(&l),
+        vec![
+            format!("{}/a.pt", run.display()),
+            format!("{}/sub/b c.json", run.display())
+        ]
+    );
+    let a = l.files.iter().find(|f| f.path.ends_with("a.pt")).expect("a");
+    assert_eq!(a.size, 5);
+    let parts: Vec<&str> = a.stamp.split(' ').collect();
+    assert_eq!(parts.len(), 3, "{}", a.stamp);
+    assert!(parts[0].contains('.') && parts[1].contains('.'), "{}", a.stamp);
+    assert_eq!(l.unmatched, vec![paths[1].clone()]);
+    assert!(l.problems.is_empty(), "{:?}", l.problems);
+    assert!(l.home.is_some());
+}
+
+#[test]
+fn a_same_size_rewrite_in_the_same_second_changes_the_stamp() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("m.json");
+    std::fs::write(&f, b"{\"a\":1}").expect("write");
+    let paths = vec![dir.path().display().to_string()];
+    let before = list(&paths).files[0].clone();
+    std::fs::write(&f, b"{\"a\":2}").expect("rewrite");
+    let times = std::fs::FileTimes::new()
+        .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(before.mtime as u64));
+    std::fs::File::options()
+        .write(true)
+        .open(&f)
+        .and_then(|h| h.set_times(times))
+        .expect("same mtime second");
+    let after = list(&paths).files[0].clone();
+    assert_eq!((after.size, after.mtime), (before.size, before.mtime));
+    assert_ne!(after.stamp, before.stamp);
+}
+
+#[test]
+fn links_inside_the_pull_paths_are_covered_and_links_out_are_refused_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    let data = dir.path().join("data/ckpt");
+    std::fs::create_dir_all(&run).expect("run");
+    std::fs::create_dir_all(&data).expect("data");
+    std::fs::write(data.join("step9.pt"), b"weights").expect("ckpt");
+    std::fs::write(run.join("m.json"), b"{}").expect("m");
+    std::os::unix::fs::symlink(&data, run.join("ckpt")).expect("link out");
+    std::os::unix::fs::symlink("/", run.join("root")).expect("link to /");
+    std::os::unix::fs::symlink(run.join("m.json"), run.join("latest.json")).expect("link in");
+    std::os::unix::fs::symlink(run.join("gone"), run.join("dangling")).expect("dangling");
+    std::os::unix::fs::symlink(run.join("loop"), run.join("loop")).expect("loop");
+    let l = list(&[run.display().to_string()]);
+    // Nothing outside the pull path was walked: not the data disk, not the whole box.
+    assert_eq!(names(&l), vec![format!("{}/m.json", run.display())]);
+    assert_eq!(l.covered.len(), 1, "{:?}", l.covered);
+    assert!(l.covered[0].path.ends_with("/latest.json"));
+    let mut why: Vec<(String, LinkWhy)> = l
+        .problems
+        .iter()
+        .map(|p| match p {
+            Problem::Link { path, why, .. } => (path.clone(), *why),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    why.sort_by(|a, b| a.0.cmp(&b.0));
+    let at = |n: &str| format!("{}/{n}", run.display());
+    assert_eq!(
+        why,
+        vec![
+            (at("ckpt"), LinkWhy::Outside),
+            (at("dangling"), LinkWhy::Dangling),
+            (at("loop"), LinkWhy::Loop),
+            (at("root"), LinkWhy::Outside),
+        ]
+    );
+    let ckpt = l.problems.iter().find(|p| p.path().ends_with("/ckpt")).expect("ckpt");
+    assert!(ckpt.why().contains(&data.display().to_string()), "{}", ckpt.why());
+
+    // Once the link's target is a pull path itself, the link is covered and its files listed.
+    let l = list(&[run.display().to_string(), data.display().to_string()]);
+    assert!(l.covered.iter().any(|c| c.path.ends_with("/ckpt")));
+    assert!(names(&l).iter().any(|n| n.ends_with("step9.pt")));
+}
+
+#[test]
+fn a_pull_path_that_is_itself_a_link_is_followed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("data");
+    std::fs::write(data.join("w.pt"), b"x").expect("w");
+    let link = dir.path().join("ckpt");
+    std::os::unix::fs::symlink(&data, &link).expect("link");
+    let l = list(&[link.display().to_string()]);
+    assert_eq!(names(&l), vec![format!("{}/w.pt", link.display())]);
+    assert_eq!(l.bases, vec![data.canonicalize().expect("real").display().to_string()]);
+    assert!(l.problems.is_empty(), "{:?}", l.problems);
+}
+
+#[test]
+fn fifos_and_names_that_are_not_utf8_are_carried_not_dropped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let odd = dir
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"caf\xe9\nname.pt"));
+    std::fs::write(&odd, b"x").expect("odd name");
+    let status = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("pipe"))
+        .status()
+        .expect("mkfifo");
+    assert!(status.success());
+    let l = list(&[dir.path().display().to_string()]);
+    let expected = format!("{}/caf\\xe9\nname.pt", dir.path().display());
+    assert_eq!(names(&l), vec![expected.clone()]);
+    assert!(matches!(&l.problems[..], [Problem::Special { kind, .. }] if kind == "p"));
+    // The hash script finds the same bytes again and reports them under the same name.
+    let (out, _) = sh(&hash_command(&[expected.as_str()]));
+    let HashOutput::Hashes(map) = parse_hashes(&out) else {
+        panic!("no hashing tool");
+    };
+    assert_eq!(
+        map.get(&expected).map(String::as_str),
+        Some("2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881")
+    );
+}
+
+#[test]
+fn a_cut_or_garbled_listing_is_a_problem_never_an_empty_folder() {
+    let paths = vec!["/w".to_string()];
+    let cut = b"@home\0/root\0@root\x000\0@base\0/w\0/w\0F\x005\0170".as_slice();
+    let l = parse_listing(&paths, cut, b"");
+    assert!(matches!(&l.problems[..], [Problem::Garbled(_)]), "{:?}", l.problems);
+    let junk = b"@root\x000\0@base\0/w\0/w\0nonsense\0".as_slice();
+    let l = parse_listing(&paths, junk, b"");
+    assert!(matches!(&l.problems[..], [Problem::Garbled(_)]), "{:?}", l.problems);
+    let failed = b"@root\x000\0@base\0/w\0/w\0@exit\x00124\0".as_slice();
+    let l = parse_listing(&paths, failed, b"");
+    assert!(
+        matches!(&l.problems[..], [Problem::ListingFailed { why, .. }] if why.contains("timed out")),
+        "{:?}",
+        l.problems
+    );
+    let failed = b"@root\x000\0@base\0/w\0/w\0@exit\x001\0".as_slice();
+    let l = parse_listing(&paths, failed, b"find: '/w/x': Input/output error\n");
+    assert!(
+        matches!(&l.problems[..], [Problem::ListingFailed { why, .. }] if why.contains("Input/output")),
+        "{:?}",
+        l.problems
+    );
+}
+
+#[test]
+fn a_file_listed_under_two_roots_counts_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("a.pt"), b"x").expect("a");
+    let d = dir.path().display();
+    let l = list(&[d.to_string(), format!("{d}/*.pt")]);
+    assert_eq!(l.files.len(), 1);
+    assert!(l.unmatched.is_empty());
+}
+
+#[test]
+fn hashes_parse_and_a_missing_tool_is_said() {
+    let h = "a".repeat(64);
+    let text = format!("{h}  /w/a.pt\0{h}  /w/odd\nname\0short  /w/x\0");
+    let HashOutput::Hashes(map) = parse_hashes(text.as_bytes()) else {
+        panic!("expected hashes");
+    };
+    assert_eq!(map.get("/w/a.pt"), Some(&h));
+    assert_eq!(map.get("/w/odd\nname"), Some(&h));
+    assert_eq!(map.len(), 2);
+    assert_eq!(parse_hashes(b"@nohash\n"), HashOutput::NoTool);
+}
+
+#[test]
+fn quoting_survives_single_quotes() {
+    assert_eq!(shell_quote("it's"), "'it'\\''s'");
+}
+
+#[test]
+fn parsers_never_panic_on_arbitrary_bytes() {
+    let paths = vec!["/w".to_string()];
+    for seed in 0..2000u64 {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let len = rng.usize(0..200);
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| *rng.choice(b"@rootbaseFLUO\x00 0123456789./\xff".iter()).unwrap_or(&0))
+            .collect();
+        let _ = parse_listing(&paths, &bytes, &bytes);
+        let _ = parse_hashes(&bytes);
+        let _ = parse_resolved(&bytes);
+    }
+}
