@@ -18,7 +18,19 @@ struct Setup {
     run: PathBuf,
     dest: PathBuf,
     shim_log: PathBuf,
+    /// What the vastai shim lists: instance 4242 at this box's loopback port.
+    listing: PathBuf,
+    port: u16,
     _sshd: support::Sshd,
+}
+
+/// A `vastai show instances --raw` listing with instance `id` reached at 127.0.0.1:`port`.
+fn vast_listing(id: &str, port: u16) -> String {
+    format!(
+        "[{{\"id\": {id}, \"actual_status\": \"running\", \"cur_state\": \"running\", \
+         \"dph_total\": 2.5, \"ssh_host\": \"127.0.0.1\", \"ssh_port\": {port}, \
+         \"public_ipaddr\": \"127.0.0.1\", \"ports\": {{\"22/tcp\": [{{\"HostPort\": \"{port}\"}}]}}}}]"
+    )
 }
 
 fn providers() -> PathBuf {
@@ -26,6 +38,11 @@ fn providers() -> PathBuf {
 }
 
 fn setup() -> Setup {
+    setup_with("instance_id = \"4242\"\n", "")
+}
+
+/// A vast.ai box with `id_line` in its host entry and `extra` at the top of fleet.toml.
+fn setup_with(id_line: &str, extra: &str) -> Setup {
     let mut lab = Lab::new();
     let sshd = lab.start_host("box");
     let run = sshd.dir.join("workspace/run");
@@ -34,19 +51,23 @@ fn setup() -> Setup {
     std::fs::write(run.join("final_ckpts/metrics.csv"), "step,loss\n1,0.3\n").expect("csv");
     let dest = lab.path("results/box");
     let body = format!(
-        "{}\nprofile = \"vastai\"\ninstance_id = \"4242\"\nprice_per_hour = 2.5\n\
+        "{}\nprofile = \"vastai\"\n{id_line}price_per_hour = 2.5\n\
          [host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\nverify = \"test -s {{file}}\"",
         lab.host_entry(&sshd),
         run.join("final_ckpts").display(),
         dest.display()
     );
-    let fleet = lab.fleet("fleet.toml", "", &[("box", body)]);
+    let fleet = lab.fleet("fleet.toml", extra, &[("box", body)]);
     let shim_log = lab.path("shim.log");
+    let listing = lab.path("vast.json");
+    std::fs::write(&listing, vast_listing("4242", sshd.port)).expect("listing");
     Setup {
         fleet,
         run,
         dest,
         shim_log,
+        listing,
+        port: sshd.port,
         lab,
         _sshd: sshd,
     }
@@ -73,7 +94,25 @@ impl Setup {
                 "RIGWATCH_SHIM_LOG".into(),
                 self.shim_log.display().to_string(),
             ),
+            (
+                "RIGWATCH_VASTAI_JSON".into(),
+                self.listing.display().to_string(),
+            ),
         ]
+    }
+
+    /// rigwatch with the lab's environment but no provider shims on PATH.
+    fn rigwatch_without_shims(&self, args: &[&str]) -> Output {
+        let mut cmd = rigwatch();
+        cmd.arg("--config").arg(&self.fleet).args(args);
+        for (k, v) in self.env() {
+            if k != "PATH" {
+                cmd.env(k, v);
+            }
+        }
+        cmd.stdin(std::process::Stdio::null())
+            .output()
+            .expect("run rigwatch")
     }
 
     fn rigwatch(&self, args: &[&str]) -> Output {
@@ -114,13 +153,13 @@ impl Setup {
         assert_eq!(out.status.code(), Some(1), "{text}");
         assert!(text.contains("REFUSED"), "{text}");
         assert!(text.contains(why), "expected {why:?} in:\n{text}");
+        assert!(text.contains("will run: ") || text.contains("cannot run: "), "{text}");
+        assert!(self.changes().is_empty(), "the destroy must not have run");
+        let out = self.rigwatch(&["ledger", "box", "--json"]);
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         assert!(
-            text.contains("will run: vastai destroy instance '4242' -y"),
-            "{text}"
-        );
-        assert!(
-            !self.shim_log.exists(),
-            "the destroy shim must not have run"
+            doc["teardowns"].as_array().is_none_or(Vec::is_empty),
+            "a refused teardown is never recorded: {doc}"
         );
     }
 
@@ -168,13 +207,15 @@ fn teardown_is_refused_until_a_verified_current_pull_then_runs_once() {
     let screen = s.in_terminal("bxo", "typo");
     assert!(screen.contains("type the host's name, box"), "{screen}");
     assert!(screen.contains("EXIT=1"), "{screen}");
-    assert!(!s.shim_log.exists(), "a mistyped name must not destroy");
+    assert!(s.changes().is_empty(), "a mistyped name must not destroy");
 
+    let out = s.rigwatch(&["teardown", "box"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("will run: vastai destroy instance '4242' -y"), "{text}");
     let screen = s.in_terminal("box", "confirm");
     assert!(screen.contains("destroying instance 4242."), "{screen}");
     assert!(screen.contains("EXIT=0"), "{screen}");
-    let calls = std::fs::read_to_string(&s.shim_log).expect("shim log");
-    assert_eq!(calls, "vastai destroy instance 4242 -y\n");
+    assert_eq!(s.changes(), vec!["vastai destroy instance 4242 -y"]);
 
     let out = s.rigwatch(&["ledger", "box", "--json"]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("ledger json");
@@ -209,9 +250,13 @@ fn the_dashboard_modal_refuses_then_pulls_then_destroys_once() {
         "{screen}"
     );
     tmux.keys(&["b", "o", "x", "Enter"]);
-    tmux.wait_for("the refusal again", Duration::from_secs(10), |sc| {
-        sc.contains("never pulled") && sc.contains("Type the host's name to confirm: box")
+    let screen = tmux.wait_for("the refusal again", Duration::from_secs(10), |sc| {
+        sc.contains("never pulled") && sc.contains("type the host's name, box")
     });
+    assert!(
+        !screen.contains("Type the host's name to confirm"),
+        "no name prompt while refused: {screen}"
+    );
     assert!(
         s.changes().is_empty(),
         "refused: the destroy shim must not run"
@@ -228,10 +273,106 @@ fn the_dashboard_modal_refuses_then_pulls_then_destroys_once() {
     });
     tmux.keys(&["b", "o", "x", "Enter"]);
     let screen = tmux.wait_for("the destroy", Duration::from_secs(30), |sc| {
-        sc.contains("Done; recorded in the ledger")
+        sc.contains("Done: the destroy command exited 0")
     });
     assert!(screen.contains("destroying instance 4242."), "{screen}");
     assert_eq!(s.changes(), vec!["vastai destroy instance 4242 -y"]);
     tmux.keys(&["Escape"]);
     tmux.keys(&["q"]);
+}
+
+/// Opened, checked current, then a checkpoint lands on the box while the user types: the look
+/// taken after the last Enter sees it, and nothing runs.
+#[test]
+fn the_dashboard_refuses_on_a_checkpoint_written_after_the_modal_opened() {
+    let s = setup();
+    s.pull();
+    let env: Vec<String> = s.env().iter().map(|(k, v)| format!("{k}='{v}'")).collect();
+    let command = format!(
+        "env {} {} --config {}; sleep 60",
+        env.join(" "),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        s.fleet.display()
+    );
+    let tmux = Tmux::start("stale", &command);
+    tmux.wait_for("the host up", Duration::from_secs(30), |sc| {
+        sc.contains("box") && sc.contains(" ✓ ")
+    });
+    tmux.keys(&["T"]);
+    tmux.wait_for("a verified-current pull", Duration::from_secs(20), |sc| {
+        sc.contains("The last pull is verified-current")
+    });
+    std::fs::write(s.run.join("final_ckpts/step_after.bin"), b"late").expect("late ckpt");
+    tmux.keys(&["b", "o", "x", "Enter"]);
+    let screen = tmux.wait_for("the refusal", Duration::from_secs(20), |sc| {
+        sc.contains("changed after you confirmed")
+    });
+    assert!(screen.contains("step_after.bin"), "{screen}");
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(s.changes().is_empty(), "nothing may run: {:?}", s.changes());
+    tmux.keys(&["Escape"]);
+    tmux.keys(&["q"]);
+}
+
+#[test]
+fn a_vast_box_without_an_instance_id_is_refused_before_any_name_and_never_recorded() {
+    let s = setup_with("", "");
+    s.pull();
+    s.refused("needs the instance id");
+}
+
+#[test]
+fn an_instance_id_that_is_another_box_is_refused() {
+    let s = setup();
+    std::fs::write(&s.listing, vast_listing("4242", s.port.wrapping_add(1))).expect("listing");
+    s.pull();
+    s.refused("belongs to another box");
+    std::fs::write(&s.listing, vast_listing("999", s.port)).expect("listing");
+    s.refused("lists no instance 4242");
+}
+
+/// `[providers] vastai` names a CLI that is not on PATH: the destroy runs that one (with plain
+/// `vastai` it would fail with exit 127 after both confirmations), and a missing one is refused
+/// before the name.
+#[test]
+fn the_configured_provider_cli_is_the_one_the_destroy_runs() {
+    let setup_at = |program: &Path| {
+        setup_with(
+            "instance_id = \"4242\"\n",
+            &format!("[providers]\nvastai = \"{}\"\n", program.display()),
+        )
+    };
+    let s = setup_at(Path::new("/nonexistent/bin/vastai"));
+    s.pull();
+    let out = s.rigwatch_without_shims(&["teardown", "box"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("/nonexistent/bin/vastai"), "{text}");
+    assert!(text.contains("REFUSED"), "{text}");
+
+    let s = setup_at(&providers().join("vastai"));
+    s.pull();
+    let out = s.rigwatch_without_shims(&["teardown", "box"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("will run: '{}' destroy instance '4242' -y", providers().join("vastai").display())),
+        "{text}"
+    );
+    assert!(text.contains("needs a person at a terminal"), "{text}");
+}
+
+/// `run/final_ckpts/ckpt -> elsewhere`: the pull names the link and the guard refuses until its
+/// target is a pull path too; a dangling link refuses the same way.
+#[test]
+fn a_link_out_of_the_results_refuses_until_its_target_is_pulled() {
+    let s = setup();
+    let data = s.run.join("../data_disk");
+    std::fs::create_dir_all(&data).expect("data");
+    std::fs::write(data.join("step9.bin"), b"only copy").expect("ckpt");
+    std::os::unix::fs::symlink(&data, s.run.join("final_ckpts/ckpt")).expect("link");
+    let out = s.rigwatch(&["pull", "box"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("final_ckpts/ckpt"), "{text}");
+    assert!(text.contains("outside the pull paths"), "{text}");
+    s.refused("outside the pull paths");
 }
