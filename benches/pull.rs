@@ -115,9 +115,13 @@ async fn main() {
         let session = pool.get("box").and_then(|l| l.session()).expect("session");
         let spec = config.hosts[0].pull.clone().expect("pull");
         let start = Instant::now();
-        let record = pull(&session, &PullJob::of("box", &spec, None), Arc::new(Progress::default()))
-            .await
-            .expect("pull");
+        let record = pull(
+            &session,
+            &PullJob::of("box", &spec, None),
+            Arc::new(Progress::default()),
+        )
+        .await
+        .expect("pull");
         ours.push(start.elapsed());
         assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
         pool.shutdown().await;
@@ -140,7 +144,9 @@ async fn main() {
     let progress = Arc::new(Progress::default());
     let cut = {
         let (session, spec, progress) = (session.clone(), spec.clone(), progress.clone());
-        tokio::spawn(async move { pull(&session, &PullJob::of("box", &spec, None), progress).await })
+        tokio::spawn(
+            async move { pull(&session, &PullJob::of("box", &spec, None), progress).await },
+        )
     };
     while progress.bytes_done.load(Ordering::Relaxed) < SIZE / 2 {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -151,9 +157,13 @@ async fn main() {
     let had = std::fs::metadata(part_paths(&dest, &dest.join("big.bin")).0)
         .map(|m| m.len())
         .unwrap_or(0);
-    let record = pull(&session, &PullJob::of("box", &spec, None), Arc::new(Progress::default()))
-        .await
-        .expect("resumed pull");
+    let record = pull(
+        &session,
+        &PullJob::of("box", &spec, None),
+        Arc::new(Progress::default()),
+    )
+    .await
+    .expect("resumed pull");
     let sent = record.files[0].sent;
     assert!(record.files[0].is_good());
     pool.shutdown().await;

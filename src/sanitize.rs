@@ -33,6 +33,9 @@ mod tests {
         assert_eq!(line("abcdef", 3), "abc");
         assert_eq!(line("\u{9b}31m", 10), "31m");
         // A right-to-left override would show `gpj.exe` as `exe.jpg`; zero-width and BOM hide.
-        assert_eq!(line("a\u{202e}b\u{200b}c\u{feff}d\u{2066}e\u{e0041}", 20), "abcde");
+        assert_eq!(
+            line("a\u{202e}b\u{200b}c\u{feff}d\u{2066}e\u{e0041}", 20),
+            "abcde"
+        );
     }
 }

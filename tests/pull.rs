@@ -100,7 +100,9 @@ async fn a_pull_cut_by_a_dead_link_resumes_without_resending_finished_bytes() {
     let first = {
         let progress = Arc::clone(&progress);
         let spec = spec.clone();
-        tokio::spawn(async move { pull(&session, &PullJob::of("box", &spec, None), progress).await })
+        tokio::spawn(
+            async move { pull(&session, &PullJob::of("box", &spec, None), progress).await },
+        )
     };
     let deadline = Instant::now() + Duration::from_secs(120);
     while progress.bytes_done.load(Ordering::Relaxed) < 256 << 20 {
@@ -184,7 +186,11 @@ async fn a_pull_cut_by_a_dead_link_resumes_without_resending_finished_bytes() {
     assert!(dest.join("final_ckpts/big.bin").exists());
     assert!(dest.join("final_ckpts/cell007/metrics.json").exists());
     assert!(dest.join("metrics.jsonl").exists());
-    assert!(!part_paths(&dest, &dest.join("final_ckpts/big.bin")).0.exists());
+    assert!(
+        !part_paths(&dest, &dest.join("final_ckpts/big.bin"))
+            .0
+            .exists()
+    );
 
     ledger.record_pull(&second).expect("record second");
     let latest = ledger.latest_pull("box").expect("read").expect("one");

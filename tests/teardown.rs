@@ -153,7 +153,10 @@ impl Setup {
         assert_eq!(out.status.code(), Some(1), "{text}");
         assert!(text.contains("REFUSED"), "{text}");
         assert!(text.contains(why), "expected {why:?} in:\n{text}");
-        assert!(text.contains("will run: ") || text.contains("cannot run: "), "{text}");
+        assert!(
+            text.contains("will run: ") || text.contains("cannot run: "),
+            "{text}"
+        );
         assert!(self.changes().is_empty(), "the destroy must not have run");
         let out = self.rigwatch(&["ledger", "box", "--json"]);
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
@@ -211,7 +214,10 @@ fn teardown_is_refused_until_a_verified_current_pull_then_runs_once() {
 
     let out = s.rigwatch(&["teardown", "box"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("will run: vastai destroy instance '4242' -y"), "{text}");
+    assert!(
+        text.contains("will run: vastai destroy instance '4242' -y"),
+        "{text}"
+    );
     let screen = s.in_terminal("box", "confirm");
     assert!(screen.contains("destroying instance 4242."), "{screen}");
     assert!(screen.contains("EXIT=0"), "{screen}");
@@ -354,7 +360,10 @@ fn the_configured_provider_cli_is_the_one_the_destroy_runs() {
     let out = s.rigwatch_without_shims(&["teardown", "box"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains(&format!("will run: '{}' destroy instance '4242' -y", providers().join("vastai").display())),
+        text.contains(&format!(
+            "will run: '{}' destroy instance '4242' -y",
+            providers().join("vastai").display()
+        )),
         "{text}"
     );
     assert!(text.contains("needs a person at a terminal"), "{text}");

@@ -46,7 +46,9 @@ pub async fn run(
     let last = ledger.latest_pull(&host.name)?;
     let (pool, session) = one_host::connect(fleet, host, Duration::from_secs(30)).await?;
     let mut guard = Guard::new(&host.name, OPENING);
-    guard.handle(GuardEvent::Plan(plan_looks(&plan, host, profile, fleet).await));
+    guard.handle(GuardEvent::Plan(
+        plan_looks(&plan, host, profile, fleet).await,
+    ));
     guard.handle(GuardEvent::Checked {
         opening: OPENING,
         currentness: check_host(Some(&session), host, last.as_ref()).await,
@@ -69,7 +71,10 @@ pub async fn run(
             println!("  {}", note.line);
         }
     }
-    let exit = confirm(&mut guard, || check_host(Some(&session), host, last.as_ref())).await;
+    let exit = confirm(&mut guard, || {
+        check_host(Some(&session), host, last.as_ref())
+    })
+    .await;
     pool.shutdown().await;
     let Some(pull_id) = exit? else {
         return Ok(ExitCode::from(1));

@@ -346,10 +346,27 @@ fn parse_checked(
             None => None,
             Some(p) => {
                 let table = p.span().start;
-                Some(
-                    pull_config(&name, table, p.into_inner())
-                        .map_err(|(offset, m)| at(offset, m))?,
-                )
+                let pull = pull_config(&name, table, p.into_inner())
+                    .map_err(|(offset, m)| at(offset, m))?;
+                // Two hosts pulling into one folder overwrite each other's copies: pulling B
+                // after tearing down A would destroy A's only copy.
+                let overlap = hosts.iter().find_map(|o| {
+                    let theirs = &o.pull.as_ref()?.dest;
+                    (theirs.starts_with(&pull.dest) || pull.dest.starts_with(theirs))
+                        .then(|| (o.name.clone(), theirs.clone()))
+                });
+                if let Some((other, theirs)) = overlap {
+                    return Err(at(
+                        table,
+                        format!(
+                            "pull dest {} overlaps {other}'s {}: each host needs its own \
+                             folder (put {{host}} in dest)",
+                            pull.dest.display(),
+                            theirs.display()
+                        ),
+                    ));
+                }
+                Some(pull)
             }
         };
         let queue = match (h.queue, h.final_dir) {
@@ -545,6 +562,22 @@ ssh = "lab-alias"
     fn unknown_key_names_key_and_line() {
         let e = err("poll_secs = 2\n[[host]]\nname = \"a\"\nssh = \"a\"\nport = 22\n");
         assert!(e.starts_with("fleet.toml:5:1: unknown field `port`"), "{e}");
+    }
+
+    #[test]
+    fn two_hosts_pulling_into_one_folder_are_refused() {
+        let host = |n: &str, dest: &str| {
+            format!(
+                "[[host]]\nname = \"{n}\"\nssh = \"x\"\n[host.pull]\npaths = [\"/w\"]\ndest = \"{dest}\"\n"
+            )
+        };
+        let e = err(&format!("{}{}", host("a", "/r/same"), host("b", "/r/same")));
+        assert!(e.contains("overlaps a's /r/same"), "{e}");
+        assert!(e.starts_with("fleet.toml:10:"), "{e}");
+        let e = err(&format!("{}{}", host("a", "/r"), host("b", "/r/b")));
+        assert!(e.contains("overlaps"), "{e}");
+        let ok = format!("{}{}", host("a", "/r/{host}"), host("b", "/r/{host}"));
+        assert!(parse(Path::new("fleet.toml"), &ok).is_ok());
     }
 
     #[test]

@@ -8,6 +8,6 @@ mod target;
 
 pub use error::{ConfigError, Located};
 pub use fleet::{
-    ProviderPrograms,
-    Billing, FleetConfig, HostConfig, LinkTuning, PullConfig, QueueConfig, SshTarget, Thresholds,
+    Billing, FleetConfig, HostConfig, LinkTuning, ProviderPrograms, PullConfig, QueueConfig,
+    SshTarget, Thresholds,
 };

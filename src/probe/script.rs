@@ -105,6 +105,8 @@ pub fn periodic_script(
     let mut s = String::new();
     s.push_str("LC_ALL=C; export LC_ALL\n");
     let _ = writeln!(s, "M={}", sh_quote(&format!("@@rw-{nonce}")));
+    // Every command that touches the user's files (a hung network mount blocks forever in
+    // stat, ls, tail, find) runs under a timeout, so a hang never holds the probe's channel.
     s.push_str("T=''; command -v timeout >/dev/null 2>&1 && T='timeout -k 2 10'\n");
     s.push_str("LOG=$RW_LOG; CK=$RW_CKPT; RUN=$RW_RUN\n");
     s.push_str("sec() { n=$1; shift; printf '%s begin %s\\n' \"$M\" \"$n\"; \"$@\" 2>&1; r=$?; printf '\\n%s end %s %s\\n' \"$M\" \"$n\" \"$r\"; }\n");
@@ -125,9 +127,9 @@ pub fn periodic_script(
     );
     let _ = writeln!(
         s,
-        "lg() {{ [ -n \"$LOG\" ] || return 0; stat -c '%s %Y' -- \"$LOG\" && tail -c {LOG_TAIL_BYTES} -- \"$LOG\"; }}"
+        "lg() {{ [ -n \"$LOG\" ] || return 0; $T stat -c '%s %Y' -- \"$LOG\" && $T tail -c {LOG_TAIL_BYTES} -- \"$LOG\"; }}"
     );
-    s.push_str("ck() { [ -n \"$CK\" ] || return 0; f=$(ls -t -- \"$CK\" | head -n 1); [ -n \"$f\" ] || return 0; stat -c '%s %Y %n' -- \"$CK/$f\"; }\n");
+    s.push_str("ck() { [ -n \"$CK\" ] || return 0; f=$($T ls -t -- \"$CK\" | head -n 1); [ -n \"$f\" ] || return 0; $T stat -c '%s %Y %n' -- \"$CK/$f\"; }\n");
     if targets.queue.is_some() {
         queue_functions(&mut s);
     }
@@ -155,7 +157,7 @@ pub fn periodic_script(
         s,
         "if [ $((i % {SLOW_EVERY})) = 0 ]; then sec apps apps; sec df dfb; sec dfi dfi; \
          sec meminfo rd /proc/meminfo; sec bootid cat /proc/sys/kernel/random/boot_id; \
-         sec tmux tmux ls; sec log lg; sec ckpt ck;{} fi",
+         sec tmux $T tmux ls; sec log lg; sec ckpt ck;{} fi",
         if targets.queue.is_some() {
             " sec qfile qf; sec qfinal qd; sec qproc qp; sec qlog ql;"
         } else {
@@ -193,16 +195,16 @@ fn queue_functions(s: &mut String) {
     // not `n`: sh functions share variables, and `sec` holds the section's name in `n`.
     let _ = writeln!(
         s,
-        "qf() {{ qn=$(stat -L -c %s -- \"$QF\") || return; \
+        "qf() {{ qn=$($T stat -L -c %s -- \"$QF\") || return; \
          if [ \"$qn\" -gt {QUEUE_FILE_CAP_BYTES} ]; then printf '%s\\n' \"$qn\"; return {QUEUE_FILE_OVER_CAP}; fi; \
-         head -c {QUEUE_FILE_CAP_BYTES} -- \"$QF\"; }}"
+         $T head -c {QUEUE_FILE_CAP_BYTES} -- \"$QF\"; }}"
     );
-    s.push_str("qd() { [ -d \"$QD\" ] || return 0; (cd -- \"$QD\" && find . -mindepth 2 -maxdepth 2 -type f -exec stat -c '%s\t%Y\t%n' {} +); }\n");
+    s.push_str("qd() { $T test -d \"$QD\" || return 0; (cd -- \"$QD\" && $T find . -mindepth 2 -maxdepth 2 -type f -exec stat -c '%s\t%Y\t%n' {} +); }\n");
     s.push_str("qp() { pgrep -af -- '[r]un_queue'; r=$?; [ $r = 1 ] && return 0; return $r; }\n");
     let _ = writeln!(
         s,
-        "ql() {{ [ -n \"$QL\" ] || return 0; f=$(ls -t -- $QL 2>/dev/null | head -n 1); [ -n \"$f\" ] || return 0; \
-         stat -c '%s %Y %n' -- \"$f\" && tail -c {LOG_TAIL_BYTES} -- \"$f\"; }}"
+        "ql() {{ [ -n \"$QL\" ] || return 0; f=$($T ls -t -- $QL 2>/dev/null | head -n 1); [ -n \"$f\" ] || return 0; \
+         $T stat -c '%s %Y %n' -- \"$f\" && $T tail -c {LOG_TAIL_BYTES} -- \"$f\"; }}"
     );
 }
 
@@ -237,4 +239,37 @@ pub fn command_line(targets: &ProbeTargets, script: &str) -> String {
         ),
         sh_quote(script)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_on_the_users_files_runs_under_a_timeout() {
+        let targets = ProbeTargets {
+            run: Some("train".into()),
+            log: Some("/w/train.log".into()),
+            ckpt_dir: Some("/w/ckpt".into()),
+            queue: Some(QueueTargets {
+                file: "/w/q.txt".into(),
+                final_dir: "/w/final".into(),
+                cell_log: Some("/w/logs/*.log".into()),
+            }),
+            ..ProbeTargets::default()
+        };
+        let script = periodic_script(&targets, "n", None, &["name"], &["name"]);
+        for tool in [
+            "stat ", "tail ", "ls ", "find ", "head -c", "df -P", "tmux ls",
+        ] {
+            for (i, _) in script.match_indices(tool) {
+                let before = &script[..i];
+                assert!(
+                    before.ends_with("$T ") || before.ends_with("-exec ") || before.ends_with("| "),
+                    "{tool}at {i} runs without $T: …{}",
+                    &script[i.saturating_sub(40)..(i + 20).min(script.len())]
+                );
+            }
+        }
+    }
 }

@@ -93,7 +93,10 @@ fn state_of(pod: Pod) -> ProviderState {
         .adjusted_cost_per_hr
         .or(pod.cost_per_hr)
         .filter(|p| *p > 0.0);
-    let ssh = match (pod.public_ip, pod.port_mappings.get("22").and_then(super::port_of)) {
+    let ssh = match (
+        pod.public_ip,
+        pod.port_mappings.get("22").and_then(super::port_of),
+    ) {
         (Some(host), Some(port)) => vec![super::SshEndpoint { host, port }],
         _ => Vec::new(),
     };

@@ -190,7 +190,10 @@ mod tests {
             let v = verify(&file, Some(command)).await;
             assert!(v.passed, "{command} did not get the file's own name: {v:?}");
         }
-        assert_eq!(with_file_argument("a \\{file} '{file}'"), "a \\{file} ''\"$1\"''");
+        assert_eq!(
+            with_file_argument("a \\{file} '{file}'"),
+            "a \\{file} ''\"$1\"''"
+        );
     }
 
     #[tokio::test]

@@ -208,11 +208,7 @@ async fn download(
         .await
         .map_err(io)?;
     let handle = sftp
-        .open(
-            name,
-            OpenFlags::READ,
-            FileAttributes::default(),
-        )
+        .open(name, OpenFlags::READ, FileAttributes::default())
         .await
         .map_err(|e| remote_error(remote, e))?
         .handle;

@@ -20,14 +20,23 @@ pub enum NotCurrent {
     NeverPulled,
     PathsChanged,
     Unmatched(String),
-    Failed { path: String, why: String },
+    Failed {
+        path: String,
+        why: String,
+    },
     ChangedOnBox(String),
     NewOnBox(String),
     LocalMissing(String),
     LocalChanged(String),
-    LocalFails { path: String, why: String },
+    LocalFails {
+        path: String,
+        why: String,
+    },
     /// Part of the pull paths that the fresh listing could not see (see `remote::Problem`).
-    Unlisted { path: String, why: String },
+    Unlisted {
+        path: String,
+        why: String,
+    },
     /// The pull was taken for another instance id than the host has now.
     OtherInstance {
         pulled: Option<String>,
@@ -406,7 +415,12 @@ mod tests {
         let mut rewritten = on_box(&[("/w/a.pt", 100)]);
         // Same size, same second: only the ctime (and so the stamp) moved.
         rewritten.files[0].stamp = "100.0 6.0 1".into();
-        let r = reasons(judge(&["/w".into()], Some(&pull), &rewritten, &intact(&["/w/a.pt"])));
+        let r = reasons(judge(
+            &["/w".into()],
+            Some(&pull),
+            &rewritten,
+            &intact(&["/w/a.pt"]),
+        ));
         assert_eq!(r, vec![NotCurrent::ChangedOnBox("/w/a.pt".into())]);
 
         let mut old = pulled("/w/a.pt");
@@ -425,7 +439,12 @@ mod tests {
             target: "/data/ckpt".into(),
             why: crate::pull::remote::LinkWhy::Outside,
         });
-        let r = reasons(judge(&["/w".into()], Some(&pull), &linked, &intact(&["/w/a.pt"])));
+        let r = reasons(judge(
+            &["/w".into()],
+            Some(&pull),
+            &linked,
+            &intact(&["/w/a.pt"]),
+        ));
         assert!(
             matches!(&r[..], [NotCurrent::Unlisted { path, why }] if path == "/w/ckpt" && why.contains("add /data/ckpt")),
             "{r:?}"

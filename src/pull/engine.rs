@@ -201,7 +201,14 @@ pub async fn pull(
     progress.files_total.store(plan.len(), Ordering::Relaxed);
     progress.stage("copying");
 
-    let copies = copy_all(session, host, &spec.dest, &plan, &starts, &progress.bytes_done);
+    let copies = copy_all(
+        session,
+        host,
+        &spec.dest,
+        &plan,
+        &starts,
+        &progress.bytes_done,
+    );
     let paths: Vec<&str> = plan.iter().map(|(f, _)| f.path.as_str()).collect();
     let hashes = remote_hashes(session, &paths);
     let (copied, hashes) = tokio::join!(copies, hashes);

@@ -59,7 +59,10 @@ pub fn part_paths(dest: &Path, local: &Path) -> (PathBuf, PathBuf) {
     use std::os::unix::ffi::OsStrExt;
     let key = hex(&Sha256::digest(local.as_os_str().as_bytes())[..16]);
     let dir = parts_dir(dest);
-    (dir.join(format!("{key}.part")), dir.join(format!("{key}.src")))
+    (
+        dir.join(format!("{key}.part")),
+        dir.join(format!("{key}.src")),
+    )
 }
 
 pub fn source_tag(remote: &RemoteFile) -> String {
@@ -163,7 +166,10 @@ mod tests {
         let local = local_path(dest, "/w", None, "/w/caf\\xe9.pt").expect("inside");
         assert_eq!(local.as_os_str().as_bytes(), b"/r/box/w/caf\xe9.pt");
         let (part, src) = part_paths(dest, &local);
-        assert!(!part.starts_with(dest) && !src.starts_with(dest), "{part:?}");
+        assert!(
+            !part.starts_with(dest) && !src.starts_with(dest),
+            "{part:?}"
+        );
         assert_eq!(part.parent(), Some(Path::new("/r/.box.rigwatch-parts")));
         // A remote file named like rigwatch's temporary files is just another file.
         let named_part = local_path(dest, "/w", None, "/w/a.pt.part").expect("inside");

@@ -40,7 +40,9 @@ pub fn unescape(text: &str) -> Vec<u8> {
                 continue;
             }
             if bytes.get(i + 1) == Some(&b'x') {
-                let hex = text.get(i + 2..i + 4).and_then(|h| u8::from_str_radix(h, 16).ok());
+                let hex = text
+                    .get(i + 2..i + 4)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
                 if let Some(b) = hex {
                     out.push(b);
                     i += 4;

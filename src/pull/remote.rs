@@ -13,8 +13,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::names::{Words, escape};
 pub use super::names::shell_quote;
+use super::names::{Words, escape};
 
 /// How long one `find` or one hashing batch may run on the box before it is killed: a hung
 /// network mount must not hold a channel (and its slot) forever.
@@ -46,8 +46,14 @@ pub enum Problem {
         why: LinkWhy,
     },
     /// A FIFO, socket or device; `kind` is find's `%y` letter.
-    Special { path: String, kind: String },
-    ListingFailed { root: String, why: String },
+    Special {
+        path: String,
+        kind: String,
+    },
+    ListingFailed {
+        root: String,
+        why: String,
+    },
     Garbled(String),
 }
 
@@ -159,8 +165,7 @@ pub fn glob_word(path: &str) -> String {
     word
 }
 
-const TIMEOUT_PREAMBLE: &str =
-    "T=''; command -v timeout >/dev/null 2>&1 && T='timeout -k 5'\n";
+const TIMEOUT_PREAMBLE: &str = "T=''; command -v timeout >/dev/null 2>&1 && T='timeout -k 5'\n";
 
 /// Lists every path as NUL-separated records (names are bytes; only `/` and NUL cannot be in
 /// them). Each configured path's block starts with `@root N`; each thing it matched with `@base`
@@ -313,7 +318,10 @@ struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     fn new(out: &'a [u8]) -> Fields<'a> {
-        Fields { rest: out, count: 0 }
+        Fields {
+            rest: out,
+            count: 0,
+        }
     }
 
     fn next(&mut self) -> Option<&'a [u8]> {

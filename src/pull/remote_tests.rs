@@ -56,11 +56,19 @@ fn files_are_listed_with_a_nanosecond_stamp_and_unmatched_paths_named() {
             format!("{}/sub/b c.json", run.display())
         ]
     );
-    let a = l.files.iter().find(|f| f.path.ends_with("a.pt")).expect("a");
+    let a = l
+        .files
+        .iter()
+        .find(|f| f.path.ends_with("a.pt"))
+        .expect("a");
     assert_eq!(a.size, 5);
     let parts: Vec<&str> = a.stamp.split(' ').collect();
     assert_eq!(parts.len(), 3, "{}", a.stamp);
-    assert!(parts[0].contains('.') && parts[1].contains('.'), "{}", a.stamp);
+    assert!(
+        parts[0].contains('.') && parts[1].contains('.'),
+        "{}",
+        a.stamp
+    );
     assert_eq!(l.unmatched, vec![paths[1].clone()]);
     assert!(l.problems.is_empty(), "{:?}", l.problems);
     assert!(l.home.is_some());
@@ -124,8 +132,16 @@ fn links_inside_the_pull_paths_are_covered_and_links_out_are_refused_by_name() {
             (at("root"), LinkWhy::Outside),
         ]
     );
-    let ckpt = l.problems.iter().find(|p| p.path().ends_with("/ckpt")).expect("ckpt");
-    assert!(ckpt.why().contains(&data.display().to_string()), "{}", ckpt.why());
+    let ckpt = l
+        .problems
+        .iter()
+        .find(|p| p.path().ends_with("/ckpt"))
+        .expect("ckpt");
+    assert!(
+        ckpt.why().contains(&data.display().to_string()),
+        "{}",
+        ckpt.why()
+    );
 
     // Once the link's target is a pull path itself, the link is covered and its files listed.
     let l = list(&[run.display().to_string(), data.display().to_string()]);
@@ -143,7 +159,10 @@ fn a_pull_path_that_is_itself_a_link_is_followed() {
     std::os::unix::fs::symlink(&data, &link).expect("link");
     let l = list(&[link.display().to_string()]);
     assert_eq!(names(&l), vec![format!("{}/w.pt", link.display())]);
-    assert_eq!(l.bases, vec![data.canonicalize().expect("real").display().to_string()]);
+    assert_eq!(
+        l.bases,
+        vec![data.canonicalize().expect("real").display().to_string()]
+    );
     assert!(l.problems.is_empty(), "{:?}", l.problems);
 }
 
@@ -177,12 +196,20 @@ fn fifos_and_names_that_are_not_utf8_are_carried_not_dropped() {
 #[test]
 fn a_cut_or_garbled_listing_is_a_problem_never_an_empty_folder() {
     let paths = vec!["/w".to_string()];
-    let cut = b"@home\0/root\0@root\x000\0@base\0/w\0/w\0F\x005\0170".as_slice();
+    let cut = b"@home\0/root\0@root\x000\0@base\0/w\0/w\0F\x005\x00170".as_slice();
     let l = parse_listing(&paths, cut, b"");
-    assert!(matches!(&l.problems[..], [Problem::Garbled(_)]), "{:?}", l.problems);
+    assert!(
+        matches!(&l.problems[..], [Problem::Garbled(_)]),
+        "{:?}",
+        l.problems
+    );
     let junk = b"@root\x000\0@base\0/w\0/w\0nonsense\0".as_slice();
     let l = parse_listing(&paths, junk, b"");
-    assert!(matches!(&l.problems[..], [Problem::Garbled(_)]), "{:?}", l.problems);
+    assert!(
+        matches!(&l.problems[..], [Problem::Garbled(_)]),
+        "{:?}",
+        l.problems
+    );
     let failed = b"@root\x000\0@base\0/w\0/w\0@exit\x00124\0".as_slice();
     let l = parse_listing(&paths, failed, b"");
     assert!(
@@ -234,7 +261,10 @@ fn parsers_never_panic_on_arbitrary_bytes() {
         let mut rng = fastrand::Rng::with_seed(seed);
         let len = rng.usize(0..200);
         let bytes: Vec<u8> = (0..len)
-            .map(|_| *rng.choice(b"@rootbaseFLUO\x00 0123456789./\xff".iter()).unwrap_or(&0))
+            .map(|_| {
+                *rng.choice(b"@rootbaseFLUO\x00 0123456789./\xff".iter())
+                    .unwrap_or(&0)
+            })
             .collect();
         let _ = parse_listing(&paths, &bytes, &bytes);
         let _ = parse_hashes(&bytes);

@@ -96,7 +96,11 @@ pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -
         Method::Manual { steps } => format!("  no API: {steps}"),
         Method::Blocked { why } => format!("  cannot run: {why}"),
     };
-    Description { head, files, action }
+    Description {
+        head,
+        files,
+        action,
+    }
 }
 
 fn list(items: &[String]) -> String {

@@ -47,7 +47,9 @@ fn typed(guard: &mut Guard, text: &str) {
 fn refuses_without_a_current_pull_and_takes_no_name() {
     let mut g = Guard::new("box-1", OPENING);
     g.handle(GuardEvent::Plan(PlanLooks::Runs));
-    g.handle(checked(Currentness::NotCurrent(vec![NotCurrent::NeverPulled])));
+    g.handle(checked(Currentness::NotCurrent(vec![
+        NotCurrent::NeverPulled,
+    ])));
     typed(&mut g, "box-1");
     assert_eq!(g.typed(), "", "no name prompt while the evidence refuses");
     let GuardOutcome::Refused(why) = g.handle(GuardEvent::Confirm) else {
@@ -61,14 +63,23 @@ fn refuses_without_a_current_pull_and_takes_no_name() {
 fn fires_once_only_after_a_final_check_that_saw_the_same_box() {
     let mut g = ready("box-1");
     typed(&mut g, "box-");
-    assert!(matches!(g.handle(GuardEvent::Confirm), GuardOutcome::Refused(_)));
+    assert!(matches!(
+        g.handle(GuardEvent::Confirm),
+        GuardOutcome::Refused(_)
+    ));
     typed(&mut g, "1");
     assert_eq!(g.handle(GuardEvent::Confirm), GuardOutcome::TakeFinalCheck);
     assert!(g.final_pending());
     typed(&mut g, "x");
     assert_eq!(g.typed(), "box-1", "keys wait while the last look is taken");
-    assert_eq!(g.handle(last_look(CURRENT)), GuardOutcome::Fire { pull_id: 3 });
-    assert!(matches!(g.handle(GuardEvent::Confirm), GuardOutcome::Refused(_)));
+    assert_eq!(
+        g.handle(last_look(CURRENT)),
+        GuardOutcome::Fire { pull_id: 3 }
+    );
+    assert!(matches!(
+        g.handle(GuardEvent::Confirm),
+        GuardOutcome::Refused(_)
+    ));
     assert_eq!(g.handle(last_look(CURRENT)), GuardOutcome::Nothing);
 }
 
@@ -95,7 +106,10 @@ fn a_checkpoint_written_after_the_confirm_refuses_and_clears_the_name() {
         bytes: 10,
         fingerprint: 100,
     };
-    assert!(matches!(g.handle(last_look(moved)), GuardOutcome::Refused(_)));
+    assert!(matches!(
+        g.handle(last_look(moved)),
+        GuardOutcome::Refused(_)
+    ));
     assert!(!g.fired());
 }
 
@@ -106,12 +120,18 @@ fn a_check_from_another_opening_or_an_aged_one_never_counts() {
     g.handle(checked(CURRENT));
     assert_eq!(g.pull(), None, "opening 1's check is not opening 2's");
     typed(&mut g, "b");
-    assert!(matches!(g.handle(GuardEvent::Confirm), GuardOutcome::Refused(_)));
+    assert!(matches!(
+        g.handle(GuardEvent::Confirm),
+        GuardOutcome::Refused(_)
+    ));
     let mut g = ready("b");
     typed(&mut g, "b");
     g.handle(GuardEvent::Aged);
     assert_eq!(g.typed(), "");
-    assert!(matches!(g.handle(GuardEvent::Confirm), GuardOutcome::Refused(_)));
+    assert!(matches!(
+        g.handle(GuardEvent::Confirm),
+        GuardOutcome::Refused(_)
+    ));
 }
 
 #[test]
@@ -139,9 +159,15 @@ fn a_live_run_needs_a_second_confirm_and_a_change_during_the_last_look_cancels_i
     let mut g = ready("b");
     g.handle(GuardEvent::RunLooks(RunLooks::Alive));
     typed(&mut g, "b");
-    assert_eq!(g.handle(GuardEvent::Confirm), GuardOutcome::NeedsSecondConfirm);
+    assert_eq!(
+        g.handle(GuardEvent::Confirm),
+        GuardOutcome::NeedsSecondConfirm
+    );
     assert_eq!(g.handle(GuardEvent::Confirm), GuardOutcome::TakeFinalCheck);
-    assert_eq!(g.handle(last_look(CURRENT)), GuardOutcome::Fire { pull_id: 3 });
+    assert_eq!(
+        g.handle(last_look(CURRENT)),
+        GuardOutcome::Fire { pull_id: 3 }
+    );
 
     let mut g = ready("b");
     typed(&mut g, "b");
@@ -152,7 +178,10 @@ fn a_live_run_needs_a_second_confirm_and_a_change_during_the_last_look_cancels_i
         GuardOutcome::Nothing,
         "the run came alive after the confirm: that look no longer counts"
     );
-    assert_eq!(g.handle(GuardEvent::Confirm), GuardOutcome::NeedsSecondConfirm);
+    assert_eq!(
+        g.handle(GuardEvent::Confirm),
+        GuardOutcome::NeedsSecondConfirm
+    );
 }
 
 #[test]
@@ -167,7 +196,10 @@ fn cells_not_done_need_a_second_confirm_but_never_lift_a_refusal() {
     g.handle(checked(CURRENT));
     typed(&mut g, "b");
     assert_eq!(g.cautions(), vec!["not every queue cell is done"]);
-    assert_eq!(g.handle(GuardEvent::Confirm), GuardOutcome::NeedsSecondConfirm);
+    assert_eq!(
+        g.handle(GuardEvent::Confirm),
+        GuardOutcome::NeedsSecondConfirm
+    );
     g.handle(GuardEvent::Queue(QueueLooks::Unread));
     assert_eq!(
         g.handle(GuardEvent::Confirm),
@@ -243,7 +275,8 @@ fn event() -> impl Strategy<Value = GuardEvent> {
             Just(QueueLooks::Unread)
         ]
         .prop_map(GuardEvent::Queue),
-        prop_oneof![Just('a'), Just('b'), Just('-'), Just('1'), Just('x')].prop_map(GuardEvent::Key),
+        prop_oneof![Just('a'), Just('b'), Just('-'), Just('1'), Just('x')]
+            .prop_map(GuardEvent::Key),
         Just(GuardEvent::Backspace),
         Just(GuardEvent::Confirm),
         Just(GuardEvent::Confirm),

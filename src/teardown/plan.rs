@@ -121,7 +121,11 @@ mod tests {
     fn vastai_destroy_names_the_quoted_instance() {
         let profiles = load_all(None).expect("profiles");
         let vast = find(&profiles, "vastai").expect("vastai");
-        let p = plan(&host(Some("12345"), None), vast, &ProviderPrograms::default());
+        let p = plan(
+            &host(Some("12345"), None),
+            vast,
+            &ProviderPrograms::default(),
+        );
         assert_eq!(
             p.method,
             Method::Command {

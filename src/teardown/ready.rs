@@ -46,9 +46,9 @@ pub fn program_of(command: &str) -> Option<String> {
     let mut rest = command.trim_start();
     loop {
         let (word, after) = first_word(rest)?;
-        let assignment = word
-            .split_once('=')
-            .is_some_and(|(name, _)| !name.is_empty() && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric()));
+        let assignment = word.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty() && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+        });
         if !assignment {
             return Some(word);
         }
@@ -73,10 +73,13 @@ fn first_word(text: &str) -> Option<(String, &str)> {
 /// Ok when the command's program is an executable file, found as the shell would find it.
 pub fn program_runs(command: &str) -> Result<(), String> {
     let Some(program) = program_of(command) else {
-        return Err(format!("cannot tell which program the destroy command runs: {command}"));
+        return Err(format!(
+            "cannot tell which program the destroy command runs: {command}"
+        ));
     };
     let expanded = match program.strip_prefix("~/") {
-        Some(rest) => std::env::var_os("HOME").map_or_else(|| PathBuf::from(&program), |h| PathBuf::from(h).join(rest)),
+        Some(rest) => std::env::var_os("HOME")
+            .map_or_else(|| PathBuf::from(&program), |h| PathBuf::from(h).join(rest)),
         None => PathBuf::from(&program),
     };
     let found = if program.contains('/') {
@@ -93,7 +96,11 @@ pub fn program_runs(command: &str) -> Result<(), String> {
         None => Err(format!(
             "the destroy command's program {program} is not installed{}: install it, or name \
              its path ([providers] in fleet.toml, or the host's teardown)",
-            if program.contains('/') { "" } else { " on PATH" }
+            if program.contains('/') {
+                ""
+            } else {
+                " on PATH"
+            }
         )),
     }
 }
@@ -118,9 +125,7 @@ async fn instance_is_this_box(
     }
     .unwrap_or_else(|| PathBuf::from(provider.default_program()));
     let id = crate::sanitize::line(id, 80);
-    let cannot = |why: String| {
-        format!("cannot confirm that instance {id} is {}: {why}", host.name)
-    };
+    let cannot = |why: String| format!("cannot confirm that instance {id} is {}: {why}", host.name);
     let rows = query(provider, &program, PROVIDER_TIMEOUT)
         .await
         .map_err(|e| cannot(e.to_string()))?;
@@ -170,21 +175,31 @@ mod tests {
 
     #[test]
     fn the_program_is_the_first_word_quotes_and_assignments_aside() {
-        assert_eq!(program_of("vastai destroy instance '7' -y").as_deref(), Some("vastai"));
+        assert_eq!(
+            program_of("vastai destroy instance '7' -y").as_deref(),
+            Some("vastai")
+        );
         assert_eq!(
             program_of("'/home/u/.local/bin/vastai' destroy").as_deref(),
             Some("/home/u/.local/bin/vastai")
         );
-        assert_eq!(program_of("TOKEN=x AWS=1 \"my cli\" rm 9").as_deref(), Some("my cli"));
+        assert_eq!(
+            program_of("TOKEN=x AWS=1 \"my cli\" rm 9").as_deref(),
+            Some("my cli")
+        );
         assert_eq!(program_of("   "), None);
     }
 
     #[test]
     fn a_missing_program_is_refused_with_what_to_do() {
         assert!(program_runs("sh -c true").is_ok());
-        let why = program_runs("'/nonexistent/vastai' destroy instance '1' -y").unwrap_err();
-        assert!(why.contains("/nonexistent/vastai is not installed"), "{why}");
-        let why = program_runs("no-such-cli-rigwatch rm 1").unwrap_err();
+        let why =
+            program_runs("'/nonexistent/vastai' destroy instance '1' -y").expect_err("missing");
+        assert!(
+            why.contains("/nonexistent/vastai is not installed"),
+            "{why}"
+        );
+        let why = program_runs("no-such-cli-rigwatch rm 1").expect_err("missing");
         assert!(why.contains("not installed on PATH"), "{why}");
     }
 }

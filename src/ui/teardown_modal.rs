@@ -53,8 +53,12 @@ pub enum ModalAction {
     None,
     Close,
     /// Take the final look at the box, for this opening.
-    FinalCheck { opening: u64 },
-    Destroy { pull_id: i64 },
+    FinalCheck {
+        opening: u64,
+    },
+    Destroy {
+        pull_id: i64,
+    },
 }
 
 impl TeardownModal {
@@ -184,13 +188,22 @@ fn footer<'a>(modal: &'a TeardownModal, t: &super::theme::Theme) -> Vec<Line<'a>
     let mut lines = Vec::new();
     if let Some(note) = &modal.queue {
         lines.push(if note.looks.needs_second_confirm() {
-            Line::styled(format!(" ⚠ {}", crate::sanitize::line(&note.line, 300)), t.crit)
+            Line::styled(
+                format!(" ⚠ {}", crate::sanitize::line(&note.line, 300)),
+                t.crit,
+            )
         } else {
-            Line::styled(format!(" ✓ {}", crate::sanitize::line(&note.line, 300)), t.ok)
+            Line::styled(
+                format!(" ✓ {}", crate::sanitize::line(&note.line, 300)),
+                t.ok,
+            )
         });
     }
     if !modal.words.action.is_empty() {
-        lines.push(Line::styled(format!(" {}", modal.words.action.trim_start()), t.accent));
+        lines.push(Line::styled(
+            format!(" {}", modal.words.action.trim_start()),
+            t.accent,
+        ));
     }
     match &modal.phase {
         Phase::Checking => lines.push(Line::styled(
@@ -229,7 +242,10 @@ fn footer<'a>(modal: &'a TeardownModal, t: &super::theme::Theme) -> Vec<Line<'a>
         )),
     }
     for m in &modal.messages {
-        lines.push(Line::styled(format!(" {}", crate::sanitize::line(m, 400)), t.warn));
+        lines.push(Line::styled(
+            format!(" {}", crate::sanitize::line(m, 400)),
+            t.warn,
+        ));
     }
     lines.push(Line::styled(
         " Enter confirm · Esc cancel · ↑↓ PgUp PgDn scroll the files",

@@ -44,7 +44,11 @@ fn words(files: usize, odd: &str) -> Description {
         local_sha256: Some("ab".repeat(32)),
         sent: 5,
         verified: i != 3,
-        verification: if i == 3 { format!("failed: {odd}") } else { "zip".into() },
+        verification: if i == 3 {
+            format!("failed: {odd}")
+        } else {
+            "zip".into()
+        },
         error: None,
         at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
     };
@@ -126,7 +130,9 @@ fn no_byte_a_box_chose_reaches_the_screen_raw() {
     let text = screen(modal, 120, 50);
     assert!(text.contains("pwned"), "the text itself is shown:\n{text}");
     assert!(
-        !text.chars().any(|c| c.is_control() && c != '\n' || c == '\u{202e}'),
+        !text
+            .chars()
+            .any(|c| c.is_control() && c != '\n' || c == '\u{202e}'),
         "{text:?}"
     );
 }
@@ -156,7 +162,10 @@ fn cells_not_done_ask_twice_and_the_destroy_waits_for_the_final_look() {
         modal.messages
     );
     let text = screen(modal.clone(), 120, 40);
-    assert!(text.contains("⚠ queue: 1 of 3 cells not done (1 failed)"), "{text}");
+    assert!(
+        text.contains("⚠ queue: 1 of 3 cells not done (1 failed)"),
+        "{text}"
+    );
     assert_eq!(
         modal.key(GuardEvent::Confirm),
         ModalAction::FinalCheck { opening: 1 }
