@@ -166,6 +166,26 @@ impl Setup {
         );
     }
 
+    /// The dashboard in a real terminal, with the box up.
+    fn dashboard(&self, tag: &str) -> Tmux {
+        let env: Vec<String> = self
+            .env()
+            .iter()
+            .map(|(k, v)| format!("{k}='{v}'"))
+            .collect();
+        let command = format!(
+            "env {} {} --config {}; sleep 60",
+            env.join(" "),
+            env!("CARGO_BIN_EXE_rigwatch"),
+            self.fleet.display()
+        );
+        let tmux = Tmux::start(tag, &command);
+        tmux.wait_for("the host up", Duration::from_secs(30), |sc| {
+            sc.contains("box") && sc.contains(" ✓ ")
+        });
+        tmux
+    }
+
     /// The teardown in a real terminal, typing `name`; returns the final screen.
     fn in_terminal(&self, name: &str, tag: &str) -> String {
         let env: Vec<String> = self
@@ -235,17 +255,7 @@ fn teardown_is_refused_until_a_verified_current_pull_then_runs_once() {
 #[test]
 fn the_dashboard_modal_refuses_then_pulls_then_destroys_once() {
     let s = setup();
-    let env: Vec<String> = s.env().iter().map(|(k, v)| format!("{k}='{v}'")).collect();
-    let command = format!(
-        "env {} {} --config {}; sleep 60",
-        env.join(" "),
-        env!("CARGO_BIN_EXE_rigwatch"),
-        s.fleet.display()
-    );
-    let tmux = Tmux::start("modal", &command);
-    tmux.wait_for("the host up", Duration::from_secs(30), |sc| {
-        sc.contains("box") && sc.contains(" ✓ ")
-    });
+    let tmux = s.dashboard("modal");
     tmux.keys(&["T"]);
     let screen = tmux.wait_for("the refusal", Duration::from_secs(20), |sc| {
         sc.contains("REFUSED — not until") && sc.contains("never pulled")
@@ -293,17 +303,7 @@ fn the_dashboard_modal_refuses_then_pulls_then_destroys_once() {
 fn the_dashboard_refuses_on_a_checkpoint_written_after_the_modal_opened() {
     let s = setup();
     s.pull();
-    let env: Vec<String> = s.env().iter().map(|(k, v)| format!("{k}='{v}'")).collect();
-    let command = format!(
-        "env {} {} --config {}; sleep 60",
-        env.join(" "),
-        env!("CARGO_BIN_EXE_rigwatch"),
-        s.fleet.display()
-    );
-    let tmux = Tmux::start("stale", &command);
-    tmux.wait_for("the host up", Duration::from_secs(30), |sc| {
-        sc.contains("box") && sc.contains(" ✓ ")
-    });
+    let tmux = s.dashboard("stale");
     tmux.keys(&["T"]);
     tmux.wait_for("a verified-current pull", Duration::from_secs(20), |sc| {
         sc.contains("The last pull is verified-current")

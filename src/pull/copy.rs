@@ -148,14 +148,7 @@ async fn finish_part(
         .map_err(|e| std::io::Error::other(e.to_string()))
         .and_then(|r| r);
     synced.map_err(|source| disk(part, source))?;
-    if let Some(dir) = local.parent() {
-        tokio::fs::create_dir_all(dir)
-            .await
-            .map_err(|source| PullError::Local {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-    }
+    parent_dir(local).await?;
     tokio::fs::rename(part, local)
         .await
         .map_err(|source| PullError::Local {
@@ -196,14 +189,7 @@ async fn download(
         path: part.clone(),
         source,
     };
-    if let Some(dir) = part.parent() {
-        tokio::fs::create_dir_all(dir)
-            .await
-            .map_err(|source| PullError::Local {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-    }
+    parent_dir(&part).await?;
     tokio::fs::write(&src, source_tag(remote))
         .await
         .map_err(io)?;
@@ -282,6 +268,19 @@ async fn download(
         sent,
         sha256: super::local::hex(&hasher.finalize()),
     })
+}
+
+/// The folder a file goes into, made if missing.
+async fn parent_dir(path: &Path) -> Result<(), PullError> {
+    let Some(dir) = path.parent() else {
+        return Ok(());
+    };
+    tokio::fs::create_dir_all(dir)
+        .await
+        .map_err(|source| PullError::Local {
+            path: dir.to_path_buf(),
+            source,
+        })
 }
 
 fn disk(path: &Path, source: std::io::Error) -> PullError {
