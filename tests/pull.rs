@@ -70,7 +70,7 @@ fn on_disk(record: &rigwatch::ledger::PullRecord, dest: &std::path::Path) -> BTr
         .files
         .iter()
         .map(|f| {
-            let local = PathBuf::from(&f.local_path);
+            let local = rigwatch::pull::names::to_path(&f.local_path);
             let have = std::fs::metadata(&local)
                 .map(|m| m.len())
                 .or_else(|_| std::fs::metadata(part_paths(dest, &local).0).map(|m| m.len()))
@@ -172,7 +172,7 @@ async fn a_pull_cut_by_a_dead_link_resumes_without_resending_finished_bytes() {
             f.remote_path
         );
         assert_eq!(
-            sha256_file(Path::new(&f.local_path)).ok(),
+            sha256_file(&rigwatch::pull::names::to_path(&f.local_path)).ok(),
             sha256_file(Path::new(&f.remote_path)).ok()
         );
     }

@@ -43,7 +43,11 @@ fn setup() -> Setup {
 
 /// A vast.ai box with `id_line` in its host entry and `extra` at the top of fleet.toml.
 fn setup_with(id_line: &str, extra: &str) -> Setup {
-    let mut lab = Lab::new();
+    setup_in(Lab::new(), id_line, extra)
+}
+
+/// As `setup_with`, in a lab the caller prepared (a plain user, say).
+fn setup_in(mut lab: Lab, id_line: &str, extra: &str) -> Setup {
     let sshd = lab.start_host("box");
     let run = sshd.dir.join("workspace/run");
     std::fs::create_dir_all(run.join("final_ckpts")).expect("dirs");
@@ -384,4 +388,105 @@ fn a_link_out_of_the_results_refuses_until_its_target_is_pulled() {
     assert!(text.contains("final_ckpts/ckpt"), "{text}");
     assert!(text.contains("outside the pull paths"), "{text}");
     s.refused("outside the pull paths");
+}
+
+/// Logged in as a user without root's rights, a folder in the results that user cannot read:
+/// `find` can list nothing inside it, and that is never "nothing there". The pull names the
+/// folder, the guard refuses by that name, and once it is readable both go on.
+#[test]
+fn an_unreadable_folder_refuses_by_name_for_a_plain_user() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut lab = Lab::new();
+    lab.unprivileged();
+    let s = setup_in(lab, "instance_id = \"4242\"\n", "");
+    let locked = s.run.join("final_ckpts/locked");
+    std::fs::create_dir_all(&locked).expect("locked dir");
+    std::fs::write(locked.join("step5.bin"), b"only copy").expect("ckpt");
+    let chmod = |mode| {
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    chmod(0o000);
+    let out = s.rigwatch(&["pull", "box"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("final_ckpts/locked"), "{text}");
+    assert!(text.contains("cannot read or enter"), "{text}");
+    s.refused("final_ckpts/locked");
+    chmod(0o755);
+    s.pull();
+    assert_eq!(
+        std::fs::read(s.dest.join("final_ckpts/locked/step5.bin")).expect("pulled"),
+        b"only copy"
+    );
+    s.refused("needs a person at a terminal");
+}
+
+/// A file on the box named with a terminal escape (an OSC title set and a clipboard write):
+/// neither the CLI's output nor the bytes the dashboard sends the terminal ever carry it.
+#[test]
+fn an_escape_in_a_remote_file_name_never_reaches_the_terminal() {
+    let s = setup();
+    let evil = "x\u{1b}]0;PWNED\u{7}\u{1b}]52;c;UFdORUQ=\u{7}.bin";
+    std::fs::write(s.run.join("final_ckpts").join(evil), b"data").expect("evil name");
+    for args in [
+        &["pull", "box"][..],
+        &["teardown", "box"],
+        &["ledger", "box"],
+    ] {
+        let out = s.rigwatch(args);
+        for stream in [&out.stdout, &out.stderr] {
+            assert!(
+                !stream.contains(&0x1b) && !stream.contains(&0x07),
+                "{args:?} wrote a raw escape: {}",
+                String::from_utf8_lossy(stream).escape_debug()
+            );
+        }
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("PWNED"),
+            "{args:?} should still name the file: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    std::fs::write(s.run.join("final_ckpts/late.bin"), b"late").expect("late");
+    let tmux = s.dashboard("escape");
+    let bytes = s.lab.path("terminal.bytes");
+    tmux.pipe_to(&bytes);
+    tmux.keys(&["T"]);
+    tmux.wait_for("the refusal", Duration::from_secs(20), |sc| {
+        sc.contains("REFUSED") && sc.contains("late.bin")
+    });
+    tmux.keys(&["p"]);
+    std::thread::sleep(Duration::from_secs(3));
+    let written = std::fs::read(&bytes).expect("terminal bytes");
+    for payload in [&b"\x1b]0;PWNED"[..], b"\x1b]52;c;"] {
+        assert!(
+            !written.windows(payload.len()).any(|w| w == payload),
+            "the remote name's escape reached the terminal"
+        );
+    }
+    assert!(
+        written.windows(5).any(|w| w == b"PWNED"),
+        "the modal should still show the name"
+    );
+    tmux.keys(&["Escape"]);
+    tmux.keys(&["q"]);
+}
+
+/// A checkpoint whose name is not UTF-8 (Latin-1 from an old tool): pulled over the real sshd
+/// to a local file of the same bytes, shown escaped, and counted current by the guard.
+#[test]
+fn a_name_that_is_not_utf8_is_pulled_byte_for_byte_and_counts() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let s = setup();
+    let name = std::ffi::OsStr::from_bytes(b"step_\xe9t\xe9.bin");
+    std::fs::write(s.run.join("final_ckpts").join(name), vec![3u8; 70_000]).expect("latin-1");
+    let out = s.rigwatch(&["pull", "box"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("step_\\xe9t\\xe9.bin"), "{text}");
+    assert_eq!(
+        std::fs::read(s.dest.join("final_ckpts").join(name)).expect("pulled"),
+        vec![3u8; 70_000]
+    );
+    s.refused("needs a person at a terminal");
 }

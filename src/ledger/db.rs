@@ -244,14 +244,14 @@ impl Ledger {
         })
     }
 
-    /// Local files under `dest` that a pull of another host recorded, and which host: a pull must
+    /// Local files under `dest` (escaped, as the ledger keeps paths) that a pull of another host recorded, and which host: a pull must
     /// never overwrite another box's only copy.
     pub fn claimed_by_others(
         &self,
         host: &str,
-        dest: &Path,
+        dest: &str,
     ) -> Result<std::collections::HashMap<String, String>, LedgerError> {
-        let prefix = format!("{}/", dest.display());
+        let prefix = format!("{dest}/");
         let mut stmt = self
             .conn
             .prepare(

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::PullError;
 use super::check::verify as verify_local;
 use super::copy::{Copied, copy_all};
 use super::local::{LocalState, Start, decide, local_path, part_paths, sha256_file};
@@ -19,6 +18,7 @@ use super::remote::{
     HashOutput, Listing, RemoteFile, hash_command, listing_command, parse_hashes, parse_listing,
     parse_resolved, resolve_command, settle_links,
 };
+use super::{PullError, names};
 use crate::config::PullConfig;
 use crate::ledger::{PullRecord, PulledFile};
 use crate::transport::{ExecLimits, Session};
@@ -141,7 +141,7 @@ pub async fn pull(
             ));
             continue;
         };
-        if let Some(owner) = job.others.get(l.to_string_lossy().as_ref()) {
+        if let Some(owner) = job.others.get(&names::of_path(&l)) {
             let why = format!(
                 "{} holds {owner}'s pulled copy: refusing to overwrite another box's results; \
                  give each host its own dest",
@@ -180,7 +180,7 @@ pub async fn pull(
     for (file, local) in &plan {
         let record = recorded
             .get(file.path.as_str())
-            .filter(|r| r.local_path == local.to_string_lossy())
+            .filter(|r| r.local_path == names::of_path(local))
             .and_then(|r| {
                 let stamp = r.stamp.clone()?;
                 Some((r.size, stamp, r.local_sha256.clone().unwrap_or_default()))
@@ -380,7 +380,7 @@ fn failed_file(file: &RemoteFile, local: &Path, why: String) -> PulledFile {
         mtime: file.mtime,
         stamp: (!file.stamp.is_empty()).then(|| file.stamp.clone()),
         remote_sha256: None,
-        local_path: local.to_string_lossy().into_owned(),
+        local_path: names::of_path(local),
         local_sha256: None,
         sent: 0,
         verified: false,

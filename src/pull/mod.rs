@@ -69,7 +69,7 @@ pub async fn pull_and_record(
     progress: std::sync::Arc<Progress>,
 ) -> Result<crate::ledger::PullRecord, PullError> {
     let previous = ledger.latest_pull(&host.name)?;
-    let others = ledger.claimed_by_others(&host.name, &spec.dest)?;
+    let others = ledger.claimed_by_others(&host.name, &names::of_path(&spec.dest))?;
     let job = PullJob {
         host: &host.name,
         instance_id: host.instance_id.as_deref(),

@@ -61,6 +61,18 @@ pub fn to_os(text: &str) -> OsString {
     OsString::from_vec(unescape(text))
 }
 
+/// A local path in the ledger's escaped form, so names that are not UTF-8 stay distinct and
+/// come back as the same bytes.
+pub fn of_path(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    escape(path.as_os_str().as_bytes())
+}
+
+/// The local path an escaped ledger entry stands for.
+pub fn to_path(text: &str) -> std::path::PathBuf {
+    to_os(text).into()
+}
+
 /// The name as UTF-8 when it is one; SFTP (russh-sftp) only carries UTF-8 names.
 pub fn as_utf8(text: &str) -> Option<String> {
     String::from_utf8(unescape(text)).ok()
@@ -102,6 +114,8 @@ pub fn shell_quote(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::ffi::OsStrExt as _;
+
     use super::*;
 
     #[test]
@@ -115,6 +129,8 @@ mod tests {
         ] {
             let text = escape(name);
             assert_eq!(unescape(&text), name, "{text}");
+            let path = std::path::Path::new(std::ffi::OsStr::from_bytes(name));
+            assert_eq!(to_path(&of_path(path)), path, "{text}");
         }
         assert_eq!(escape(b"/w/caf\xe9"), "/w/caf\\xe9");
         assert_eq!(escape(b"a\\b"), "a\\\\b");

@@ -2,13 +2,12 @@
 //! local copy of the last pull, and judge.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
-use super::PullError;
 use super::check::verify;
 use super::current::{Currentness, LocalNow, NotCurrent, judge};
 use super::engine::list_remote;
 use super::local::sha256_file;
+use super::{PullError, names};
 use crate::config::{HostConfig, PullConfig};
 use crate::ledger::PullRecord;
 use crate::transport::Session;
@@ -25,7 +24,7 @@ pub async fn recheck(
         if !f.is_good() {
             continue;
         }
-        let path = PathBuf::from(&f.local_path);
+        let path = names::to_path(&f.local_path);
         let owned = path.clone();
         let sha256 = tokio::task::spawn_blocking(move || sha256_file(&owned).ok())
             .await

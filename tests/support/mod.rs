@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 
 pub const SSHD: &str = "/usr/sbin/sshd";
 
+/// The plain account the lab logs in as when a case depends on permissions and the tests run
+/// as root (root reads every folder, so an unreadable one cannot be shown as root).
+const LAB_USER: &str = "rigwatch-lab";
+
 pub struct Lab {
     pub dir: tempfile::TempDir,
     /// Key the client uses; every host authorizes it.
@@ -103,6 +107,33 @@ impl Lab {
             user: whoami(),
             next_id: 0,
         }
+    }
+
+    /// From now on, hosts are logged in to as a user without root's rights: `rigwatch-lab`
+    /// (made here when missing) when the tests run as root, else the user running them. The
+    /// lab's folder becomes traversable so that user's sshd can read its authorized_keys.
+    pub fn unprivileged(&mut self) {
+        use std::os::unix::fs::PermissionsExt as _;
+        if whoami() == "root" {
+            let exists = |name: &str| {
+                Command::new("id")
+                    .arg(name)
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            };
+            if !exists(LAB_USER) {
+                // Parallel tests may race to make it; whoever loses finds it made.
+                let _ = Command::new("useradd")
+                    .args(["-M", "-d", "/nonexistent", "-s", "/bin/sh", LAB_USER])
+                    .output();
+                assert!(exists(LAB_USER), "useradd {LAB_USER} failed");
+            }
+            // useradd leaves the password "!", a locked account that sshd without PAM refuses.
+            run(Command::new("usermod").args(["-p", "*", LAB_USER]));
+            self.user = LAB_USER.to_string();
+        }
+        std::fs::set_permissions(self.dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod lab");
     }
 
     pub fn path(&self, name: &str) -> PathBuf {

@@ -71,6 +71,12 @@ impl Tmux {
         }
     }
 
+    /// From now on, every byte the program writes to its terminal is appended to `path`.
+    pub fn pipe_to(&self, path: &std::path::Path) {
+        let out = self.run(&["pipe-pane", "-o", &format!("cat >> '{}'", path.display())]);
+        assert!(out.status.success(), "pipe-pane failed");
+    }
+
     pub fn alternate_screen_on(&self) -> bool {
         String::from_utf8_lossy(
             &self
