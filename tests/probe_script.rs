@@ -48,6 +48,7 @@ fn temp_targets() -> (tempfile::TempDir, ProbeTargets) {
     let targets = ProbeTargets {
         mounts: vec!["/".into()],
         run: Some("no-such-run-xyz".into()),
+        run_process: Some("no-such-process-xyz".into()),
         log: Some(log.display().to_string()),
         ckpt_dir: Some(ckpt.display().to_string()),
         queue: None,
@@ -159,7 +160,7 @@ fn a_log_line_cannot_forge_a_frame() {
 fn the_run_is_looked_up_again_at_once_when_its_process_ends() {
     let (_dir, mut targets) = temp_targets();
     let mut child = Sleeper::start();
-    targets.run = Some("sleep 4.321".into());
+    targets.run_process = Some("sleep 4.321".into());
     let script = periodic_script(
         &targets,
         "n3",

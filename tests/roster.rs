@@ -5,38 +5,29 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 
 use serde_json::Value;
 use support::{Lab, rigwatch, rigwatch_json};
 
 /// A queue process that looks like `run_queue.sh` to pgrep; killed on drop. Its loop is
 /// bounded (60 s), so a crashed test leaves nothing running for long.
-struct QueueProcess(Child);
-
-impl QueueProcess {
-    fn start(dir: &Path, queue: &Path, start_index: usize) -> QueueProcess {
-        let script = dir.join("run_queue.sh");
-        std::fs::write(
-            &script,
-            "i=0\nwhile [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n",
-        )
-        .expect("script");
-        let child = Command::new("bash")
-            .arg(&script)
-            .arg(queue)
-            .arg(start_index.to_string())
-            .spawn()
-            .expect("start run_queue.sh");
-        QueueProcess(child)
-    }
-}
-
-impl Drop for QueueProcess {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// Starts the queue runner on `sshd`'s box, in its process namespace; it dies with the box.
+fn start_queue(lab: &Lab, sshd: &support::Sshd, dir: &Path, queue: &Path, start_index: usize) {
+    let script = dir.join("run_queue.sh");
+    std::fs::write(
+        &script,
+        "i=0\nwhile [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done\n",
+    )
+    .expect("script");
+    sshd.sh(
+        lab,
+        &format!(
+            "nohup bash '{}' '{}' {start_index} </dev/null >/dev/null 2>&1 &",
+            script.display(),
+            queue.display()
+        ),
+    );
 }
 
 fn write(path: &Path, text: &str) {
@@ -113,7 +104,7 @@ fn a_running_queue_and_a_killed_one_reconciled_across_two_boxes() {
     );
     // b3 died while syncing: a checkpoint without metrics is not a durable copy.
     write(&dir_b.join("final/b3/best.pth"), "partial");
-    let _running = QueueProcess::start(&dir_a, Path::new(&queue_a), 3);
+    start_queue(&lab, &a, &dir_a, Path::new(&queue_a), 3);
     let hosts = [
         ("box-a", host_body(&lab, &a, &dir_a, &queue_a)),
         ("box-b", host_body(&lab, &b, &dir_b, &queue_b)),

@@ -32,7 +32,7 @@ fn overview_names_every_state_a_user_must_see() {
         "▶ alive",
         "I99%",
         "zombie",
-        "? unkn",
+        "? unknown",
         "SM clock 1365/1980",
         "disk full",
         "release",

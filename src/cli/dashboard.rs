@@ -59,7 +59,8 @@ pub async fn live(
     let pool = Pool::start(fleet);
     let source = Source::live(pool, fleet);
     let mut state = FleetState::new(fleet.hosts.clone(), fleet.thresholds.clone())
-        .with_profiles(profiles, fleet.balance);
+        .with_profiles(profiles, fleet.balance)
+        .with_poll(fleet.poll);
     // Cost so far and "last seen up" carry over between runs, shared with `status`.
     let memory_path = crate::monitor::memory::path();
     let mut memory = crate::monitor::memory::load(memory_path.as_deref());

@@ -202,6 +202,7 @@ impl Judge<'_> {
             previous_boot: remembered.boot.clone(),
             bills: host.profile != "local",
             thresholds: &self.fleet.thresholds,
+            stale_after: crate::signals::stale_after(self.fleet.poll),
             now,
         });
         let latest = history.latest_host();

@@ -59,7 +59,8 @@ struct RawHost {
     profile: Option<Spanned<String>>,
     accept_new: Option<bool>,
     mounts: Option<Vec<String>>,
-    run: Option<String>,
+    run: Option<Spanned<String>>,
+    run_process: Option<String>,
     log: Option<String>,
     ckpt_dir: Option<String>,
     price_per_hour: Option<Spanned<f64>>,
@@ -204,8 +205,10 @@ pub struct HostConfig {
     pub accept_new: bool,
     /// Mount points to watch; empty means every real filesystem.
     pub mounts: Vec<String>,
-    /// tmux session name or process pattern of the run.
+    /// The run's tmux session, matched by its exact name.
     pub run: Option<String>,
+    /// A `pgrep -f` pattern for the run's process; when set, it decides whether the run lives.
+    pub run_process: Option<String>,
     pub log: Option<String>,
     pub ckpt_dir: Option<String>,
     pub billing: Billing,
@@ -385,6 +388,9 @@ fn parse_checked(
                 ));
             }
         };
+        if let Some(r) = &h.run {
+            session_name(r.get_ref()).map_err(|m| at(r.span().start, m))?;
+        }
         if let Some(t) = &h.teardown {
             if t.get_ref().trim().is_empty() {
                 return Err(at(t.span().start, "teardown must be a command".into()));
@@ -397,7 +403,8 @@ fn parse_checked(
             profile,
             accept_new: h.accept_new.unwrap_or(global_accept_new),
             mounts: h.mounts.unwrap_or_default(),
-            run: h.run.filter(|r| !r.is_empty()),
+            run: h.run.map(Spanned::into_inner).filter(|r| !r.is_empty()),
+            run_process: h.run_process.filter(|r| !r.trim().is_empty()),
             log: h.log.filter(|r| !r.is_empty()),
             ckpt_dir: h.ckpt_dir.filter(|r| !r.is_empty()),
             billing: Billing {
@@ -508,6 +515,18 @@ fn is_profile_name(name: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
+/// `run` names a tmux session; tmux turns `.` and `:` into `_`, and a value with spaces was a
+/// process pattern in rigwatch's old meaning of `run`, so both are refused with the way out.
+fn session_name(run: &str) -> Result<(), String> {
+    if run.contains(char::is_whitespace) || run.contains(['.', ':']) {
+        return Err(format!(
+            "run = {run:?} is not a tmux session name (matched exactly; no spaces, `.` or `:`); \
+             for a process pattern write run_process = {run:?}"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -562,6 +581,28 @@ ssh = "lab-alias"
     fn unknown_key_names_key_and_line() {
         let e = err("poll_secs = 2\n[[host]]\nname = \"a\"\nssh = \"a\"\nport = 22\n");
         assert!(e.starts_with("fleet.toml:5:1: unknown field `port`"), "{e}");
+    }
+
+    #[test]
+    fn run_is_a_session_name_and_a_pattern_goes_in_run_process() {
+        let host = |line: &str| format!("[[host]]\nname = \"a\"\nssh = \"x\"\n{line}\n");
+        let e = err(&host("run = \"python train.py\""));
+        assert!(
+            e.starts_with("fleet.toml:4:7: run = \"python train.py\""),
+            "{e}"
+        );
+        assert!(e.contains("run_process = \"python train.py\""), "{e}");
+        assert!(err(&host("run = \"exp.1\"")).contains("not a tmux session name"));
+        let fleet = parse(
+            Path::new("fleet.toml"),
+            &host("run = \"train\"\nrun_process = \"python train.py\""),
+        )
+        .expect("parses");
+        assert_eq!(fleet.hosts[0].run.as_deref(), Some("train"));
+        assert_eq!(
+            fleet.hosts[0].run_process.as_deref(),
+            Some("python train.py")
+        );
     }
 
     #[test]

@@ -61,6 +61,7 @@ fn host(name: &str, profile: &str, run: Option<&str>) -> HostConfig {
         accept_new: false,
         mounts: vec!["/".into()],
         run: run.map(String::from),
+        run_process: None,
         log: None,
         ckpt_dir: None,
         billing: crate::config::Billing {
@@ -198,10 +199,12 @@ pub fn all(now: DateTime<Utc>) -> Vec<Scenario> {
     .in_tmux();
     train.history_minutes = 55;
     let mut capped = Scenario::new(
-        host("h100-capped", "lambda", Some("load.py")),
+        host("h100-capped", "lambda", None),
         &[c::Q_LOAD],
         c::APPS_LOAD,
     );
+    // Started with nohup, not in tmux: its process is the run.
+    capped.config.run_process = Some("load.py".into());
     capped.run_lines = body(c::PGREP_LOAD);
     let zombie = Scenario::new(
         host("h100-zombie", "vastai", Some("train")),

@@ -19,6 +19,7 @@ pub fn targets(host: &HostConfig) -> ProbeTargets {
     ProbeTargets {
         mounts: host.mounts.clone(),
         run: host.run.clone(),
+        run_process: host.run_process.clone(),
         log: host.log.clone(),
         ckpt_dir: host.ckpt_dir.clone(),
         queue: host.queue.as_ref().map(|q| QueueTargets {

@@ -126,6 +126,8 @@ pub struct FleetState {
     pub balance: Option<f64>,
     /// Every queue of the fleet reconciled; None when no host has a queue.
     pub roster: Option<Roster>,
+    /// The probe's period: three of them without a reading make a host's data stale.
+    pub poll: std::time::Duration,
 }
 
 impl FleetState {
@@ -137,7 +139,13 @@ impl FleetState {
             profiles: Vec::new(),
             balance: None,
             roster: None,
+            poll: std::time::Duration::from_secs(2),
         }
+    }
+
+    pub fn with_poll(mut self, poll: std::time::Duration) -> Self {
+        self.poll = poll;
+        self
     }
 
     fn index(&self, host: &str) -> Option<usize> {
@@ -371,6 +379,7 @@ impl FleetState {
             previous_boot: h.history.previous_boot(),
             bills: h.config.profile != "local",
             thresholds: &self.thresholds,
+            stale_after: crate::signals::stale_after(self.poll),
             now,
         });
         let new_kinds: Vec<(SignalKind, Severity, String)> = signals

@@ -17,6 +17,7 @@ fn host(name: &str) -> HostConfig {
         accept_new: false,
         mounts: Vec::new(),
         run: None,
+        run_process: None,
         log: None,
         ckpt_dir: None,
         billing: Billing {

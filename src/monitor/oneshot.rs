@@ -105,6 +105,8 @@ pub fn run_state_of(
         previous_boot: None,
         bills: false,
         thresholds,
+        // One probe, taken just now: it cannot be stale.
+        stale_after: chrono::Duration::MAX,
         now,
     })
 }

@@ -32,6 +32,8 @@ pub struct TmuxPane {
     pub pid: u32,
     pub dead: bool,
     pub command: String,
+    /// Whether the pane's process has children; None where the kernel does not say.
+    pub has_children: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -52,7 +54,10 @@ pub struct HostSample {
     pub boot_id: Option<String>,
     /// None when tmux is not installed.
     pub tmux_sessions: Option<Vec<TmuxSession>>,
+    /// The panes of the run's session (named exactly); empty when it does not exist.
     pub tmux_panes: Vec<TmuxPane>,
+    /// tmux is not installed, so the run's session cannot be looked for.
+    pub tmux_missing: bool,
     pub run_processes: Vec<ProcessLine>,
     pub log: Option<FileStat>,
     pub log_tail: Vec<String>,
@@ -93,7 +98,16 @@ impl HostSample {
                 "bootid" => parsed(&mut s.boot_id, parse_boot_id(body), "bootid", &mut note),
                 "tmux" if missing_tool => {}
                 "tmux" => parsed(&mut s.tmux_sessions, parse_tmux_ls(body), "tmux", &mut note),
+                "panes" if missing_tool => s.tmux_missing = true,
                 "panes" => s.tmux_panes = parse_panes(body),
+                "kids" => {
+                    for (pid, has) in parse_children(body) {
+                        let pane = s.tmux_panes.iter_mut().find(|p| p.pid == pid);
+                        if let Some(pane) = pane {
+                            pane.has_children = Some(has);
+                        }
+                    }
+                }
                 // pgrep exits 1 when nothing matches: an empty list, not an error.
                 "run" => match parse_pgrep(body) {
                     Ok(procs) => s.run_processes = procs,
@@ -291,7 +305,16 @@ fn file_stat(line: &str, with_path: bool) -> Option<FileStat> {
     })
 }
 
-/// `tmux list-panes -a -F '#{session_name} #{pane_pid} #{pane_dead} #{pane_current_command}'`.
+/// The `kids` section: `<pid> <1|0>`, whether that pane process has children.
+fn parse_children(text: &str) -> impl Iterator<Item = (u32, bool)> + '_ {
+    text.lines().filter_map(|line| {
+        let (pid, has) = line.split_once(' ')?;
+        Some((pid.parse().ok()?, has == "1"))
+    })
+}
+
+/// `tmux list-panes -s -t =RUN -F '#{session_name} #{pane_pid} #{pane_dead} #{pane_current_command}'`;
+/// tmux's own complaints (no server, no such session) are no pane.
 pub fn parse_panes(text: &str) -> Vec<TmuxPane> {
     text.lines()
         .filter_map(|line| {
@@ -301,6 +324,7 @@ pub fn parse_panes(text: &str) -> Vec<TmuxPane> {
                 pid: parts.next()?.parse().ok()?,
                 dead: parts.next()? == "1",
                 command: parts.collect::<Vec<_>>().join(" "),
+                has_children: None,
             })
         })
         .collect()

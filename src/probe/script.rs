@@ -13,8 +13,10 @@ use super::SQUEUE_FORMAT;
 pub struct ProbeTargets {
     /// Mount points for `df`; empty means every filesystem.
     pub mounts: Vec<String>,
-    /// tmux session name or process pattern of the run.
+    /// The run's tmux session, by exact name.
     pub run: Option<String>,
+    /// The run's `pgrep -f` pattern.
+    pub run_process: Option<String>,
     pub log: Option<String>,
     pub ckpt_dir: Option<String>,
     pub queue: Option<QueueTargets>,
@@ -52,7 +54,7 @@ pub const SLOW_EVERY: u32 = 5;
 pub const KERNEL_EVERY: u32 = 15;
 
 /// Sections every cycle prints; the slow ones appear every [`SLOW_EVERY`] cycles.
-pub const FAST_SECTIONS: &[&str] = &["uptime", "loadavg", "panes", "run"];
+pub const FAST_SECTIONS: &[&str] = &["uptime", "loadavg", "panes", "kids", "run"];
 pub const SLOW_SECTIONS: &[&str] = &[
     "apps", "df", "dfi", "meminfo", "bootid", "tmux", "log", "ckpt",
 ];
@@ -108,22 +110,28 @@ pub fn periodic_script(
     // Every command that touches the user's files (a hung network mount blocks forever in
     // stat, ls, tail, find) runs under a timeout, so a hang never holds the probe's channel.
     s.push_str("T=''; command -v timeout >/dev/null 2>&1 && T='timeout -k 2 10'\n");
-    s.push_str("LOG=$RW_LOG; CK=$RW_CKPT; RUN=$RW_RUN\n");
+    s.push_str("LOG=$RW_LOG; CK=$RW_CKPT; RUN=$RW_RUN; PROC=$RW_PROC; P=''\n");
     s.push_str("sec() { n=$1; shift; printf '%s begin %s\\n' \"$M\" \"$n\"; \"$@\" 2>&1; r=$?; printf '\\n%s end %s %s\\n' \"$M\" \"$n\" \"$r\"; }\n");
     s.push_str("rd() { while IFS= read -r l || [ -n \"$l\" ]; do printf '%s\\n' \"$l\"; done < \"$1\"; }\n");
     s.push_str("apps() { $T nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv; }\n");
     let _ = writeln!(s, "dfb() {{ $T df -PB1 {mounts}; }}");
     let _ = writeln!(s, "dfi() {{ $T df -Pi {mounts}; }}");
-    s.push_str("panes() { tmux list-panes -a -F '#{session_name} #{pane_pid} #{pane_dead} #{pane_current_command}'; }\n");
+    // Only the run's own session, named exactly (`=NAME:`; without the colon tmux 3.3 still
+    // takes a prefix, `=train` finding `train2`): `tmux ls | grep` or `pgrep -f NAME` would
+    // also find `train2`, or the tmux server that still carries `new -s train` in its argv.
+    s.push_str("panes() { [ -n \"$RUN\" ] || return 0; P=$(tmux list-panes -s -t \"=$RUN:\" -F '#{session_name} #{pane_pid} #{pane_dead} #{pane_current_command}' 2>&1); r=$?; printf '%s\\n' \"$P\"; return $r; }\n");
+    // Whether each pane's process has children (the kernel lists them; no fork to ask): a shell
+    // with none is sitting at its prompt, so whatever ran in the session has ended.
+    s.push_str("kids() { for w in $P; do case $w in *[!0-9]*|0|1) continue;; esac; [ -r /proc/$w/task/$w/children ] || continue; c=''; read -r c < /proc/$w/task/$w/children; if [ -n \"$c\" ]; then printf '%s 1\\n' \"$w\"; else printf '%s 0\\n' \"$w\"; fi; done; }\n");
     // pgrep reads every process's command line (14 ms here): between slow cycles, while the
     // process it found last still exists (or none was found), repeat that answer instead.
     s.push_str("RO=''; RP=''; RR=1\n");
     let _ = writeln!(
         s,
-        "run() {{ [ -n \"$RUN\" ] || return 0; \
+        "run() {{ [ -n \"$PROC\" ] || return 0; \
          if [ $((i % {SLOW_EVERY})) != 0 ] && {{ [ -z \"$RP\" ] || [ -d \"/proc/$RP\" ]; }}; then \
          [ -n \"$RO\" ] && printf '%s\\n' \"$RO\"; return $RR; fi; \
-         RO=$(pgrep -af -- \"$RUN\"); RR=$?; RP=${{RO%% *}}; [ -n \"$RO\" ] && printf '%s\\n' \"$RO\"; return $RR; }}"
+         RO=$(pgrep -af -- \"$PROC\"); RR=$?; RP=${{RO%% *}}; [ -n \"$RO\" ] && printf '%s\\n' \"$RO\"; return $RR; }}"
     );
     let _ = writeln!(
         s,
@@ -152,7 +160,7 @@ pub fn periodic_script(
     s.push_str("i=0\nwhile :; do\n");
     s.push_str("printf '%s cycle %s\\n' \"$M\" \"$i\"\n");
     s.push_str("sec uptime rd /proc/uptime\nsec loadavg rd /proc/loadavg\n");
-    s.push_str("sec panes panes\nsec run run\n");
+    s.push_str("sec panes panes\nsec kids kids\nsec run run\n");
     let _ = writeln!(
         s,
         "if [ $((i % {SLOW_EVERY})) = 0 ]; then sec apps apps; sec df dfb; sec dfi dfi; \
@@ -212,17 +220,18 @@ fn queue_functions(s: &mut String) {
 /// user's login shell is. The paths and the run pattern travel in the environment, not in the
 /// script text, so `pgrep -f` for the run never finds the probe itself.
 pub fn command_line(targets: &ProbeTargets, script: &str) -> String {
-    let run = targets
-        .run
+    let process = targets
+        .run_process
         .as_deref()
         .map(self_excluding_pattern)
         .unwrap_or_default();
     let queue = targets.queue.as_ref();
     format!(
-        "exec env RW_LOG={} RW_CKPT={} RW_RUN={} RW_QF={} RW_QD={} RW_QL={} RW_JOB={} sh -c {}",
+        "exec env RW_LOG={} RW_CKPT={} RW_RUN={} RW_PROC={} RW_QF={} RW_QD={} RW_QL={} RW_JOB={} sh -c {}",
         sh_quote(targets.log.as_deref().unwrap_or("")),
         sh_quote(targets.ckpt_dir.as_deref().unwrap_or("")),
-        sh_quote(&run),
+        sh_quote(targets.run.as_deref().unwrap_or("")),
+        sh_quote(&process),
         sh_quote(queue.map_or("", |q| q.file.as_str())),
         sh_quote(queue.map_or("", |q| q.final_dir.as_str())),
         sh_quote(

@@ -82,7 +82,17 @@ pub struct HostFacts<'a> {
     /// Whether this box costs money while it sits idle.
     pub bills: bool,
     pub thresholds: &'a Thresholds,
+    /// A reading older than this (three poll periods) no longer says what the box does now.
+    pub stale_after: chrono::Duration,
     pub now: DateTime<Utc>,
+}
+
+/// A reading older than this many poll periods is stale: shown with its age, and the run it
+/// describes is unknown.
+pub const STALE_PERIODS: u32 = 3;
+
+pub fn stale_after(poll: std::time::Duration) -> chrono::Duration {
+    chrono::Duration::from_std(poll * STALE_PERIODS).unwrap_or(chrono::Duration::seconds(6))
 }
 
 /// The run's state and every signal for one host, worst first.

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::{HostFacts, Severity, Signal, SignalKind, minutes};
 use crate::fleet::BootMark;
+use crate::probe::sample::HostSample;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]
@@ -16,6 +17,8 @@ pub enum RunState {
     },
     Dead {
         last_seen_alive: Option<DateTime<Utc>>,
+        /// What the probe saw instead of the run.
+        why: String,
     },
     /// The link is down or nothing was read yet: rigwatch does not know.
     Unknown {
@@ -36,9 +39,9 @@ impl RunState {
 }
 
 pub fn run_state(f: &HostFacts<'_>) -> RunState {
-    let Some(pattern) = f.host.run.as_deref() else {
+    if f.host.run.is_none() && f.host.run_process.is_none() {
         return RunState::NotConfigured;
-    };
+    }
     let latest = f.history.latest_host();
     if !f.link.is_usable() {
         return RunState::Unknown {
@@ -52,51 +55,163 @@ pub fn run_state(f: &HostFacts<'_>) -> RunState {
             reason: "no probe reading yet".into(),
         };
     };
-    match alive_how(&latest.sample, pattern) {
-        Some(how) => RunState::Alive { how },
-        None => RunState::Dead {
+    // A reading this old says nothing about now: a frozen box looks exactly like its last
+    // answer, so the run is unknown, never still alive.
+    let age = f.now - latest.at;
+    if age > f.stale_after {
+        return RunState::Unknown {
+            since: Some(latest.at),
+            reason: format!("no reading for {}s", age.num_seconds()),
+        };
+    }
+    match look(&latest.sample, f.host) {
+        Seen::Alive(how) => RunState::Alive { how },
+        Seen::CannotTell(reason) => RunState::Unknown {
+            since: Some(latest.at),
+            reason,
+        },
+        Seen::Gone(why) => RunState::Dead {
             last_seen_alive: f
                 .history
                 .host()
                 .rev()
-                .find(|r| alive_how(&r.sample, pattern).is_some())
+                .find(|r| matches!(look(&r.sample, f.host), Seen::Alive(_)))
                 .map(|r| r.at),
+            why,
         },
     }
 }
 
-fn alive_how(sample: &crate::probe::sample::HostSample, pattern: &str) -> Option<String> {
-    let pane = sample
-        .tmux_panes
-        .iter()
-        .find(|p| p.session == pattern && !p.dead);
-    if let Some(pane) = pane {
-        return Some(format!(
-            "tmux session {} ({} pid {})",
-            pattern, pane.command, pane.pid
-        ));
+/// What one reading says about the run, in words for the detail.
+enum Seen {
+    Alive(String),
+    Gone(String),
+    CannotTell(String),
+}
+
+/// `run_process` decides when it is set (the process is the run); otherwise `run`'s tmux session,
+/// by its exact name, decides: alive while one of its panes runs something other than a shell
+/// sitting at its prompt.
+fn look(sample: &HostSample, host: &crate::config::HostConfig) -> Seen {
+    let session = host.run.as_deref().map(|name| session_look(sample, name));
+    if let Some(pattern) = host.run_process.as_deref() {
+        let with_session = |text: String| match &session {
+            Some(Seen::Alive(s) | Seen::Gone(s) | Seen::CannotTell(s)) => format!("{text}; {s}"),
+            None => text,
+        };
+        return match sample
+            .run_processes
+            .iter()
+            .find(|p| !is_bystander(&p.cmdline))
+        {
+            Some(p) => Seen::Alive(with_session(format!(
+                "process {}: {}",
+                p.pid,
+                crate::sanitize::line(&p.cmdline, 120)
+            ))),
+            None => Seen::Gone(with_session(format!(
+                "no process matches run_process {pattern:?} (tmux, pagers, editors, ssh and \
+                 rigwatch's own probe never count)"
+            ))),
+        };
     }
-    let in_tmux = sample
-        .tmux_sessions
-        .iter()
-        .flatten()
-        .any(|s| s.name == pattern);
-    if in_tmux && sample.tmux_panes.iter().all(|p| p.session != pattern) {
-        return Some(format!("tmux session {pattern}"));
+    session.unwrap_or_else(|| Seen::CannotTell("no run configured".into()))
+}
+
+fn session_look(sample: &HostSample, name: &str) -> Seen {
+    if sample.tmux_missing {
+        return Seen::CannotTell("tmux is not installed on the box".into());
     }
-    sample.run_processes.first().map(|p| {
-        format!(
-            "process {} {}",
+    let live: Vec<_> = sample.tmux_panes.iter().filter(|p| !p.dead).collect();
+    let busy = live
+        .iter()
+        .find(|p| !is_shell(&p.command) || p.has_children != Some(false));
+    match (busy, live.first()) {
+        (Some(p), _) => Seen::Alive(format!(
+            "tmux session {name}: pane pid {} runs {}",
             p.pid,
-            crate::sanitize::line(&p.cmdline, 80)
-        )
-    })
+            crate::sanitize::line(&p.command, 40)
+        )),
+        (None, Some(p)) => Seen::Gone(format!(
+            "tmux session {name} is at a {} prompt (pid {}): what ran in it has ended",
+            crate::sanitize::line(&p.command, 20),
+            p.pid
+        )),
+        (None, None) if sample.tmux_panes.is_empty() => {
+            Seen::Gone(format!("no tmux session named exactly {name:?}"))
+        }
+        (None, None) => Seen::Gone(format!("every pane of tmux session {name} has exited")),
+    }
+}
+
+/// Shells, as tmux names a pane's foreground program (login shells start with `-`).
+fn is_shell(command: &str) -> bool {
+    matches!(
+        command.trim_start_matches('-'),
+        "sh" | "bash" | "zsh" | "fish" | "dash" | "ksh" | "tcsh" | "csh" | "ash"
+    )
+}
+
+/// Programs whose command line can carry the run's pattern without being the run: a tmux
+/// server keeps `new -s train` in its argv after the session ends; pagers and editors open
+/// `train.log` or `train.py`; ssh and rigwatch's own probe name what they look at.
+const BYSTANDERS: &[&str] = &[
+    "tmux",
+    "screen",
+    "less",
+    "more",
+    "most",
+    "man",
+    "vi",
+    "vim",
+    "nvim",
+    "view",
+    "vimdiff",
+    "nano",
+    "pico",
+    "emacs",
+    "emacsclient",
+    "micro",
+    "joe",
+    "kak",
+    "hx",
+    "tail",
+    "head",
+    "cat",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "ag",
+    "watch",
+    "ssh",
+    "sshd",
+    "scp",
+    "sftp",
+    "rsync",
+    "mosh-server",
+    "pgrep",
+    "pkill",
+    "ps",
+    "top",
+    "htop",
+    "btop",
+    "nvtop",
+];
+
+fn is_bystander(cmdline: &str) -> bool {
+    let program = cmdline.split_whitespace().next().unwrap_or_default();
+    let name = program.rsplit('/').next().unwrap_or(program);
+    cmdline.contains("@@rw-") || BYSTANDERS.contains(&name.trim_end_matches(':'))
 }
 
 pub fn run_signals(f: &HostFacts<'_>, state: &RunState) -> Vec<Signal> {
     let mut out = Vec::new();
     match state {
-        RunState::Dead { last_seen_alive } => {
+        RunState::Dead {
+            last_seen_alive,
+            why,
+        } => {
             let when = last_seen_alive.map_or_else(
                 || "not seen alive by rigwatch".into(),
                 |t| format!("last seen alive {} ago", minutes(f.now - t)),
@@ -105,9 +220,9 @@ pub fn run_signals(f: &HostFacts<'_>, state: &RunState) -> Vec<Signal> {
                 SignalKind::RunDead,
                 Severity::Crit,
                 format!(
-                    "run {:?} is not running: no live tmux session or process matches ({when}). \
-                     Check its log, then resume it or pull results and stop the box",
-                    f.host.run.as_deref().unwrap_or_default()
+                    "run is not running: {} ({when}). Check its log, then resume it or pull \
+                     results and stop the box",
+                    crate::sanitize::line(why, 160)
                 ),
             ));
         }

@@ -49,6 +49,7 @@ fn host(run: Option<&str>) -> HostConfig {
         accept_new: false,
         mounts: Vec::new(),
         run: run.map(String::from),
+        run_process: None,
         log: None,
         ckpt_dir: None,
         billing: Default::default(),
@@ -124,6 +125,7 @@ impl Case {
             previous_boot: self.previous_boot.clone(),
             bills: true,
             thresholds: &self.thresholds,
+            stale_after: chrono::Duration::seconds(6),
             now: self.now,
         })
     }
@@ -209,6 +211,7 @@ fn idle_h100_bills_idle_only_after_the_threshold_and_not_with_a_live_run() {
             pid: 669,
             dead: false,
             command: "sleep".into(),
+            has_children: None,
         }],
         ..HostSample::default()
     });
@@ -378,3 +381,5 @@ fn zombie_vram_with_no_visible_process_says_it_is_held_outside_the_container() {
         zombie.message
     );
 }
+
+mod run_cases;

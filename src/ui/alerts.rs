@@ -7,11 +7,14 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::Ctx;
 use super::app::Pane;
+use super::widgets::fit;
 use crate::sanitize::line as clean;
 
 pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let t = ctx.theme;
     let rows = usize::from(area.height.saturating_sub(2));
+    // Time, host and severity take 30 columns; the text gets what is left inside the border.
+    let room = usize::from(area.width.saturating_sub(2 + 30));
     let skip = ctx
         .app
         .alerts_scroll
@@ -34,7 +37,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
                         e.at.format("%H:%M:%S"),
                         clean(&e.host, 14),
                         e.severity.word(),
-                        clean(&e.text, 300)
+                        fit(&clean(&e.text, 300), room)
                     ),
                     t.severity(Some(e.severity)),
                 )

@@ -8,16 +8,13 @@ use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
 
 use super::Ctx;
 use super::app::Pane;
-use super::widgets::{age, bar, known};
+use super::widgets::{age, bar, fit, known, short_age};
 use crate::clocks::{Clock, ClockKind, urgency};
 use crate::monitor::HostState;
 use crate::probe::sample::HostSample;
 use crate::sanitize::line as clean;
 use crate::signals::{RunState, Severity};
 use crate::transport::LinkState;
-
-/// A reading older than this many poll periods is shown as stale, with its age.
-pub const STALE_PERIODS: u32 = 3;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Col {
@@ -38,8 +35,8 @@ enum Col {
 /// Columns with their width, most important first; the narrowest terminals get the head.
 const COLUMNS: &[(Col, &str, u16)] = &[
     (Col::Name, "HOST", 14),
-    (Col::Link, "LINK", 9),
-    (Col::Run, "RUN", 8),
+    (Col::Link, "LINK", 10),
+    (Col::Run, "RUN", 9),
     (Col::Signal, "NEEDS YOU", 24),
     (Col::Queue, "QUEUE", 24),
     (Col::Danger, "NEXT CLOCK", 17),
@@ -92,20 +89,23 @@ fn fitted(width: u16, queues: bool) -> Vec<(Col, &'static str, u16)> {
 }
 
 pub fn is_stale(h: &HostState, ctx: &Ctx<'_>) -> bool {
-    let period = chrono::Duration::from_std(ctx.poll * STALE_PERIODS)
-        .unwrap_or(chrono::Duration::seconds(6));
+    let period = crate::signals::stale_after(ctx.poll);
     !h.link.is_usable() || h.last_reading.is_none_or(|t| ctx.now - t > period)
 }
 
 fn link_cell<'a>(h: &HostState, ctx: &Ctx<'a>) -> Span<'a> {
     let t = ctx.theme;
     match &h.link {
+        LinkState::Up { rtt_ms, .. } if *rtt_ms >= 999.5 => {
+            Span::styled(format!("✓ up {:.1}s", rtt_ms / 1000.0), t.ok)
+        }
         LinkState::Up { rtt_ms, .. } => Span::styled(format!("✓ up {:.0}ms", rtt_ms), t.ok),
         LinkState::Degraded { .. } => Span::styled("~ slow", t.warn),
         LinkState::Connecting { .. } => Span::styled("… conn", t.stale),
-        LinkState::Down { since, .. } => {
-            Span::styled(format!("✗ down {}", age(*since, ctx.now)), t.link_down)
-        }
+        LinkState::Down { since, .. } => Span::styled(
+            format!("✗ down {}", short_age(*since, ctx.now)),
+            t.link_down,
+        ),
         LinkState::AuthRefused { .. } => Span::styled("✗ auth", t.link_down),
         LinkState::HostkeyRefused { .. } => Span::styled("✗ hostkey", t.link_down),
     }
@@ -117,7 +117,8 @@ fn run_cell<'a>(h: &HostState, ctx: &Ctx<'a>) -> Span<'a> {
         RunState::NotConfigured => Span::styled("-", t.stale),
         RunState::Alive { .. } => Span::styled("▶ alive", t.ok),
         RunState::Dead { .. } => Span::styled("■ DEAD", t.run_dead),
-        RunState::Unknown { .. } => Span::styled("? unkn", t.stale),
+        // The colour of a lost link: what was known has stopped being true.
+        RunState::Unknown { .. } => Span::styled("? unknown", t.link_down),
     }
 }
 
@@ -269,7 +270,7 @@ fn clock_cell<'a>(h: &HostState, ctx: &Ctx<'a>) -> Span<'a> {
     Span::styled(text, clock_style(clock, ctx))
 }
 
-fn signal_cell<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool) -> Span<'a> {
+fn signal_cell<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool, width: u16) -> Span<'a> {
     let t = ctx.theme;
     if let Some(top) = h.signals.first().filter(|s| s.severity > Severity::Info) {
         let mark = if top.severity == Severity::Crit {
@@ -287,8 +288,10 @@ fn signal_cell<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool) -> Span<'a> {
         } else {
             " ".to_string()
         };
+        let head = format!("{mark}{count}");
+        let room = usize::from(width).saturating_sub(head.chars().count());
         return Span::styled(
-            format!("{mark}{count}{}", clean(&top.message, 200)),
+            format!("{head}{}", fit(&clean(&top.message, 200), room)),
             t.severity(Some(top.severity)),
         );
     }
@@ -296,10 +299,11 @@ fn signal_cell<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool) -> Span<'a> {
         let when = h.last_reading.map_or("never read".to_string(), |r| {
             format!("data {} old", age(r, ctx.now))
         });
-        return Span::styled(format!("stale: {when}"), t.stale);
+        return Span::styled(fit(&format!("stale: {when}"), usize::from(width)), t.stale);
     }
+    let room = usize::from(width).saturating_sub(2);
     match h.signals.first() {
-        Some(s) => Span::styled(format!("· {}", clean(&s.message, 200)), t.info),
+        Some(s) => Span::styled(format!("· {}", fit(&clean(&s.message, 200), room)), t.info),
         None => Span::styled("✓ ok", t.ok),
     }
 }
@@ -313,14 +317,14 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let visible = ctx.app.visible(ctx.state);
     let selected = ctx.app.selected_index(&visible);
     // Only the rows that fit are built: at 100 hosts most are off screen.
-    let fit = usize::from(area.height.saturating_sub(3)).max(1);
+    let fits = usize::from(area.height.saturating_sub(3)).max(1);
     let first = selected
-        .saturating_sub(fit - 1)
-        .min(visible.len().saturating_sub(fit));
+        .saturating_sub(fits - 1)
+        .min(visible.len().saturating_sub(fits));
     let rows: Vec<Row> = visible
         .iter()
         .skip(first)
-        .take(fit)
+        .take(fits)
         .map(|h| {
             let stale = is_stale(h, ctx);
             let sample = h.history.latest_host().map(|r| &r.sample);
@@ -339,7 +343,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
                             gpu_cells(h, ctx, *col, *w)
                         }
                         Col::Disk => disk_cell(sample, ctx),
-                        Col::Signal => signal_cell(h, ctx, stale),
+                        Col::Signal => signal_cell(h, ctx, stale, *w),
                         Col::Danger => clock_cell(h, ctx),
                         Col::Queue => super::queue_views::queue_cell(h, ctx),
                     };

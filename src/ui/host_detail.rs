@@ -213,13 +213,18 @@ fn run_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
     let mut out = vec![heading("Run", ctx)];
     let (text, style) = match &h.run {
         RunState::NotConfigured => (
-            "no run configured (set run = \"tmux session or pattern\")".to_string(),
+            "no run configured (set run = \"tmux session\" or run_process = \"pattern\")"
+                .to_string(),
             t.stale,
         ),
         RunState::Alive { how } => (format!("alive: {}", clean(how, 120)), t.ok),
-        RunState::Dead { last_seen_alive } => (
+        RunState::Dead {
+            last_seen_alive,
+            why,
+        } => (
             format!(
-                "DEAD{}",
+                "DEAD: {}{}",
+                clean(why, 120),
                 last_seen_alive.map_or(String::new(), |at| format!(
                     " (last seen alive {} ago)",
                     age(at, ctx.now)
@@ -236,7 +241,7 @@ fn run_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
                     s.format("%H:%M:%S")
                 ))
             ),
-            t.stale,
+            t.link_down,
         ),
     };
     out.push(kv("state", text, style));

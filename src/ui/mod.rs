@@ -106,7 +106,13 @@ fn header_line<'a>(ctx: &Ctx<'a>) -> Line<'a> {
         .iter()
         .filter(|h| h.worst() >= Some(Severity::Warn))
         .count();
-    let newest = hosts.iter().filter_map(|h| h.last_reading).max();
+    // The oldest reading among hosts that are up: one frozen box must show, not hide behind
+    // eleven fresh ones.
+    let oldest_up = hosts
+        .iter()
+        .filter(|h| h.link.is_usable())
+        .map(|h| h.last_reading)
+        .min();
     let mut spans = vec![Span::styled(" rigwatch ", t.header)];
     if ctx.app.demo {
         spans.push(Span::styled(" DEMO: replayed captures ", t.demo));
@@ -157,9 +163,11 @@ fn header_line<'a>(ctx: &Ctx<'a>) -> Line<'a> {
             spans.push(Span::styled(format!(" · balance {hours:.1} h"), style));
         }
     }
-    let data = newest.map_or("no data yet".into(), |n| {
-        format!("data {}", widgets::age(n, ctx.now))
-    });
+    let data = match oldest_up {
+        None => "no host up".to_string(),
+        Some(None) => "data: a host up has sent none yet".to_string(),
+        Some(Some(at)) => format!("data {}", widgets::age(at, ctx.now)),
+    };
     spans.push(Span::styled(
         format!(" · {data} · {}", ctx.now.format("%H:%M:%S UTC")),
         t.stale,

@@ -87,9 +87,53 @@ pub fn series(
         .collect()
 }
 
+/// `text` in at most `width` columns, cut at a word with `…`: a number never loses its unit
+/// and a state word is never half shown. Only a single word longer than half the room is cut
+/// inside itself.
+pub fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let Some(room) = width.checked_sub(1) else {
+        return String::new();
+    };
+    let head: String = text.chars().take(room).collect();
+    let word_ends_here = text.chars().nth(room) == Some(' ');
+    let cut = match head.rfind(' ') {
+        _ if word_ends_here => head.as_str(),
+        Some(i) if head[..i].chars().count() * 2 >= room => &head[..i],
+        _ => head.as_str(),
+    };
+    format!("{}…", cut.trim_end())
+}
+
+/// An age in its largest unit (`45s`, `17m`, `5h`, `3d`), for cells too narrow for `1h05m`.
+pub fn short_age(since: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let s = (now - since).num_seconds().max(0);
+    match s {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s if s < 86_400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_is_cut_at_a_word_with_an_ellipsis() {
+        assert_eq!(fit("for this host to trust it", 22), "for this host to…");
+        assert_eq!(fit("down 81 minutes", 12), "down 81…");
+        assert_eq!(fit("short", 5), "short");
+        assert_eq!(fit("SM clock 1365/1980 MHz", 19), "SM clock 1365/1980…");
+        assert_eq!(fit("averyveryverylongword tail", 10), "averyvery…");
+        assert_eq!(fit("anything", 0), "");
+        let at = DateTime::<Utc>::UNIX_EPOCH;
+        assert_eq!(short_age(at, at + chrono::Duration::minutes(81)), "1h");
+        assert_eq!(short_age(at, at + chrono::Duration::seconds(59)), "59s");
+    }
 
     #[test]
     fn bars_fill_in_eighths_and_clamp() {

@@ -244,6 +244,9 @@ impl Lab {
 }
 
 impl Sshd {
+    /// sshd's config. Every session gets the box's PATH (its shims first) and the box's own
+    /// TMUX_TMPDIR: /tmp is shared by every box, and one tmux socket there would let a box's
+    /// `tmux` reach a server running in another box's process namespace.
     fn write_config(&self) {
         let d = self.dir.display();
         let config = format!(
@@ -251,7 +254,7 @@ impl Sshd {
              AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
              PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
              PermitRootLogin prohibit-password\nMaxSessions 10\nMaxStartups 200\n\
-             LogLevel DEBUG1\nSetEnv PATH={bin}:/usr/local/bin:/usr/bin:/bin\n\
+             LogLevel DEBUG1\nSetEnv PATH={bin}:/usr/local/bin:/usr/bin:/bin TMUX_TMPDIR={d}\n\
              Subsystem sftp internal-sftp\n",
             port = self.port,
             bin = self.bin.display(),
@@ -262,7 +265,17 @@ impl Sshd {
     fn start_on(&mut self, port: u16) {
         self.port = port;
         self.write_config();
-        let child = Command::new(SSHD)
+        // Each box gets its own process namespace (and /proc), so what `pgrep`, `ps` and tmux
+        // see on one box is that box's processes only, as on separate machines. The namespace
+        // dies with its first process, sshd, taking every session and tmux server with it.
+        let mut cmd = if whoami() == "root" {
+            let mut c = Command::new("unshare");
+            c.args(["--pid", "--fork", "--mount-proc", "--kill-child", SSHD]);
+            c
+        } else {
+            Command::new(SSHD)
+        };
+        let child = cmd
             .arg("-D")
             .arg("-f")
             .arg(&self.config)
@@ -404,6 +417,23 @@ impl Sshd {
         keygen(&self.dir.join("host_ed25519"), "");
         let port = self.port;
         self.start_on(port);
+    }
+
+    /// Runs `command` on the box as the lab user (OpenSSH client, no rigwatch); its stdout.
+    pub fn sh(&self, lab: &Lab, command: &str) -> String {
+        let out = lab
+            .openssh(self, None)
+            .arg(command)
+            .stdout(Stdio::piped())
+            .output()
+            .expect("ssh");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Puts `name` on the box's PATH as another name for `program` (so a long-running
+    /// `tail -f` can show up in the process table as `vim` or `less`).
+    pub fn alias(&self, name: &str, program: &str) {
+        std::os::unix::fs::symlink(program, self.bin.join(name)).expect("alias");
     }
 
     /// Puts an executable on this host's PATH that replays a capture from tests/fixtures: the
