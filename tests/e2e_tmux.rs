@@ -14,7 +14,7 @@ use support::{GpuShim, Lab};
 fn row<'a>(screen: &'a str, host: &str) -> &'a str {
     screen
         .lines()
-        .find(|l| l.contains(host) && (l.contains(" ✓ ") || l.contains(" ✗ ") || l.contains(" … ")))
+        .find(|l| l.contains(host) && [" ✓ ", " ✗ ", " … ", " ~ "].iter().any(|g| l.contains(g)))
         .unwrap_or("")
 }
 
@@ -182,4 +182,71 @@ fn demo_runs_in_a_terminal_labelled_and_quits_clean() {
     });
     assert!(screen.contains("RIGWATCH-EXITED-0"), "{screen}");
     assert!(!tmux.alternate_screen_on());
+}
+
+/// The data age the header shows, in seconds (`data 7s`).
+fn header_age(screen: &str) -> Option<u64> {
+    let first = screen.lines().next()?;
+    let (_, rest) = first.split_once(" data ")?;
+    rest.split_once('s')?.0.trim().parse().ok()
+}
+
+/// A box whose sshd is frozen (SIGSTOP) keeps its TCP connection and answers nothing; the link
+/// has not been declared down yet (30 s keepalives). Within three periods the run leaves "alive" for
+/// "unknown", and the header's data age is that box's, growing, not the fresh one's.
+#[test]
+fn a_frozen_box_stops_looking_alive_and_ages_the_header() {
+    let mut lab = Lab::new();
+    let frozen = lab.start_host("frozen");
+    let fresh = lab.start_host("fresh");
+    frozen.sh(&lab, "tmux new -d -s train 'sleep 600'");
+    let hosts = [
+        (
+            "gpu-frozen",
+            format!("{}\nrun = \"train\"", lab.host_entry(&frozen)),
+        ),
+        ("gpu-fresh", lab.host_entry(&fresh)),
+    ];
+    let config = lab.fleet("fleet.toml", "", &hosts);
+    let text = std::fs::read_to_string(&config).expect("fleet");
+    std::fs::write(
+        &config,
+        text.replace("keepalive_secs = 1\n", "keepalive_secs = 30\n"),
+    )
+    .expect("slow keepalives");
+    let command = format!(
+        "env -u SSH_AUTH_SOCK XDG_STATE_HOME={} {} --config {}; sleep 60",
+        lab.path("state").display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        config.display()
+    );
+    let tmux = Tmux::start("frozen", &command);
+    tmux.wait_for("the run alive", Duration::from_secs(30), |s| {
+        row(s, "gpu-frozen").contains("▶ alive") && row(s, "gpu-fresh").contains("✓ up")
+    });
+    frozen.freeze();
+    let frozen_at = std::time::Instant::now();
+    let screen = tmux.wait_for("the run unknown", Duration::from_secs(15), |s| {
+        row(s, "gpu-frozen").contains("? unknown")
+    });
+    // Three 1 s periods, plus the second-granular clock and a redraw.
+    assert!(
+        frozen_at.elapsed() < Duration::from_secs(6),
+        "took {:?}:\n{screen}",
+        frozen_at.elapsed()
+    );
+    // Pings go unanswered, so the link may read slow, but it has not been declared down.
+    assert!(
+        !row(&screen, "gpu-frozen").contains("✗"),
+        "the link has not timed out yet:\n{screen}"
+    );
+    let first = header_age(&screen).expect("header age");
+    std::thread::sleep(Duration::from_secs(2));
+    let later = header_age(&tmux.screen()).expect("header age");
+    assert!(
+        first >= 3 && later > first,
+        "data age {first}s then {later}s"
+    );
+    frozen.thaw();
+    tmux.keys(&["q"]);
 }

@@ -201,3 +201,48 @@ async fn legacy_drivers_fall_back_and_boxes_without_nvidia_smi_say_so() {
     }
     pool.shutdown().await;
 }
+
+/// A stream that ends because the connection ended is the link's news, not the GPU's or the
+/// probe's: killing sshd must not produce "nvidia-smi is failing" or "probe loop ended".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_link_is_not_blamed_on_the_gpu_or_the_probe() {
+    let mut lab = Lab::new();
+    let mut host = lab.start_host("box");
+    host.shim_nvidia_smi(&GpuShim {
+        query_gpu: "h100/q_load_csv.txt",
+        apps: "h100/apps_load.txt",
+        legacy_driver: false,
+    });
+    let path = lab.fleet("fleet.toml", "", &[("box", lab.host_entry(&host))]);
+    let fleet = fleet::load(&path).expect("fleet");
+    let pool = Pool::start(&fleet);
+    let (tx, mut rx) = mpsc::channel(1024);
+    let link = pool.get("box").expect("link");
+    let tasks = live::spawn(fleet.hosts[0].clone(), link.watch_session(), PERIOD, tx);
+    let updates = collect(&mut rx, Duration::from_secs(20), |u| {
+        count(u, is_gpu) >= 2 && count(u, is_host) >= 2
+    })
+    .await;
+    assert!(count(&updates, is_gpu) >= 2, "{updates:?}");
+
+    host.kill();
+    let down = wait_until(Duration::from_secs(15), || {
+        pool.get("box").is_some_and(|l| l.state().word() == "down")
+    })
+    .await;
+    assert!(down.is_some(), "the link went down");
+    // What the streams said while and after the link went: a few periods' worth.
+    let updates = collect(&mut rx, Duration::from_secs(3), |_| false).await;
+    let blamed: Vec<_> = updates
+        .iter()
+        .filter(|u| {
+            matches!(u, HostUpdate::GpuAvailability(GpuAvailability::Failing(_)))
+                || matches!(u, HostUpdate::ProbeError(_))
+        })
+        .collect();
+    assert!(blamed.is_empty(), "blamed on the box: {blamed:?}");
+    for task in tasks {
+        task.abort();
+    }
+    pool.shutdown().await;
+}

@@ -145,6 +145,9 @@ async fn gpu_stream(
                         }
                     }
                 }
+                StreamEvent::Ended {
+                    link_lost: Some(_), ..
+                } => return RESTART_AFTER,
                 StreamEvent::Ended { exit_status, .. } => {
                     let (availability, wait) = match exit_status {
                         Some(NOT_FOUND) => (GpuAvailability::NoNvidiaSmi, NO_GPU_RECHECK),
@@ -212,6 +215,11 @@ async fn probe_stream(
                     .await
                 }
             },
+            // The link's own state tells of a lost connection; the streams follow the pool
+            // onto the next one.
+            StreamEvent::Ended {
+                link_lost: Some(_), ..
+            } => return RESTART_AFTER,
             StreamEvent::Ended { exit_status, .. } => {
                 let why = format!(
                     "{}: probe loop ended (exit {}); restarting",

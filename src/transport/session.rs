@@ -19,6 +19,8 @@ use crate::config::ssh::ResolvedHost;
 /// A per-connection SSH window well above OpenSSH's fixed 2 MiB, so bulk reads are not capped
 /// at window / RTT on long links.
 pub const WINDOW_BYTES: u32 = 16 * 1024 * 1024;
+/// Refused channel opens tried again (25, 50, 100 ms apart) before the refusal is reported.
+const OPEN_RETRIES: u32 = 3;
 
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
@@ -310,7 +312,20 @@ impl Session {
         &self.slots
     }
 
+    /// Opens a session channel. sshd frees a closed channel's MaxSessions slot a moment after
+    /// both CLOSE messages have passed, so an open that follows a close closely can be refused
+    /// while nothing is really in use; a refusal is tried again, briefly, before it is reported.
     pub(super) async fn open_channel(&self) -> Result<russh::Channel<client::Msg>, TransportError> {
+        let mut wait = Duration::from_millis(25);
+        for _ in 0..OPEN_RETRIES {
+            match self.handle.channel_open_session().await {
+                Err(russh::Error::ChannelOpenFailure(_)) => {
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                }
+                other => return Ok(other?),
+            }
+        }
         Ok(self.handle.channel_open_session().await?)
     }
 

@@ -13,15 +13,21 @@ use super::session::Session;
 
 /// Lines queued per stream before new ones are dropped.
 pub const STREAM_QUEUE: usize = 4096;
+/// How long a stream that ended without an exit status waits to learn whether the connection
+/// went with it.
+const LINK_LOSS_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamEvent {
     /// One line of stdout or stderr (merged, as `2>&1` would), without its newline, cut at the cap.
     Line(String),
-    /// The remote command ended. `dropped` counts lines lost to a full queue.
+    /// The remote command ended. `dropped` counts lines lost to a full queue. `link_lost` says
+    /// why, when the stream ended because the connection did (the link's news, not the
+    /// command's).
     Ended {
         exit_status: Option<u32>,
         dropped: u64,
+        link_lost: Option<String>,
     },
 }
 
@@ -40,6 +46,7 @@ impl Session {
         let mut channel = self.open_channel().await?;
         channel.exec(true, command).await?;
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+        let session = Arc::clone(self);
         tokio::spawn(async move {
             let _permit = permit;
             let mut splitter = LineSplitter::new(max_line);
@@ -70,10 +77,19 @@ impl Session {
                 let _ = tx.try_send(StreamEvent::Line(rest));
             }
             let _ = channel.close().await;
+            // A command that ends on its own sends its exit status first; without one, the
+            // channel usually went with the connection, whose loss is noticed a moment later.
+            let link_lost = match exit_status {
+                Some(_) => None,
+                None => tokio::time::timeout(LINK_LOSS_GRACE, session.closed())
+                    .await
+                    .ok(),
+            };
             let _ = tx
                 .send(StreamEvent::Ended {
                     exit_status,
                     dropped,
+                    link_lost,
                 })
                 .await;
         });

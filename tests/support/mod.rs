@@ -268,9 +268,24 @@ impl Sshd {
         // Each box gets its own process namespace (and /proc), so what `pgrep`, `ps` and tmux
         // see on one box is that box's processes only, as on separate machines. The namespace
         // dies with its first process, sshd, taking every session and tmux server with it.
+        // Each box also gets an empty home over the login user's: sshd runs commands through
+        // that user's shell, and this machine's dotfiles (a pyenv rehash waiting 60 s on a lock
+        // a killed box left behind) must not decide how long a box takes to answer.
         let mut cmd = if whoami() == "root" {
+            let home = self.dir.join("home");
+            std::fs::create_dir_all(&home).expect("box home");
+            let user_home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
             let mut c = Command::new("unshare");
-            c.args(["--pid", "--fork", "--mount-proc", "--kill-child", SSHD]);
+            c.args(["--pid", "--fork", "--mount-proc", "--kill-child"])
+                .args([
+                    "sh",
+                    "-c",
+                    "mount --bind \"$1\" \"$2\" && shift 2 && exec \"$@\"",
+                ])
+                .arg("box-home")
+                .arg(&home)
+                .arg(&user_home)
+                .arg(SSHD);
             c
         } else {
             Command::new(SSHD)
