@@ -250,3 +250,71 @@ fn a_frozen_box_stops_looking_alive_and_ages_the_header() {
     frozen.thaw();
     tmux.keys(&["q"]);
 }
+
+/// A box rigwatch cannot log into, one whose host key changed and one never reached each need
+/// the user: counted in the header, a "!" in NEEDS YOU with what to do, and found by `/down`.
+#[test]
+fn boxes_that_cannot_be_reached_or_logged_into_need_you_and_filter_as_down() {
+    let mut lab = Lab::new();
+    let good = lab.start_host("good");
+    let locked = lab.start_host("locked");
+    let mut rebuilt = lab.start_host("rebuilt");
+    let mut gone = lab.start_host("gone");
+    rebuilt.replace_host_key();
+    gone.kill();
+    let stranger = lab.path("stranger_ed25519");
+    support::keygen(&stranger, "");
+    let hosts = [
+        ("box-good", lab.host_entry(&good)),
+        (
+            "box-locked",
+            format!(
+                "ssh = \"{}\"\nidentity = \"{}\"",
+                locked.spec(&lab.user),
+                stranger.display()
+            ),
+        ),
+        ("box-rebuilt", lab.host_entry(&rebuilt)),
+        ("box-gone", lab.host_entry(&gone)),
+    ];
+    let config = lab.fleet("fleet.toml", "", &hosts);
+    let command = format!(
+        "env -u SSH_AUTH_SOCK XDG_STATE_HOME={} {} --config {}; sleep 60",
+        lab.path("state").display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        config.display()
+    );
+    let tmux = Tmux::start("refused", &command);
+    let screen = tmux.wait_for("every link settled", Duration::from_secs(30), |s| {
+        row(s, "box-good").contains("✓ up")
+            && row(s, "box-locked").contains("✗ auth")
+            && row(s, "box-rebuilt").contains("✗ hostkey")
+            && row(s, "box-gone").contains("✗ down")
+    });
+    let header = screen.lines().next().unwrap_or("");
+    assert!(header.contains("3 need you"), "{header}");
+    for (host, says) in [
+        ("box-locked", "cannot log in"),
+        ("box-rebuilt", "will not connect"),
+        ("box-gone", "unreachable"),
+    ] {
+        let line = row(&screen, host);
+        assert!(
+            (line.contains('!') || line.contains('‼')) && line.contains(says),
+            "{host}: {line}\n{screen}"
+        );
+    }
+    assert!(!row(&screen, "box-good").contains('!'), "{screen}");
+
+    tmux.keys(&["/", "d", "o", "w", "n", "Enter"]);
+    let screen = tmux.wait_for("the /down filter", Duration::from_secs(5), |s| {
+        row(s, "box-good").is_empty()
+    });
+    for host in ["box-locked", "box-rebuilt", "box-gone"] {
+        assert!(
+            !row(&screen, host).is_empty(),
+            "{host} filtered out:\n{screen}"
+        );
+    }
+    tmux.keys(&["q"]);
+}

@@ -382,8 +382,10 @@ impl FleetState {
             stale_after: crate::signals::stale_after(self.poll),
             now,
         });
+        // A link's signal is already told by the link's own event, with its reason.
         let new_kinds: Vec<(SignalKind, Severity, String)> = signals
             .iter()
+            .filter(|s| !s.kind.is_link())
             .filter(|s| {
                 !h.signals
                     .iter()

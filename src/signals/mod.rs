@@ -3,6 +3,7 @@
 
 mod disk;
 mod gpu;
+mod link;
 mod run;
 
 use chrono::{DateTime, Utc};
@@ -52,6 +53,19 @@ pub enum SignalKind {
     OomKill,
     NoGpu,
     ProbeError,
+    LinkDown,
+    LoginRefused,
+    HostKeyRefused,
+}
+
+impl SignalKind {
+    /// Signals about reaching the box rather than about what runs on it.
+    pub fn is_link(self) -> bool {
+        matches!(
+            self,
+            SignalKind::LinkDown | SignalKind::LoginRefused | SignalKind::HostKeyRefused
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -98,7 +112,7 @@ pub fn stale_after(poll: std::time::Duration) -> chrono::Duration {
 /// The run's state and every signal for one host, worst first.
 pub fn evaluate(facts: &HostFacts<'_>) -> (RunState, Vec<Signal>) {
     let run_state = run::run_state(facts);
-    let mut signals = Vec::new();
+    let mut signals = link::link_signals(facts);
     signals.extend(run::run_signals(facts, &run_state));
     signals.extend(gpu::gpu_signals(facts));
     // A zombie is the more specific reading of an idle GPU: say that, not both.

@@ -129,6 +129,8 @@ impl App {
                     || h.config.name.to_lowercase().contains(&needle)
                     || h.config.profile.to_lowercase().contains(&needle)
                     || h.link.word().contains(&needle)
+                    // Refused logins and host keys are as unreachable as a dead network.
+                    || (h.link.is_settled() && !h.link.is_usable() && "down".contains(&needle))
                     || h.signals
                         .iter()
                         .any(|s| format!("{:?}", s.kind).to_lowercase().contains(&needle))
