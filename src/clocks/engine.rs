@@ -59,7 +59,7 @@ pub struct ClockFacts<'a> {
     pub session_start: Option<DateTime<Utc>>,
     /// The last moment a GPU worked or the run was seen alive.
     pub last_activity: Option<DateTime<Utc>>,
-    pub time_to_full: Option<(&'static str, Duration)>,
+    pub time_to_full: Option<(&'static str, Duration, crate::signals::FillConfidence)>,
     pub checkpoint_age: Option<Duration>,
     /// The whole fleet's burn rate and the account balance, for the runway.
     pub fleet_burn_per_hour: f64,
@@ -135,12 +135,16 @@ pub fn clocks(f: &ClockFacts<'_>) -> Vec<Clock> {
     if let Some((job, read_at)) = f.slurm {
         walltime(f, job, read_at, &mut out);
     }
-    if let Some((what, left)) = f.time_to_full {
+    if let Some((what, left, confidence)) = f.time_to_full {
         out.push(f.clock(
             ClockKind::DiskFull,
             f.now + left,
             Confidence::Estimate,
-            format!("{what} full at the current growth rate: writes (checkpoints, logs) fail then"),
+            format!(
+                "{what} full at the current growth rate ({} confidence): writes \
+                 (checkpoints, logs) fail then",
+                confidence.word()
+            ),
         ));
     }
     if let (Some(balance), true) = (f.balance, f.fleet_burn_per_hour > 0.0) {

@@ -14,7 +14,9 @@ use crate::config::HostConfig;
 use crate::config::fleet::Thresholds;
 use crate::fleet::{GpuAvailability, HostHistory, Observation};
 use crate::queue::Roster;
-use crate::signals::{HostFacts, RunState, Severity, Signal, SignalKind, evaluate, time_to_full};
+use crate::signals::{
+    FillOutlook, HostFacts, RunState, Severity, Signal, SignalKind, evaluate, fill_outlook,
+};
 use crate::transport::LinkState;
 
 use super::queues::{QueueTracker, RosterEntry, presence, roster};
@@ -44,6 +46,9 @@ pub struct HostState {
     pub last_seen_up: Option<DateTime<Utc>>,
     /// Danger clocks, nearest first.
     pub clocks: Vec<Clock>,
+    /// Each mount of the latest reading and when it fills, judged once per tick so the
+    /// overview's clock and the detail say the same thing.
+    pub fill: Vec<(String, FillOutlook)>,
     /// Cost since the box was first seen up; None until then.
     pub ledger: Option<CostLedger>,
     /// None when the host has no queue configured.
@@ -66,6 +71,7 @@ impl HostState {
             last_reading: None,
             last_seen_up: None,
             clocks: Vec::new(),
+            fill: Vec::new(),
             ledger: None,
             queue: config.queue.as_ref().map(QueueTracker::new),
             provider: None,
@@ -399,7 +405,17 @@ impl FleetState {
         let h = &self.hosts[i];
         let profile = crate::clocks::profiles::find(&self.profiles, &h.config.profile);
         let latest = h.history.latest_host();
-        let window = h.history.host_since(now, chrono::Duration::minutes(30));
+        let window = h.history.host_since(
+            now,
+            chrono::Duration::minutes(crate::signals::GROWTH_WINDOW_MINUTES),
+        );
+        let fill: Vec<(String, FillOutlook)> = latest.map_or_else(Vec::new, |r| {
+            r.sample
+                .mounts
+                .iter()
+                .map(|m| (m.mount.clone(), fill_outlook(&window, &m.mount)))
+                .collect()
+        });
         let busy_at = h
             .history
             .gpu()
@@ -417,13 +433,10 @@ impl FleetState {
             } else {
                 busy_at
             },
-            time_to_full: latest.and_then(|r| {
-                r.sample
-                    .mounts
-                    .iter()
-                    .filter_map(|m| time_to_full(&window, &m.mount))
-                    .min_by_key(|(_, d)| *d)
-            }),
+            time_to_full: fill
+                .iter()
+                .filter_map(|(_, o)| o.filling())
+                .min_by_key(|(_, d, _)| *d),
             checkpoint_age: latest
                 .and_then(|r| r.sample.checkpoint.as_ref())
                 .map(|c| now - c.modified),
@@ -461,6 +474,7 @@ impl FleetState {
         h.run = run;
         h.signals = signals;
         h.clocks = clock_list;
+        h.fill = fill;
         let word = h.run.word();
         for (severity, text) in crossed {
             self.event(now, &name, severity, text);

@@ -196,3 +196,59 @@ fn an_old_memory_without_queues_still_loads() {
     let memory: crate::monitor::memory::FleetMemory = serde_json::from_str(old).expect("old file");
     assert_eq!(memory["a"].queue, None);
 }
+
+/// The overview's disk clock and the detail's words come from one judgement per tick: none
+/// from a minute of data, the same estimate in both once there is enough.
+#[test]
+fn the_disk_clock_and_the_detail_agree_and_wait_for_enough_history() {
+    let t0 = DateTime::<Utc>::UNIX_EPOCH + Duration::days(20_000);
+    let mut state = FleetState::new(vec![host("a")], Thresholds::default());
+    let reading = |minute: i64, used: u64| {
+        let text = format!(
+            "Filesystem 1-blocks Used Available Capacity Mounted on\n/dev/vda 1000 {used} {} 1% /\n",
+            1000 - used
+        );
+        let mounts =
+            crate::probe::merge_df(crate::probe::parse_df_bytes(&text).expect("df"), Vec::new());
+        Observation::Host(Box::new(crate::fleet::HostReading {
+            at: t0 + Duration::minutes(minute),
+            sample: crate::probe::sample::HostSample {
+                mounts,
+                ..Default::default()
+            },
+        }))
+    };
+    let disk_clock = |s: &FleetState| {
+        s.hosts[0]
+            .clocks
+            .iter()
+            .find(|c| c.kind == crate::clocks::ClockKind::DiskFull)
+            .and_then(|c| c.remaining_secs)
+    };
+    state.observe("a", reading(0, 100), t0);
+    state.observe("a", reading(1, 300), t0 + Duration::minutes(1));
+    state.tick(t0 + Duration::minutes(1));
+    assert_eq!(disk_clock(&state), None, "a minute of data is no estimate");
+    assert!(matches!(
+        state.hosts[0].fill[0].1,
+        FillOutlook::TooLittleHistory { .. }
+    ));
+    // Then 20 blocks a minute for twenty minutes: 700 used by minute 21, 300 free.
+    for minute in 2..=21 {
+        state.observe(
+            "a",
+            reading(minute, 300 + 20 * (minute as u64 - 1)),
+            t0 + Duration::minutes(minute),
+        );
+    }
+    let now = t0 + Duration::minutes(21);
+    state.tick(now);
+    let outlook = &state.hosts[0].fill[0].1;
+    let (_, left, _) = outlook.filling().expect("filling");
+    assert_eq!(disk_clock(&state), Some(left.num_seconds()), "{outlook:?}");
+    assert!(
+        outlook.describe().starts_with("bytes full in ~"),
+        "{}",
+        outlook.describe()
+    );
+}

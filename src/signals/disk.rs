@@ -1,13 +1,14 @@
 //! Storage: bytes AND inodes for every watched mount, whichever is closer to full, and a
-//! time-to-full from the recent growth rate.
+//! time-to-full from the recent growth (see `fill`).
 
 use chrono::Duration;
 
-use super::{HostFacts, Severity, Signal, SignalKind, minutes};
+use super::fill::fill_outlook;
+use super::{HostFacts, Severity, Signal, SignalKind};
 use crate::probe::Mount;
 
 /// Growth is measured over at most this window of history.
-const GROWTH_WINDOW_MINUTES: i64 = 30;
+pub const GROWTH_WINDOW_MINUTES: i64 = 30;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Usage {
@@ -93,55 +94,16 @@ pub fn disk_signals(f: &HostFacts<'_>) -> Vec<Signal> {
                 ),
             ));
         }
-        if let Some((what, left)) = time_to_full(&history, &m.mount) {
-            let severity = if left < super::run::minutes_f(f.thresholds.full_within_hours * 60.0) {
-                Severity::Crit
-            } else {
-                continue;
-            };
-            out.push(Signal::new(
-                SignalKind::DiskFillingUp,
-                severity,
-                format!(
-                    "{path}: {what} full in about {} at the current rate",
-                    minutes(left)
-                ),
-            ));
+        let outlook = fill_outlook(&history, &m.mount);
+        if let Some((_, left, _)) = outlook.filling() {
+            if left < super::run::minutes_f(f.thresholds.full_within_hours * 60.0) {
+                out.push(Signal::new(
+                    SignalKind::DiskFillingUp,
+                    Severity::Crit,
+                    format!("{path}: {}", outlook.describe()),
+                ));
+            }
         }
     }
     out
-}
-
-/// The sooner of bytes and inodes to run out, from the first and last reading of the window.
-pub fn time_to_full(
-    history: &[&crate::fleet::HostReading],
-    mount: &str,
-) -> Option<(&'static str, Duration)> {
-    let find =
-        |r: &crate::fleet::HostReading| r.sample.mounts.iter().find(|m| m.mount == mount).cloned();
-    let (first, last) = (history.first()?, history.last()?);
-    let span = (last.at - first.at).num_milliseconds() as f64 / 1000.0;
-    if span < 30.0 {
-        return None;
-    }
-    let (a, b) = (find(first)?, find(last)?);
-    let mut best: Option<(&'static str, Duration)> = None;
-    for (what, ua, ub) in [
-        ("bytes", bytes_usage(&a), bytes_usage(&b)),
-        ("inodes", inode_usage(&a), inode_usage(&b)),
-    ] {
-        let (Some(ua), Some(ub)) = (ua, ub) else {
-            continue;
-        };
-        let rate = (ub.used as f64 - ua.used as f64) / span;
-        if rate <= 0.0 {
-            continue;
-        }
-        let secs = (ub.total.saturating_sub(ub.used)) as f64 / rate;
-        let left = Duration::seconds(secs.min(1e9) as i64);
-        if best.is_none_or(|(_, d)| left < d) {
-            best = Some((what, left));
-        }
-    }
-    best
 }

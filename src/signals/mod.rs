@@ -2,6 +2,7 @@
 //! do. Pure functions of the history, the link state and `now`; no I/O, no clock.
 
 mod disk;
+mod fill;
 mod gpu;
 mod link;
 mod run;
@@ -13,7 +14,8 @@ use crate::config::fleet::{HostConfig, Thresholds};
 use crate::fleet::{BootMark, GpuAvailability, HostHistory};
 use crate::transport::LinkState;
 
-pub use disk::{Usage, disk_usage, time_to_full};
+pub use disk::{GROWTH_WINDOW_MINUTES, Usage, disk_usage};
+pub use fill::{FillConfidence, FillOutlook, fill_outlook};
 pub use run::{RunState, run_state};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

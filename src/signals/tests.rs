@@ -305,33 +305,6 @@ fn inodes_nearly_full_while_bytes_are_not_handwritten() {
 }
 
 #[test]
-fn growth_gives_a_time_to_full() {
-    let mut case = Case::new(None);
-    for (minute, used) in [(0i64, 50u64), (10, 70)] {
-        let text = format!(
-            "Filesystem 1-blocks Used Available Capacity Mounted on\n/dev/vda 100 {used} {} 1% /\n",
-            100 - used
-        );
-        let mounts = merge_df(parse_df_bytes(&text).expect("df"), Vec::new());
-        case.history.push_host(HostReading {
-            at: t0() + Duration::minutes(minute),
-            sample: HostSample {
-                mounts,
-                ..HostSample::default()
-            },
-        });
-    }
-    case.now = t0() + Duration::minutes(10);
-    let (_, signals) = case.run();
-    let filling = find(&signals, SignalKind::DiskFillingUp).expect("filling");
-    assert!(
-        filling.message.contains("bytes full in about 15m"),
-        "{}",
-        filling.message
-    );
-}
-
-#[test]
 fn no_nvidia_smi_is_said_plainly() {
     let mut case = Case::new(None);
     case.gpu = GpuAvailability::NoNvidiaSmi;
@@ -382,4 +355,5 @@ fn zombie_vram_with_no_visible_process_says_it_is_held_outside_the_container() {
     );
 }
 
+mod fill_cases;
 mod run_cases;

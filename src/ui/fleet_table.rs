@@ -259,8 +259,14 @@ fn clock_cell<'a>(h: &HostState, ctx: &Ctx<'a>) -> Span<'a> {
     };
     let text = match (clock.remaining_secs, clock.accrued) {
         (Some(s), _) if s <= 0 => format!("FIRED {}", clock_word(clock.kind)),
+        // "~" marks an estimate from a rate (disk growth, burn), not a deadline someone set.
         (Some(s), _) => format!(
-            "{} {}",
+            "{}{} {}",
+            if clock.confidence == crate::clocks::Confidence::Estimate {
+                "~"
+            } else {
+                ""
+            },
             crate::signals::minutes(chrono::Duration::seconds(s)),
             clock_word(clock.kind)
         ),

@@ -11,7 +11,7 @@ use super::Ctx;
 use super::widgets::{age, bytes, known, series, sparkline};
 use crate::monitor::HostState;
 use crate::sanitize::line as clean;
-use crate::signals::{RunState, disk_usage, time_to_full};
+use crate::signals::{RunState, disk_usage};
 use crate::transport::LinkState;
 
 const SPARK_WIDTH: usize = 40;
@@ -172,7 +172,6 @@ fn disk_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
         out.push(Line::styled("  no reading yet", ctx.theme.stale));
         return out;
     };
-    let window = h.history.host_since(ctx.now, chrono::Duration::minutes(30));
     for m in &latest.sample.mounts {
         let (b, i) = disk_usage(m);
         let pct = |u: Option<crate::signals::Usage>| {
@@ -181,10 +180,11 @@ fn disk_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
         let size = b.map_or("?".into(), |u| {
             format!("{} of {}", bytes(u.used), bytes(u.total))
         });
-        let full = time_to_full(&window, &m.mount)
-            .map_or("not growing".to_string(), |(what, d)| {
-                format!("{what} full in {}", crate::signals::minutes(d))
-            });
+        let full = h
+            .fill
+            .iter()
+            .find(|(mount, _)| *mount == m.mount)
+            .map_or("growth not judged yet".to_string(), |(_, o)| o.describe());
         let worst = b.map_or(0.0, |u| u.pct()).max(i.map_or(0.0, |u| u.pct()));
         let style = ctx
             .theme

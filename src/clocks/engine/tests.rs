@@ -123,7 +123,11 @@ fn disk_runway_and_checkpoint_interval() {
         ..Billing::default()
     };
     let mut f = facts(None, &billing);
-    f.time_to_full = Some(("inodes", Duration::hours(2)));
+    f.time_to_full = Some((
+        "inodes",
+        Duration::hours(2),
+        crate::signals::FillConfidence::High,
+    ));
     f.balance = Some(50.0);
     f.fleet_burn_per_hour = 10.0;
     f.checkpoint_age = Some(Duration::minutes(30));
