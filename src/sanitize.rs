@@ -3,12 +3,54 @@
 
 /// One line of remote text: ESC and every other control character dropped, and so is every
 /// invisible formatting character that can reorder or hide what is shown (bidi overrides and
-/// isolates, zero-width characters, the BOM, tag characters); at most `max_chars`.
+/// isolates, zero-width characters, the BOM, tag characters); at most `max_chars`, cut as
+/// `fit` cuts.
 pub fn line(text: &str, max_chars: usize) -> String {
-    text.chars()
+    let clean: String = text
+        .chars()
         .filter(|c| !c.is_control() && !is_format(*c))
-        .take(max_chars)
-        .collect()
+        .collect();
+    fit(&clean, max_chars)
+}
+
+/// `text` in at most `width` characters: whole, or cut at a word boundary (mid-word only when
+/// the last word is longer than half the room) and ended with "…", so a cut never passes for
+/// the whole and never leaves half a unit ("down 81" for "down 81m").
+pub fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let Some(room) = width.checked_sub(1) else {
+        return String::new();
+    };
+    let head: String = text.chars().take(room).collect();
+    let word_ends_here = text.chars().nth(room) == Some(' ');
+    let cut = match head.rfind(' ') {
+        _ if word_ends_here => head.as_str(),
+        Some(i) if head[..i].chars().count() * 2 >= room => &head[..i],
+        _ => head.as_str(),
+    };
+    format!("{}…", cut.trim_end())
+}
+
+/// A document for stdout as pretty JSON. serde_json escapes C0 controls but writes DEL, C1
+/// controls (a lone 0x9B starts a CSI sequence in many terminals) and invisible formatting
+/// raw; here those are `\uXXXX` escapes too. Outside strings JSON is ASCII, so this touches
+/// only string contents: a box's text reaches scripts whole and the terminal harmless.
+pub fn json<T: serde::Serialize>(value: &T) -> serde_json::Result<String> {
+    let text = serde_json::to_string_pretty(value)?;
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c != '\n' && (c.is_control() || is_format(c)) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
 }
 
 /// Unicode's format characters (general category Cf) that terminals render invisibly.
@@ -28,9 +70,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn json_escapes_what_a_terminal_would_act_on_and_keeps_the_text() {
+        let text = "a\x1bb\u{9b}c\u{7f}d\u{202e}e\u{e0041}f\nz";
+        let out = json(&vec![text]).expect("json");
+        assert!(
+            out.chars()
+                .all(|c| c == '\n' || !(c.is_control() || is_format(c))),
+            "{out:?}"
+        );
+        assert!(
+            out.contains(r"\u009b") && out.contains(r"\udb40\udc41"),
+            "{out}"
+        );
+        let back: Vec<String> = serde_json::from_str(&out).expect("valid JSON");
+        assert_eq!(back, vec![text.to_string()], "nothing lost");
+    }
+
+    #[test]
     fn escapes_and_controls_are_dropped_and_length_capped() {
         assert_eq!(line("a\x1b]0;pwned\x07b\r\n\tc", 100), "a]0;pwnedbc");
-        assert_eq!(line("abcdef", 3), "abc");
+        assert_eq!(line("abcdef", 3), "ab…");
+        assert_eq!(line("disk almost full", 12), "disk almost…");
         assert_eq!(line("\u{9b}31m", 10), "31m");
         // A right-to-left override would show `gpj.exe` as `exe.jpg`; zero-width and BOM hide.
         assert_eq!(

@@ -78,3 +78,43 @@ fn profiles_list_show_override_and_errors() {
         "{err}"
     );
 }
+
+/// Every shipped profile reads as plain sentences: no phrase said twice on a line ("no stop
+/// state: no stop state"), and a timer the README promises shows in the profile.
+#[test]
+fn every_profile_reads_without_repeating_itself() {
+    let xdg = tempfile::tempdir().expect("tempdir");
+    let (_, list, _) = run(&["profiles"], xdg.path());
+    let names: Vec<String> = list
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect();
+    assert!(names.len() >= 12, "{list}");
+    for name in &names {
+        let (code, out, _) = run(&["profiles", "show", name], xdg.path());
+        assert_eq!(code, Some(0), "{name}");
+        for line in out.lines() {
+            let words: Vec<String> = line
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_lowercase)
+                .collect();
+            let triples: Vec<String> = words.windows(3).map(|w| w.join(" ")).collect();
+            for (i, t) in triples.iter().enumerate() {
+                assert!(
+                    !triples[i + 1..].contains(t),
+                    "{name}: {t:?} twice in {line:?}"
+                );
+            }
+        }
+    }
+    let (_, vast, _) = run(&["profiles", "show", "vastai"], xdg.path());
+    let timers = vast
+        .lines()
+        .find(|l| l.starts_with("Timers:"))
+        .unwrap_or("");
+    assert!(timers.contains("lifetime end"), "{vast}");
+    let vast_row = list.lines().find(|l| l.starts_with("vastai")).unwrap_or("");
+    assert!(vast_row.contains("lifetime end"), "{vast_row}");
+}

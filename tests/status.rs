@@ -400,3 +400,92 @@ fn a_box_that_goes_down_counts_as_stopped_since_last_seen_and_its_release_clock_
     );
     assert!(h["cost"]["so_far"].as_f64().is_some_and(|c| c >= 0.0));
 }
+
+/// Everything the detail shows is in `status --json`: the log (size, age, last lines), the
+/// newest checkpoint, and each disk's fill outlook. A box's text arrives whole but escaped:
+/// no ESC, C1 control or bidi override reaches stdout raw.
+#[test]
+fn status_json_carries_the_log_the_checkpoint_and_the_disk_outlook() {
+    let mut lab = Lab::new();
+    let b = lab.start_host("b");
+    let log = lab.path("train.log");
+    std::fs::write(
+        &log,
+        "epoch 3/50\n\x1b[31mloss 0.42\x1b[0m \u{9b}2J gpj.\u{202e}exe\n",
+    )
+    .expect("log");
+    let touched = std::process::Command::new("touch")
+        .args(["-d", "2 hours ago"])
+        .arg(&log)
+        .status()
+        .expect("touch");
+    assert!(touched.success());
+    let ckpt_dir = lab.path("ckpts");
+    std::fs::create_dir_all(&ckpt_dir).expect("ckpts");
+    std::fs::write(ckpt_dir.join("step_1000.pt"), vec![0u8; 4096]).expect("ckpt");
+    let entry = format!(
+        "{}\nlog = \"{}\"\nckpt_dir = \"{}\"",
+        lab.host_entry(&b),
+        log.display(),
+        ckpt_dir.display()
+    );
+    let config = lab.fleet("fleet.toml", "", &[("b", entry)]);
+    let out = rigwatch()
+        .args(["status", "--json", "--config"])
+        .arg(&config)
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .output()
+        .expect("run");
+    for raw in [&b"\x1b"[..], "\u{9b}".as_bytes(), "\u{202e}".as_bytes()] {
+        assert!(
+            !out.stdout.windows(raw.len()).any(|w| w == raw),
+            "{raw:?} reached stdout raw"
+        );
+    }
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let h = host(&json, "b");
+    assert_eq!(h["log"]["path"], log.display().to_string());
+    assert!(
+        h["log"]["size_bytes"].as_u64().is_some_and(|s| s > 20),
+        "{}",
+        h["log"]
+    );
+    assert!(
+        h["log"]["age_secs"]
+            .as_i64()
+            .is_some_and(|a| (7000..7400).contains(&a)),
+        "{}",
+        h["log"]
+    );
+    let tail: Vec<&str> = h["log_tail"]
+        .as_array()
+        .expect("log_tail")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(tail[0], "epoch 3/50");
+    assert_eq!(
+        tail[1], "\x1b[31mloss 0.42\x1b[0m \u{9b}2J gpj.\u{202e}exe",
+        "the line whole, for scripts"
+    );
+    assert!(
+        h["checkpoint"]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("step_1000.pt")),
+        "{}",
+        h["checkpoint"]
+    );
+    assert_eq!(h["checkpoint"]["size_bytes"], 4096);
+    assert!(
+        h["checkpoint"]["age_secs"]
+            .as_i64()
+            .is_some_and(|a| a < 600)
+    );
+    let root = h["mounts"]
+        .as_array()
+        .expect("mounts")
+        .iter()
+        .find(|m| m["path"] == "/")
+        .expect("/");
+    assert_eq!(root["fill"]["state"], "too-little-history", "{root}");
+}

@@ -50,7 +50,7 @@ pub async fn run(fleet: &FleetConfig, args: &CheckArgs) -> color_eyre::Result<Ex
         .collect();
     let report = Report { all_up, hosts };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", crate::sanitize::json(&report)?);
     } else {
         print!("{}", table(&report, timeout));
     }

@@ -24,7 +24,7 @@ pub fn run(args: &LedgerArgs) -> color_eyre::Result<ExitCode> {
     let teardowns = ledger.teardowns(args.host.as_deref())?;
     if args.json {
         let doc = serde_json::json!({ "pulls": pulls, "teardowns": teardowns });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        println!("{}", crate::sanitize::json(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     if pulls.is_empty() && teardowns.is_empty() {

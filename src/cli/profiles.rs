@@ -68,6 +68,9 @@ fn timers(p: &Profile) -> Vec<String> {
     if t.walltime == Some(true) {
         out.push("walltime".into());
     }
+    if t.lifetime_end == Some(true) {
+        out.push("auto-stop at the host's lifetime end (date from the provider's CLI)".into());
+    }
     out
 }
 
@@ -82,8 +85,8 @@ pub fn table(profiles: &[Profile]) -> String {
         } else {
             "-".into()
         };
-        let bills: String = bills.chars().take(40).collect();
-        let stop: String = stop_word(p).chars().take(26).collect();
+        let bills = crate::sanitize::fit(&bills, 40);
+        let stop = crate::sanitize::fit(&stop_word(p), 26);
         let timers = timers(p);
         let _ = writeln!(
             out,
@@ -128,7 +131,7 @@ pub fn explain(p: &Profile) -> String {
     } else {
         let _ = writeln!(
             out,
-            "Stop: there is no stop state: {}.",
+            "Stop: none on this platform; {}.",
             p.stop
                 .bills
                 .as_deref()

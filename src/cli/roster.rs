@@ -205,7 +205,7 @@ pub async fn run(fleet: &FleetConfig, args: &RosterArgs) -> color_eyre::Result<E
             .iter()
             .any(|c| matches!(c.state, CellState::Failed | CellState::Missing));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", crate::sanitize::json(&report)?);
     } else {
         print!("{}", table(&report));
     }

@@ -9,7 +9,9 @@ use chrono::{DateTime, Utc};
 use color_eyre::eyre::WrapErr;
 
 use super::roster::{Known, reconcile_probes};
-use super::status_report::{HostStatus, StatusReport, gpu_reports, link_report, mount_reports};
+use super::status_report::{
+    FileReport, HostStatus, StatusReport, gpu_reports, link_report, mount_reports,
+};
 use super::status_table::table;
 use crate::clocks::profiles::find;
 use crate::clocks::{Billed, ClockFacts, CostLedger, CostReport, Profile, billed, clocks, rates};
@@ -133,7 +135,7 @@ pub async fn run(
         .iter()
         .all(|h| h.link.state == "up" && h.signals.iter().all(|s| s.severity < Severity::Crit));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", crate::sanitize::json(&report)?);
     } else {
         print!("{}", table(&report));
     }
@@ -281,9 +283,14 @@ impl Judge<'_> {
             boot_id: latest.and_then(|r| r.sample.boot_id.clone()),
             gpu_state,
             gpus: gpu_reports(&history),
-            mounts: latest
-                .map(|r| mount_reports(&r.sample.mounts))
-                .unwrap_or_default(),
+            mounts: mount_reports(&history, now),
+            log: latest
+                .and_then(|r| r.sample.log.as_ref())
+                .map(|s| FileReport::of(s, host.log.as_deref(), now)),
+            log_tail: latest.map_or_else(Vec::new, |r| r.sample.log_tail.clone()),
+            checkpoint: latest
+                .and_then(|r| r.sample.checkpoint.as_ref())
+                .map(|s| FileReport::of(s, None, now)),
             signals,
             clocks: clock_list,
             cost,

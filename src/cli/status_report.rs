@@ -6,9 +6,10 @@ use serde::Serialize;
 
 use crate::clocks::{Clock, CostReport};
 use crate::fleet::{GpuAvailability, HostHistory};
-use crate::probe::{GpuProcess, GpuSample, Mount};
+use crate::probe::sample::FileStat;
+use crate::probe::{GpuProcess, GpuSample};
 use crate::queue::QueueStatus;
-use crate::signals::{RunState, Signal};
+use crate::signals::{FillOutlook, RunState, Signal, fill_outlook};
 use crate::transport::LinkState;
 
 #[derive(Debug, Serialize)]
@@ -28,6 +29,12 @@ pub struct HostStatus {
     pub gpu_state: GpuAvailability,
     pub gpus: Vec<GpuReport>,
     pub mounts: Vec<MountReport>,
+    /// The run's log (`log`): its size and age; null where none is set or it was not read.
+    pub log: Option<FileReport>,
+    /// The log's last lines as the box wrote them (escaped in the JSON, never cut).
+    pub log_tail: Vec<String>,
+    /// The newest file in `ckpt_dir`; null where none is set, read or found.
+    pub checkpoint: Option<FileReport>,
     pub signals: Vec<Signal>,
     /// Danger clocks, nearest first.
     pub clocks: Vec<Clock>,
@@ -39,6 +46,26 @@ pub struct HostStatus {
     pub queue: Option<QueueStatus>,
     /// Probes that could not be read, each naming the host and the probe.
     pub errors: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FileReport {
+    pub path: Option<String>,
+    pub size_bytes: u64,
+    pub modified: DateTime<Utc>,
+    /// Seconds since it was written, at `taken_at`.
+    pub age_secs: i64,
+}
+
+impl FileReport {
+    pub fn of(stat: &FileStat, path: Option<&str>, now: DateTime<Utc>) -> Self {
+        FileReport {
+            path: stat.path.clone().or_else(|| path.map(String::from)),
+            size_bytes: stat.size_bytes,
+            modified: stat.modified,
+            age_secs: (now - stat.modified).num_seconds(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -84,6 +111,8 @@ pub struct MountReport {
     pub bytes_avail: Option<u64>,
     pub inodes_used: Option<u64>,
     pub inodes_total: Option<u64>,
+    /// When it fills, from the readings this run of rigwatch has (one, for `status`).
+    pub fill: FillOutlook,
 }
 
 pub fn link_report(state: &LinkState) -> LinkReport {
@@ -153,10 +182,20 @@ fn gpu_report(g: &GpuSample, processes: &[GpuProcess], only_one: bool) -> GpuRep
     }
 }
 
-pub fn mount_reports(mounts: &[Mount]) -> Vec<MountReport> {
-    mounts
+pub fn mount_reports(history: &HostHistory, now: DateTime<Utc>) -> Vec<MountReport> {
+    let window = history.host_since(
+        now,
+        chrono::Duration::minutes(crate::signals::GROWTH_WINDOW_MINUTES),
+    );
+    let Some(latest) = history.latest_host() else {
+        return Vec::new();
+    };
+    latest
+        .sample
+        .mounts
         .iter()
         .map(|m| MountReport {
+            fill: fill_outlook(&window, &m.mount),
             path: m.mount.clone(),
             filesystem: m.filesystem.clone(),
             bytes_used: m.bytes.as_ref().and_then(|b| b.used_bytes),

@@ -22,6 +22,7 @@ pub enum ClockKind {
     BalanceRunway,
     CheckpointInterval,
     Walltime,
+    LifetimeEnd,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -134,6 +135,23 @@ pub fn clocks(f: &ClockFacts<'_>) -> Vec<Clock> {
     }
     if let Some((job, read_at)) = f.slurm {
         walltime(f, job, read_at, &mut out);
+    }
+    // Past its end date the provider's own state says what happened; a date it let pass is
+    // no countdown.
+    if let Some(p) = f.provider {
+        let ahead = p.ends_at.filter(|end| *end > f.now);
+        if let (Some(end), false) = (ahead, p.state == InstanceState::Destroyed) {
+            out.push(f.clock(
+                ClockKind::LifetimeEnd,
+                end,
+                Confidence::Exact,
+                format!(
+                    "{name} stops this rental at its host's lifetime end ({}): the run stops \
+                     and the disk keeps billing; pull results or move the run before then",
+                    when(end)
+                ),
+            ));
+        }
     }
     if let Some((what, left, confidence)) = f.time_to_full {
         out.push(f.clock(

@@ -83,6 +83,9 @@ pub struct Timers {
     pub weekly_gpu_hours: Option<u32>,
     /// The job runs under a walltime limit (Slurm); its value comes from the scheduler.
     pub walltime: Option<bool>,
+    /// The provider stops the rental at a date it reports (vast.ai's host lifetime end); the
+    /// date comes from the provider's CLI.
+    pub lifetime_end: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -109,6 +109,7 @@ mod tests {
             price_per_hour: Some(0.36),
             stopped_price_per_hour: Some(0.01),
             state_since: None,
+            ends_at: None,
             label: None,
         }
     }

@@ -113,6 +113,9 @@ pub struct ProviderState {
     pub stopped_price_per_hour: Option<f64>,
     /// When the current state began, where the provider says so.
     pub state_since: Option<DateTime<Utc>>,
+    /// When the provider ends the rental by itself, where it says so (vast.ai: the host's
+    /// lifetime end date, when an on-demand rental is stopped).
+    pub ends_at: Option<DateTime<Utc>>,
     pub label: Option<String>,
     /// Where the provider says the instance's SSH listens (proxy and direct), for telling
     /// whether an `instance_id` really is the box rigwatch connects to.
@@ -190,18 +193,20 @@ const MAX_NAME: usize = 200;
 /// Longest error message kept from a CLI's output.
 const MAX_MESSAGE: usize = 2000;
 
-/// Provider text made safe for a terminal: line breaks and tabs become spaces, every other
-/// control character (ESC included) is dropped, the result is trimmed and capped.
+/// Provider text made safe for a terminal: line breaks and tabs become spaces, then the same
+/// rule as every box's text (controls and invisible formatting dropped), trimmed and capped.
 fn clean(text: &str, max_chars: usize) -> String {
     let flat: String = text
         .chars()
-        .filter_map(|c| match c {
-            '\n' | '\r' | '\t' => Some(' '),
-            c if c.is_control() => None,
-            c => Some(c),
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\t') {
+                ' '
+            } else {
+                c
+            }
         })
         .collect();
-    flat.trim().chars().take(max_chars).collect()
+    crate::sanitize::line(flat.trim(), max_chars)
 }
 
 /// A list call prints an array; a show/get call prints the one object. Either becomes rows.
@@ -268,7 +273,12 @@ mod tests {
     #[test]
     fn clean_flattens_lines_and_drops_escapes() {
         assert_eq!(clean(" a\x1b[31mb\r\n\tc\u{9b} ", 100), "a[31mb   c");
-        assert_eq!(clean("abcdef", 3), "abc");
+        assert_eq!(clean("abcdef", 3), "ab…");
+        assert_eq!(
+            clean("run\u{202e}ning", 20),
+            "running",
+            "a bidi override is dropped"
+        );
     }
 
     #[test]
@@ -363,6 +373,7 @@ mod tests {
             price_per_hour: Some(0.5),
             stopped_price_per_hour: None,
             state_since: None,
+            ends_at: None,
             label: None,
         };
         let json = serde_json::to_string(&state)?;

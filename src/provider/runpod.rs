@@ -106,6 +106,7 @@ fn state_of(pod: Pod) -> ProviderState {
         price_per_hour: price,
         stopped_price_per_hour: None,
         state_since: since.map(|t| t.with_timezone(&Utc)),
+        ends_at: None,
         label: pod.name,
         ssh,
     }

@@ -11,7 +11,8 @@
 //!   `actual_status` (container: null while provisioning, loading, running, stopped, frozen,
 //!   exited, rebooting, unknown, offline), `intended_status`, `cur_state` (contract: running,
 //!   stopped, unloaded = released on destroy), `label`, `dph_total`, `storage_cost`,
-//!   `storage_total_cost`, `disk_space`, `start_date` (epoch seconds).
+//!   `storage_total_cost`, `disk_space`, `start_date` and `end_date` (epoch seconds; the CLI's
+//!   own table shows `end_date - now` as "Max Days": the host's lifetime end for the rental).
 //! - Prices: `dph_total` = `dph_base` + `storage_total_cost` (the docs' example: 1.0 +
 //!   0.0020740… = 1.0020740…), so it is the running price with the disk in it.
 //!   `storage_total_cost` is the disk's $/hour = `storage_cost` ($/GB/month, per the CLI's own
@@ -62,6 +63,9 @@ struct Row {
     storage_cost: Option<f64>,
     #[serde(default, deserialize_with = "super::loose_f64")]
     disk_space: Option<f64>,
+    /// Epoch seconds: the host's lifetime end for this rental.
+    #[serde(default, deserialize_with = "super::loose_f64")]
+    end_date: Option<f64>,
     #[serde(default, deserialize_with = "super::loose_string")]
     ssh_host: Option<String>,
     #[serde(default)]
@@ -124,6 +128,9 @@ fn state_of(row: Row) -> ProviderState {
         price_per_hour: row.dph_total,
         stopped_price_per_hour: disk_per_hour,
         state_since: None,
+        ends_at: row
+            .end_date
+            .and_then(|s| chrono::DateTime::from_timestamp(s as i64, 0)),
         label: row.label,
         ssh,
     }
@@ -154,6 +161,11 @@ mod tests {
         assert!(close(running.price_per_hour, 0.35 + 0.15 * 50.0 / 720.0));
         assert!(close(running.stopped_price_per_hour, 0.15 * 50.0 / 720.0));
         assert_eq!(running.state_since, None);
+        assert_eq!(
+            running.ends_at.map(|t| t.timestamp()),
+            Some(1_787_142_000),
+            "end_date"
+        );
         let ssh: Vec<String> = running.ssh.iter().map(ToString::to_string).collect();
         assert_eq!(ssh, vec!["ssh4.vast.ai:21001", "192.0.2.17:21001"]);
         assert_eq!(stopped.instance_id, "21437002");

@@ -241,6 +241,7 @@ pub fn clock_word(kind: ClockKind) -> &'static str {
         ClockKind::BalanceRunway => "balance out",
         ClockKind::CheckpointInterval => "ckpt due",
         ClockKind::Walltime => "walltime",
+        ClockKind::LifetimeEnd => "lifetime end",
     }
 }
 

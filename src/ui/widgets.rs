@@ -87,25 +87,7 @@ pub fn series(
         .collect()
 }
 
-/// `text` in at most `width` columns, cut at a word with `…`: a number never loses its unit
-/// and a state word is never half shown. Only a single word longer than half the room is cut
-/// inside itself.
-pub fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_string();
-    }
-    let Some(room) = width.checked_sub(1) else {
-        return String::new();
-    };
-    let head: String = text.chars().take(room).collect();
-    let word_ends_here = text.chars().nth(room) == Some(' ');
-    let cut = match head.rfind(' ') {
-        _ if word_ends_here => head.as_str(),
-        Some(i) if head[..i].chars().count() * 2 >= room => &head[..i],
-        _ => head.as_str(),
-    };
-    format!("{}…", cut.trim_end())
-}
+pub use crate::sanitize::fit;
 
 /// An age in its largest unit (`45s`, `17m`, `5h`, `3d`), for cells too narrow for `1h05m`.
 pub fn short_age(since: DateTime<Utc>, now: DateTime<Utc>) -> String {

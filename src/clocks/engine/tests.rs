@@ -154,6 +154,7 @@ fn vast(state: InstanceState, since: Option<DateTime<Utc>>) -> ProviderState {
         price_per_hour: Some(2.0),
         stopped_price_per_hour: Some(0.25),
         state_since: since,
+        ends_at: None,
         label: None,
     }
 }
@@ -356,4 +357,36 @@ fn every_shipped_profile_gets_exactly_the_clocks_its_timers_promise() {
         let got = sorted(clocks(&f).iter().map(|c| c.kind).collect());
         assert_eq!(got, sorted(away.to_vec()), "{name}, out of sight");
     }
+}
+
+/// vast.ai stops an on-demand rental at its host's lifetime end date; where its CLI reports
+/// the date, rigwatch counts down to it instead of showing "-".
+#[test]
+fn a_vast_rental_counts_down_to_its_lifetime_end() {
+    let profiles = load_all(None).expect("profiles");
+    let billing = Billing::default();
+    let mut running = vast(InstanceState::Running, None);
+    running.ends_at = Some(now() + Duration::hours(30));
+    let mut f = facts(find(&profiles, "vastai"), &billing);
+    f.provider = Some(&running);
+    let c = clocks(&f);
+    let end = kind(&c, ClockKind::LifetimeEnd).expect("lifetime end");
+    assert_eq!(end.remaining_secs, Some(30 * 3600));
+    assert_eq!(end.confidence, Confidence::Exact);
+    assert!(
+        end.message.contains("vast.ai stops this rental"),
+        "{}",
+        end.message
+    );
+
+    let gone = vast(InstanceState::Destroyed, None);
+    f.provider = Some(&gone);
+    assert!(kind(&clocks(&f), ClockKind::LifetimeEnd).is_none());
+    let mut overdue = vast(InstanceState::Running, None);
+    overdue.ends_at = Some(now() - Duration::hours(1));
+    f.provider = Some(&overdue);
+    assert!(
+        kind(&clocks(&f), ClockKind::LifetimeEnd).is_none(),
+        "a date the provider let pass, the box still running"
+    );
 }
