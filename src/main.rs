@@ -2,16 +2,20 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// Errors reach a person as one line: what went wrong and what to do, with the causes after a
+/// colon; no source location, backtrace or colour. A usage mistake exits 2, anything else 1.
 fn main() -> ExitCode {
-    if let Err(e) = color_eyre::install() {
-        eprintln!("rigwatch: cannot install the error reporter: {e}");
-    }
     let cli = rigwatch::cli::Cli::parse();
     match rigwatch::cli::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("rigwatch: {e:?}");
-            ExitCode::FAILURE
+            let line = format!("{e:#}").replace('\n', " ");
+            eprintln!("rigwatch: {}", rigwatch::sanitize::line(&line, 2000));
+            if e.downcast_ref::<rigwatch::cli::UsageError>().is_some() {
+                ExitCode::from(rigwatch::cli::EXIT_CONFIG)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use chrono::Utc;
-use color_eyre::eyre::{WrapErr, eyre};
+use color_eyre::eyre::WrapErr;
 
 use crate::config::FleetConfig;
 use crate::demo::Demo;
@@ -24,7 +24,7 @@ pub fn theme(name: Option<&str>) -> color_eyre::Result<Theme> {
         no_color,
         crate::config::paths::config_dir().as_deref(),
     )
-    .map_err(|e| eyre!(e))
+    .map_err(super::usage)
 }
 
 fn require_terminal() -> Result<(), String> {

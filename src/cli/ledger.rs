@@ -19,6 +19,19 @@ pub struct LedgerArgs {
 pub fn run(args: &LedgerArgs) -> color_eyre::Result<ExitCode> {
     let path = crate::ledger::default_path()
         .ok_or_else(|| eyre!("no home or XDG_STATE_HOME holding a ledger"))?;
+    // Reading never creates: with no ledger yet there is nothing to show, and no file is made.
+    if !path.exists() {
+        if args.json {
+            let doc = serde_json::json!({ "pulls": [], "teardowns": [] });
+            println!("{}", crate::sanitize::json(&doc)?);
+        } else {
+            println!(
+                "no ledger yet at {}: `rigwatch pull HOST` records pulls there, and teardowns after",
+                path.display()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let ledger = Ledger::open(&path)?;
     let pulls = ledger.pulls(args.host.as_deref())?;
     let teardowns = ledger.teardowns(args.host.as_deref())?;

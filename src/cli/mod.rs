@@ -36,8 +36,27 @@ fn verified_cells(
     })
 }
 
-/// Exit status for a config that cannot be used, distinct from "a host is not up" (1).
+/// Exit status for a config that cannot be used, or a usage mistake, distinct from "a host is
+/// not up" (1).
 pub const EXIT_CONFIG: u8 = 2;
+
+/// A mistake the user can fix (an unknown host name, a theme that does not exist): main prints
+/// it as one line and exits with EXIT_CONFIG.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// A usage mistake as a report, so `?` carries it to main.
+pub fn usage(message: String) -> color_eyre::Report {
+    color_eyre::Report::new(UsageError(message))
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -99,6 +118,10 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             .map_err(|e| color_eyre::eyre::eyre!("cannot start the async runtime: {e}"))
     };
     let theme_name = cli.theme.as_deref();
+    // `--theme` is checked whatever the command, so a typo is never silently ignored.
+    if let Some(name) = theme_name {
+        dashboard::theme(Some(name))?;
+    }
     match cli.command {
         Some(Command::Demo { copies }) => {
             let theme = dashboard::theme(theme_name)?;
@@ -123,7 +146,15 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         return Ok(profiles::run(&profiles, args));
     }
     let names: Vec<String> = profiles.iter().map(|p| p.name.clone()).collect();
-    let mut fleet = match load_fleet(cli.config.as_deref(), &names) {
+    let known = config::fleet::Known {
+        profiles: &names,
+        theme: &|name| {
+            dashboard::theme(Some(name))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        },
+    };
+    let mut fleet = match load_fleet(cli.config.as_deref(), &known) {
         Ok(fleet) => fleet,
         Err(e) => {
             eprintln!("rigwatch: {e}");
@@ -157,8 +188,8 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
 
 fn load_fleet(
     explicit: Option<&std::path::Path>,
-    profiles: &[String],
+    known: &config::fleet::Known<'_>,
 ) -> Result<FleetConfig, config::ConfigError> {
     let path = config::paths::locate_fleet(explicit)?;
-    config::fleet::load_with_profiles(&path, profiles)
+    config::fleet::load_checked(&path, known)
 }

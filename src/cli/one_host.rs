@@ -11,11 +11,11 @@ use crate::transport::{LinkState, Pool, Session};
 pub fn host<'a>(fleet: &'a FleetConfig, name: &str) -> color_eyre::Result<&'a HostConfig> {
     fleet.hosts.iter().find(|h| h.name == name).ok_or_else(|| {
         let names: Vec<&str> = fleet.hosts.iter().map(|h| h.name.as_str()).collect();
-        eyre!(
+        super::usage(format!(
             "no host named {name:?} in {}; there are: {}",
             fleet.path.display(),
             names.join(", ")
-        )
+        ))
     })
 }
 

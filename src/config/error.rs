@@ -5,7 +5,11 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("no fleet config found; looked at {}. Pass --config PATH or set RIGWATCH_CONFIG", list(.searched))]
+    #[error(
+        "no fleet config found; looked at {}. Try `rigwatch demo` first, write one with \
+         `rigwatch init`, or pass --config PATH (or set RIGWATCH_CONFIG)",
+        list(.searched)
+    )]
     NotFound { searched: Vec<PathBuf> },
     #[error("{}: cannot read: {source}", path.display())]
     Read {

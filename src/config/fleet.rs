@@ -22,7 +22,7 @@ struct RawFleet {
     keepalive_max: Option<Spanned<u32>>,
     reconnect_max_secs: Option<Spanned<f64>>,
     max_sessions: Option<Spanned<u32>>,
-    theme: Option<String>,
+    theme: Option<Spanned<String>>,
     currency: Option<String>,
     balance: Option<Spanned<f64>>,
     #[serde(default)]
@@ -228,10 +228,17 @@ pub fn load(path: &Path) -> Result<FleetConfig, ConfigError> {
     parse(path, &text)
 }
 
-/// Loads and also checks that every host names one of `profiles`.
-pub fn load_with_profiles(path: &Path, profiles: &[String]) -> Result<FleetConfig, ConfigError> {
+/// The names a fleet may use, known only above this module: the loaded profiles, and whether
+/// a theme name resolves.
+pub struct Known<'a> {
+    pub profiles: &'a [String],
+    pub theme: &'a dyn Fn(&str) -> Result<(), String>,
+}
+
+/// Loads and also checks that every host names one of the profiles and that the theme exists.
+pub fn load_checked(path: &Path, known: &Known<'_>) -> Result<FleetConfig, ConfigError> {
     let text = read(path)?;
-    parse_checked(path, &text, Some(profiles))
+    parse_checked(path, &text, Some(known))
 }
 
 fn read(path: &Path) -> Result<String, ConfigError> {
@@ -248,8 +255,9 @@ pub fn parse(path: &Path, text: &str) -> Result<FleetConfig, ConfigError> {
 fn parse_checked(
     path: &Path,
     text: &str,
-    profiles: Option<&[String]>,
+    known: Option<&Known<'_>>,
 ) -> Result<FleetConfig, ConfigError> {
+    let profiles = known.map(|k| k.profiles);
     let at = |offset: usize, message: String| {
         ConfigError::At(Located::at_offset(path, text, offset, message))
     };
@@ -431,7 +439,13 @@ fn parse_checked(
         ssh_config: raw.ssh_config.map(|k| expand_tilde(k.get_ref())),
         poll,
         link,
-        theme: raw.theme,
+        theme: match (raw.theme, known) {
+            (Some(theme), Some(known)) => {
+                (known.theme)(theme.get_ref()).map_err(|e| at(theme.span().start, e))?;
+                Some(theme.into_inner())
+            }
+            (theme, _) => theme.map(Spanned::into_inner),
+        },
         balance: amount(&raw.balance, "balance")?,
         thresholds: raw.thresholds,
         providers: ProviderPrograms {

@@ -94,11 +94,14 @@ impl Theme {
         no_color: bool,
         config_dir: Option<&Path>,
     ) -> Result<Theme, String> {
-        if no_color {
-            return Ok(Theme::mono());
-        }
         let name = name.unwrap_or("dark");
         let base = Theme::parse("dark", BUILTIN[0].1)?;
+        // The name is checked even where NO_COLOR wins: a typo is refused, never ignored.
+        let named = Theme::named(base, name, config_dir)?;
+        Ok(if no_color { Theme::mono() } else { named })
+    }
+
+    fn named(base: Theme, name: &str, config_dir: Option<&Path>) -> Result<Theme, String> {
         if let Some(dir) = config_dir {
             let path = dir.join("themes").join(format!("{name}.toml"));
             if let Ok(text) = std::fs::read_to_string(&path) {
