@@ -4,8 +4,9 @@
 //! - `config`    — fleet.toml and `ssh -G` resolution; imports nothing else of ours.
 //! - `clocks`    — platform profiles as data; imports `config` (for located errors).
 //! - `sanitize`  — remote text made safe for terminals; imports nothing else of ours.
+//! - `glob`      — `*`/`?` matching for every pattern a user writes; imports nothing.
 //! - `queue`     — sweep queue files, cell progress from logs, roster reconciliation; pure, imports
-//!   nothing else of ours.
+//!   only `glob`.
 //! - `probe`     — the probe script and pure parsers: text in, typed samples or located errors
 //!   out; imports `sanitize`, `queue` (the queue sections' listing).
 //! - `transport` — the SSH pool, sessions, streams, known_hosts, link state; imports `config`,
@@ -32,6 +33,7 @@ pub mod clocks;
 pub mod config;
 pub mod demo;
 pub mod fleet;
+pub mod glob;
 pub mod ledger;
 pub mod monitor;
 pub mod probe;

@@ -126,3 +126,140 @@ fn read_only_commands_write_nothing() {
         "read-only commands created files"
     );
 }
+
+/// A renter with boxes in ~/.ssh/config has a working fleet in one command: init writes the
+/// matching Hosts, `rigwatch check` finds the file on its own and reaches every box; a second
+/// init refuses to overwrite.
+#[test]
+fn init_from_an_ssh_config_writes_a_fleet_that_check_accepts() {
+    let mut lab = support::Lab::new();
+    let a = lab.start_host("a");
+    let b = lab.start_host("b");
+    let home = tempfile::tempdir().expect("home");
+    let ssh_config = home.path().join("ssh_config");
+    let entry = |name: &str, port: u16| {
+        format!(
+            "Host {name}\n  HostName 127.0.0.1\n  Port {port}\n  User {}\n  IdentityFile {}\n  \
+             UserKnownHostsFile {}\n",
+            lab.user,
+            lab.client_key.display(),
+            lab.known_hosts.display()
+        )
+    };
+    std::fs::write(
+        &ssh_config,
+        format!(
+            "{}{}Host build-box\n  HostName 192.0.2.1\nHost *\n  ServerAliveInterval 30\n",
+            entry("gpu-1", a.port),
+            entry("gpu-2", b.port)
+        ),
+    )
+    .expect("ssh config");
+    let config = ssh_config.to_str().expect("utf-8");
+    let out = run_in(
+        home.path(),
+        &["init", "--from-ssh-config", "gpu-*", "--ssh-config", config],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = home.path().join("config/rigwatch/fleet.toml");
+    let text = std::fs::read_to_string(&written).expect("fleet.toml written");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        text,
+        "shows what it wrote"
+    );
+    assert!(
+        text.contains("name = \"gpu-1\"") && text.contains("name = \"gpu-2\""),
+        "{text}"
+    );
+    assert!(
+        !text.contains("build-box"),
+        "only the glob's hosts:\n{text}"
+    );
+
+    let out = run_in(home.path(), &["check"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout.lines().filter(|l| l.contains(" up ")).count(),
+        2,
+        "{stdout}"
+    );
+
+    let out = run_in(home.path(), &["init"]);
+    let line = one_line(&out);
+    assert!(
+        line.contains("already exists") && line.contains("--print"),
+        "{line}"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        std::fs::read_to_string(&written).expect("kept"),
+        text,
+        "untouched"
+    );
+}
+
+/// From the vast.ai and RunPod CLIs (the recording shims): each live instance becomes a host
+/// with its instance id, price and profile; a pod that lists no SSH endpoint is written
+/// commented out, with what to fill in.
+#[test]
+fn init_from_the_provider_clis_writes_ids_and_prices() {
+    let home = tempfile::tempdir().expect("home");
+    let shims = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/providers");
+    let log = home.path().join("shim.log");
+    let out = rigwatch()
+        .args(["init", "--from-vastai", "--from-runpod"])
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_STATE_HOME", home.path().join("state"))
+        .env("RIGWATCH_SHIM_LOG", &log)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                shims.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text =
+        std::fs::read_to_string(home.path().join("config/rigwatch/fleet.toml")).expect("written");
+    let fleet = rigwatch::config::fleet::parse(Path::new("fleet.toml"), &text)
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let train = fleet
+        .hosts
+        .iter()
+        .find(|h| h.instance_id.as_deref() == Some("21437001"))
+        .unwrap_or_else(|| panic!("vast instance missing:\n{text}"));
+    assert_eq!(train.profile, "vastai");
+    assert!(
+        train.billing.price_per_hour.is_some_and(|p| p > 0.35),
+        "{text}"
+    );
+    assert!(text.contains("instance_id = \"x7k2m9q4wv1abc\""), "{text}");
+    assert!(text.contains("# no SSH endpoint"), "{text}");
+    let calls = std::fs::read_to_string(&log).expect("shim log");
+    assert!(
+        calls
+            .lines()
+            .all(|l| l.contains(" show instances") || l.contains(" pod list")),
+        "read-only calls only: {calls}"
+    );
+}

@@ -2,6 +2,7 @@
 
 mod check;
 pub mod dashboard;
+mod init;
 mod ledger;
 mod one_host;
 mod profiles;
@@ -102,6 +103,9 @@ pub enum Command {
     /// Destroy a host, guarded: refused unless its last pull is verified-current, confirmed by
     /// typing its name. There is no flag to skip the guard
     Teardown(teardown::TeardownArgs),
+    /// Write a commented starter fleet.toml (never over an existing one), optionally with hosts
+    /// imported read-only from ~/.ssh/config or the vast.ai / RunPod CLIs
+    Init(init::InitArgs),
     /// Render the demo dashboard's views to SVG files
     Screenshot {
         /// Folder to write overview.svg, detail.svg, help.svg into
@@ -129,6 +133,9 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         }
         Some(Command::Screenshot { out }) => {
             return dashboard::screenshot(&out, &dashboard::theme(theme_name)?);
+        }
+        Some(Command::Init(args)) => {
+            return runtime()?.block_on(init::run(cli.config.as_deref(), &args));
         }
         _ => {}
     }
@@ -175,6 +182,7 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             Some(
                 Command::Demo { .. }
                 | Command::Screenshot { .. }
+                | Command::Init(_)
                 | Command::Profiles(_)
                 | Command::Ledger(_),
             )

@@ -157,27 +157,4 @@ pub fn is_cell_done(listing: &FinalListing, name: &str, expect: &DoneRule) -> bo
     check_cell(listing, name, expect) == DoneCheck::Done
 }
 
-/// Glob match with `*` (any run, including empty) and `?` (one character); nothing else is
-/// special. Linear-time two-pointer algorithm, so hostile patterns cannot blow up.
-pub fn glob_match(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    let (mut pi, mut ni) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || (p[pi] != '*' && p[pi] == n[ni])) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ni));
-            pi += 1;
-        } else if let Some((sp, sn)) = star {
-            pi = sp + 1;
-            ni = sn + 1;
-            star = Some((sp, sn + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
-}
+pub use crate::glob::matches as glob_match;

@@ -77,7 +77,7 @@ fn host_list_matches(list: &str, name: &str) -> bool {
             Some(p) => (true, p),
             None => (false, pattern),
         };
-        if glob_matches(&pattern.to_ascii_lowercase(), name) {
+        if crate::glob::matches(&pattern.to_ascii_lowercase(), name) {
             if negated {
                 return false;
             }
@@ -102,29 +102,6 @@ fn hashed_matches(salt_and_hash: &str, name: &str) -> bool {
     };
     mac.update(name.as_bytes());
     mac.verify_slice(&hash).is_ok()
-}
-
-/// `*` and `?` globbing over bytes, iterative so hostile patterns cannot blow the stack.
-pub fn glob_matches(pattern: &str, text: &str) -> bool {
-    let (p, t) = (pattern.as_bytes(), text.as_bytes());
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == b'?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == b'*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == b'*')
 }
 
 /// Checks `key` for `name` (already in `[host]:port` form when the port is not 22) against the
@@ -328,9 +305,9 @@ mod tests {
 
     #[test]
     fn glob_edge_cases() {
-        assert!(glob_matches("*", ""));
-        assert!(glob_matches("a*b?d", "axxbcd"));
-        assert!(!glob_matches("a*b", "axxc"));
-        assert!(glob_matches("[10.0.0.*]:22", "[10.0.0.5]:22"));
+        assert!(crate::glob::matches("*", ""));
+        assert!(crate::glob::matches("a*b?d", "axxbcd"));
+        assert!(!crate::glob::matches("a*b", "axxc"));
+        assert!(crate::glob::matches("[10.0.0.*]:22", "[10.0.0.5]:22"));
     }
 }
