@@ -263,3 +263,79 @@ fn init_from_the_provider_clis_writes_ids_and_prices() {
         "read-only calls only: {calls}"
     );
 }
+
+/// Completions and the man page come from the clap definitions: bash loads the script and
+/// knows every subcommand; the man page is roff naming them.
+#[test]
+fn completions_load_in_bash_and_the_man_page_names_every_command() {
+    let home = tempfile::tempdir().expect("home");
+    let out = run_in(home.path(), &["completions", "bash"]);
+    assert_eq!(out.status.code(), Some(0));
+    let script = home.path().join("rigwatch.bash");
+    std::fs::write(&script, &out.stdout).expect("script");
+    let loaded = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {} && complete -p rigwatch && COMP_WORDS=(rigwatch te) && COMP_CWORD=1 && \
+             _rigwatch rigwatch te rigwatch && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display()
+        ))
+        .output()
+        .expect("bash");
+    let said = String::from_utf8_lossy(&loaded.stdout);
+    assert!(
+        loaded.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&loaded.stderr)
+    );
+    assert!(said.lines().any(|l| l == "teardown"), "{said}");
+    for shell in ["zsh", "fish"] {
+        let out = run_in(home.path(), &["completions", shell]);
+        assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("rigwatch"));
+    }
+    let out = run_in(home.path(), &["man"]);
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.starts_with(".ie") || page.starts_with(".TH"), "{page}");
+    for command in ["check", "status", "init", "pull", "teardown", "completions"] {
+        assert!(
+            page.contains(command),
+            "{command} missing from the man page"
+        );
+    }
+}
+
+/// RIGWATCH_LOG=debug writes a log for a bug report to the state dir and nothing to the screen;
+/// without it no log file is made.
+#[test]
+fn a_debug_log_goes_to_the_state_dir_never_the_screen() {
+    let mut lab = support::Lab::new();
+    let a = lab.start_host("a");
+    let config = lab.fleet("fleet.toml", "", &[("box-a", lab.host_entry(&a))]);
+    let home = tempfile::tempdir().expect("home");
+    let out = rigwatch()
+        .args(["check", "--config"])
+        .arg(&config)
+        .env("XDG_STATE_HOME", home.path())
+        .env("RIGWATCH_LOG", "debug")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = std::fs::read_to_string(home.path().join("rigwatch/rigwatch.log")).expect("log");
+    assert!(
+        log.contains("box-a") && log.contains("link connecting -> up"),
+        "{log}"
+    );
+    assert!(!log.contains('\u{1b}'), "no colour codes in the file");
+
+    let quiet = tempfile::tempdir().expect("home");
+    let out = rigwatch()
+        .args(["check", "--config"])
+        .arg(&config)
+        .env("XDG_STATE_HOME", quiet.path())
+        .env_remove("RIGWATCH_LOG")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!quiet.path().join("rigwatch/rigwatch.log").exists());
+}

@@ -106,6 +106,13 @@ pub enum Command {
     /// Write a commented starter fleet.toml (never over an existing one), optionally with hosts
     /// imported read-only from ~/.ssh/config or the vast.ai / RunPod CLIs
     Init(init::InitArgs),
+    /// Print a shell completion script: `rigwatch completions bash > ~/.local/share/bash-completion/completions/rigwatch`
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `rigwatch man > ~/.local/share/man/man1/rigwatch.1`
+    Man,
     /// Render the demo dashboard's views to SVG files
     Screenshot {
         /// Folder to write overview.svg, detail.svg, help.svg into
@@ -114,7 +121,36 @@ pub enum Command {
     },
 }
 
+/// With RIGWATCH_LOG set (`debug`, `info`, or a tracing filter such as `rigwatch=debug`), a log
+/// for bug reports goes to rigwatch.log in the state dir, and never to the screen, where it would
+/// tear the dashboard. The guard flushes it when dropped at exit.
+fn start_log() -> color_eyre::Result<Option<tracing_appender::non_blocking::WorkerGuard>> {
+    let Some(filter) = std::env::var("RIGWATCH_LOG").ok().filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
+        .map_err(|e| usage(format!("RIGWATCH_LOG={filter:?} is not a log filter: {e}")))?;
+    let dir = config::paths::state_dir().ok_or_else(|| {
+        usage("RIGWATCH_LOG is set but there is no home or XDG_STATE_HOME to log in".into())
+    })?;
+    std::fs::create_dir_all(&dir)?;
+    let (writer, guard) =
+        tracing_appender::non_blocking(tracing_appender::rolling::never(&dir, "rigwatch.log"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .with_ansi(false)
+        .init();
+    tracing::info!(
+        "rigwatch {} started: {:?}",
+        env!("CARGO_PKG_VERSION"),
+        std::env::args().collect::<Vec<_>>()
+    );
+    Ok(Some(guard))
+}
+
 pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
+    let _log = start_log()?;
     let runtime = || {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -133,6 +169,16 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         }
         Some(Command::Screenshot { out }) => {
             return dashboard::screenshot(&out, &dashboard::theme(theme_name)?);
+        }
+        Some(Command::Completions { shell }) => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "rigwatch", &mut std::io::stdout());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Command::Man) => {
+            let command = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(command).render(&mut std::io::stdout())?;
+            return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Init(args)) => {
             return runtime()?.block_on(init::run(cli.config.as_deref(), &args));
@@ -183,6 +229,8 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
                 Command::Demo { .. }
                 | Command::Screenshot { .. }
                 | Command::Init(_)
+                | Command::Completions { .. }
+                | Command::Man
                 | Command::Profiles(_)
                 | Command::Ledger(_),
             )

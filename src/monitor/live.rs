@@ -218,9 +218,14 @@ async fn probe_stream(
             // The link's own state tells of a lost connection; the streams follow the pool
             // onto the next one.
             StreamEvent::Ended {
-                link_lost: Some(_), ..
-            } => return RESTART_AFTER,
+                link_lost: Some(why),
+                ..
+            } => {
+                tracing::debug!(host = %host.name, "probe loop ended with the link: {why}");
+                return RESTART_AFTER;
+            }
             StreamEvent::Ended { exit_status, .. } => {
+                tracing::warn!(host = %host.name, "probe loop ended (exit {exit_status:?})");
                 let why = format!(
                     "{}: probe loop ended (exit {}); restarting",
                     host.name,

@@ -60,6 +60,7 @@ impl Ran {
 const OUTPUT_CAP: usize = 64 * 1024;
 
 pub async fn run_destroy(command: &str, timeout: Duration) -> Ran {
+    tracing::warn!("teardown runs: {}", crate::sanitize::line(command, 500));
     let child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(command)

@@ -193,8 +193,7 @@ impl Supervisor {
         let mut down_since: Option<DateTime<Utc>> = None;
         loop {
             if down_since.is_none() {
-                self.state_tx
-                    .send_replace(LinkState::Connecting { attempt });
+                self.set(LinkState::Connecting { attempt });
             }
             let reason = match self.connect().await {
                 Ok(session) => {
@@ -209,7 +208,7 @@ impl Supervisor {
                 }
                 Err(e) if e.is_host_key() => {
                     // A refused host key is a decision, not a fault: retrying would only hide it.
-                    self.state_tx.send_replace(LinkState::HostkeyRefused {
+                    self.set(LinkState::HostkeyRefused {
                         since: Utc::now(),
                         reason: e.to_string(),
                     });
@@ -217,7 +216,7 @@ impl Supervisor {
                 }
                 Err(TransportError::AuthRefused { user, reason }) => {
                     let reason = format!("{user}: {reason}");
-                    self.state_tx.send_replace(LinkState::AuthRefused {
+                    self.set(LinkState::AuthRefused {
                         since: Utc::now(),
                         reason,
                     });
@@ -231,7 +230,7 @@ impl Supervisor {
             };
             let delay = backoff(attempt, self.tuning.reconnect_max);
             attempt = attempt.saturating_add(1);
-            self.state_tx.send_replace(LinkState::Down {
+            self.set(LinkState::Down {
                 since: down_since.unwrap_or_else(Utc::now),
                 reason,
                 retry_in_ms: delay.as_millis() as u64,
@@ -332,7 +331,17 @@ impl Supervisor {
                 reason: e.to_string(),
             },
         };
-        self.state_tx.send_replace(state);
+        self.set(state);
+    }
+
+    /// Publishes a link state; a change of kind goes to the debug log (RIGWATCH_LOG).
+    fn set(&self, state: LinkState) {
+        let before = self.state_tx.send_replace(state);
+        let now = self.state_tx.borrow();
+        if before.word() != now.word() {
+            let to = crate::sanitize::line(&describe(&now), 500);
+            tracing::info!(host = %self.host.name, "link {} -> {to}", before.word());
+        }
     }
 }
 
