@@ -318,3 +318,66 @@ fn boxes_that_cannot_be_reached_or_logged_into_need_you_and_filter_as_down() {
     }
     tmux.keys(&["q"]);
 }
+
+/// The demo shows the guard working: a box with no pull on record is refused; the zombie box,
+/// whose results are home, accepts its typed name; and nothing is destroyed or recorded.
+#[test]
+fn the_demo_walks_the_teardown_guard_and_destroys_nothing() {
+    let state = tempfile::tempdir().expect("state");
+    let command = format!(
+        "env XDG_STATE_HOME={} {} demo; sleep 60",
+        state.path().display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+    );
+    let tmux = Tmux::start("demo-guard", &command);
+    tmux.wait_for("the demo", Duration::from_secs(20), |s| {
+        s.contains("h100-train")
+    });
+
+    tmux.keys(&[
+        "/", "h", "1", "0", "0", "-", "t", "r", "a", "i", "n", "Enter", "T",
+    ]);
+    let screen = tmux.wait_for("the refusal", Duration::from_secs(10), |s| {
+        s.contains("REFUSED — not until") && s.contains("never pulled")
+    });
+    assert!(
+        !screen.contains("Type the host's name to confirm"),
+        "{screen}"
+    );
+    // One key at a time: two ESC bytes in a row read as one Alt-Escape.
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the modal closed", Duration::from_secs(5), |s| {
+        !s.contains("REFUSED — not until")
+    });
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the filter cleared", Duration::from_secs(5), |s| {
+        s.contains("Fleet · 8 boxes")
+    });
+
+    tmux.keys(&["/", "z", "o", "m", "b", "i", "e", "Enter", "T"]);
+    let screen = tmux.wait_for("the name prompt", Duration::from_secs(10), |s| {
+        s.contains("Type the host's name to confirm")
+    });
+    assert!(screen.contains("verified-current"), "{screen}");
+    assert!(
+        screen.contains("vastai destroy instance '21437001' -y"),
+        "{screen}"
+    );
+    let name: Vec<String> = "h100-zombie".chars().map(String::from).collect();
+    let mut keys: Vec<&str> = name.iter().map(String::as_str).collect();
+    keys.push("Enter");
+    tmux.keys(&keys);
+    let screen = tmux.wait_for("the rehearsal's end", Duration::from_secs(10), |s| {
+        s.contains("nothing was destroyed or recorded")
+    });
+    assert!(
+        screen.contains("demo: nothing is destroyed") && !screen.contains("exited 0"),
+        "{screen}"
+    );
+    tmux.keys(&["Escape"]);
+    tmux.keys(&["q"]);
+    assert!(
+        !state.path().join("rigwatch/ledger.sqlite").exists(),
+        "the demo wrote a ledger"
+    );
+}

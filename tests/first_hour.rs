@@ -319,8 +319,17 @@ fn a_debug_log_goes_to_the_state_dir_never_the_screen() {
         .env("RIGWATCH_LOG", "debug")
         .output()
         .expect("run");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let log = std::fs::read_to_string(home.path().join("rigwatch/rigwatch.log")).expect("log");
     assert!(
         log.contains("box-a") && log.contains("link connecting -> up"),

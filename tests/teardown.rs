@@ -254,6 +254,12 @@ fn teardown_is_refused_until_a_verified_current_pull_then_runs_once() {
     assert_eq!(teardowns[0]["instance_id"], "4242");
     assert_eq!(teardowns[0]["exit_status"], 0);
     assert_eq!(teardowns[0]["pull_id"], doc["pulls"][0]["id"]);
+    // The text form is one history in time order: the pull, then the teardown relying on it.
+    let out = s.rigwatch(&["ledger", "box"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let pull_at = text.find("  pull #").expect("pull line");
+    let teardown_at = text.find("  TEARDOWN ").expect("teardown line");
+    assert!(pull_at < teardown_at, "{text}");
 }
 
 #[test]

@@ -46,6 +46,14 @@ fn overview_names_every_state_a_user_must_see() {
         narrow.contains("h100-zombie") && narrow.contains("DEAD"),
         "{narrow}"
     );
+    // At 80 columns the header still says what matters at 3 a.m.
+    let header = narrow.lines().next().unwrap_or("");
+    for needle in ["need you", "data ", "/h", "zombie", "↓"] {
+        assert!(
+            header.contains(needle),
+            "{needle:?} cut from the header: {header}"
+        );
+    }
 }
 
 #[test]

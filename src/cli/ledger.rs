@@ -43,23 +43,31 @@ pub fn run(args: &LedgerArgs) -> color_eyre::Result<ExitCode> {
     if pulls.is_empty() && teardowns.is_empty() {
         println!("the ledger at {} has nothing yet", path.display());
     }
+    // One history in time order: a teardown reads after the pull it relied on.
+    let mut entries: Vec<(chrono::DateTime<chrono::Utc>, String)> = Vec::new();
     for t in &teardowns {
-        println!(
-            "{}  TEARDOWN {} instance {} relying on pull #{}: {} (exit {})",
-            t.at.format("%Y-%m-%d %H:%M:%S"),
-            t.host,
-            t.instance_id.as_deref().unwrap_or("-"),
-            t.pull_id,
-            t.command
-                .as_deref()
-                .unwrap_or("destroyed by hand at the provider"),
-            t.exit_status.map_or("-".to_string(), |s| s.to_string())
-        );
+        entries.push((
+            t.at,
+            format!(
+                "{}  TEARDOWN {} instance {} relying on pull #{}: {} (exit {})\n",
+                t.at.format("%Y-%m-%d %H:%M:%S"),
+                t.host,
+                t.instance_id.as_deref().unwrap_or("-"),
+                t.pull_id,
+                crate::sanitize::line(
+                    t.command
+                        .as_deref()
+                        .unwrap_or("destroyed by hand at the provider"),
+                    500
+                ),
+                t.exit_status.map_or("-".to_string(), |s| s.to_string())
+            ),
+        ));
     }
     for p in &pulls {
         let good = p.files.iter().filter(|f| f.is_good()).count();
-        println!(
-            "{}  pull #{} {}: {}/{} files good, {}",
+        let mut text = format!(
+            "{}  pull #{} {}: {}/{} files good, {}\n",
             p.finished.format("%Y-%m-%d %H:%M:%S"),
             p.id,
             p.host,
@@ -68,8 +76,8 @@ pub fn run(args: &LedgerArgs) -> color_eyre::Result<ExitCode> {
             format_size(p.files.iter().map(|f| f.size).sum::<u64>(), BINARY)
         );
         for f in &p.files {
-            println!(
-                "    {} {}  {}  sha256 {}  -> {}  {}",
+            text.push_str(&format!(
+                "    {} {}  {}  sha256 {}  -> {}  {}\n",
                 if f.is_good() { "ok  " } else { "BAD " },
                 crate::sanitize::line(&f.remote_path, 200),
                 format_size(f.size, BINARY),
@@ -78,8 +86,13 @@ pub fn run(args: &LedgerArgs) -> color_eyre::Result<ExitCode> {
                     .map_or("-", |h| &h[..h.len().min(16)]),
                 crate::sanitize::line(&f.local_path, 200),
                 crate::sanitize::line(f.error.as_deref().unwrap_or(&f.verification), 160)
-            );
+            ));
         }
+        entries.push((p.finished, text));
+    }
+    entries.sort_by_key(|(at, _)| *at);
+    for (_, text) in entries {
+        print!("{text}");
     }
     Ok(ExitCode::SUCCESS)
 }

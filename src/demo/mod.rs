@@ -4,6 +4,7 @@
 
 mod captures;
 mod scenario;
+pub mod teardown;
 
 use chrono::{DateTime, Duration, Utc};
 

@@ -206,11 +206,9 @@ pub fn all(now: DateTime<Utc>) -> Vec<Scenario> {
     // Started with nohup, not in tmux: its process is the run.
     capped.config.run_process = Some("load.py".into());
     capped.run_lines = body(c::PGREP_LOAD);
-    let zombie = Scenario::new(
-        host("h100-zombie", "vastai", Some("train")),
-        &[c::ZOMBIE_Q],
-        c::ZOMBIE_APPS,
-    );
+    let mut zombie_host = host("h100-zombie", "vastai", Some("train"));
+    zombie_host.instance_id = Some(super::teardown::READY_INSTANCE.into());
+    let zombie = Scenario::new(zombie_host, &[c::ZOMBIE_Q], c::ZOMBIE_APPS);
     let mut idle = Scenario::new(
         host("h100-idle", "paperspace", None),
         &[c::Q_IDLE],

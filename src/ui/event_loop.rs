@@ -156,7 +156,8 @@ pub async fn run(
                         Action::Teardown(host) => open_teardown(&mut app, &state, &source, &host, &job_tx),
                         Action::FinalCheck { host, opening } => {
                             if let Some(h) = state.host(&host) {
-                                jobs::spawn_final_check(session_of(&source, &host), h.config.clone(), opening, job_tx.clone());
+                                let demo = matches!(source, Source::Demo(_));
+                                jobs::spawn_final_check(session_of(&source, &host), h.config.clone(), opening, demo, job_tx.clone());
                             }
                         }
                         Action::Destroy { host, pull_id } => {

@@ -161,9 +161,11 @@ fn gpu_cells(h: &HostState, ctx: &Ctx<'_>, col: Col, width: u16) -> Span<'static
         }
         Col::Power => {
             let draw: f64 = latest.gpus.iter().filter_map(|g| g.power_draw_w).sum();
+            // A cap missing for any GPU leaves the sum without a scale: no bar, not a full one.
             let cap: f64 = (0..n)
-                .filter_map(|i| known(&h.history, i, |g| g.power_limit_w))
-                .sum();
+                .map(|i| known(&h.history, i, |g| g.power_limit_w))
+                .sum::<Option<f64>>()
+                .unwrap_or(0.0);
             if cap > 0.0 {
                 Span::raw(format!(
                     "{} {draw:.0}W",
@@ -175,8 +177,8 @@ fn gpu_cells(h: &HostState, ctx: &Ctx<'_>, col: Col, width: u16) -> Span<'static
         }
         Col::Vram => {
             let used: u64 = latest.gpus.iter().filter_map(|g| g.mem_used_mib).sum();
-            let total: u64 = (0..n)
-                .filter_map(|i| known(&h.history, i, |g| g.mem_total_mib))
+            let total: Option<u64> = (0..n)
+                .map(|i| known(&h.history, i, |g| g.mem_total_mib))
                 .sum();
             let gpus = if n > 1 {
                 format!("{n}×")
@@ -184,9 +186,9 @@ fn gpu_cells(h: &HostState, ctx: &Ctx<'_>, col: Col, width: u16) -> Span<'static
                 String::new()
             };
             Span::raw(format!(
-                "{gpus}{:.0}/{:.0}G",
+                "{gpus}{:.0}/{}G",
                 used as f64 / 1024.0,
-                total as f64 / 1024.0
+                total.map_or("?".into(), |t| format!("{:.0}", t as f64 / 1024.0))
             ))
         }
         _ => {

@@ -62,5 +62,37 @@ pub fn demo_frames(theme: &Theme, width: u16, height: u16) -> Vec<(&'static str,
         ("overview", render(&App::new(true))),
         ("detail", render(&detail)),
         ("help", render(&help)),
+        (
+            "teardown-refused",
+            render(&teardown(&state, "h100-train", now)),
+        ),
+        (
+            "teardown-ready",
+            render(&teardown(&state, crate::demo::teardown::READY, now)),
+        ),
     ]
+}
+
+/// The teardown modal on a demo box as its check leaves it: refused without a pull on
+/// record, or asking for the typed name.
+fn teardown(state: &FleetState, host: &str, now: DateTime<Utc>) -> App {
+    let mut app = App::new(true);
+    app.selected = Some(host.into());
+    let Some(h) = state.host(host) else {
+        return app;
+    };
+    let job = super::jobs::TeardownCtx {
+        host: h.config.clone(),
+        profile: state.profile(&h.config.profile).cloned(),
+        fleet: None,
+    };
+    let run = crate::teardown::RunLooks::of(&h.run);
+    let mut modal = super::teardown_modal::TeardownModal::new(host, 1);
+    modal
+        .guard
+        .handle(crate::teardown::GuardEvent::RunLooks(run));
+    let (words, looks, currentness) = super::jobs::demo_check(&job, run, now);
+    modal.checked(1, words, looks, currentness);
+    app.modal = Some(modal);
+    app
 }

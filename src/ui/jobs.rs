@@ -76,22 +76,21 @@ pub fn spawn_check(
 ) {
     tokio::spawn(async move {
         let host = &job.host;
-        let last = last_pull(&host.name);
-        let currentness = check_host(session.as_deref(), host, last.as_ref()).await;
-        let (words, plan) = match (&job.profile, &job.fleet) {
+        let (words, plan, currentness) = match (&job.profile, &job.fleet) {
+            (_, None) => demo_check(&job, run, chrono::Utc::now()),
             (Some(p), Some(fleet)) => {
+                let last = last_pull(&host.name);
+                let currentness = check_host(session.as_deref(), host, last.as_ref()).await;
                 let plan = plan(host, p, &fleet.providers);
                 let looks = plan_looks(&plan, host, p, fleet).await;
-                (describe(&plan, last.as_ref(), run), looks)
+                (describe(&plan, last.as_ref(), run), looks, currentness)
             }
-            (Some(p), None) => (
-                describe(&plan(host, p, &Default::default()), last.as_ref(), run),
-                PlanLooks::Blocked("demo boxes are replays: nothing here can be destroyed".into()),
-            ),
-            (None, _) => (
-                Description::default(),
-                PlanLooks::Blocked(format!("unknown platform profile {}", host.profile)),
-            ),
+            (None, Some(_)) => {
+                let last = last_pull(&host.name);
+                let currentness = check_host(session.as_deref(), host, last.as_ref()).await;
+                let why = format!("unknown platform profile {}", host.profile);
+                (Description::default(), PlanLooks::Blocked(why), currentness)
+            }
         };
         let _ = tx
             .send(JobMsg::Checked {
@@ -105,16 +104,43 @@ pub fn spawn_check(
     });
 }
 
+/// The demo's check, taken at once: the demo's record of pulls instead of the ledger, the
+/// profile's plan without looking for its program. The demo walks the same guard; its destroy
+/// step runs nothing (see spawn_destroy).
+pub fn demo_check(
+    job: &TeardownCtx,
+    run: RunLooks,
+    now: chrono::DateTime<chrono::Utc>,
+) -> (Description, PlanLooks, Currentness) {
+    let (last, currentness) = crate::demo::teardown::check(&job.host.name, now);
+    let Some(profile) = &job.profile else {
+        let why = format!("unknown platform profile {}", job.host.profile);
+        return (Description::default(), PlanLooks::Blocked(why), currentness);
+    };
+    let plan = plan(&job.host, profile, &Default::default());
+    let looks = match &plan.method {
+        Method::Blocked { why } => PlanLooks::Blocked(why.clone()),
+        Method::Manual { .. } => PlanLooks::ByHand,
+        Method::Command { .. } => PlanLooks::Runs,
+    };
+    (describe(&plan, last.as_ref(), run), looks, currentness)
+}
+
 /// The guard's last look, after the last confirmation.
 pub fn spawn_final_check(
     session: Option<Arc<Session>>,
     host: HostConfig,
     opening: u64,
+    demo: bool,
     tx: mpsc::Sender<JobMsg>,
 ) {
     tokio::spawn(async move {
-        let last = last_pull(&host.name);
-        let currentness = check_host(session.as_deref(), &host, last.as_ref()).await;
+        let currentness = if demo {
+            crate::demo::teardown::check(&host.name, chrono::Utc::now()).1
+        } else {
+            let last = last_pull(&host.name);
+            check_host(session.as_deref(), &host, last.as_ref()).await
+        };
         let _ = tx
             .send(JobMsg::FinalChecked {
                 host: host.name,
@@ -196,7 +222,30 @@ pub fn spawn_verified(hosts: Vec<HostConfig>, tx: mpsc::Sender<JobMsg>) {
 pub fn spawn_destroy(job: TeardownCtx, pull_id: i64, tx: mpsc::Sender<JobMsg>) {
     tokio::spawn(async move {
         let host = job.host;
-        let (Some(profile), Some(fleet)) = (job.profile, job.fleet) else {
+        let Some(profile) = job.profile else {
+            return;
+        };
+        // The demo has no fleet, so no provider programs and no way to run anything: it says
+        // what a real box would have run, and that nothing was.
+        let Some(fleet) = job.fleet else {
+            let method = plan(&host, &profile, &Default::default()).method;
+            let would = match &method {
+                Method::Command { command } => {
+                    format!("on a real box rigwatch would now run: {command}")
+                }
+                _ => "on a real box you would destroy it at the provider now".to_string(),
+            };
+            let _ = tx
+                .send(JobMsg::Destroyed {
+                    host: host.name,
+                    ok: true,
+                    by_hand: false,
+                    output: vec![
+                        "demo: nothing is destroyed and nothing is recorded".into(),
+                        would,
+                    ],
+                })
+                .await;
             return;
         };
         let method = plan(&host, &profile, &fleet.providers).method;

@@ -6,6 +6,7 @@ pub mod app;
 mod event_loop;
 pub mod fleet_table;
 mod frames;
+mod header;
 mod help;
 mod host_detail;
 mod jobs;
@@ -25,9 +26,8 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::fleet::GpuAvailability;
 use crate::monitor::FleetState;
-use crate::signals::{Severity, SignalKind};
+
 use app::{App, View};
 pub use event_loop::{Source, run};
 pub use frames::{DEMO_POLL, demo_frames, run_terminal, screenshot_time};
@@ -49,7 +49,7 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx<'_>) {
         Constraint::Length(1),
     ])
     .areas(frame.area());
-    frame.render_widget(Paragraph::new(header_line(ctx)), header);
+    frame.render_widget(Paragraph::new(header::line(ctx, header.width)), header);
     match ctx.app.view {
         View::Fleet => {
             let events = if body.height >= 20 {
@@ -72,107 +72,6 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx<'_>) {
     if let Some(modal) = &ctx.app.modal {
         teardown_modal::render(frame, body, ctx, modal);
     }
-}
-
-fn header_line<'a>(ctx: &Ctx<'a>) -> Line<'a> {
-    let t = ctx.theme;
-    let hosts = &ctx.state.hosts;
-    let up = hosts.iter().filter(|h| h.link.is_usable()).count();
-    let (mut busy, mut idle, mut zombie, mut gpus) = (0, 0, 0, 0);
-    for h in hosts {
-        let Some(latest) = h.history.latest_gpu() else {
-            continue;
-        };
-        gpus += latest.gpus.len();
-        let zombies = h
-            .signals
-            .iter()
-            .filter(|s| s.kind == SignalKind::ZombieVram)
-            .count();
-        zombie += zombies;
-        let busy_here = latest
-            .gpus
-            .iter()
-            .filter(|g| g.util_gpu_pct.is_some_and(|u| u > 2))
-            .count();
-        busy += busy_here;
-        idle += latest.gpus.len().saturating_sub(busy_here + zombies);
-    }
-    let no_gpu = hosts
-        .iter()
-        .filter(|h| h.gpu == GpuAvailability::NoNvidiaSmi)
-        .count();
-    let need = hosts
-        .iter()
-        .filter(|h| h.worst() >= Some(Severity::Warn))
-        .count();
-    // The oldest reading among hosts that are up: one frozen box must show, not hide behind
-    // eleven fresh ones.
-    let oldest_up = hosts
-        .iter()
-        .filter(|h| h.link.is_usable())
-        .map(|h| h.last_reading)
-        .min();
-    let mut spans = vec![Span::styled(" rigwatch ", t.header)];
-    if ctx.app.demo {
-        spans.push(Span::styled(" DEMO: replayed captures ", t.demo));
-        spans.push(Span::raw(" "));
-    }
-    spans.push(Span::styled(
-        format!("{} boxes {up} up", hosts.len()),
-        t.text,
-    ));
-    if up < hosts.len() {
-        spans.push(Span::styled(
-            format!(" {} down", hosts.len() - up),
-            t.link_down,
-        ));
-    }
-    spans.push(Span::styled(
-        format!(" · {gpus} GPUs {busy} busy {idle} idle"),
-        t.text,
-    ));
-    if zombie > 0 {
-        spans.push(Span::styled(format!(" {zombie} zombie"), t.crit));
-    }
-    if no_gpu > 0 {
-        spans.push(Span::styled(format!(" · {no_gpu} without GPU"), t.stale));
-    }
-    spans.push(Span::styled(
-        format!(" · {need} need you"),
-        if need > 0 { t.warn } else { t.ok },
-    ));
-    let burn = ctx.state.burn_per_hour();
-    if burn > 0.0 {
-        let spent: f64 = hosts
-            .iter()
-            .filter_map(|h| h.ledger.as_ref())
-            .map(|l| l.spent)
-            .sum();
-        let idle_spent: f64 = hosts
-            .iter()
-            .filter_map(|h| h.ledger.as_ref())
-            .map(|l| l.idle_spent)
-            .sum();
-        spans.push(Span::styled(
-            format!(" · {burn:.2}/h, spent {spent:.2} ({idle_spent:.2} idle)"),
-            t.billing,
-        ));
-        if let Some(hours) = ctx.state.runway_hours() {
-            let style = if hours < 6.0 { t.crit } else { t.billing };
-            spans.push(Span::styled(format!(" · balance {hours:.1} h"), style));
-        }
-    }
-    let data = match oldest_up {
-        None => "no host up".to_string(),
-        Some(None) => "data: a host up has sent none yet".to_string(),
-        Some(Some(at)) => format!("data {}", widgets::age(at, ctx.now)),
-    };
-    spans.push(Span::styled(
-        format!(" · {data} · {}", ctx.now.format("%H:%M:%S UTC")),
-        t.stale,
-    ));
-    Line::from(spans)
 }
 
 fn status_line<'a>(ctx: &Ctx<'a>) -> Line<'a> {

@@ -184,7 +184,7 @@ impl TeardownModal {
 
 /// The verdict, what will run, the prompt and the messages: always on screen, whatever the
 /// size; the description and file list above them scroll.
-fn footer<'a>(modal: &'a TeardownModal, t: &super::theme::Theme) -> Vec<Line<'a>> {
+fn footer<'a>(modal: &'a TeardownModal, t: &super::theme::Theme, demo: bool) -> Vec<Line<'a>> {
     let mut lines = Vec::new();
     if let Some(note) = &modal.queue {
         lines.push(if note.looks.needs_second_confirm() {
@@ -231,6 +231,7 @@ fn footer<'a>(modal: &'a TeardownModal, t: &super::theme::Theme) -> Vec<Line<'a>
         Phase::Running => {}
         Phase::Finished { ok, by_hand } => lines.push(Line::styled(
             match (ok, by_hand) {
+                _ if demo => " Demo: the guard let it through; nothing was destroyed or recorded. Any key closes.",
                 (true, true) => {
                     " Recorded: you destroyed it at the provider; rigwatch ran nothing. Any key \
                      closes."
@@ -262,7 +263,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &TeardownModa
     let t = ctx.theme;
     let width = area.width.min(110);
     let inner = usize::from(width.saturating_sub(2)).max(1);
-    let footer = footer(modal, t);
+    let footer = footer(modal, t, ctx.app.demo);
     let mut body: Vec<Line> = modal
         .words
         .head

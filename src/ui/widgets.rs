@@ -29,9 +29,11 @@ pub fn bar(fraction: f64, width: usize) -> String {
 /// `ceiling` when given, e.g. a clock's max or a power cap).
 pub fn sparkline(values: &[f64], width: usize, floor: f64, ceiling: Option<f64>) -> String {
     let tail = &values[values.len().saturating_sub(width)..];
-    let top = ceiling
-        .unwrap_or_else(|| tail.iter().copied().fold(f64::MIN, f64::max))
-        .max(floor + 1e-9);
+    // Without the limit a bar has no scale: scaled to its own peak, a steady value would look
+    // pinned at the maximum. Dots keep the width and say "no scale".
+    let Some(top) = ceiling.map(|c| c.max(floor + 1e-9)) else {
+        return "·".repeat(tail.len());
+    };
     tail.iter()
         .map(|v| {
             let level = ((v - floor) / (top - floor) * 7.0).round().clamp(0.0, 7.0) as usize;
@@ -129,7 +131,8 @@ mod tests {
     #[test]
     fn sparklines_scale_to_the_ceiling() {
         assert_eq!(sparkline(&[0.0, 50.0, 100.0], 3, 0.0, Some(100.0)), "▁▅█");
-        assert_eq!(sparkline(&[1.0, 2.0, 3.0, 4.0], 2, 0.0, None), "▆█");
+        // No maximum reported: a steady 1980 MHz must not draw as "at the limit".
+        assert_eq!(sparkline(&[1980.0; 4], 4, 0.0, None), "····");
         assert_eq!(sparkline(&[], 5, 0.0, None), "");
     }
 
