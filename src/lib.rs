@@ -21,6 +21,8 @@
 //! - `teardown`  — the guard (pure), the destroy plan, the queue note, running it once; imports
 //!   `pull`, `clocks`, `queue`, `sanitize`.
 //! - `monitor`   — wiring: runs the probes over the pool and feeds the fleet; imports all above.
+//! - `alerts`    — conditions read off the fleet's state, fired and resolved once each way,
+//!   silences and sinks; imports `monitor`'s state, `signals`, `config`, `sanitize`, `glob`.
 //! - `demo`      — the demo fleet: captures replayed through monitor's readers into its state.
 //! - `ui`        — the dashboard: the only module that imports ratatui/crossterm; reads
 //!   `monitor`'s state, never touches the network.
@@ -28,6 +30,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod alerts;
 pub mod cli;
 pub mod clocks;
 pub mod config;

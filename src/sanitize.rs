@@ -38,7 +38,15 @@ pub fn fit(text: &str, width: usize) -> String {
 /// raw; here those are `\uXXXX` escapes too. Outside strings JSON is ASCII, so this touches
 /// only string contents: a box's text reaches scripts whole and the terminal harmless.
 pub fn json<T: serde::Serialize>(value: &T) -> serde_json::Result<String> {
-    let text = serde_json::to_string_pretty(value)?;
+    Ok(escape_invisible(&serde_json::to_string_pretty(value)?))
+}
+
+/// `json` on one line, for JSON Lines streams.
+pub fn json_line<T: serde::Serialize>(value: &T) -> serde_json::Result<String> {
+    Ok(escape_invisible(&serde_json::to_string(value)?))
+}
+
+fn escape_invisible(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if c != '\n' && (c.is_control() || is_format(c)) {
@@ -50,7 +58,7 @@ pub fn json<T: serde::Serialize>(value: &T) -> serde_json::Result<String> {
             out.push(c);
         }
     }
-    Ok(out)
+    out
 }
 
 /// Unicode's format characters (general category Cf) that terminals render invisibly.

@@ -21,7 +21,8 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ),
     ("fleet", &["transport", "cli", "signals", "monitor", "ui"]),
     ("signals", &["cli", "monitor", "ui"]),
-    ("monitor", &["cli", "ui"]),
+    ("monitor", &["cli", "ui", "alerts"]),
+    ("alerts", &["cli", "ui", "transport"]),
     ("demo", &["cli", "ui"]),
     ("ui", &["cli"]),
     (

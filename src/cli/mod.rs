@@ -8,10 +8,12 @@ mod one_host;
 mod profiles;
 mod pull;
 mod roster;
+mod silence;
 mod status;
 mod status_report;
 mod status_table;
 pub mod teardown;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -103,6 +105,11 @@ pub enum Command {
     /// Destroy a host, guarded: refused unless its last pull is verified-current, confirmed by
     /// typing its name. There is no flag to skip the guard
     Teardown(teardown::TeardownArgs),
+    /// Watch the fleet with no terminal (tmux, systemd, cron): each alert that starts or clears
+    /// is a JSON line on stdout and in the events file, sent to the sinks [[alert]] rules name
+    Watch(watch::WatchArgs),
+    /// Silence a host's alerts for a while (`silence gpu-1 2h`; 0 lifts it; alone: list)
+    Silence(silence::SilenceArgs),
     /// Write a commented starter fleet.toml (never over an existing one), optionally with hosts
     /// imported read-only from ~/.ssh/config or the vast.ai / RunPod CLIs
     Init(init::InitArgs),
@@ -214,10 +221,7 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_CONFIG));
         }
     };
-    for host in &mut fleet.hosts {
-        host.walltime = crate::clocks::profiles::find(&profiles, &host.profile)
-            .is_some_and(|p| p.timers.walltime == Some(true));
-    }
+    mark_walltime(&mut fleet, &profiles);
     runtime()?.block_on(async {
         match cli.command {
             Some(Command::Check(args)) => check::run(&fleet, &args).await,
@@ -225,6 +229,17 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             Some(Command::Roster(args)) => roster::run(&fleet, &args).await,
             Some(Command::Pull(args)) => pull::run(&fleet, &args).await,
             Some(Command::Teardown(args)) => teardown::run(&fleet, &profiles, &args).await,
+            Some(Command::Watch(args)) => {
+                let path = fleet.path.clone();
+                let reload = || {
+                    let mut fleet =
+                        config::fleet::load_checked(&path, &known).map_err(|e| e.to_string())?;
+                    mark_walltime(&mut fleet, &profiles);
+                    Ok(fleet)
+                };
+                watch::run(&fleet, &profiles, &args, &reload).await
+            }
+            Some(Command::Silence(args)) => silence::run(&fleet, &args),
             Some(
                 Command::Demo { .. }
                 | Command::Screenshot { .. }
@@ -240,6 +255,14 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
             }
         }
     })
+}
+
+/// Hosts whose profile runs jobs under a walltime (Slurm) ask the scheduler for the time left.
+fn mark_walltime(fleet: &mut FleetConfig, profiles: &[crate::clocks::Profile]) {
+    for host in &mut fleet.hosts {
+        host.walltime = crate::clocks::profiles::find(profiles, &host.profile)
+            .is_some_and(|p| p.timers.walltime == Some(true));
+    }
 }
 
 fn load_fleet(

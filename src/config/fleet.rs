@@ -30,6 +30,10 @@ struct RawFleet {
     #[serde(default)]
     providers: RawProviders,
     #[serde(default)]
+    alerts: super::alerts::RawAlerts,
+    #[serde(default)]
+    alert: Vec<super::alerts::RawRule>,
+    #[serde(default)]
     host: Vec<RawHost>,
 }
 
@@ -192,6 +196,8 @@ pub struct FleetConfig {
     pub balance: Option<f64>,
     pub thresholds: Thresholds,
     pub providers: ProviderPrograms,
+    /// What `rigwatch watch` sends where.
+    pub alerts: super::alerts::AlertsConfig,
     pub hosts: Vec<HostConfig>,
 }
 
@@ -433,6 +439,7 @@ fn parse_checked(
         });
     }
     let poll = secs(&raw.poll_secs, "poll_secs")?.unwrap_or(Duration::from_secs(2));
+    let alerts = super::alerts::build(raw.alerts, raw.alert, &at)?;
     Ok(FleetConfig {
         path: path.to_path_buf(),
         known_hosts: raw.known_hosts.map(|k| expand_tilde(k.get_ref())),
@@ -448,6 +455,7 @@ fn parse_checked(
         },
         balance: amount(&raw.balance, "balance")?,
         thresholds: raw.thresholds,
+        alerts,
         providers: ProviderPrograms {
             vastai: raw.providers.vastai.map(|p| expand_tilde(&p)),
             runpod: raw.providers.runpod.map(|p| expand_tilde(&p)),

@@ -1,5 +1,6 @@
 //! Configuration: `fleet.toml` and what `~/.ssh/config` says about each host.
 
+pub mod alerts;
 pub mod error;
 pub mod fleet;
 pub mod paths;

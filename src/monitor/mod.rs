@@ -2,6 +2,7 @@
 //! that joins transport and probe; signals and views never see a connection.
 
 pub mod commands;
+pub mod feed;
 mod fleet_state;
 pub mod live;
 pub mod memory;

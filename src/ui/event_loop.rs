@@ -9,7 +9,6 @@ use crossterm::event::{Event, EventStream, KeyEventKind};
 use futures::StreamExt;
 use ratatui::DefaultTerminal;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use super::app::{Action, App};
 use super::jobs::{self, JobMsg};
@@ -18,79 +17,41 @@ use super::theme::Theme;
 use super::{Ctx, draw};
 use crate::demo::Demo;
 use crate::fleet::Update;
+use crate::monitor::feed::{Feed, LinkChanges};
 use crate::monitor::{FleetState, HostState};
 use crate::teardown::{GuardEvent, QueueNote, RunLooks, queue_note};
-use crate::transport::{LinkState, Pool};
-
-type LinkChanges = mpsc::Receiver<(String, LinkState)>;
+use crate::transport::Pool;
 
 /// Where the fleet's readings come from.
 pub enum Source {
     Demo(Demo),
     Live {
-        pool: Pool,
+        feed: Feed,
         /// For the teardown checks: provider CLIs and the ssh config.
         fleet: std::sync::Arc<crate::config::FleetConfig>,
-        updates: Option<mpsc::Receiver<Update>>,
-        links: Option<LinkChanges>,
-        tasks: Vec<JoinHandle<()>>,
     },
 }
 
 impl Source {
-    /// Starts the live monitor on `pool`: both streams per host, link-state forwarding, and
-    /// the provider CLIs' read-only listings.
+    /// Starts the live feed on `pool` (see `monitor::feed`).
     pub fn live(pool: Pool, fleet: &crate::config::FleetConfig) -> Source {
-        let (tx, updates) = mpsc::channel(4096);
-        let (link_tx, links) = mpsc::channel(1024);
-        let mut tasks = crate::monitor::providers::spawn(fleet, tx.clone());
-        let poll = fleet.poll;
-        for host in &fleet.hosts {
-            let Some(link) = pool.get(&host.name) else {
-                continue;
-            };
-            tasks.extend(crate::monitor::live::spawn(
-                host.clone(),
-                link.watch_session(),
-                poll,
-                tx.clone(),
-            ));
-            let mut watch = link.watch_state();
-            let (name, link_tx) = (host.name.clone(), link_tx.clone());
-            tasks.push(tokio::spawn(async move {
-                loop {
-                    let state = watch.borrow_and_update().clone();
-                    if link_tx.send((name.clone(), state)).await.is_err()
-                        || watch.changed().await.is_err()
-                    {
-                        return;
-                    }
-                }
-            }));
-        }
         Source::Live {
-            pool,
+            feed: Feed::start(pool, fleet),
             fleet: std::sync::Arc::new(fleet.clone()),
-            updates: Some(updates),
-            links: Some(links),
-            tasks,
         }
     }
 
     /// The channels, moved out so the loop can wait on them while it also uses the source.
     fn take_channels(&mut self) -> (Option<mpsc::Receiver<Update>>, Option<LinkChanges>) {
         match self {
-            Source::Live { updates, links, .. } => (updates.take(), links.take()),
+            Source::Live { feed, .. } => (feed.updates.take(), feed.links.take()),
             Source::Demo(_) => (None, None),
         }
     }
 
     async fn shutdown(self) {
-        if let Source::Live { pool, tasks, .. } = self {
-            for task in tasks {
-                task.abort();
-            }
-            pool.shutdown().await;
+        if let Source::Live { feed, .. } = self {
+            feed.shutdown().await;
         }
     }
 }
@@ -258,7 +219,7 @@ fn teardown_ctx(state: &FleetState, source: &Source, host: &str) -> Option<jobs:
 
 fn session_of(source: &Source, host: &str) -> Option<std::sync::Arc<crate::transport::Session>> {
     match source {
-        Source::Live { pool, .. } => pool.get(host).and_then(|l| l.session()),
+        Source::Live { feed, .. } => feed.pool.get(host).and_then(|l| l.session()),
         Source::Demo(_) => None,
     }
 }

@@ -1,0 +1,173 @@
+//! Turning conditions into events, once each way. Pure: conditions, frozen hosts and `now` in.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::{AlertData, AlertEvent, AlertState, Condition, SCHEMA_VERSION};
+use crate::signals::Severity;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    /// A condition must hold this long before it fires, and be gone this long before it
+    /// resolves: a blip sends nothing (Alertmanager's group_wait).
+    pub group_wait: Duration,
+    /// A condition still firing is said again this often.
+    pub repeat: Duration,
+    /// A condition that started this many times within `flap_window` fires at once, with the
+    /// count, however short each time was.
+    pub flap_threshold: usize,
+    pub flap_window: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            group_wait: Duration::seconds(30),
+            repeat: Duration::hours(4),
+            flap_threshold: 3,
+            flap_window: Duration::minutes(10),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Track {
+    condition: Condition,
+    present_since: Option<DateTime<Utc>>,
+    absent_since: Option<DateTime<Utc>>,
+    firing: bool,
+    last_sent: Option<DateTime<Utc>>,
+    /// When it started, within the flap window.
+    starts: Vec<DateTime<Utc>>,
+}
+
+#[derive(Debug, Default)]
+pub struct Engine {
+    timing: Timing,
+    tracks: BTreeMap<(String, String), Track>,
+}
+
+impl Engine {
+    pub fn new(timing: Timing) -> Self {
+        Engine {
+            timing,
+            tracks: BTreeMap::new(),
+        }
+    }
+
+    /// What changed at `now`. `frozen` hosts keep their non-link alerts exactly as they were.
+    pub fn step(
+        &mut self,
+        conditions: &[Condition],
+        frozen: &BTreeSet<String>,
+        now: DateTime<Utc>,
+    ) -> Vec<AlertEvent> {
+        let t = self.timing;
+        let mut out = Vec::new();
+        let mut seen = BTreeSet::new();
+        // A host whose link is down says only that; its other conditions wait (inhibition).
+        let link_down: BTreeSet<&str> = conditions
+            .iter()
+            .filter(|c| c.is_link())
+            .map(|c| c.host.as_str())
+            .collect();
+        for c in conditions {
+            let held =
+                !c.is_link() && (frozen.contains(&c.host) || link_down.contains(c.host.as_str()));
+            if held {
+                continue;
+            }
+            let key = (c.host.clone(), c.kind.clone());
+            seen.insert(key.clone());
+            let track = self.tracks.entry(key).or_insert_with(|| Track {
+                condition: c.clone(),
+                present_since: None,
+                absent_since: None,
+                firing: false,
+                last_sent: None,
+                starts: Vec::new(),
+            });
+            if track.present_since.is_none() {
+                track.present_since = Some(now);
+                track.absent_since = None;
+                track.starts.push(now);
+            }
+            track.starts.retain(|s| now - *s <= t.flap_window);
+            let escalated = track.firing
+                && (c.stage != track.condition.stage || c.severity > track.condition.severity);
+            track.condition = c.clone();
+            let since = track.present_since.unwrap_or(now);
+            if escalated
+                || (!track.firing
+                    && (now - since >= t.group_wait || track.starts.len() >= t.flap_threshold))
+            {
+                track.firing = true;
+                track.last_sent = Some(now);
+                out.push(event(track, AlertState::Firing, false, now));
+            } else if track.firing && track.last_sent.is_some_and(|s| now - s >= t.repeat) {
+                track.last_sent = Some(now);
+                out.push(event(track, AlertState::Firing, true, now));
+            }
+        }
+        let mut gone = Vec::new();
+        for (key, track) in &mut self.tracks {
+            if seen.contains(key) {
+                continue;
+            }
+            let held = !track.condition.is_link()
+                && (frozen.contains(&key.0) || link_down.contains(key.0.as_str()));
+            if held {
+                continue;
+            }
+            if track.present_since.take().is_some() {
+                track.absent_since = Some(now);
+            }
+            track.starts.retain(|s| now - *s <= t.flap_window);
+            let absent_for = track.absent_since.map_or(Duration::zero(), |a| now - a);
+            if track.firing && absent_for >= t.group_wait {
+                track.firing = false;
+                out.push(event(track, AlertState::Resolved, false, now));
+            }
+            if !track.firing && track.starts.is_empty() {
+                gone.push(key.clone());
+            }
+        }
+        for key in gone {
+            self.tracks.remove(&key);
+        }
+        out
+    }
+
+    /// New timing (a reloaded config), the alert states kept.
+    pub fn retime(&mut self, timing: Timing) {
+        self.timing = timing;
+    }
+}
+
+fn event(track: &Track, state: AlertState, repeat: bool, now: DateTime<Utc>) -> AlertEvent {
+    let c = &track.condition;
+    AlertEvent {
+        v: SCHEMA_VERSION,
+        at: now,
+        host: c.host.clone(),
+        kind: c.kind.clone(),
+        severity: if state == AlertState::Resolved {
+            Severity::Info
+        } else {
+            c.severity
+        },
+        state,
+        message: crate::sanitize::line(&c.message, 500),
+        data: AlertData {
+            count: track.starts.len().max(1),
+            repeat,
+            stage: c.stage.clone(),
+            silenced: false,
+        },
+    }
+}
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod tests;

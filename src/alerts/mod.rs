@@ -1,0 +1,131 @@
+//! Alerts for people who are asleep: conditions read off the fleet's state each tick become
+//! events sent once when a condition starts and once when it clears, with Alertmanager's
+//! discipline (a wait before firing, repeats far apart, a flapping condition told once with
+//! its count). A host whose link is down or whose data is stale is frozen: its other alerts
+//! neither fire nor resolve until it is seen again, so stale data never "resolves" anything.
+//! `engine` is pure (state and `now` in, events out); `sinks` delivers; `silences` is the file
+//! `rigwatch silence` writes.
+
+pub mod engine;
+pub mod silences;
+pub mod sinks;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::monitor::FleetState;
+use crate::signals::Severity;
+
+/// The event schema's version, in every event as `v`.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertState {
+    Firing,
+    Resolved,
+}
+
+/// One line of `rigwatch watch`'s output and of the events file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AlertEvent {
+    pub v: u32,
+    pub at: DateTime<Utc>,
+    pub host: String,
+    /// A signal's kind (`run_dead`, `link_down`, `zombie_vram`, …) or `clock_<kind>`.
+    pub kind: String,
+    pub severity: Severity,
+    pub state: AlertState,
+    pub message: String,
+    pub data: AlertData,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AlertData {
+    /// How many times the condition started within the flap window (1 for a steady one).
+    pub count: usize,
+    /// A reminder of a condition still firing, not a new one.
+    pub repeat: bool,
+    /// For clocks: the band crossed (`24h`, `1h`, `10m`).
+    pub stage: Option<String>,
+    /// The host is silenced: written here, sent to no sink.
+    pub silenced: bool,
+}
+
+/// A condition that holds now on one host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    pub host: String,
+    pub kind: String,
+    pub severity: Severity,
+    pub message: String,
+    pub stage: Option<String>,
+}
+
+impl Condition {
+    /// Conditions about reaching the host: never frozen, and they inhibit the host's others.
+    pub fn is_link(&self) -> bool {
+        matches!(
+            self.kind.as_str(),
+            "link_down" | "login_refused" | "host_key_refused"
+        )
+    }
+}
+
+/// Clock bands, nearest last: the band a clock's remaining time is in, if any.
+const BANDS: [(i64, &str, Severity); 3] = [
+    (86_400, "24h", Severity::Warn),
+    (3_600, "1h", Severity::Crit),
+    (600, "10m", Severity::Crit),
+];
+
+/// Every condition that holds on every host at `now`, and the hosts that are frozen (link not
+/// usable, or data older than three periods).
+pub fn conditions(
+    state: &FleetState,
+    now: DateTime<Utc>,
+) -> (Vec<Condition>, std::collections::BTreeSet<String>) {
+    let stale_after = crate::signals::stale_after(state.poll);
+    let mut out = Vec::new();
+    let mut frozen = std::collections::BTreeSet::new();
+    for h in &state.hosts {
+        let name = &h.config.name;
+        if !h.link.is_usable() || h.last_reading.is_none_or(|t| now - t > stale_after) {
+            frozen.insert(name.clone());
+        }
+        for s in h.signals.iter().filter(|s| s.severity >= Severity::Warn) {
+            out.push(Condition {
+                host: name.clone(),
+                kind: word(&s.kind),
+                severity: s.severity,
+                message: s.message.clone(),
+                stage: None,
+            });
+        }
+        for c in &h.clocks {
+            let Some(left) = c.deadline.map(|d| (d - now).num_seconds()) else {
+                continue;
+            };
+            let Some((_, band, severity)) = BANDS.iter().rev().find(|(secs, _, _)| left <= *secs)
+            else {
+                continue;
+            };
+            out.push(Condition {
+                host: name.clone(),
+                kind: format!("clock_{}", word(&c.kind)),
+                severity: *severity,
+                message: c.message.clone(),
+                stage: Some((*band).to_string()),
+            });
+        }
+    }
+    (out, frozen)
+}
+
+/// A serde enum's wire name (`ZombieVram` → `zombie_vram`).
+fn word<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}

@@ -1,0 +1,156 @@
+//! Where an event goes: the terminal bell, a desktop notification, a program, a webhook, an
+//! ntfy topic. Every delivery runs in its own task, bounded by the rule's timeout and killed at
+//! it, so a failing or hanging sink is reported and never holds up another or the watch.
+//! HTTP goes through curl, which every box and laptop has, with its TLS, proxies and
+//! certificates, rather than an HTTP stack built into rigwatch for one POST.
+
+use std::process::Stdio;
+
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use super::{AlertEvent, AlertState};
+use crate::config::alerts::{AlertRule, Level, Sink};
+use crate::signals::Severity;
+
+/// Whether `rule` wants `event` (kind, host, severity); quiet hours and silences are checked
+/// by the caller, who knows the time and the silences.
+pub fn wants(rule: &AlertRule, event: &AlertEvent) -> bool {
+    let level = match event.severity {
+        Severity::Info => Level::Info,
+        Severity::Warn => Level::Warn,
+        Severity::Crit => Level::Crit,
+    };
+    // A resolve is as loud as the alert it ends: a rule that sent the firing sends the end.
+    let loud_enough = level >= rule.min_severity || event.state == AlertState::Resolved;
+    let any = |globs: &[String], text: &str| {
+        globs.is_empty() || globs.iter().any(|g| crate::glob::matches(g, text))
+    };
+    loud_enough && any(&rule.kinds, &event.kind) && any(&rule.hosts, &event.host)
+}
+
+/// Delivers `event` to the rule's sink; the error says what failed, for stderr.
+pub async fn deliver(rule: &AlertRule, event: &AlertEvent) -> Result<(), String> {
+    let json = serde_json::to_string(event).map_err(|e| e.to_string())?;
+    let title = format!(
+        "rigwatch: {} {} {}",
+        crate::sanitize::line(&event.host, 60),
+        event.kind,
+        match event.state {
+            AlertState::Firing => "firing",
+            AlertState::Resolved => "resolved",
+        }
+    );
+    let message = crate::sanitize::line(&event.message, 500);
+    match &rule.sink {
+        Sink::Bell => {
+            eprint!("\x07");
+            Ok(())
+        }
+        Sink::Desktop => {
+            let (program, args) = if which("notify-send") {
+                ("notify-send", vec![title, message])
+            } else if which("osascript") {
+                let script = format!("display notification {:?} with title {:?}", message, title);
+                ("osascript", vec!["-e".to_string(), script])
+            } else {
+                return Err("desktop sink: neither notify-send nor osascript is installed".into());
+            };
+            run(program, &args, None, &[], rule).await
+        }
+        Sink::Command(argv) => {
+            let env = [
+                ("RIGWATCH_HOST", event.host.clone()),
+                ("RIGWATCH_KIND", event.kind.clone()),
+                (
+                    "RIGWATCH_SEVERITY",
+                    format!("{:?}", event.severity).to_lowercase(),
+                ),
+                (
+                    "RIGWATCH_STATE",
+                    format!("{:?}", event.state).to_lowercase(),
+                ),
+                ("RIGWATCH_MESSAGE", message),
+            ];
+            run(&argv[0], &argv[1..], Some(&json), &env, rule).await
+        }
+        Sink::Webhook(url) => {
+            let args = curl_args(rule, &["-H", "Content-Type: application/json"], url);
+            run("curl", &args, Some(&json), &[], rule).await
+        }
+        Sink::Ntfy(url) => {
+            let priority = match (event.state, event.severity) {
+                (AlertState::Firing, Severity::Crit) => "Priority: high",
+                _ => "Priority: default",
+            };
+            let title = format!("Title: {title}");
+            let args = curl_args(rule, &["-H", &title, "-H", priority], url);
+            run("curl", &args, Some(&message), &[], rule).await
+        }
+    }
+}
+
+fn curl_args(rule: &AlertRule, headers: &[&str], url: &str) -> Vec<String> {
+    let mut args: Vec<String> = ["-sS", "--fail", "-X", "POST", "--data-binary", "@-"]
+        .map(String::from)
+        .to_vec();
+    args.push("--max-time".into());
+    args.push(format!("{}", rule.timeout.as_secs_f64()));
+    args.extend(headers.iter().map(|h| h.to_string()));
+    args.push(url.to_string());
+    args
+}
+
+fn which(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+/// Runs a sink program without a shell, `stdin` on its stdin, killed at the rule's timeout.
+async fn run(
+    program: &str,
+    args: &[String],
+    stdin: Option<&str>,
+    env: &[(&str, String)],
+    rule: &AlertRule,
+) -> Result<(), String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("{program}: cannot start: {e}"))?;
+    let input = stdin.map(str::to_owned);
+    let mut pipe = child.stdin.take();
+    let finished = tokio::time::timeout(rule.timeout, async {
+        if let (Some(pipe), Some(input)) = (pipe.as_mut(), input) {
+            // A sink that does not read its stdin is not an error.
+            let _ = pipe.write_all(input.as_bytes()).await;
+        }
+        drop(pipe);
+        child.wait_with_output().await
+    })
+    .await;
+    match finished {
+        Err(_) => Err(format!(
+            "{program}: no answer within {}s; killed",
+            rule.timeout.as_secs_f64()
+        )),
+        Ok(Err(e)) => Err(format!("{program}: {e}")),
+        Ok(Ok(out)) if out.status.success() => Ok(()),
+        Ok(Ok(out)) => Err(format!(
+            "{program} exited {}: {}",
+            out.status
+                .code()
+                .map_or("by a signal".into(), |c| c.to_string()),
+            crate::sanitize::line(&String::from_utf8_lossy(&out.stderr), 300)
+        )),
+    }
+}

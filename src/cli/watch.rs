@@ -1,0 +1,235 @@
+//! `rigwatch watch`: the dashboard's polling, state, signals and clocks with no terminal, for
+//! tmux, systemd or cron. Each alert that starts or clears is one JSON line on stdout and in the
+//! events file, and goes to the sinks whose `[[alert]]` rule wants it. SIGHUP reloads the
+//! config (a bad one is reported and the old one kept); SIGTERM and Ctrl-C end it with cost
+//! and last-seen saved, as they are every minute.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::alerts::engine::{Engine, Timing};
+use crate::alerts::{AlertEvent, conditions, silences, sinks};
+use crate::clocks::Profile;
+use crate::config::FleetConfig;
+use crate::monitor::FleetState;
+use crate::monitor::feed::Feed;
+use crate::transport::Pool;
+
+/// How often conditions are judged: fine enough for the group wait, far below the poll cost.
+const JUDGE_EVERY: Duration = Duration::from_secs(1);
+/// Cost so far and last-seen are saved this often, so a crash loses at most this much.
+const SAVE_EVERY: Duration = Duration::from_secs(60);
+
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    /// Stop after this many seconds (default: until SIGTERM or Ctrl-C)
+    #[arg(long = "for", value_name = "SECS")]
+    duration: Option<f64>,
+    /// Events file (JSON Lines); default: events.jsonl in the state dir
+    #[arg(long, value_name = "PATH")]
+    events_file: Option<PathBuf>,
+}
+
+enum Ended {
+    Stop,
+    Reload,
+}
+
+pub async fn run(
+    fleet: &FleetConfig,
+    profiles: &[Profile],
+    args: &WatchArgs,
+    reload: &dyn Fn() -> Result<FleetConfig, String>,
+) -> color_eyre::Result<ExitCode> {
+    let deadline = args
+        .duration
+        .filter(|d| d.is_finite() && *d >= 0.0)
+        .map(|d| tokio::time::Instant::now() + Duration::from_secs_f64(d));
+    let events_file = args
+        .events_file
+        .clone()
+        .or_else(|| crate::config::paths::state_dir().map(|d| d.join("events.jsonl")));
+    let mut fleet = fleet.clone();
+    let mut engine = Engine::new(timing(&fleet));
+    loop {
+        match watch_once(
+            &fleet,
+            profiles,
+            &mut engine,
+            events_file.as_deref(),
+            deadline,
+        )
+        .await?
+        {
+            Ended::Stop => return Ok(ExitCode::SUCCESS),
+            Ended::Reload => match reload() {
+                Ok(new) => {
+                    eprintln!("rigwatch: reloaded {}", new.path.display());
+                    fleet = new;
+                    // Alert states carry over: a reload is not a reason to fire again.
+                    engine.retime(timing(&fleet));
+                }
+                Err(e) => eprintln!("rigwatch: config not reloaded, the old one stays: {e}"),
+            },
+        }
+    }
+}
+
+fn timing(fleet: &FleetConfig) -> Timing {
+    let d = |std: Duration| chrono::Duration::from_std(std).unwrap_or(chrono::Duration::zero());
+    Timing {
+        group_wait: d(fleet.alerts.group_wait),
+        repeat: d(fleet.alerts.repeat),
+        ..Timing::default()
+    }
+}
+
+async fn watch_once(
+    fleet: &FleetConfig,
+    profiles: &[Profile],
+    engine: &mut Engine,
+    events_file: Option<&Path>,
+    deadline: Option<tokio::time::Instant>,
+) -> color_eyre::Result<Ended> {
+    let mut feed = Feed::start(Pool::start(fleet), fleet);
+    let (mut updates, mut links) = (feed.updates.take(), feed.links.take());
+    let mut state = FleetState::new(fleet.hosts.clone(), fleet.thresholds.clone())
+        .with_profiles(profiles.to_vec(), fleet.balance)
+        .with_poll(fleet.poll);
+    let memory_path = crate::monitor::memory::path();
+    let mut memory = crate::monitor::memory::load(memory_path.as_deref());
+    state.recall(&memory);
+    let silence_path = silences::path();
+    let mut judge = tokio::time::interval(JUDGE_EVERY);
+    let mut save = tokio::time::interval(SAVE_EVERY);
+    save.tick().await;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut file_failing = false;
+    let ended = loop {
+        tokio::select! {
+            Some(update) = recv(updates.as_mut()) => {
+                state.observe(&update.host, update.observation, Utc::now());
+            }
+            Some((host, link)) = recv(links.as_mut()) => state.set_link(&host, link, Utc::now()),
+            _ = judge.tick() => {
+                let now = Utc::now();
+                state.tick(now);
+                let (conds, frozen) = conditions(&state, now);
+                let silenced = silence_path
+                    .as_deref()
+                    .map(|p| silences::load(p, now))
+                    .unwrap_or_default();
+                for mut event in engine.step(&conds, &frozen, now) {
+                    event.data.silenced = silenced.contains_key(&event.host);
+                    publish(&event, events_file, &mut file_failing);
+                    if !event.data.silenced {
+                        dispatch(fleet, &event);
+                    }
+                }
+            }
+            _ = save.tick() => remember(&state, &mut memory, memory_path.as_deref()),
+            _ = term.recv() => break Ended::Stop,
+            _ = tokio::signal::ctrl_c() => break Ended::Stop,
+            _ = hup.recv() => break Ended::Reload,
+            () = until(deadline) => break Ended::Stop,
+        }
+    };
+    remember(&state, &mut memory, memory_path.as_deref());
+    feed.shutdown().await;
+    Ok(ended)
+}
+
+async fn recv<T>(rx: Option<&mut tokio::sync::mpsc::Receiver<T>>) -> Option<T> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn remember(
+    state: &FleetState,
+    memory: &mut crate::monitor::memory::FleetMemory,
+    path: Option<&Path>,
+) {
+    state.remember(memory);
+    if let Some(path) = path {
+        if let Err(e) = crate::monitor::memory::save(path, memory) {
+            eprintln!(
+                "rigwatch: cost and last-seen not saved to {}: {e}",
+                path.display()
+            );
+        }
+    }
+}
+
+/// One JSON line on stdout and in the events file. A file that cannot be written (a full disk)
+/// is said once on stderr; watching goes on, and stdout still has every event.
+fn publish(event: &AlertEvent, file: Option<&Path>, failing: &mut bool) {
+    let Ok(line) = crate::sanitize::json_line(event) else {
+        return;
+    };
+    println!("{line}");
+    let _ = std::io::stdout().flush();
+    let Some(path) = file else {
+        return;
+    };
+    let written = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?;
+            f.write_all(format!("{line}\n").as_bytes())
+        });
+    match written {
+        Ok(()) if *failing => {
+            *failing = false;
+            eprintln!("rigwatch: writing {} again", path.display());
+        }
+        Ok(()) => {}
+        Err(e) if !*failing => {
+            *failing = true;
+            eprintln!(
+                "rigwatch: cannot write {}: {e}; events still go to stdout",
+                path.display()
+            );
+        }
+        Err(_) => {}
+    }
+}
+
+/// Each rule that wants the event gets it from its own task, outside quiet hours.
+fn dispatch(fleet: &FleetConfig, event: &AlertEvent) {
+    let local = chrono::Local::now().time();
+    for rule in &fleet.alerts.rules {
+        if !sinks::wants(rule, event) || rule.is_quiet(local) {
+            continue;
+        }
+        let (rule, event) = (rule.clone(), event.clone());
+        tokio::spawn(async move {
+            if let Err(e) = sinks::deliver(&rule, &event).await {
+                eprintln!(
+                    "rigwatch: alert {} {} not delivered: {}",
+                    crate::sanitize::line(&event.host, 60),
+                    event.kind,
+                    crate::sanitize::line(&e, 400)
+                );
+            }
+        });
+    }
+}

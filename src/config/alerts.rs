@@ -1,0 +1,272 @@
+//! `[alerts]` timing and `[[alert]]` rules in fleet.toml: which events go to which sink.
+
+use std::time::Duration;
+
+use chrono::NaiveTime;
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::error::ConfigError;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAlerts {
+    group_wait_secs: Option<Spanned<f64>>,
+    repeat_hours: Option<Spanned<f64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRule {
+    sink: Spanned<String>,
+    #[serde(default)]
+    kinds: Vec<String>,
+    #[serde(default)]
+    hosts: Vec<String>,
+    min_severity: Option<Spanned<String>>,
+    command: Option<Spanned<Vec<String>>>,
+    url: Option<Spanned<String>>,
+    timeout_secs: Option<Spanned<f64>>,
+    quiet: Option<Spanned<String>>,
+}
+
+/// How loud an event is; `min_severity` compares against it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Info,
+    Warn,
+    Crit,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sink {
+    /// The terminal bell on stderr.
+    Bell,
+    /// notify-send (Linux) or osascript (macOS), where installed.
+    Desktop,
+    /// A program and its arguments, run without a shell: the event as JSON on stdin and as
+    /// RIGWATCH_* variables.
+    Command(Vec<String>),
+    /// A JSON POST of the event (through curl).
+    Webhook(String),
+    /// An ntfy topic URL: the message as the body, title and priority as headers.
+    Ntfy(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertRule {
+    pub sink: Sink,
+    /// Globs over event kinds; empty: every kind.
+    pub kinds: Vec<String>,
+    /// Globs over host names; empty: every host.
+    pub hosts: Vec<String>,
+    pub min_severity: Level,
+    pub timeout: Duration,
+    /// Local times between which this sink is not called (`22:00-07:00` wraps midnight).
+    pub quiet: Option<(NaiveTime, NaiveTime)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertsConfig {
+    pub group_wait: Duration,
+    pub repeat: Duration,
+    pub rules: Vec<AlertRule>,
+}
+
+impl Default for AlertsConfig {
+    fn default() -> Self {
+        AlertsConfig {
+            group_wait: Duration::from_secs(30),
+            repeat: Duration::from_secs(4 * 3600),
+            rules: Vec::new(),
+        }
+    }
+}
+
+pub(super) fn build(
+    raw: RawAlerts,
+    rules: Vec<RawRule>,
+    at: &dyn Fn(usize, String) -> ConfigError,
+) -> Result<AlertsConfig, ConfigError> {
+    let positive = |v: &Spanned<f64>, key: &str, scale: f64| {
+        let x = *v.get_ref();
+        if (0.0..1e7).contains(&x) {
+            Ok(Duration::from_secs_f64(x * scale))
+        } else {
+            Err(at(
+                v.span().start,
+                format!("{key} = {x} must be a positive number"),
+            ))
+        }
+    };
+    let defaults = AlertsConfig::default();
+    let mut out = AlertsConfig {
+        group_wait: match &raw.group_wait_secs {
+            Some(v) => positive(v, "group_wait_secs", 1.0)?,
+            None => defaults.group_wait,
+        },
+        repeat: match &raw.repeat_hours {
+            Some(v) => positive(v, "repeat_hours", 3600.0)?,
+            None => defaults.repeat,
+        },
+        rules: Vec::new(),
+    };
+    for r in rules {
+        let needs = |what: &str| {
+            at(
+                r.sink.span().start,
+                format!("sink = {:?} needs {what}", r.sink.get_ref()),
+            )
+        };
+        let sink = match r.sink.get_ref().as_str() {
+            "bell" => Sink::Bell,
+            "desktop" => Sink::Desktop,
+            "command" => match &r.command {
+                Some(argv) if !argv.get_ref().is_empty() => Sink::Command(argv.get_ref().clone()),
+                Some(argv) => {
+                    return Err(at(
+                        argv.span().start,
+                        "command = [] names no program".into(),
+                    ));
+                }
+                None => {
+                    return Err(needs(
+                        "command = [\"program\", \"arg\", …] (run without a shell)",
+                    ));
+                }
+            },
+            "webhook" | "ntfy" => {
+                let Some(url) = &r.url else {
+                    return Err(needs("url = \"http…\""));
+                };
+                if !url.get_ref().starts_with("http://") && !url.get_ref().starts_with("https://") {
+                    return Err(at(
+                        url.span().start,
+                        format!(
+                            "url {:?} must start with http:// or https://",
+                            url.get_ref()
+                        ),
+                    ));
+                }
+                if r.sink.get_ref() == "ntfy" {
+                    Sink::Ntfy(url.get_ref().clone())
+                } else {
+                    Sink::Webhook(url.get_ref().clone())
+                }
+            }
+            other => {
+                return Err(at(
+                    r.sink.span().start,
+                    format!("unknown sink {other:?}; one of bell, desktop, command, webhook, ntfy"),
+                ));
+            }
+        };
+        let min_severity = match r
+            .min_severity
+            .as_ref()
+            .map(|s| (s.get_ref().as_str(), s.span().start))
+        {
+            None | Some(("warn", _)) => Level::Warn,
+            Some(("info", _)) => Level::Info,
+            Some(("crit", _)) => Level::Crit,
+            Some((other, offset)) => {
+                return Err(at(
+                    offset,
+                    format!("min_severity {other:?} is not info, warn or crit"),
+                ));
+            }
+        };
+        let quiet = match &r.quiet {
+            None => None,
+            Some(q) => Some(quiet_hours(q.get_ref()).ok_or_else(|| {
+                at(
+                    q.span().start,
+                    format!("quiet = {:?} is not HH:MM-HH:MM", q.get_ref()),
+                )
+            })?),
+        };
+        out.rules.push(AlertRule {
+            sink,
+            kinds: r.kinds,
+            hosts: r.hosts,
+            min_severity,
+            timeout: match &r.timeout_secs {
+                Some(v) => positive(v, "timeout_secs", 1.0)?,
+                None => Duration::from_secs(10),
+            },
+            quiet,
+        });
+    }
+    Ok(out)
+}
+
+fn quiet_hours(text: &str) -> Option<(NaiveTime, NaiveTime)> {
+    let (from, to) = text.split_once('-')?;
+    let time = |t: &str| NaiveTime::parse_from_str(t.trim(), "%H:%M").ok();
+    Some((time(from)?, time(to)?))
+}
+
+impl AlertRule {
+    /// Whether `now` (local time of day) falls in this rule's quiet hours.
+    pub fn is_quiet(&self, now: NaiveTime) -> bool {
+        match self.quiet {
+            None => false,
+            Some((from, to)) if from <= to => from <= now && now < to,
+            Some((from, to)) => now >= from || now < to,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn parse(text: &str) -> Result<AlertsConfig, String> {
+        crate::config::fleet::parse(Path::new("fleet.toml"), text)
+            .map(|f| f.alerts)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn rules_load_and_mistakes_name_file_line_and_column() {
+        let ok = parse(
+            "[alerts]\ngroup_wait_secs = 5\n[[alert]]\nsink = \"ntfy\"\nurl = \"https://ntfy.sh/t\"\n\
+             min_severity = \"crit\"\nquiet = \"22:00-07:00\"\nhosts = [\"gpu-*\"]\n",
+        )
+        .expect("loads");
+        assert_eq!(ok.group_wait, Duration::from_secs(5));
+        let rule = &ok.rules[0];
+        assert_eq!(rule.sink, Sink::Ntfy("https://ntfy.sh/t".into()));
+        assert_eq!(rule.min_severity, Level::Crit);
+        let at = |h, m| NaiveTime::from_hms_opt(h, m, 0).expect("time");
+        assert!(rule.is_quiet(at(23, 0)) && rule.is_quiet(at(6, 59)) && !rule.is_quiet(at(12, 0)));
+
+        for (text, says) in [
+            (
+                "[[alert]]\nsink = \"pager\"\n",
+                "fleet.toml:2:8: unknown sink \"pager\"",
+            ),
+            (
+                "[[alert]]\nsink = \"command\"\n",
+                "fleet.toml:2:8: sink = \"command\" needs command",
+            ),
+            (
+                "[[alert]]\nsink = \"webhook\"\nurl = \"ftp://x\"\n",
+                "fleet.toml:3:7: url \"ftp://x\"",
+            ),
+            (
+                "[[alert]]\nsink = \"bell\"\nquiet = \"late\"\n",
+                "fleet.toml:3:9: quiet = \"late\"",
+            ),
+            (
+                "[[alert]]\nsink = \"bell\"\nmin_severity = \"loud\"\n",
+                "fleet.toml:3:16: min_severity",
+            ),
+        ] {
+            let e = parse(text).expect_err(text);
+            assert!(e.starts_with(says), "{e}");
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! `rigwatch watch` over real sshd boxes: one event and one sink call for a run that dies, a
+//! flapping link told once with its count, a box down all along that neither resolves nor
+//! fires anything else, quiet hours, a hanging sink killed at its timeout, and silences.
+//! Every wait is bounded; every watch runs with `--for`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::Lab;
+
+/// A sink program that appends each event it is given (stdin) as one line to `out`.
+fn recorder(lab: &Lab, name: &str) -> (PathBuf, PathBuf) {
+    let out = lab.path(&format!("{name}.calls"));
+    let script = lab.path(&format!("{name}.sh"));
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n{{ cat; printf ' %s\\n' \"$RIGWATCH_KIND\"; }} >> '{}'\n",
+            out.display()
+        ),
+    )
+    .expect("sink script");
+    let chmod = Command::new("chmod").arg("+x").arg(&script).status();
+    assert!(chmod.is_ok_and(|s| s.success()));
+    (script, out)
+}
+
+fn start_watch(lab: &Lab, config: &Path, secs: u32) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .args(["watch", "--for", &secs.to_string(), "--config"])
+        .arg(config)
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .env_remove("SSH_AUTH_SOCK")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("watch")
+}
+
+/// Ends the watch (SIGTERM), returning its events and stderr.
+fn finish(child: Child) -> (Vec<Value>, String) {
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    let out = child.wait_with_output().expect("watch output");
+    assert_eq!(out.status.code(), Some(0), "SIGTERM ends watch cleanly");
+    let events = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    (events, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn of<'a>(events: &'a [Value], host: &str, kind: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e["host"] == host && e["kind"] == kind)
+        .collect()
+}
+
+fn wait_for_file(path: &Path, needle: &str, limit: Duration) -> String {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(needle) || start.elapsed() > limit {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+const FAST: &str = "[alerts]\ngroup_wait_secs = 2\n";
+
+#[test]
+fn a_run_that_dies_raises_one_event_and_one_sink_call() {
+    let mut lab = Lab::new();
+    let gpu = lab.start_host("gpu");
+    gpu.sh(&lab, "tmux new -d -s train 'sleep 600'");
+    let (script, calls) = recorder(&lab, "pager");
+    let extra = format!(
+        "{FAST}[[alert]]\nsink = \"command\"\nkinds = [\"run_*\"]\ncommand = [\"{}\"]\n",
+        script.display()
+    );
+    let config = lab.fleet(
+        "fleet.toml",
+        &extra,
+        &[(
+            "gpu-1",
+            format!("{}\nrun = \"train\"", lab.host_entry(&gpu)),
+        )],
+    );
+    let watch = start_watch(&lab, &config, 60);
+    std::thread::sleep(Duration::from_secs(5));
+    gpu.sh(&lab, "tmux kill-session -t train");
+    let text = wait_for_file(&calls, "run_dead", Duration::from_secs(20));
+    // Long enough for a repeat or a second sink call, if there were going to be one.
+    std::thread::sleep(Duration::from_secs(4));
+    let (events, stderr) = finish(watch);
+    let dead = of(&events, "gpu-1", "run_dead");
+    assert_eq!(dead.len(), 1, "exactly one event: {events:?}\n{stderr}");
+    assert_eq!(dead[0]["state"], "firing");
+    assert_eq!(dead[0]["v"], 1);
+    assert!(
+        dead[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("train"))
+    );
+    let text = std::fs::read_to_string(&calls).unwrap_or(text);
+    assert_eq!(
+        text.matches(" run_dead").count(),
+        1,
+        "one sink call: {text}"
+    );
+    let sent: Value = serde_json::from_str(
+        text.lines()
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(" run_dead"),
+    )
+    .unwrap_or(Value::Null);
+    assert_eq!(sent["kind"], "run_dead", "the event on stdin: {text}");
+    let file =
+        std::fs::read_to_string(lab.path("state/rigwatch/events.jsonl")).expect("events file");
+    assert_eq!(file.matches("\"run_dead\"").count(), 1, "{file}");
+    assert!(
+        lab.path("state/rigwatch/hosts.json").exists(),
+        "cost and last-seen saved on SIGTERM"
+    );
+}
+
+#[test]
+fn a_box_down_all_along_alerts_once_and_never_resolves_or_fires_anything_else() {
+    let mut lab = Lab::new();
+    let up = lab.start_host("up");
+    let mut gone = lab.start_host("gone");
+    gone.kill();
+    let config = lab.fleet(
+        "fleet.toml",
+        FAST,
+        &[
+            ("box-up", lab.host_entry(&up)),
+            (
+                "box-gone",
+                format!("{}\nrun = \"train\"", lab.host_entry(&gone)),
+            ),
+        ],
+    );
+    let watch = start_watch(&lab, &config, 60);
+    std::thread::sleep(Duration::from_secs(12));
+    let (events, stderr) = finish(watch);
+    let gone_events: Vec<&Value> = events.iter().filter(|e| e["host"] == "box-gone").collect();
+    assert_eq!(gone_events.len(), 1, "{gone_events:?}\n{stderr}");
+    assert_eq!(gone_events[0]["kind"], "link_down");
+    assert_eq!(gone_events[0]["state"], "firing");
+    assert!(
+        of(&events, "box-up", "link_down").is_empty(),
+        "the box that is up says nothing about links: {events:?}"
+    );
+}
+
+#[test]
+fn a_flapping_link_is_one_alert_with_its_count() {
+    let mut lab = Lab::new();
+    let mut flappy = lab.start_host("flappy");
+    let config = lab.fleet("fleet.toml", FAST, &[("box-f", lab.host_entry(&flappy))]);
+    let watch = start_watch(&lab, &config, 90);
+    std::thread::sleep(Duration::from_secs(3));
+    for _ in 0..8 {
+        flappy.kill();
+        std::thread::sleep(Duration::from_millis(1500));
+        let port = flappy.port;
+        flappy.restart();
+        assert_eq!(flappy.port, port);
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    // Stable again for longer than the wait: the alert resolves, once.
+    std::thread::sleep(Duration::from_secs(8));
+    let (events, stderr) = finish(watch);
+    let link = of(&events, "box-f", "link_down");
+    let firing: Vec<_> = link.iter().filter(|e| e["state"] == "firing").collect();
+    assert_eq!(
+        firing.len(),
+        1,
+        "one alert for the flapping: {link:?}\n{stderr}"
+    );
+    let resolved: Vec<_> = link.iter().filter(|e| e["state"] == "resolved").collect();
+    assert_eq!(resolved.len(), 1, "{link:?}");
+    assert!(
+        resolved[0]["data"]["count"]
+            .as_u64()
+            .is_some_and(|c| c >= 3),
+        "the count of flaps: {link:?}"
+    );
+}
+
+#[test]
+fn quiet_hours_a_hanging_sink_and_a_silence_each_hold_their_line() {
+    let mut lab = Lab::new();
+    let mut a = lab.start_host("a");
+    a.kill();
+    let mut b = lab.start_host("b");
+    b.kill();
+    let (loud, loud_calls) = recorder(&lab, "loud");
+    let (quiet, quiet_calls) = recorder(&lab, "quiet");
+    let now = chrono::Local::now();
+    let hours = format!(
+        "{}-{}",
+        (now - chrono::Duration::hours(1)).format("%H:%M"),
+        (now + chrono::Duration::hours(1)).format("%H:%M")
+    );
+    let extra = format!(
+        "{FAST}\
+         [[alert]]\nsink = \"command\"\ncommand = [\"{}\"]\n\
+         [[alert]]\nsink = \"command\"\ncommand = [\"{}\"]\nquiet = \"{hours}\"\n\
+         [[alert]]\nsink = \"command\"\ncommand = [\"sleep\", \"30\"]\ntimeout_secs = 1\n",
+        loud.display(),
+        quiet.display()
+    );
+    let config = lab.fleet(
+        "fleet.toml",
+        &extra,
+        &[("box-a", lab.host_entry(&a)), ("box-b", lab.host_entry(&b))],
+    );
+    let silence = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .args(["silence", "box-b", "1h", "--config"])
+        .arg(&config)
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .output()
+        .expect("silence");
+    assert!(
+        silence.status.success(),
+        "{}",
+        String::from_utf8_lossy(&silence.stderr)
+    );
+    let watch = start_watch(&lab, &config, 60);
+    let calls = wait_for_file(&loud_calls, "link_down", Duration::from_secs(20));
+    std::thread::sleep(Duration::from_secs(4));
+    let (events, stderr) = finish(watch);
+    assert_eq!(
+        calls.matches(" link_down").count(),
+        1,
+        "box-a only: {calls}"
+    );
+    assert!(
+        calls.contains("box-a") && !calls.contains("box-b"),
+        "{calls}"
+    );
+    assert!(
+        !quiet_calls.exists(),
+        "inside quiet hours the sink is not called"
+    );
+    assert!(
+        stderr.contains("sleep: no answer within 1s; killed"),
+        "the hanging sink is killed and said: {stderr}"
+    );
+    let b_events = of(&events, "box-b", "link_down");
+    assert_eq!(
+        b_events.len(),
+        1,
+        "a silenced host's event is still written"
+    );
+    assert_eq!(b_events[0]["data"]["silenced"], true);
+}
