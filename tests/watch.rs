@@ -263,3 +263,67 @@ fn quiet_hours_a_hanging_sink_and_a_silence_each_hold_their_line() {
     );
     assert_eq!(b_events[0]["data"]["silenced"], true);
 }
+
+/// The webhook sink POSTs the event as JSON (through curl) to a listener on loopback.
+#[test]
+fn a_webhook_gets_the_event_as_json() {
+    use std::io::{Read, Write};
+    let mut lab = Lab::new();
+    let mut gone = lab.start_host("gone");
+    gone.kill();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let port = listener.local_addr().expect("addr").port();
+    let server = std::thread::spawn(move || {
+        listener.set_nonblocking(false).expect("blocking");
+        let (mut conn, _) = listener.accept().expect("a POST");
+        conn.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut request = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = conn.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            request.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&request);
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let length = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                    })
+                    .unwrap_or(0);
+                if body.len() >= length {
+                    break;
+                }
+            }
+        }
+        let _ =
+            conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        String::from_utf8_lossy(&request).into_owned()
+    });
+    let extra =
+        format!("{FAST}[[alert]]\nsink = \"webhook\"\nurl = \"http://127.0.0.1:{port}/hook\"\n");
+    let config = lab.fleet("fleet.toml", &extra, &[("box-w", lab.host_entry(&gone))]);
+    let watch = start_watch(&lab, &config, 30);
+    let start = Instant::now();
+    while !server.is_finished() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (_, stderr) = finish(watch);
+    assert!(server.is_finished(), "no POST arrived: {stderr}");
+    let request = server.join().expect("server");
+    assert!(request.starts_with("POST /hook "), "{request}");
+    assert!(
+        request
+            .to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{request}"
+    );
+    let body = request.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    let event: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(event["host"], "box-w");
+    assert_eq!(event["kind"], "link_down");
+}

@@ -86,6 +86,7 @@ pub async fn run(
         jobs::spawn_verified(hosts, job_tx.clone());
     }
     let mut dirty = true;
+    let mut last_saved = tokio::time::Instant::now();
     // Data arriving faster than this is drawn together; keys are drawn at once.
     let frame_gap = Duration::from_millis(50);
     let mut last_draw = tokio::time::Instant::now() - frame_gap;
@@ -159,6 +160,12 @@ pub async fn run(
             }
             _ = tick.tick() => {
                 state.tick(Utc::now());
+                // Cost and last-seen are saved every minute, not only on quit: a crash or a
+                // killed terminal loses at most a minute of accrual.
+                if matches!(source, Source::Live { .. }) && last_saved.elapsed() >= SAVE_EVERY {
+                    last_saved = tokio::time::Instant::now();
+                    save_memory(&state);
+                }
                 if let Some(modal) = &mut app.modal {
                     if let Some(h) = state.host(&modal.host) {
                         modal.guard.handle(GuardEvent::RunLooks(RunLooks::of(&h.run)));
@@ -202,6 +209,19 @@ fn refresh(app: &mut App, state: &mut FleetState, source: &mut Source) {
                     .into(),
             );
         }
+    }
+}
+
+/// How often the live dashboard saves cost and last-seen.
+const SAVE_EVERY: Duration = Duration::from_secs(60);
+
+fn save_memory(state: &FleetState) {
+    let path = crate::monitor::memory::path();
+    let mut memory = crate::monitor::memory::load(path.as_deref());
+    state.remember(&mut memory);
+    if let Some(path) = path {
+        // The quit path saves again and reports; a failed minute is tried again next minute.
+        let _ = crate::monitor::memory::save(&path, &memory);
     }
 }
 
