@@ -21,6 +21,8 @@
 //! - `teardown`  — the guard (pure), the destroy plan, the queue note, running it once; imports
 //!   `pull`, `clocks`, `queue`, `sanitize`.
 //! - `monitor`   — wiring: runs the probes over the pool and feeds the fleet; imports all above.
+//! - `metrics`   — the fleet's figures for Prometheus (prometheus-client) and their loopback
+//!   HTTP server; imports `monitor`'s state and `signals`.
 //! - `alerts`    — conditions read off the fleet's state, fired and resolved once each way,
 //!   silences and sinks; imports `monitor`'s state, `signals`, `config`, `sanitize`, `glob`.
 //! - `demo`      — the demo fleet: captures replayed through monitor's readers into its state.
@@ -38,6 +40,7 @@ pub mod demo;
 pub mod fleet;
 pub mod glob;
 pub mod ledger;
+pub mod metrics;
 pub mod monitor;
 pub mod probe;
 pub mod provider;

@@ -327,3 +327,111 @@ fn a_webhook_gets_the_event_as_json() {
     assert_eq!(event["host"], "box-w");
     assert_eq!(event["kind"], "link_down");
 }
+
+/// `watch --metrics` serves the fleet's figures, and a real Prometheus server scrapes them: its
+/// query API returns the box's SM clock from the H100 capture.
+#[test]
+fn a_real_prometheus_scrapes_the_fleets_figures() {
+    const PROMETHEUS: &str = "/usr/bin/prometheus";
+    assert!(
+        Path::new(PROMETHEUS).exists(),
+        "{PROMETHEUS} is missing: apt-get install prometheus"
+    );
+    let free_port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port")
+    };
+    let mut lab = Lab::new();
+    let gpu = lab.start_host("gpu");
+    gpu.shim_nvidia_smi(&support::GpuShim {
+        query_gpu: "h100/q_load_csv.txt",
+        apps: "h100/apps_load.txt",
+        legacy_driver: false,
+    });
+    let config = lab.fleet("fleet.toml", FAST, &[("gpu-1", lab.host_entry(&gpu))]);
+    let port = free_port();
+    let watch = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .args([
+            "watch",
+            "--for",
+            "90",
+            "--metrics",
+            &format!("127.0.0.1:{port}"),
+            "--config",
+        ])
+        .arg(&config)
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .env_remove("SSH_AUTH_SOCK")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("watch");
+    let get = |url: &str| {
+        Command::new("curl")
+            .args(["-sS", "--max-time", "5", url])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let ours = format!("http://127.0.0.1:{port}/metrics");
+    let start = Instant::now();
+    let mut text = String::new();
+    while start.elapsed() < Duration::from_secs(20) && !text.contains("rigwatch_gpu_sm_clock_mhz") {
+        std::thread::sleep(Duration::from_millis(300));
+        text = get(&ours);
+    }
+    assert!(
+        text.contains(r#"rigwatch_gpu_sm_clock_mhz{host="gpu-1",gpu="0"} 1365"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"rigwatch_host_up{host="gpu-1"} 1"#),
+        "{text}"
+    );
+
+    let prom_port = free_port();
+    let prom_dir = lab.path("prometheus");
+    std::fs::create_dir_all(&prom_dir).expect("prometheus dir");
+    let prom_config = prom_dir.join("prometheus.yml");
+    std::fs::write(
+        &prom_config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: rigwatch\n    \
+             static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+        ),
+    )
+    .expect("prometheus.yml");
+    let mut prometheus = Command::new(PROMETHEUS)
+        .arg(format!("--config.file={}", prom_config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            prom_dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prometheus");
+    let query =
+        format!("http://127.0.0.1:{prom_port}/api/v1/query?query=rigwatch_gpu_sm_clock_mhz");
+    let start = Instant::now();
+    let mut answer = Value::Null;
+    while start.elapsed() < Duration::from_secs(40) {
+        std::thread::sleep(Duration::from_millis(500));
+        answer = serde_json::from_str(&get(&query)).unwrap_or(Value::Null);
+        if answer["data"]["result"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty())
+        {
+            break;
+        }
+    }
+    let _ = prometheus.kill();
+    let _ = prometheus.wait();
+    let _ = finish(watch);
+    let result = &answer["data"]["result"][0];
+    assert_eq!(result["metric"]["host"], "gpu-1", "{answer}");
+    assert_eq!(result["value"][1], "1365", "{answer}");
+}

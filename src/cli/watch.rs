@@ -7,6 +7,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -16,6 +17,7 @@ use crate::alerts::engine::{Engine, Timing};
 use crate::alerts::{AlertEvent, conditions, silences, sinks};
 use crate::clocks::Profile;
 use crate::config::FleetConfig;
+use crate::metrics::Metrics;
 use crate::monitor::FleetState;
 use crate::monitor::feed::Feed;
 use crate::transport::Pool;
@@ -33,6 +35,9 @@ pub struct WatchArgs {
     /// Events file (JSON Lines); default: events.jsonl in the state dir
     #[arg(long, value_name = "PATH")]
     events_file: Option<PathBuf>,
+    /// Serve the fleet's figures for Prometheus here (e.g. 127.0.0.1:9464)
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 enum Ended {
@@ -56,16 +61,25 @@ pub async fn run(
         .or_else(|| crate::config::paths::state_dir().map(|d| d.join("events.jsonl")));
     let mut fleet = fleet.clone();
     let mut engine = Engine::new(timing(&fleet));
+    let metrics = Arc::new(Mutex::new(Metrics::default()));
+    let _server = match args.metrics {
+        None => None,
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| super::usage(format!("--metrics {addr}: cannot listen: {e}")))?;
+            Some(AbortOnDrop(tokio::spawn(crate::metrics::serve(
+                listener,
+                Arc::clone(&metrics),
+            ))))
+        }
+    };
+    let out = Outputs {
+        events_file: events_file.as_deref(),
+        metrics: &metrics,
+    };
     loop {
-        match watch_once(
-            &fleet,
-            profiles,
-            &mut engine,
-            events_file.as_deref(),
-            deadline,
-        )
-        .await?
-        {
+        match watch_once(&fleet, profiles, &mut engine, &out, deadline).await? {
             Ended::Stop => return Ok(ExitCode::SUCCESS),
             Ended::Reload => match reload() {
                 Ok(new) => {
@@ -89,11 +103,26 @@ fn timing(fleet: &FleetConfig) -> Timing {
     }
 }
 
+/// Where a tick's results go besides the sinks.
+struct Outputs<'a> {
+    events_file: Option<&'a Path>,
+    metrics: &'a Mutex<Metrics>,
+}
+
+/// The metrics server lives exactly as long as the watch.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 async fn watch_once(
     fleet: &FleetConfig,
     profiles: &[Profile],
     engine: &mut Engine,
-    events_file: Option<&Path>,
+    out: &Outputs<'_>,
     deadline: Option<tokio::time::Instant>,
 ) -> color_eyre::Result<Ended> {
     let mut feed = Feed::start(Pool::start(fleet), fleet);
@@ -120,6 +149,9 @@ async fn watch_once(
             _ = judge.tick() => {
                 let now = Utc::now();
                 state.tick(now);
+                if let Ok(m) = out.metrics.lock() {
+                    m.set_from(&state, now);
+                }
                 let (conds, frozen) = conditions(&state, now);
                 let silenced = silence_path
                     .as_deref()
@@ -127,7 +159,7 @@ async fn watch_once(
                     .unwrap_or_default();
                 for mut event in engine.step(&conds, &frozen, now) {
                     event.data.silenced = silenced.contains_key(&event.host);
-                    publish(&event, events_file, &mut file_failing);
+                    publish(&event, out.events_file, &mut file_failing);
                     if !event.data.silenced {
                         dispatch(fleet, &event);
                     }

@@ -350,11 +350,18 @@ impl FleetState {
     /// stopped, or running out of sight where its provider says so). A box never seen up is
     /// not counted: rigwatch does not know it was ever rented.
     pub fn burn_per_hour(&self) -> f64 {
-        self.hosts
-            .iter()
-            .filter(|h| h.link.is_usable() || h.last_seen_up.is_some())
-            .filter_map(|h| h.rates(self.profile(&h.config.profile)).now(h.billed()))
-            .sum()
+        self.hosts.iter().filter_map(|h| self.rate_of(h)).sum()
+    }
+
+    /// What `host` bills per hour now; None for a host never seen up, or without a price.
+    pub fn rate_now(&self, host: &str) -> Option<f64> {
+        self.host(host).and_then(|h| self.rate_of(h))
+    }
+
+    fn rate_of(&self, h: &HostState) -> Option<f64> {
+        (h.link.is_usable() || h.last_seen_up.is_some())
+            .then(|| h.rates(self.profile(&h.config.profile)).now(h.billed()))
+            .flatten()
     }
 
     fn accrue(&mut self, i: usize, now: DateTime<Utc>) {
