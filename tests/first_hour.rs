@@ -22,6 +22,16 @@ fn run_in(home: &Path, args: &[&str]) -> Output {
         .expect("run")
 }
 
+/// A refusal: exit 2 and one line holding every one of `says`.
+fn refused(out: &Output, says: &[&str]) {
+    let line = one_line(out);
+    assert!(
+        says.iter().all(|s| line.contains(s)),
+        "{says:?} not in {line}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{line}");
+}
+
 /// The message a person reads: one line, `rigwatch: ` first, nothing for a developer.
 fn one_line(out: &Output) -> String {
     let err = String::from_utf8_lossy(&out.stderr).to_string();
@@ -58,12 +68,7 @@ fn mistakes_get_one_line_that_says_what_to_do_and_exit_2() {
         vec!["--config", config, "teardown", "nosuch"],
     ] {
         let out = run_in(home.path(), &args);
-        let line = one_line(&out);
-        assert!(
-            line.contains("no host named \"nosuch\"") && line.contains("there are: a"),
-            "{line}"
-        );
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        refused(&out, &["no host named \"nosuch\"", "there are: a"]);
     }
 
     for args in [
@@ -71,17 +76,9 @@ fn mistakes_get_one_line_that_says_what_to_do_and_exit_2() {
         vec!["--theme", "bogus", "--config", config, "status"],
         vec!["--theme", "bogus", "--config", config, "check"],
     ] {
+        // Refused, never ignored, whatever the command.
         let out = run_in(home.path(), &args);
-        let line = one_line(&out);
-        assert!(
-            line.contains("no theme named \"bogus\""),
-            "{args:?}: {line}"
-        );
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{args:?} must refuse, not ignore"
-        );
+        refused(&out, &["no theme named \"bogus\""]);
     }
 
     let bad_theme = fleet(home.path(), "theme = \"bogus\"\n");
@@ -89,20 +86,11 @@ fn mistakes_get_one_line_that_says_what_to_do_and_exit_2() {
         home.path(),
         &["--config", bad_theme.to_str().expect("utf-8"), "status"],
     );
-    let line = one_line(&out);
-    assert!(
-        line.contains("fleet.toml:1:9") && line.contains("no theme named \"bogus\""),
-        "{line}"
-    );
-    assert_eq!(out.status.code(), Some(2));
+    refused(&out, &["fleet.toml:1:9", "no theme named \"bogus\""]);
 
+    // No config points to the demo and to init.
     let out = run_in(home.path(), &["status"]);
-    let line = one_line(&out);
-    assert!(
-        line.contains("rigwatch demo") && line.contains("rigwatch init"),
-        "no config points to the demo and to init: {line}"
-    );
-    assert_eq!(out.status.code(), Some(2));
+    refused(&out, &["rigwatch demo", "rigwatch init"]);
 }
 
 #[test]
@@ -197,12 +185,7 @@ fn init_from_an_ssh_config_writes_a_fleet_that_check_accepts() {
     );
 
     let out = run_in(home.path(), &["init"]);
-    let line = one_line(&out);
-    assert!(
-        line.contains("already exists") && line.contains("--print"),
-        "{line}"
-    );
-    assert_eq!(out.status.code(), Some(2));
+    refused(&out, &["already exists", "--print"]);
     assert_eq!(
         std::fs::read_to_string(&written).expect("kept"),
         text,

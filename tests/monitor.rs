@@ -32,6 +32,24 @@ async fn collect(
     seen
 }
 
+/// The live streams of one host named `box` (config `body`), over a fresh pool.
+fn watch_box(
+    lab: &Lab,
+    body: String,
+) -> (
+    Pool,
+    mpsc::Receiver<Update>,
+    Vec<tokio::task::JoinHandle<()>>,
+) {
+    let path = lab.fleet("fleet.toml", "", &[("box", body)]);
+    let fleet = fleet::load(&path).expect("fleet");
+    let pool = Pool::start(&fleet);
+    let (tx, rx) = mpsc::channel(1024);
+    let link = pool.get("box").expect("link");
+    let tasks = live::spawn(fleet.hosts[0].clone(), link.watch_session(), PERIOD, tx);
+    (pool, rx, tasks)
+}
+
 fn count(updates: &[HostUpdate], f: impl Fn(&HostUpdate) -> bool) -> usize {
     updates.iter().filter(|u| f(u)).count()
 }
@@ -54,16 +72,8 @@ async fn one_gpu_process_and_one_probe_loop_feed_readings_and_restart_when_kille
         legacy_driver: false,
     });
     host.shim_tmux(true);
-    let path = lab.fleet(
-        "fleet.toml",
-        "",
-        &[("box", format!("{}\nrun = \"train\"", lab.host_entry(&host)))],
-    );
-    let fleet = fleet::load(&path).expect("fleet");
-    let pool = Pool::start(&fleet);
-    let (tx, mut rx) = mpsc::channel(1024);
-    let link = pool.get("box").expect("link");
-    let tasks = live::spawn(fleet.hosts[0].clone(), link.watch_session(), PERIOD, tx);
+    let (pool, mut rx, tasks) =
+        watch_box(&lab, format!("{}\nrun = \"train\"", lab.host_entry(&host)));
 
     let updates = collect(&mut rx, Duration::from_secs(20), |u| {
         count(u, is_gpu) >= 4 && count(u, is_host) >= 4
@@ -213,12 +223,7 @@ async fn a_lost_link_is_not_blamed_on_the_gpu_or_the_probe() {
         apps: "h100/apps_load.txt",
         legacy_driver: false,
     });
-    let path = lab.fleet("fleet.toml", "", &[("box", lab.host_entry(&host))]);
-    let fleet = fleet::load(&path).expect("fleet");
-    let pool = Pool::start(&fleet);
-    let (tx, mut rx) = mpsc::channel(1024);
-    let link = pool.get("box").expect("link");
-    let tasks = live::spawn(fleet.hosts[0].clone(), link.watch_session(), PERIOD, tx);
+    let (pool, mut rx, tasks) = watch_box(&lab, lab.host_entry(&host));
     let updates = collect(&mut rx, Duration::from_secs(20), |u| {
         count(u, is_gpu) >= 2 && count(u, is_host) >= 2
     })

@@ -27,6 +27,23 @@ fn kinds(h: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A run's files on the lab machine: a log last written two hours ago holding `log_text`, and a
+/// checkpoint folder whose newest file is step_1000.pt (4 KiB, written now).
+fn run_files(lab: &Lab, log_text: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let log = lab.path("train.log");
+    std::fs::write(&log, log_text).expect("log");
+    let touched = std::process::Command::new("touch")
+        .args(["-d", "2 hours ago"])
+        .arg(&log)
+        .status()
+        .expect("touch");
+    assert!(touched.success());
+    let ckpt_dir = lab.path("ckpts");
+    std::fs::create_dir_all(&ckpt_dir).expect("ckpts");
+    std::fs::write(ckpt_dir.join("step_1000.pt"), vec![0u8; 4096]).expect("ckpt");
+    (log, ckpt_dir)
+}
+
 #[test]
 fn every_box_shape_end_to_end_through_status_json() {
     let mut lab = Lab::new();
@@ -73,17 +90,7 @@ fn every_box_shape_end_to_end_through_status_json() {
     let rebooted = lab.start_host("rebooted");
     rebooted.shim_boot_id("0f5e8a52-3c1d-4b7e-9a6f-1d2c3b4a5e60");
 
-    let log = lab.path("train.log");
-    std::fs::write(&log, "epoch 3/50\n\x1b[31mloss 0.42\x1b[0m\n").expect("log");
-    let touched = std::process::Command::new("touch")
-        .args(["-d", "2 hours ago"])
-        .arg(&log)
-        .status()
-        .expect("touch");
-    assert!(touched.success());
-    let ckpt_dir = lab.path("ckpts");
-    std::fs::create_dir_all(&ckpt_dir).expect("ckpts");
-    std::fs::write(ckpt_dir.join("step_1000.pt"), vec![0u8; 4096]).expect("ckpt");
+    let (log, ckpt_dir) = run_files(&lab, "epoch 3/50\n\x1b[31mloss 0.42\x1b[0m\n");
 
     let entry = |s: &support::Sshd, extra: &str| format!("{}\n{extra}", lab.host_entry(s));
     let hosts = [
@@ -408,21 +415,10 @@ fn a_box_that_goes_down_counts_as_stopped_since_last_seen_and_its_release_clock_
 fn status_json_carries_the_log_the_checkpoint_and_the_disk_outlook() {
     let mut lab = Lab::new();
     let b = lab.start_host("b");
-    let log = lab.path("train.log");
-    std::fs::write(
-        &log,
+    let (log, ckpt_dir) = run_files(
+        &lab,
         "epoch 3/50\n\x1b[31mloss 0.42\x1b[0m \u{9b}2J gpj.\u{202e}exe\n",
-    )
-    .expect("log");
-    let touched = std::process::Command::new("touch")
-        .args(["-d", "2 hours ago"])
-        .arg(&log)
-        .status()
-        .expect("touch");
-    assert!(touched.success());
-    let ckpt_dir = lab.path("ckpts");
-    std::fs::create_dir_all(&ckpt_dir).expect("ckpts");
-    std::fs::write(ckpt_dir.join("step_1000.pt"), vec![0u8; 4096]).expect("ckpt");
+    );
     let entry = format!(
         "{}\nlog = \"{}\"\nckpt_dir = \"{}\"",
         lab.host_entry(&b),
