@@ -22,11 +22,7 @@ fn row<'a>(screen: &'a str, host: &str) -> &'a str {
 fn dashboard_in_a_real_terminal_against_real_sshd() {
     let mut lab = Lab::new();
     let loaded = lab.start_host("loaded");
-    loaded.shim_nvidia_smi(&GpuShim {
-        query_gpu: "h100/q_load_csv.txt",
-        apps: "h100/apps_load.txt",
-        legacy_driver: false,
-    });
+    loaded.shim_nvidia_smi(&GpuShim::LOAD);
     let zombie = lab.start_host("zombie");
     zombie.shim_nvidia_smi(&GpuShim {
         query_gpu: "h100/zombie_q.txt",

@@ -22,6 +22,17 @@ fn run_in(home: &Path, args: &[&str]) -> Output {
         .expect("run")
 }
 
+/// Success, or the failure with what it said.
+fn succeeded(out: &Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A refusal: exit 2 and one line holding every one of `says`.
 fn refused(out: &Output, says: &[&str]) {
     let line = one_line(out);
@@ -148,12 +159,7 @@ fn init_from_an_ssh_config_writes_a_fleet_that_check_accepts() {
         home.path(),
         &["init", "--from-ssh-config", "gpu-*", "--ssh-config", config],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let written = home.path().join("config/rigwatch/fleet.toml");
     let text = std::fs::read_to_string(&written).expect("fleet.toml written");
     assert_eq!(
@@ -172,12 +178,7 @@ fn init_from_an_ssh_config_writes_a_fleet_that_check_accepts() {
 
     let out = run_in(home.path(), &["check"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     assert_eq!(
         stdout.lines().filter(|l| l.contains(" up ")).count(),
         2,
@@ -216,12 +217,7 @@ fn init_from_the_provider_clis_writes_ids_and_prices() {
         )
         .output()
         .expect("run");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let text =
         std::fs::read_to_string(home.path().join("config/rigwatch/fleet.toml")).expect("written");
     let fleet = rigwatch::config::fleet::parse(Path::new("fleet.toml"), &text)
@@ -302,12 +298,7 @@ fn a_debug_log_goes_to_the_state_dir_never_the_screen() {
         .env("RIGWATCH_LOG", "debug")
         .output()
         .expect("run");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     assert!(
         out.stderr.is_empty(),
         "{}",

@@ -66,11 +66,7 @@ fn is_host(u: &HostUpdate) -> bool {
 async fn one_gpu_process_and_one_probe_loop_feed_readings_and_restart_when_killed() {
     let mut lab = Lab::new();
     let mut host = lab.start_host("box");
-    host.shim_nvidia_smi(&GpuShim {
-        query_gpu: "h100/q_load_csv.txt",
-        apps: "h100/apps_load.txt",
-        legacy_driver: false,
-    });
+    host.shim_nvidia_smi(&GpuShim::LOAD);
     host.shim_tmux(true);
     let (pool, mut rx, tasks) =
         watch_box(&lab, format!("{}\nrun = \"train\"", lab.host_entry(&host)));
@@ -218,11 +214,7 @@ async fn legacy_drivers_fall_back_and_boxes_without_nvidia_smi_say_so() {
 async fn a_lost_link_is_not_blamed_on_the_gpu_or_the_probe() {
     let mut lab = Lab::new();
     let mut host = lab.start_host("box");
-    host.shim_nvidia_smi(&GpuShim {
-        query_gpu: "h100/q_load_csv.txt",
-        apps: "h100/apps_load.txt",
-        legacy_driver: false,
-    });
+    host.shim_nvidia_smi(&GpuShim::LOAD);
     let (pool, mut rx, tasks) = watch_box(&lab, lab.host_entry(&host));
     let updates = collect(&mut rx, Duration::from_secs(20), |u| {
         count(u, is_gpu) >= 2 && count(u, is_host) >= 2

@@ -54,11 +54,7 @@ fn every_box_shape_end_to_end_through_status_json() {
         legacy_driver: false,
     });
     let loaded = lab.start_host("loaded");
-    loaded.shim_nvidia_smi(&GpuShim {
-        query_gpu: "h100/q_load_csv.txt",
-        apps: "h100/apps_load.txt",
-        legacy_driver: false,
-    });
+    loaded.shim_nvidia_smi(&GpuShim::LOAD);
     loaded.shim_tmux(true);
     let zombie = lab.start_host("zombie");
     zombie.shim_nvidia_smi(&GpuShim {
@@ -286,11 +282,7 @@ fn every_box_shape_end_to_end_through_status_json() {
 fn table_output_names_states_and_signals_and_down_hosts_are_not_dead_runs() {
     let mut lab = Lab::new();
     let gpu = lab.start_host("gpu");
-    gpu.shim_nvidia_smi(&GpuShim {
-        query_gpu: "h100/q_load_csv.txt",
-        apps: "h100/apps_load.txt",
-        legacy_driver: false,
-    });
+    gpu.shim_nvidia_smi(&GpuShim::LOAD);
     let mut gone = lab.start_host("gone");
     gone.kill();
     let hosts = [
@@ -337,11 +329,7 @@ fn table_output_names_states_and_signals_and_down_hosts_are_not_dead_runs() {
 fn a_box_that_goes_down_counts_as_stopped_since_last_seen_and_its_release_clock_runs() {
     let mut lab = Lab::new();
     let mut rented = lab.start_host("rented");
-    rented.shim_nvidia_smi(&GpuShim {
-        query_gpu: "h100/q_load_csv.txt",
-        apps: "h100/apps_load.txt",
-        legacy_driver: false,
-    });
+    rented.shim_nvidia_smi(&GpuShim::LOAD);
     let body = format!(
         "{}\nprofile = \"autodl\"\nprice_per_hour = 1.8\nstopped_price_per_hour = 0.05\ncurrency = \"CNY\"",
         lab.host_entry(&rented)

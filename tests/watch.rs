@@ -345,11 +345,7 @@ fn a_real_prometheus_scrapes_the_fleets_figures() {
     };
     let mut lab = Lab::new();
     let gpu = lab.start_host("gpu");
-    gpu.shim_nvidia_smi(&support::GpuShim {
-        query_gpu: "h100/q_load_csv.txt",
-        apps: "h100/apps_load.txt",
-        legacy_driver: false,
-    });
+    gpu.shim_nvidia_smi(&support::GpuShim::LOAD);
     let config = lab.fleet("fleet.toml", FAST, &[("gpu-1", lab.host_entry(&gpu))]);
     let port = free_port();
     let watch = Command::new(env!("CARGO_BIN_EXE_rigwatch"))

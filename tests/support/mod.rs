@@ -658,6 +658,15 @@ pub struct GpuShim<'a> {
     pub legacy_driver: bool,
 }
 
+impl GpuShim<'static> {
+    /// The H100 under load, power-capped: SM clock 1365 of 1980 MHz, 719 of 700 W.
+    pub const LOAD: GpuShim<'static> = GpuShim {
+        query_gpu: "h100/q_load_csv.txt",
+        apps: "h100/apps_load.txt",
+        legacy_driver: false,
+    };
+}
+
 impl Sshd {
     fn write_script(&self, name: &str, text: &str) {
         let path = self.bin.join(name);
