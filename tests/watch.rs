@@ -431,3 +431,42 @@ fn a_real_prometheus_scrapes_the_fleets_figures() {
     assert_eq!(result["metric"]["host"], "gpu-1", "{answer}");
     assert_eq!(result["value"][1], "1365", "{answer}");
 }
+
+/// `watch --demo` shows a newcomer what the events look like in seconds, and writes nothing.
+#[test]
+fn the_demo_fleet_can_be_watched_and_nothing_is_written() {
+    let state = tempfile::tempdir().expect("state");
+    let out = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .args(["watch", "--demo", "--for", "6"])
+        .env("XDG_STATE_HOME", state.path())
+        .env("XDG_CONFIG_HOME", state.path().join("config"))
+        .output()
+        .expect("watch --demo");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let dead = of(&events, "h100-zombie", "run_dead");
+    assert_eq!(dead.len(), 1, "{events:?}");
+    assert_eq!(dead[0]["state"], "firing");
+    assert!(
+        of(&events, "h100-down", "link_down").len() == 1
+            && events
+                .iter()
+                .all(|e| e["host"] != "h100-down" || e["kind"] == "link_down"),
+        "the box that is down says only that: {events:?}"
+    );
+    assert!(
+        std::fs::read_dir(state.path())
+            .expect("state")
+            .next()
+            .is_none(),
+        "the demo wrote files"
+    );
+}

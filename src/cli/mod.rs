@@ -177,6 +177,9 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
         Some(Command::Screenshot { out }) => {
             return dashboard::screenshot(&out, &dashboard::theme(theme_name)?);
         }
+        Some(Command::Watch(args)) if args.demo => {
+            return runtime()?.block_on(watch::demo(&args));
+        }
         Some(Command::Completions { shell }) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "rigwatch", &mut std::io::stdout());

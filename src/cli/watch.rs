@@ -38,6 +38,59 @@ pub struct WatchArgs {
     /// Serve the fleet's figures for Prometheus here (e.g. 127.0.0.1:9464)
     #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
+    /// Watch the built-in demo fleet instead (no config, no network, no sinks)
+    #[arg(long)]
+    pub demo: bool,
+    /// With --demo: the eight demo boxes this many times over
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "demo")]
+    copies: usize,
+}
+
+/// The demo's alerts wait less, so a first look shows them in seconds.
+const DEMO_GROUP_WAIT: i64 = 2;
+
+/// `watch --demo`: the demo fleet's replayed readings through the same state and alert engine;
+/// events go to stdout (and to --events-file, if given), never to a sink.
+pub async fn demo(args: &WatchArgs) -> color_eyre::Result<ExitCode> {
+    let deadline = deadline(args);
+    let (mut demo, mut state) =
+        crate::demo::Demo::start_sized(Utc::now(), args.copies.clamp(1, 100));
+    let mut engine = Engine::new(Timing {
+        group_wait: chrono::Duration::seconds(DEMO_GROUP_WAIT),
+        ..Timing::default()
+    });
+    eprintln!(
+        "rigwatch: watching the demo fleet ({} boxes of replayed captures); alerts fire after \
+         {DEMO_GROUP_WAIT} s here, 30 s by default",
+        state.hosts.len()
+    );
+    let mut judge = tokio::time::interval(JUDGE_EVERY);
+    let mut poll = tokio::time::interval(crate::ui::DEMO_POLL);
+    let mut term = signal(SignalKind::terminate())?;
+    let mut file_failing = false;
+    loop {
+        tokio::select! {
+            _ = poll.tick() => demo.advance(&mut state, Utc::now()),
+            _ = judge.tick() => {
+                let now = Utc::now();
+                state.tick(now);
+                let (conds, frozen) = conditions(&state, now);
+                for event in engine.step(&conds, &frozen, now) {
+                    publish(&event, args.events_file.as_deref(), &mut file_failing);
+                }
+            }
+            _ = term.recv() => break,
+            _ = tokio::signal::ctrl_c() => break,
+            () = until(deadline) => break,
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn deadline(args: &WatchArgs) -> Option<tokio::time::Instant> {
+    args.duration
+        .filter(|d| d.is_finite() && *d >= 0.0)
+        .map(|d| tokio::time::Instant::now() + Duration::from_secs_f64(d))
 }
 
 enum Ended {
@@ -51,10 +104,7 @@ pub async fn run(
     args: &WatchArgs,
     reload: &dyn Fn() -> Result<FleetConfig, String>,
 ) -> color_eyre::Result<ExitCode> {
-    let deadline = args
-        .duration
-        .filter(|d| d.is_finite() && *d >= 0.0)
-        .map(|d| tokio::time::Instant::now() + Duration::from_secs_f64(d));
+    let deadline = deadline(args);
     let events_file = args
         .events_file
         .clone()
