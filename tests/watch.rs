@@ -470,3 +470,37 @@ fn the_demo_fleet_can_be_watched_and_nothing_is_written() {
         "the demo wrote files"
     );
 }
+
+/// SIGHUP reloads fleet.toml; a bad new one is said on stderr and the old one kept, and alert
+/// states carry over (the box down all along is not told again after a reload).
+#[test]
+fn sighup_reloads_and_a_bad_config_keeps_the_old_one() {
+    let mut lab = Lab::new();
+    let mut gone = lab.start_host("gone");
+    gone.kill();
+    let config = lab.fleet("fleet.toml", FAST, &[("box-g", lab.host_entry(&gone))]);
+    let good = std::fs::read_to_string(&config).expect("config");
+    let watch = start_watch(&lab, &config, 60);
+    std::thread::sleep(Duration::from_secs(5));
+    std::fs::write(&config, "poll_secs = \"soon\"\n").expect("bad config");
+    let hup = || {
+        let sent = Command::new("kill")
+            .args(["-HUP", &watch.id().to_string()])
+            .status();
+        assert!(sent.is_ok_and(|s| s.success()));
+        std::thread::sleep(Duration::from_secs(3));
+    };
+    hup();
+    std::fs::write(&config, good).expect("good config");
+    hup();
+    std::thread::sleep(Duration::from_secs(3));
+    let (events, stderr) = finish(watch);
+    assert!(
+        stderr.contains("config not reloaded, the old one stays")
+            && stderr.contains("fleet.toml:1:13"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("rigwatch: reloaded"), "{stderr}");
+    let link = of(&events, "box-g", "link_down");
+    assert_eq!(link.len(), 1, "told once across reloads: {link:?}");
+}

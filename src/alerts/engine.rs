@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::{AlertData, AlertEvent, AlertState, Condition, SCHEMA_VERSION};
+use super::{AlertData, AlertEvent, AlertState, Condition, SCHEMA_VERSION, Seen};
 use crate::signals::Severity;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -56,30 +56,30 @@ impl Engine {
         }
     }
 
-    /// What changed at `now`. `frozen` hosts keep their non-link alerts exactly as they were.
-    pub fn step(
-        &mut self,
-        conditions: &[Condition],
-        frozen: &BTreeSet<String>,
-        now: DateTime<Utc>,
-    ) -> Vec<AlertEvent> {
+    /// What changed at `now`. Frozen hosts keep their non-link alerts exactly as they were;
+    /// hosts whose link is not known yet keep all of them.
+    pub fn step(&mut self, seen: &Seen, now: DateTime<Utc>) -> Vec<AlertEvent> {
+        let (conditions, frozen) = (&seen.conditions, &seen.frozen);
         let t = self.timing;
         let mut out = Vec::new();
-        let mut seen = BTreeSet::new();
+        let mut present = BTreeSet::new();
         // A host whose link is down says only that; its other conditions wait (inhibition).
         let link_down: BTreeSet<&str> = conditions
             .iter()
             .filter(|c| c.is_link())
             .map(|c| c.host.as_str())
             .collect();
+        let held = |c: &Condition| {
+            seen.link_unknown.contains(&c.host)
+                || (!c.is_link()
+                    && (frozen.contains(&c.host) || link_down.contains(c.host.as_str())))
+        };
         for c in conditions {
-            let held =
-                !c.is_link() && (frozen.contains(&c.host) || link_down.contains(c.host.as_str()));
-            if held {
+            if held(c) {
                 continue;
             }
             let key = (c.host.clone(), c.kind.clone());
-            seen.insert(key.clone());
+            present.insert(key.clone());
             let track = self.tracks.entry(key).or_insert_with(|| Track {
                 condition: c.clone(),
                 present_since: None,
@@ -112,12 +112,7 @@ impl Engine {
         }
         let mut gone = Vec::new();
         for (key, track) in &mut self.tracks {
-            if seen.contains(key) {
-                continue;
-            }
-            let held = !track.condition.is_link()
-                && (frozen.contains(&key.0) || link_down.contains(key.0.as_str()));
-            if held {
+            if present.contains(key) || held(&track.condition) {
                 continue;
             }
             if track.present_since.take().is_some() {

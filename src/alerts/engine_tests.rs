@@ -25,6 +25,14 @@ fn none() -> BTreeSet<String> {
     BTreeSet::new()
 }
 
+fn seen(conditions: &[Condition], frozen: BTreeSet<String>) -> Seen {
+    Seen {
+        conditions: conditions.to_vec(),
+        frozen,
+        link_unknown: BTreeSet::new(),
+    }
+}
+
 fn states(events: &[AlertEvent]) -> Vec<(String, AlertState)> {
     events.iter().map(|e| (e.kind.clone(), e.state)).collect()
 }
@@ -34,38 +42,38 @@ fn a_condition_fires_after_the_wait_once_and_resolves_once() {
     let mut e = Engine::new(Timing::default());
     let dead = [cond("a", "run_dead")];
     assert!(
-        e.step(&dead, &none(), at(0)).is_empty(),
+        e.step(&seen(&dead, none()), at(0)).is_empty(),
         "not before the wait"
     );
-    assert!(e.step(&dead, &none(), at(20)).is_empty());
-    let fired = e.step(&dead, &none(), at(30));
+    assert!(e.step(&seen(&dead, none()), at(20)).is_empty());
+    let fired = e.step(&seen(&dead, none()), at(30));
     assert_eq!(states(&fired), [("run_dead".into(), AlertState::Firing)]);
     assert_eq!(fired[0].data.count, 1);
     for s in (32..3600).step_by(2) {
         assert!(
-            e.step(&dead, &none(), at(s)).is_empty(),
+            e.step(&seen(&dead, none()), at(s)).is_empty(),
             "once, not every tick"
         );
     }
     assert!(
-        e.step(&[], &none(), at(3600)).is_empty(),
+        e.step(&seen(&[], none()), at(3600)).is_empty(),
         "gone, but not for long yet"
     );
-    let resolved = e.step(&[], &none(), at(3630));
+    let resolved = e.step(&seen(&[], none()), at(3630));
     assert_eq!(
         states(&resolved),
         [("run_dead".into(), AlertState::Resolved)]
     );
-    assert!(e.step(&[], &none(), at(3700)).is_empty());
+    assert!(e.step(&seen(&[], none()), at(3700)).is_empty());
 }
 
 #[test]
 fn a_blip_shorter_than_the_wait_sends_nothing() {
     let mut e = Engine::new(Timing::default());
     let down = [cond("a", "link_down")];
-    assert!(e.step(&down, &none(), at(0)).is_empty());
-    assert!(e.step(&[], &none(), at(5)).is_empty());
-    assert!(e.step(&[], &none(), at(100)).is_empty());
+    assert!(e.step(&seen(&down, none()), at(0)).is_empty());
+    assert!(e.step(&seen(&[], none()), at(5)).is_empty());
+    assert!(e.step(&seen(&[], none()), at(100)).is_empty());
 }
 
 #[test]
@@ -74,8 +82,8 @@ fn twenty_flaps_in_a_minute_are_one_alert_with_the_count() {
     let down = [cond("a", "link_down")];
     let mut sent = Vec::new();
     for flap in 0..20 {
-        sent.extend(e.step(&down, &none(), at(flap * 3)));
-        sent.extend(e.step(&[], &none(), at(flap * 3 + 1)));
+        sent.extend(e.step(&seen(&down, none()), at(flap * 3)));
+        sent.extend(e.step(&seen(&[], none()), at(flap * 3 + 1)));
     }
     assert_eq!(
         states(&sent),
@@ -84,7 +92,7 @@ fn twenty_flaps_in_a_minute_are_one_alert_with_the_count() {
     );
     assert_eq!(sent[0].data.count, 3, "fired on the third start");
     for s in 61..120 {
-        sent.extend(e.step(&[], &none(), at(s)));
+        sent.extend(e.step(&seen(&[], none()), at(s)));
     }
     let resolved: Vec<_> = sent
         .iter()
@@ -101,14 +109,14 @@ fn twenty_flaps_in_a_minute_are_one_alert_with_the_count() {
 fn a_host_out_of_sight_never_resolves_or_refires_its_alerts() {
     let mut e = Engine::new(Timing::default());
     let zombie = [cond("a", "zombie_vram")];
-    e.step(&zombie, &none(), at(0));
-    assert_eq!(e.step(&zombie, &none(), at(30)).len(), 1);
+    e.step(&seen(&zombie, none()), at(0));
+    assert_eq!(e.step(&seen(&zombie, none()), at(30)).len(), 1);
     // The link goes: the zombie reading is stale, the signal is gone from the state.
     let frozen: BTreeSet<String> = ["a".to_string()].into();
     let down = [cond("a", "link_down"), cond("a", "run_unknown")];
     let mut sent = Vec::new();
     for s in (32..7200).step_by(2) {
-        sent.extend(e.step(&down, &frozen, at(s)));
+        sent.extend(e.step(&seen(&down, frozen.clone()), at(s)));
     }
     assert_eq!(
         states(&sent),
@@ -116,9 +124,9 @@ fn a_host_out_of_sight_never_resolves_or_refires_its_alerts() {
         "only the link: {sent:?}"
     );
     // Back, and still a zombie: nothing new for it.
-    let back = e.step(&zombie, &none(), at(7202));
+    let back = e.step(&seen(&zombie, none()), at(7202));
     assert!(back.is_empty(), "{back:?}");
-    let link = e.step(&zombie, &none(), at(7232));
+    let link = e.step(&seen(&zombie, none()), at(7232));
     assert_eq!(states(&link), [("link_down".into(), AlertState::Resolved)]);
 }
 
@@ -126,9 +134,9 @@ fn a_host_out_of_sight_never_resolves_or_refires_its_alerts() {
 fn repeats_are_far_apart_and_a_clock_escalates_at_once() {
     let mut e = Engine::new(Timing::default());
     let dead = [cond("a", "run_dead")];
-    e.step(&dead, &none(), at(0));
-    assert_eq!(e.step(&dead, &none(), at(30)).len(), 1);
-    let repeat = e.step(&dead, &none(), at(30 + 4 * 3600));
+    e.step(&seen(&dead, none()), at(0));
+    assert_eq!(e.step(&seen(&dead, none()), at(30)).len(), 1);
+    let repeat = e.step(&seen(&dead, none()), at(30 + 4 * 3600));
     assert_eq!(repeat.len(), 1);
     assert!(repeat[0].data.repeat);
 
@@ -136,14 +144,39 @@ fn repeats_are_far_apart_and_a_clock_escalates_at_once() {
     let mut clock = cond("a", "clock_auto_release");
     clock.severity = Severity::Warn;
     clock.stage = Some("24h".into());
-    e.step(std::slice::from_ref(&clock), &none(), at(0));
+    e.step(&seen(std::slice::from_ref(&clock), none()), at(0));
     assert_eq!(
-        e.step(std::slice::from_ref(&clock), &none(), at(30)).len(),
+        e.step(&seen(std::slice::from_ref(&clock), none()), at(30))
+            .len(),
         1
     );
     clock.severity = Severity::Crit;
     clock.stage = Some("1h".into());
-    let crossed = e.step(std::slice::from_ref(&clock), &none(), at(40));
+    let crossed = e.step(&seen(std::slice::from_ref(&clock), none()), at(40));
     assert_eq!(crossed.len(), 1, "crossing into the hour is news at once");
     assert_eq!(crossed[0].data.stage.as_deref(), Some("1h"));
+}
+
+#[test]
+fn a_host_not_yet_reconnected_after_a_reload_keeps_even_its_link_alert() {
+    let mut e = Engine::new(Timing::default());
+    let down = [cond("a", "link_down")];
+    e.step(&seen(&down, none()), at(0));
+    assert_eq!(e.step(&seen(&down, none()), at(30)).len(), 1);
+    // A reload starts a new connection: "connecting" says nothing about the link yet.
+    let unknown = Seen {
+        conditions: Vec::new(),
+        frozen: ["a".to_string()].into(),
+        link_unknown: ["a".to_string()].into(),
+    };
+    for s in 31..200 {
+        assert!(
+            e.step(&unknown, at(s)).is_empty(),
+            "resolved on not knowing"
+        );
+    }
+    assert!(
+        e.step(&seen(&down, none()), at(201)).is_empty(),
+        "and not told again"
+    );
 }

@@ -79,19 +79,31 @@ const BANDS: [(i64, &str, Severity); 3] = [
     (600, "10m", Severity::Crit),
 ];
 
-/// Every condition that holds on every host at `now`, and the hosts that are frozen (link not
-/// usable, or data older than three periods).
-pub fn conditions(
-    state: &FleetState,
-    now: DateTime<Utc>,
-) -> (Vec<Condition>, std::collections::BTreeSet<String>) {
+/// What holds on the fleet at one moment.
+#[derive(Debug, Default)]
+pub struct Seen {
+    pub conditions: Vec<Condition>,
+    /// Hosts whose link is not usable or whose data is older than three periods: their other
+    /// conditions are not known now.
+    pub frozen: std::collections::BTreeSet<String>,
+    /// Hosts still on their first connection attempt (after a start or a reload): not even
+    /// their link is known yet.
+    pub link_unknown: std::collections::BTreeSet<String>,
+}
+
+/// Every condition that holds on every host at `now`, and what is not known.
+pub fn conditions(state: &FleetState, now: DateTime<Utc>) -> Seen {
     let stale_after = crate::signals::stale_after(state.poll);
     let mut out = Vec::new();
     let mut frozen = std::collections::BTreeSet::new();
+    let mut link_unknown = std::collections::BTreeSet::new();
     for h in &state.hosts {
         let name = &h.config.name;
         if !h.link.is_usable() || h.last_reading.is_none_or(|t| now - t > stale_after) {
             frozen.insert(name.clone());
+        }
+        if !h.link.is_settled() {
+            link_unknown.insert(name.clone());
         }
         for s in h.signals.iter().filter(|s| s.severity >= Severity::Warn) {
             out.push(Condition {
@@ -119,7 +131,11 @@ pub fn conditions(
             });
         }
     }
-    (out, frozen)
+    Seen {
+        conditions: out,
+        frozen,
+        link_unknown,
+    }
 }
 
 /// A serde enum's wire name (`ZombieVram` → `zombie_vram`).

@@ -74,8 +74,8 @@ pub async fn demo(args: &WatchArgs) -> color_eyre::Result<ExitCode> {
             _ = judge.tick() => {
                 let now = Utc::now();
                 state.tick(now);
-                let (conds, frozen) = conditions(&state, now);
-                for event in engine.step(&conds, &frozen, now) {
+                let seen = conditions(&state, now);
+                for event in engine.step(&seen, now) {
                     publish(&event, args.events_file.as_deref(), &mut file_failing);
                 }
             }
@@ -202,12 +202,12 @@ async fn watch_once(
                 if let Ok(m) = out.metrics.lock() {
                     m.set_from(&state, now);
                 }
-                let (conds, frozen) = conditions(&state, now);
+                let seen = conditions(&state, now);
                 let silenced = silence_path
                     .as_deref()
                     .map(|p| silences::load(p, now))
                     .unwrap_or_default();
-                for mut event in engine.step(&conds, &frozen, now) {
+                for mut event in engine.step(&seen, now) {
                     event.data.silenced = silenced.contains_key(&event.host);
                     publish(&event, out.events_file, &mut file_failing);
                     if !event.data.silenced {
