@@ -504,3 +504,39 @@ fn sighup_reloads_and_a_bad_config_keeps_the_old_one() {
     let link = of(&events, "box-g", "link_down");
     assert_eq!(link.len(), 1, "told once across reloads: {link:?}");
 }
+
+/// A danger clock crossing into its last hour is news at once: a Slurm job's walltime, first
+/// two hours away (the 24 h band), then 50 minutes (the 1 h band).
+#[test]
+fn a_clock_crossing_one_hour_raises_its_event() {
+    let mut lab = Lab::new();
+    let login = lab.start_host("login");
+    let args = login.shim_squeue("4242|RUNNING|1:00:00|3:00:00|2:00:00\n");
+    let data = args.parent().expect("box dir").join("shimdata/squeue.txt");
+    let body = format!(
+        "{}\nprofile = \"slurm\"\ninstance_id = \"4242\"",
+        lab.host_entry(&login)
+    );
+    let config = lab.fleet("fleet.toml", FAST, &[("login", body)]);
+    let watch = start_watch(&lab, &config, 60);
+    let events_file = lab.path("state/rigwatch/events.jsonl");
+    wait_for_file(&events_file, "\"24h\"", Duration::from_secs(20));
+    std::fs::write(&data, "4242|RUNNING|2:10:00|3:00:00|0:50:00\n").expect("squeue now");
+    wait_for_file(&events_file, "\"1h\"", Duration::from_secs(30));
+    let (events, stderr) = finish(watch);
+    let clock = of(&events, "login", "clock_walltime");
+    let stages: Vec<(&str, &str)> = clock
+        .iter()
+        .map(|e| {
+            (
+                e["data"]["stage"].as_str().unwrap_or(""),
+                e["severity"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        stages,
+        [("24h", "warn"), ("1h", "crit")],
+        "{clock:?}\n{stderr}"
+    );
+}
