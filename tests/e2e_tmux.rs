@@ -377,3 +377,43 @@ fn the_demo_walks_the_teardown_guard_and_destroys_nothing() {
         "the demo wrote a ledger"
     );
 }
+
+/// `S` silences the selected host for `rigwatch watch` (the same file `rigwatch silence`
+/// writes), the row says so, and `S` again lifts it.
+#[test]
+fn s_silences_the_selected_host_and_the_row_says_so() {
+    let mut lab = Lab::new();
+    let a = lab.start_host("a");
+    let config = lab.fleet("fleet.toml", "", &[("box-a", lab.host_entry(&a))]);
+    let state = lab.path("state");
+    let command = format!(
+        "env -u SSH_AUTH_SOCK XDG_STATE_HOME={} {} --config {}; sleep 60",
+        state.display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        config.display()
+    );
+    let tmux = Tmux::start("silence", &command);
+    tmux.wait_for("the box up", Duration::from_secs(20), |s| {
+        row(s, "box-a").contains("✓ up")
+    });
+    tmux.keys(&["S"]);
+    let screen = tmux.wait_for("the silence", Duration::from_secs(5), |s| {
+        s.contains("box-a: alerts silenced until") && row(s, "box-a").contains('⊘')
+    });
+    let listed = support::rigwatch()
+        .args(["silence", "--config"])
+        .arg(&config)
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .expect("silence list");
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("box-a  silenced until"),
+        "{listed}\n{screen}"
+    );
+    tmux.keys(&["S"]);
+    tmux.wait_for("the silence lifted", Duration::from_secs(5), |s| {
+        s.contains("box-a: silence lifted") && !row(s, "box-a").contains('⊘')
+    });
+    tmux.keys(&["q"]);
+}

@@ -64,6 +64,8 @@ pub enum Action {
     Refresh,
     Pull(String),
     Teardown(String),
+    /// Silence the host's alerts for two hours, or lift its silence.
+    Silence(String),
     /// The guard asks for its last look at the box, after the last confirmation.
     FinalCheck {
         host: String,
@@ -96,6 +98,8 @@ pub struct App {
     pub pulls: BTreeMap<String, Arc<Progress>>,
     /// How many times the teardown dialog was opened: each opening's checks are its own.
     pub openings: u64,
+    /// Silenced hosts and until when (`rigwatch silence`, `S`), read each tick.
+    pub silenced: crate::alerts::silences::Silences,
 }
 
 impl App {
@@ -115,6 +119,7 @@ impl App {
             modal: None,
             pulls: BTreeMap::new(),
             openings: 0,
+            silenced: BTreeMap::new(),
         }
     }
 
@@ -292,6 +297,7 @@ impl App {
             KeyCode::Char('r') => return Action::Refresh,
             KeyCode::Char('p') => return self.host_action(&visible, index, Action::Pull),
             KeyCode::Char('T') => return self.host_action(&visible, index, Action::Teardown),
+            KeyCode::Char('S') => return self.host_action(&visible, index, Action::Silence),
             _ => {}
         }
         Action::None

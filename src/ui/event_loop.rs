@@ -116,6 +116,7 @@ pub async fn run(
                         Action::Refresh => refresh(&mut app, &mut state, &mut source),
                         Action::Pull(host) => start_pull(&mut app, &state, &source, &host, &job_tx),
                         Action::Teardown(host) => open_teardown(&mut app, &state, &source, &host, &job_tx),
+                        Action::Silence(host) => toggle_silence(&mut app, &source, &host),
                         Action::FinalCheck { host, opening } => {
                             if let Some(h) = state.host(&host) {
                                 let demo = matches!(source, Source::Demo(_));
@@ -160,6 +161,11 @@ pub async fn run(
             }
             _ = tick.tick() => {
                 state.tick(Utc::now());
+                if matches!(source, Source::Live { .. }) {
+                    app.silenced = crate::alerts::silences::path()
+                        .map(|p| crate::alerts::silences::load(&p, Utc::now()))
+                        .unwrap_or_default();
+                }
                 // Cost and last-seen are saved every minute, not only on quit: a crash or a
                 // killed terminal loses at most a minute of accrual.
                 if matches!(source, Source::Live { .. }) && last_saved.elapsed() >= SAVE_EVERY {
@@ -210,6 +216,34 @@ fn refresh(app: &mut App, state: &mut FleetState, source: &mut Source) {
             );
         }
     }
+}
+
+/// Silences a host for two hours in the file `rigwatch watch` reads, or lifts its silence.
+/// The demo has no watch to silence and writes nothing.
+fn toggle_silence(app: &mut App, source: &Source, host: &str) {
+    use crate::alerts::silences;
+    let now = Utc::now();
+    let Some(path) = silences::path().filter(|_| matches!(source, Source::Live { .. })) else {
+        app.notice =
+            Some("demo: nothing to silence; `rigwatch watch` obeys S on a live fleet".into());
+        return;
+    };
+    let mut all = silences::load(&path, now);
+    let notice = if all.remove(host).is_some() {
+        format!("{host}: silence lifted")
+    } else {
+        let until = now + chrono::Duration::hours(2);
+        all.insert(host.to_string(), until);
+        format!(
+            "{host}: alerts silenced until {} (S again lifts it)",
+            until.format("%H:%M UTC")
+        )
+    };
+    app.notice = Some(match silences::save(&path, &all) {
+        Ok(()) => notice,
+        Err(e) => format!("silence not saved to {}: {e}", path.display()),
+    });
+    app.silenced = all;
 }
 
 /// How often the live dashboard saves cost and last-seen.

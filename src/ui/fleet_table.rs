@@ -279,7 +279,18 @@ fn clock_cell<'a>(h: &HostState, ctx: &Ctx<'a>) -> Span<'a> {
     Span::styled(text, clock_style(clock, ctx))
 }
 
+/// A silenced host still shows what it needs; the mark says no alert is sent for it.
 fn signal_cell<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool, width: u16) -> Span<'a> {
+    let Some(until) = ctx.app.silenced.get(&h.config.name) else {
+        return needs_you(h, ctx, stale, width);
+    };
+    let head = format!("⊘{} ", until.format("%H:%M"));
+    let room = width.saturating_sub(head.chars().count() as u16);
+    let rest = needs_you(h, ctx, stale, room);
+    Span::styled(format!("{head}{}", rest.content), rest.style)
+}
+
+fn needs_you<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool, width: u16) -> Span<'a> {
     let t = ctx.theme;
     if let Some(top) = h.signals.first().filter(|s| s.severity > Severity::Info) {
         let mark = if top.severity == Severity::Crit {
