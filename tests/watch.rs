@@ -540,3 +540,51 @@ fn a_clock_crossing_one_hour_raises_its_event() {
         "{clock:?}\n{stderr}"
     );
 }
+
+/// `--digest` adds one event listing everything firing, on its own schedule.
+#[test]
+fn a_digest_lists_what_is_firing() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .args(["watch", "--demo", "--for", "7", "--digest", "5s"])
+        .output()
+        .expect("watch --demo --digest");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let digests: Vec<&Value> = events.iter().filter(|e| e["kind"] == "digest").collect();
+    assert_eq!(digests.len(), 1, "{events:?}");
+    let digest_at = digests[0]["at"].as_str().unwrap_or("");
+    let firing = events
+        .iter()
+        .filter(|e| e["kind"] != "digest" && e["state"] == "firing")
+        .filter(|e| e["at"].as_str().is_some_and(|at| at <= digest_at))
+        .count();
+    assert_eq!(
+        digests[0]["data"]["count"].as_u64(),
+        Some(firing as u64),
+        "{events:?}"
+    );
+    assert!(
+        digests[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("h100-zombie run_dead")),
+        "{}",
+        digests[0]
+    );
+    let bad = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .args(["watch", "--demo", "--digest", "soon"])
+        .output()
+        .expect("bad digest");
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "a bad duration is a usage error"
+    );
+}

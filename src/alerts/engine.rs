@@ -134,6 +134,45 @@ impl Engine {
         out
     }
 
+    /// A digest of what is firing at `now`, as one event; None when nothing is.
+    pub fn digest(&self, now: DateTime<Utc>) -> Option<AlertEvent> {
+        let firing: Vec<&Condition> = self
+            .tracks
+            .values()
+            .filter(|t| t.firing)
+            .map(|t| &t.condition)
+            .collect();
+        let worst = firing.iter().map(|c| c.severity).max()?;
+        let mut hosts: Vec<&str> = firing.iter().map(|c| c.host.as_str()).collect();
+        hosts.dedup();
+        let list: Vec<String> = firing
+            .iter()
+            .map(|c| format!("{} {}", c.host, c.kind))
+            .collect();
+        Some(AlertEvent {
+            v: SCHEMA_VERSION,
+            at: now,
+            host: if hosts.len() == 1 {
+                hosts[0].to_string()
+            } else {
+                "*".into()
+            },
+            kind: "digest".into(),
+            severity: worst,
+            state: AlertState::Firing,
+            message: crate::sanitize::line(
+                &format!("{} alerts firing: {}", firing.len(), list.join(", ")),
+                2000,
+            ),
+            data: AlertData {
+                count: firing.len(),
+                repeat: false,
+                stage: None,
+                silenced: false,
+            },
+        })
+    }
+
     /// New timing (a reloaded config), the alert states kept.
     pub fn retime(&mut self, timing: Timing) {
         self.timing = timing;

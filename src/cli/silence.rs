@@ -57,7 +57,7 @@ pub fn run(fleet: &FleetConfig, args: &SilenceArgs) -> color_eyre::Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-fn parse_duration(text: &str) -> Option<Duration> {
+pub(super) fn parse_duration(text: &str) -> Option<Duration> {
     if text == "0" {
         return Some(Duration::zero());
     }

@@ -44,6 +44,31 @@ pub struct WatchArgs {
     /// With --demo: the eight demo boxes this many times over
     #[arg(long, default_value_t = 1, value_name = "N", requires = "demo")]
     copies: usize,
+    /// Also send a digest of everything firing this often (90s, 30m, 8h): one `digest` event
+    #[arg(long, value_name = "EVERY", value_parser = digest_every)]
+    digest: Option<Duration>,
+}
+
+fn digest_every(text: &str) -> Result<Duration, String> {
+    super::silence::parse_duration(text)
+        .and_then(|d| d.to_std().ok())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{text:?} is not a duration like 90s, 30m, 8h or 1d"))
+}
+
+/// A tick that fires every `every`, or never.
+async fn every(timer: Option<&mut tokio::time::Interval>) {
+    match timer {
+        Some(t) => {
+            t.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+fn digest_timer(args: &WatchArgs) -> Option<tokio::time::Interval> {
+    args.digest
+        .map(|d| tokio::time::interval_at(tokio::time::Instant::now() + d, d))
 }
 
 /// The demo's alerts wait less, so a first look shows them in seconds.
@@ -68,9 +93,15 @@ pub async fn demo(args: &WatchArgs) -> color_eyre::Result<ExitCode> {
     let mut poll = tokio::time::interval(crate::ui::DEMO_POLL);
     let mut term = signal(SignalKind::terminate())?;
     let mut file_failing = false;
+    let mut digest = digest_timer(args);
     loop {
         tokio::select! {
             _ = poll.tick() => demo.advance(&mut state, Utc::now()),
+            () = every(digest.as_mut()) => {
+                if let Some(event) = engine.digest(Utc::now()) {
+                    publish(&event, args.events_file.as_deref(), &mut file_failing);
+                }
+            }
             _ = judge.tick() => {
                 let now = Utc::now();
                 state.tick(now);
@@ -127,6 +158,7 @@ pub async fn run(
     let out = Outputs {
         events_file: events_file.as_deref(),
         metrics: &metrics,
+        args,
     };
     loop {
         match watch_once(&fleet, profiles, &mut engine, &out, deadline).await? {
@@ -157,6 +189,7 @@ fn timing(fleet: &FleetConfig) -> Timing {
 struct Outputs<'a> {
     events_file: Option<&'a Path>,
     metrics: &'a Mutex<Metrics>,
+    args: &'a WatchArgs,
 }
 
 /// The metrics server lives exactly as long as the watch.
@@ -184,6 +217,7 @@ async fn watch_once(
     let mut memory = crate::monitor::memory::load(memory_path.as_deref());
     state.recall(&memory);
     let silence_path = silences::path();
+    let mut digest = digest_timer(out.args);
     let mut judge = tokio::time::interval(JUDGE_EVERY);
     let mut save = tokio::time::interval(SAVE_EVERY);
     save.tick().await;
@@ -213,6 +247,12 @@ async fn watch_once(
                     if !event.data.silenced {
                         dispatch(fleet, &event);
                     }
+                }
+            }
+            () = every(digest.as_mut()) => {
+                if let Some(event) = engine.digest(Utc::now()) {
+                    publish(&event, out.events_file, &mut file_failing);
+                    dispatch(fleet, &event);
                 }
             }
             _ = save.tick() => remember(&state, &mut memory, memory_path.as_deref()),

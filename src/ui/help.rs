@@ -31,7 +31,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "T",
         "teardown the selected host (guarded: refused without a verified pull)",
     ),
-    ("S", "silence the selected host's alerts for 2 h (again: lift)"),
+    (
+        "S",
+        "silence the selected host's alerts for 2 h (again: lift)",
+    ),
     ("?", "this help"),
     ("q  Ctrl-C", "quit"),
 ];
