@@ -9,8 +9,7 @@ fn main() -> ExitCode {
     match rigwatch::cli::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            let line = format!("{e:#}").replace('\n', " ");
-            eprintln!("rigwatch: {}", rigwatch::sanitize::line(&line, 2000));
+            eprintln!("rigwatch: {}", rigwatch::cli::one_line(&e));
             if e.downcast_ref::<rigwatch::cli::UsageError>().is_some() {
                 ExitCode::from(rigwatch::cli::EXIT_CONFIG)
             } else {

@@ -35,12 +35,17 @@ fn succeeded(out: &Output) {
 
 /// A refusal: exit 2 and one line holding every one of `says`.
 fn refused(out: &Output, says: &[&str]) {
+    refused_with(out, 2, says);
+}
+
+/// `status` says a config or usage mistake with 3: its 2 means "needs action now".
+fn refused_with(out: &Output, code: i32, says: &[&str]) {
     let line = one_line(out);
     assert!(
         says.iter().all(|s| line.contains(s)),
         "{says:?} not in {line}"
     );
-    assert_eq!(out.status.code(), Some(2), "{line}");
+    assert_eq!(out.status.code(), Some(code), "{line}");
 }
 
 /// The message a person reads: one line, `rigwatch: ` first, nothing for a developer.
@@ -82,14 +87,14 @@ fn mistakes_get_one_line_that_says_what_to_do_and_exit_2() {
         refused(&out, &["no host named \"nosuch\"", "there are: a"]);
     }
 
-    for args in [
-        vec!["--theme", "bogus", "demo"],
-        vec!["--theme", "bogus", "--config", config, "status"],
-        vec!["--theme", "bogus", "--config", config, "check"],
+    for (args, code) in [
+        (vec!["--theme", "bogus", "demo"], 2),
+        (vec!["--theme", "bogus", "--config", config, "status"], 3),
+        (vec!["--theme", "bogus", "--config", config, "check"], 2),
     ] {
         // Refused, never ignored, whatever the command.
         let out = run_in(home.path(), &args);
-        refused(&out, &["no theme named \"bogus\""]);
+        refused_with(&out, code, &["no theme named \"bogus\""]);
     }
 
     let bad_theme = fleet(home.path(), "theme = \"bogus\"\n");
@@ -97,10 +102,12 @@ fn mistakes_get_one_line_that_says_what_to_do_and_exit_2() {
         home.path(),
         &["--config", bad_theme.to_str().expect("utf-8"), "status"],
     );
-    refused(&out, &["fleet.toml:1:9", "no theme named \"bogus\""]);
+    refused_with(&out, 3, &["fleet.toml:1:9", "no theme named \"bogus\""]);
 
     // No config points to the demo and to init.
     let out = run_in(home.path(), &["status"]);
+    refused_with(&out, 3, &["rigwatch demo", "rigwatch init"]);
+    let out = run_in(home.path(), &["check"]);
     refused(&out, &["rigwatch demo", "rigwatch init"]);
 }
 

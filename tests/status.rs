@@ -115,7 +115,11 @@ fn every_box_shape_end_to_end_through_status_json() {
     let state = lab.path("state");
 
     let (code, json) = status_json(&config, &state);
-    assert_eq!(code, Some(1), "critical signals make status exit 1");
+    assert_eq!(
+        code,
+        Some(2),
+        "critical signals: status exits 2, needs action now"
+    );
     assert!(json["taken_at"].as_str().is_some_and(|t| t.contains('T')));
     for h in json["hosts"].as_array().expect("hosts") {
         assert_eq!(h["link"]["state"], "up", "{}", h["name"]);
@@ -300,7 +304,7 @@ fn table_output_names_states_and_signals_and_down_hosts_are_not_dead_runs() {
         .output()
         .expect("run");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a host down needs action now");
     let gpu_line = stdout
         .lines()
         .find(|l| l.starts_with("gpu "))

@@ -56,6 +56,16 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// `status` alone says a config or usage mistake with 3, as its 2 already means "needs action
+/// now" (see status::exit_code).
+pub const EXIT_STATUS_CONFIG: u8 = 3;
+
+/// The one line a person reads for an error: the causes after colons, sanitized.
+pub fn one_line(e: &color_eyre::Report) -> String {
+    let line = format!("{e:#}").replace('\n', " ");
+    crate::sanitize::line(&line, 2000)
+}
+
 /// A usage mistake as a report, so `?` carries it to main.
 pub fn usage(message: String) -> color_eyre::Report {
     color_eyre::Report::new(UsageError(message))
@@ -158,6 +168,19 @@ fn start_log() -> color_eyre::Result<Option<tracing_appender::non_blocking::Work
 
 pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     let _log = start_log()?;
+    if matches!(cli.command, Some(Command::Status(_))) {
+        return match run_command(cli) {
+            Err(e) if e.downcast_ref::<UsageError>().is_some() => {
+                eprintln!("rigwatch: {}", one_line(&e));
+                Ok(ExitCode::from(EXIT_STATUS_CONFIG))
+            }
+            other => other,
+        };
+    }
+    run_command(cli)
+}
+
+fn run_command(cli: Cli) -> color_eyre::Result<ExitCode> {
     let runtime = || {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -197,10 +220,7 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     }
     let profiles = match crate::clocks::load_all(config::paths::config_dir().as_deref()) {
         Ok(profiles) => profiles,
-        Err(e) => {
-            eprintln!("rigwatch: {e}");
-            return Ok(ExitCode::from(EXIT_CONFIG));
-        }
+        Err(e) => return Err(usage(e.to_string())),
     };
     if let Some(Command::Ledger(args)) = &cli.command {
         return ledger::run(args);
@@ -219,10 +239,7 @@ pub fn run(cli: Cli) -> color_eyre::Result<ExitCode> {
     };
     let mut fleet = match load_fleet(cli.config.as_deref(), &known) {
         Ok(fleet) => fleet,
-        Err(e) => {
-            eprintln!("rigwatch: {e}");
-            return Ok(ExitCode::from(EXIT_CONFIG));
-        }
+        Err(e) => return Err(usage(e.to_string())),
     };
     mark_walltime(&mut fleet, &profiles);
     runtime()?.block_on(async {

@@ -130,20 +130,30 @@ pub async fn run(
         taken_at: now,
         hosts,
     };
-    let healthy = report
-        .hosts
-        .iter()
-        .all(|h| h.link.state == "up" && h.signals.iter().all(|s| s.severity < Severity::Crit));
+    let code = exit_code(&report);
     if args.json {
         println!("{}", crate::sanitize::json(&report)?);
     } else {
         print!("{}", table(&report));
     }
-    Ok(if healthy {
-        ExitCode::SUCCESS
+    Ok(ExitCode::from(code))
+}
+
+/// For scripts: 0 healthy, 1 something to look at (a warning), 2 something needs action now
+/// (a critical signal, or a host that is not up); 3 is a config or usage mistake (cli::run).
+fn exit_code(report: &StatusReport) -> u8 {
+    let worst = report
+        .hosts
+        .iter()
+        .flat_map(|h| h.signals.iter().map(|s| s.severity))
+        .max();
+    if report.hosts.iter().any(|h| h.link.state != "up") || worst == Some(Severity::Crit) {
+        2
+    } else if worst == Some(Severity::Warn) {
+        1
     } else {
-        ExitCode::from(1)
-    })
+        0
+    }
 }
 
 /// Every host probed once, in parallel through the pool: the link states and the probes (None
