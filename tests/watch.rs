@@ -588,3 +588,69 @@ fn a_digest_lists_what_is_firing() {
         "a bad duration is a usage error"
     );
 }
+
+/// Things that happen once are notices: a run starting (its dead alert resolving too), and a
+/// pull another rigwatch process records in the ledger.
+#[test]
+fn a_run_starting_and_a_pull_recorded_are_notices() {
+    let mut lab = Lab::new();
+    let gpu = lab.start_host("gpu");
+    let results = lab.path("run");
+    std::fs::create_dir_all(&results).expect("run dir");
+    std::fs::write(results.join("metrics.json"), b"{\"loss\": 0.42}\n").expect("metrics");
+    let body = format!(
+        "{}\nrun = \"train\"\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"",
+        lab.host_entry(&gpu),
+        results.display(),
+        lab.path("home").display()
+    );
+    let config = lab.fleet("fleet.toml", FAST, &[("gpu-1", body)]);
+    let watch = start_watch(&lab, &config, 60);
+    let events_file = lab.path("state/rigwatch/events.jsonl");
+    wait_for_file(&events_file, "run_dead", Duration::from_secs(20));
+    gpu.sh(&lab, "tmux new -d -s train 'sleep 600'");
+    wait_for_file(&events_file, "run_started", Duration::from_secs(20));
+    let pulled = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .args(["pull", "gpu-1", "--config"])
+        .arg(&config)
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .env_remove("SSH_AUTH_SOCK")
+        .output()
+        .expect("pull");
+    assert!(
+        pulled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pulled.stderr)
+    );
+    wait_for_file(&events_file, "pull_done", Duration::from_secs(25));
+    let (events, stderr) = finish(watch);
+    let kinds: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["host"] == "gpu-1")
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap_or(""),
+                e["state"].as_str().unwrap_or(""),
+            )
+        })
+        .filter(|(k, _)| ["run_dead", "run_started", "pull_done"].contains(k))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("run_dead", "firing"),
+            ("run_started", "notice"),
+            ("run_dead", "resolved"),
+            ("pull_done", "notice")
+        ],
+        "{events:?}\n{stderr}"
+    );
+    let pull = of(&events, "gpu-1", "pull_done")[0];
+    assert_eq!(pull["data"]["subject"], "#1");
+    assert!(
+        pull["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("1/1 files")),
+        "{pull}"
+    );
+}

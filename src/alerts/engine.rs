@@ -45,7 +45,7 @@ struct Track {
 #[derive(Debug, Default)]
 pub struct Engine {
     timing: Timing,
-    tracks: BTreeMap<(String, String), Track>,
+    tracks: BTreeMap<(String, String, Option<String>), Track>,
 }
 
 impl Engine {
@@ -78,7 +78,7 @@ impl Engine {
             if held(c) {
                 continue;
             }
-            let key = (c.host.clone(), c.kind.clone());
+            let key = (c.host.clone(), c.kind.clone(), c.subject.clone());
             present.insert(key.clone());
             let track = self.tracks.entry(key).or_insert_with(|| Track {
                 condition: c.clone(),
@@ -168,6 +168,7 @@ impl Engine {
                 count: firing.len(),
                 repeat: false,
                 stage: None,
+                subject: None,
                 silenced: false,
             },
         })
@@ -197,6 +198,7 @@ fn event(track: &Track, state: AlertState, repeat: bool, now: DateTime<Utc>) -> 
             count: track.starts.len().max(1),
             repeat,
             stage: c.stage.clone(),
+            subject: c.subject.clone(),
             silenced: false,
         },
     }

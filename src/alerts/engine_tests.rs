@@ -18,6 +18,7 @@ fn cond(host: &str, kind: &str) -> Condition {
         severity: Severity::Crit,
         message: format!("{kind} on {host}"),
         stage: None,
+        subject: None,
     }
 }
 

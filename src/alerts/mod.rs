@@ -7,6 +7,7 @@
 //! `rigwatch silence` writes.
 
 pub mod engine;
+pub mod notices;
 pub mod silences;
 pub mod sinks;
 
@@ -24,6 +25,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub enum AlertState {
     Firing,
     Resolved,
+    /// Something that happened once (a run started, a queue cell done, a pull recorded): no
+    /// condition holds, nothing will resolve.
+    Notice,
 }
 
 /// One line of `rigwatch watch`'s output and of the events file.
@@ -48,6 +52,9 @@ pub struct AlertData {
     pub repeat: bool,
     /// For clocks: the band crossed (`24h`, `1h`, `10m`).
     pub stage: Option<String>,
+    /// What on the host it is about, where a host has several (a queue cell's name, a pull's
+    /// number).
+    pub subject: Option<String>,
     /// The host is silenced: written here, sent to no sink.
     pub silenced: bool,
 }
@@ -60,6 +67,7 @@ pub struct Condition {
     pub severity: Severity,
     pub message: String,
     pub stage: Option<String>,
+    pub subject: Option<String>,
 }
 
 impl Condition {
@@ -112,6 +120,7 @@ pub fn conditions(state: &FleetState, now: DateTime<Utc>) -> Seen {
                 severity: s.severity,
                 message: s.message.clone(),
                 stage: None,
+                subject: None,
             });
         }
         for c in &h.clocks {
@@ -128,6 +137,25 @@ pub fn conditions(state: &FleetState, now: DateTime<Utc>) -> Seen {
                 severity: *severity,
                 message: c.message.clone(),
                 stage: Some((*band).to_string()),
+                subject: None,
+            });
+        }
+    }
+    // A failed queue cell needs the user (resume it, or look at why); each cell is its own.
+    for cell in state.roster.iter().flat_map(|r| &r.cells) {
+        if cell.state == crate::queue::CellState::Failed {
+            out.push(Condition {
+                host: cell.host.clone(),
+                kind: "queue_cell_failed".into(),
+                severity: Severity::Warn,
+                message: format!(
+                    "queue cell {} ({}) failed: {}",
+                    crate::sanitize::line(&cell.name, 80),
+                    crate::sanitize::line(&cell.file, 120),
+                    crate::sanitize::line(&cell.task, 200)
+                ),
+                stage: None,
+                subject: Some(cell.name.clone()),
             });
         }
     }

@@ -39,6 +39,7 @@ pub async fn deliver(rule: &AlertRule, event: &AlertEvent) -> Result<(), String>
         match event.state {
             AlertState::Firing => "firing",
             AlertState::Resolved => "resolved",
+            AlertState::Notice => "",
         }
     );
     let message = crate::sanitize::line(&event.message, 500);

@@ -14,6 +14,7 @@ use chrono::Utc;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::alerts::engine::{Engine, Timing};
+use crate::alerts::notices::Notices;
 use crate::alerts::{AlertEvent, conditions, silences, sinks};
 use crate::clocks::Profile;
 use crate::config::FleetConfig;
@@ -24,6 +25,8 @@ use crate::transport::Pool;
 
 /// How often conditions are judged: fine enough for the group wait, far below the poll cost.
 const JUDGE_EVERY: Duration = Duration::from_secs(1);
+/// The ledger (pulls and teardowns other rigwatch processes record) is read this often.
+const LEDGER_EVERY: Duration = Duration::from_secs(10);
 /// Cost so far and last-seen are saved this often, so a crash loses at most this much.
 const SAVE_EVERY: Duration = Duration::from_secs(60);
 
@@ -94,6 +97,7 @@ pub async fn demo(args: &WatchArgs) -> color_eyre::Result<ExitCode> {
     let mut term = signal(SignalKind::terminate())?;
     let mut file_failing = false;
     let mut digest = digest_timer(args);
+    let mut notices = Notices::default();
     loop {
         tokio::select! {
             _ = poll.tick() => demo.advance(&mut state, Utc::now()),
@@ -106,7 +110,8 @@ pub async fn demo(args: &WatchArgs) -> color_eyre::Result<ExitCode> {
                 let now = Utc::now();
                 state.tick(now);
                 let seen = conditions(&state, now);
-                for event in engine.step(&seen, now) {
+                let notices = notices.from_state(&state, now);
+                for event in engine.step(&seen, now).into_iter().chain(notices) {
                     publish(&event, args.events_file.as_deref(), &mut file_failing);
                 }
             }
@@ -142,6 +147,7 @@ pub async fn run(
         .or_else(|| crate::config::paths::state_dir().map(|d| d.join("events.jsonl")));
     let mut fleet = fleet.clone();
     let mut engine = Engine::new(timing(&fleet));
+    let mut notices = Notices::default();
     let metrics = Arc::new(Mutex::new(Metrics::default()));
     let _server = match args.metrics {
         None => None,
@@ -161,7 +167,7 @@ pub async fn run(
         args,
     };
     loop {
-        match watch_once(&fleet, profiles, &mut engine, &out, deadline).await? {
+        match watch_once(&fleet, profiles, &mut engine, &mut notices, &out, deadline).await? {
             Ended::Stop => return Ok(ExitCode::SUCCESS),
             Ended::Reload => match reload() {
                 Ok(new) => {
@@ -205,6 +211,7 @@ async fn watch_once(
     fleet: &FleetConfig,
     profiles: &[Profile],
     engine: &mut Engine,
+    notices: &mut Notices,
     out: &Outputs<'_>,
     deadline: Option<tokio::time::Instant>,
 ) -> color_eyre::Result<Ended> {
@@ -218,6 +225,7 @@ async fn watch_once(
     state.recall(&memory);
     let silence_path = silences::path();
     let mut digest = digest_timer(out.args);
+    let mut ledger_look = tokio::time::interval(LEDGER_EVERY);
     let mut judge = tokio::time::interval(JUDGE_EVERY);
     let mut save = tokio::time::interval(SAVE_EVERY);
     save.tick().await;
@@ -241,7 +249,8 @@ async fn watch_once(
                     .as_deref()
                     .map(|p| silences::load(p, now))
                     .unwrap_or_default();
-                for mut event in engine.step(&seen, now) {
+                let happened = notices.from_state(&state, now);
+                for mut event in engine.step(&seen, now).into_iter().chain(happened) {
                     event.data.silenced = silenced.contains_key(&event.host);
                     publish(&event, out.events_file, &mut file_failing);
                     if !event.data.silenced {
@@ -251,6 +260,12 @@ async fn watch_once(
             }
             () = every(digest.as_mut()) => {
                 if let Some(event) = engine.digest(Utc::now()) {
+                    publish(&event, out.events_file, &mut file_failing);
+                    dispatch(fleet, &event);
+                }
+            }
+            _ = ledger_look.tick() => {
+                for event in ledger_news(notices, Utc::now()) {
                     publish(&event, out.events_file, &mut file_failing);
                     dispatch(fleet, &event);
                 }
@@ -265,6 +280,26 @@ async fn watch_once(
     remember(&state, &mut memory, memory_path.as_deref());
     feed.shutdown().await;
     Ok(ended)
+}
+
+/// Pulls and teardowns recorded since the last look. A ledger that does not exist yet is
+/// empty; one that cannot be read is said on stderr and looked at again next time.
+fn ledger_news(notices: &mut Notices, now: chrono::DateTime<Utc>) -> Vec<AlertEvent> {
+    let Some(path) = crate::ledger::default_path() else {
+        return Vec::new();
+    };
+    if !path.exists() {
+        return notices.from_ledger(&[], &[], now);
+    }
+    let read =
+        crate::ledger::Ledger::open(&path).and_then(|l| Ok((l.pulls(None)?, l.teardowns(None)?)));
+    match read {
+        Ok((pulls, teardowns)) => notices.from_ledger(&pulls, &teardowns, now),
+        Err(e) => {
+            eprintln!("rigwatch: ledger {} not read: {e}", path.display());
+            Vec::new()
+        }
+    }
 }
 
 async fn recv<T>(rx: Option<&mut tokio::sync::mpsc::Receiver<T>>) -> Option<T> {

@@ -1,0 +1,202 @@
+//! Things that happen once and are news: a run starting, a queue cell done, a pull or a
+//! teardown recorded in the ledger (by `rigwatch pull`, the dashboard or `teardown`, in any
+//! process). What was already so when watching began is not news; only changes are.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+
+use super::{AlertData, AlertEvent, AlertState, SCHEMA_VERSION};
+use crate::ledger::{PullRecord, TeardownRecord};
+use crate::monitor::FleetState;
+use crate::queue::CellState;
+use crate::signals::{RunState, Severity};
+
+#[derive(Debug, Default)]
+pub struct Notices {
+    /// Whether each host's run was alive at the last look (None before the first reading).
+    alive: BTreeMap<String, bool>,
+    /// Queue cells done, by host and name; None until the first roster.
+    done: Option<BTreeSet<(String, String)>>,
+    /// The newest pull id and teardown time seen in the ledger; None before the first look.
+    ledger: Option<(i64, Option<DateTime<Utc>>)>,
+}
+
+fn notice(
+    at: DateTime<Utc>,
+    host: &str,
+    kind: &str,
+    severity: Severity,
+    subject: Option<String>,
+    message: String,
+) -> AlertEvent {
+    AlertEvent {
+        v: SCHEMA_VERSION,
+        at,
+        host: host.to_string(),
+        kind: kind.to_string(),
+        severity,
+        state: AlertState::Notice,
+        message: crate::sanitize::line(&message, 500),
+        data: AlertData {
+            count: 1,
+            repeat: false,
+            stage: None,
+            subject,
+            silenced: false,
+        },
+    }
+}
+
+impl Notices {
+    /// Runs that started and cells that finished since the last look.
+    pub fn from_state(&mut self, state: &FleetState, now: DateTime<Utc>) -> Vec<AlertEvent> {
+        let mut out = Vec::new();
+        for h in &state.hosts {
+            let alive = match &h.run {
+                RunState::Alive { .. } => true,
+                RunState::Dead { .. } => false,
+                // Not knowing is no change.
+                RunState::Unknown { .. } | RunState::NotConfigured => continue,
+            };
+            let before = self.alive.insert(h.config.name.clone(), alive);
+            if alive && before == Some(false) {
+                let how = match &h.run {
+                    RunState::Alive { how } => how.clone(),
+                    _ => String::new(),
+                };
+                out.push(notice(
+                    now,
+                    &h.config.name,
+                    "run_started",
+                    Severity::Info,
+                    None,
+                    format!("run started: {how}"),
+                ));
+            }
+        }
+        if let Some(roster) = &state.roster {
+            let done: BTreeSet<(String, String)> = roster
+                .cells
+                .iter()
+                .filter(|c| matches!(c.state, CellState::Done { .. }))
+                .map(|c| (c.host.clone(), c.name.clone()))
+                .collect();
+            if let Some(before) = &self.done {
+                for (host, name) in done.difference(before) {
+                    out.push(notice(
+                        now,
+                        host,
+                        "queue_cell_done",
+                        Severity::Info,
+                        Some(name.clone()),
+                        format!("queue cell {} done", crate::sanitize::line(name, 80)),
+                    ));
+                }
+            }
+            self.done = Some(done);
+        }
+        out
+    }
+
+    /// Pulls and teardowns recorded since the last look. A failed pull is a warning; a
+    /// teardown whose command failed is critical: the box may still bill.
+    pub fn from_ledger(
+        &mut self,
+        pulls: &[PullRecord],
+        teardowns: &[TeardownRecord],
+        now: DateTime<Utc>,
+    ) -> Vec<AlertEvent> {
+        let newest_pull = pulls.iter().map(|p| p.id).max().unwrap_or(0);
+        let newest_teardown = teardowns.iter().map(|t| t.at).max();
+        let Some((seen_pull, seen_teardown)) = self.ledger.replace((newest_pull, newest_teardown))
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for p in pulls.iter().filter(|p| p.id > seen_pull) {
+            let good = p.files.iter().filter(|f| f.is_good()).count();
+            let ok = good == p.files.len() && p.unmatched.is_empty();
+            out.push(notice(
+                now,
+                &p.host,
+                if ok { "pull_done" } else { "pull_failed" },
+                if ok { Severity::Info } else { Severity::Warn },
+                Some(format!("#{}", p.id)),
+                format!(
+                    "pull #{}: {good}/{} files hashed and verified{}",
+                    p.id,
+                    p.files.len(),
+                    if p.unmatched.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {} paths matched nothing", p.unmatched.len())
+                    }
+                ),
+            ));
+        }
+        for t in teardowns
+            .iter()
+            .filter(|t| seen_teardown.is_none_or(|s| t.at > s))
+        {
+            let ok = t.command.is_none() || t.exit_status == Some(0);
+            out.push(notice(
+                now,
+                &t.host,
+                "teardown_done",
+                if ok { Severity::Info } else { Severity::Crit },
+                t.instance_id.clone(),
+                match (&t.command, t.exit_status) {
+                    (None, _) => "destroyed by hand at the provider, as recorded".to_string(),
+                    (Some(c), Some(0)) => format!("destroyed: {c} exited 0"),
+                    (Some(c), code) => format!(
+                        "the destroy command FAILED (exit {}): {c}; the box may still bill",
+                        code.map_or("?".into(), |c| c.to_string())
+                    ),
+                },
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t0() -> DateTime<Utc> {
+        DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(20_000)
+    }
+
+    fn teardown(exit: Option<i32>, at: DateTime<Utc>) -> TeardownRecord {
+        TeardownRecord {
+            at,
+            host: "gpu-1".into(),
+            instance_id: Some("4242".into()),
+            command: Some("vastai destroy instance 4242 -y".into()),
+            exit_status: exit,
+            output: String::new(),
+            pull_id: 1,
+        }
+    }
+
+    #[test]
+    fn what_was_in_the_ledger_before_is_not_news_and_a_failed_destroy_is_critical() {
+        let mut n = Notices::default();
+        let old = teardown(Some(0), t0());
+        assert!(
+            n.from_ledger(&[], std::slice::from_ref(&old), t0()).is_empty(),
+            "the baseline"
+        );
+        let failed = teardown(Some(1), t0() + chrono::Duration::minutes(5));
+        let news = n.from_ledger(&[], &[old, failed], t0());
+        assert_eq!(news.len(), 1);
+        assert_eq!(news[0].kind, "teardown_done");
+        assert_eq!(news[0].severity, Severity::Crit);
+        assert!(
+            news[0].message.contains("may still bill"),
+            "{}",
+            news[0].message
+        );
+    }
+}
