@@ -654,3 +654,28 @@ fn a_run_starting_and_a_pull_recorded_are_notices() {
         "{pull}"
     );
 }
+
+/// A restarted watch (systemd, a reboot of the laptop) does not fire again what it already
+/// said: the alert states are saved on exit and taken back at start.
+#[test]
+fn a_restarted_watch_does_not_repeat_itself() {
+    let mut lab = Lab::new();
+    let mut gone = lab.start_host("gone");
+    gone.kill();
+    let config = lab.fleet("fleet.toml", FAST, &[("box-g", lab.host_entry(&gone))]);
+    let first = start_watch(&lab, &config, 60);
+    wait_for_file(
+        &lab.path("state/rigwatch/events.jsonl"),
+        "link_down",
+        Duration::from_secs(20),
+    );
+    let (events, _) = finish(first);
+    assert_eq!(of(&events, "box-g", "link_down").len(), 1);
+    let second = start_watch(&lab, &config, 60);
+    std::thread::sleep(Duration::from_secs(8));
+    let (events, stderr) = finish(second);
+    assert!(
+        of(&events, "box-g", "link_down").is_empty(),
+        "told again after a restart: {events:?}\n{stderr}"
+    );
+}

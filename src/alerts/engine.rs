@@ -31,7 +31,7 @@ impl Default for Timing {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Track {
     condition: Condition,
     present_since: Option<DateTime<Utc>>,
@@ -172,6 +172,29 @@ impl Engine {
                 silenced: false,
             },
         })
+    }
+
+    /// What is pending or firing, for the next start: a restarted watch (systemd, a reboot of
+    /// the laptop) does not fire again what it already said.
+    pub fn save(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let tracks: Vec<&Track> = self.tracks.values().collect();
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension("json.part");
+        std::fs::write(&tmp, serde_json::to_vec(&tracks)?)?;
+        std::fs::rename(tmp, path)
+    }
+
+    /// Takes back what `save` kept; a missing or unreadable file is a fresh start.
+    pub fn load(&mut self, path: &std::path::Path) {
+        let text = std::fs::read(path).unwrap_or_default();
+        let tracks: Vec<Track> = serde_json::from_slice(&text).unwrap_or_default();
+        for t in tracks {
+            let c = &t.condition;
+            self.tracks
+                .insert((c.host.clone(), c.kind.clone(), c.subject.clone()), t);
+        }
     }
 
     /// New timing (a reloaded config), the alert states kept.

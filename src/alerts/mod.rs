@@ -60,7 +60,7 @@ pub struct AlertData {
 }
 
 /// A condition that holds now on one host.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Condition {
     pub host: String,
     pub kind: String,

@@ -185,7 +185,8 @@ mod tests {
         let mut n = Notices::default();
         let old = teardown(Some(0), t0());
         assert!(
-            n.from_ledger(&[], std::slice::from_ref(&old), t0()).is_empty(),
+            n.from_ledger(&[], std::slice::from_ref(&old), t0())
+                .is_empty(),
             "the baseline"
         );
         let failed = teardown(Some(1), t0() + chrono::Duration::minutes(5));

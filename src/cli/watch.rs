@@ -147,6 +147,9 @@ pub async fn run(
         .or_else(|| crate::config::paths::state_dir().map(|d| d.join("events.jsonl")));
     let mut fleet = fleet.clone();
     let mut engine = Engine::new(timing(&fleet));
+    if let Some(path) = crate::config::paths::state_dir().map(|d| d.join("alerts.json")) {
+        engine.load(&path);
+    }
     let mut notices = Notices::default();
     let metrics = Arc::new(Mutex::new(Metrics::default()));
     let _server = match args.metrics {
@@ -270,7 +273,10 @@ async fn watch_once(
                     dispatch(fleet, &event);
                 }
             }
-            _ = save.tick() => remember(&state, &mut memory, memory_path.as_deref()),
+            _ = save.tick() => {
+                remember(&state, &mut memory, memory_path.as_deref());
+                keep_alerts(engine);
+            }
             _ = term.recv() => break Ended::Stop,
             _ = tokio::signal::ctrl_c() => break Ended::Stop,
             _ = hup.recv() => break Ended::Reload,
@@ -278,6 +284,7 @@ async fn watch_once(
         }
     };
     remember(&state, &mut memory, memory_path.as_deref());
+    keep_alerts(engine);
     feed.shutdown().await;
     Ok(ended)
 }
@@ -313,6 +320,19 @@ async fn until(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+/// The alert states, saved beside cost and last-seen (see Engine::save).
+fn keep_alerts(engine: &Engine) {
+    let Some(path) = crate::config::paths::state_dir().map(|d| d.join("alerts.json")) else {
+        return;
+    };
+    if let Err(e) = engine.save(&path) {
+        eprintln!(
+            "rigwatch: alert states not saved to {}: {e}",
+            path.display()
+        );
     }
 }
 

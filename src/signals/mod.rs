@@ -18,7 +18,7 @@ pub use disk::{GROWTH_WINDOW_MINUTES, Usage, disk_usage};
 pub use fill::{FillConfidence, FillOutlook, fill_outlook};
 pub use run::{RunState, run_state};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
