@@ -14,6 +14,7 @@ mod status_report;
 mod status_table;
 pub mod teardown;
 mod watch;
+mod watch_io;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -4,7 +4,6 @@
 //! config (a bad one is reported and the old one kept); SIGTERM and Ctrl-C end it with cost
 //! and last-seen saved, as they are every minute.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -13,9 +12,10 @@ use std::time::Duration;
 use chrono::Utc;
 use tokio::signal::unix::{SignalKind, signal};
 
+use super::watch_io::{dispatch, every, keep_alerts, ledger_news, publish, recv, remember, until};
 use crate::alerts::engine::{Engine, Timing};
 use crate::alerts::notices::Notices;
-use crate::alerts::{AlertEvent, conditions, silences, sinks};
+use crate::alerts::{conditions, silences};
 use crate::clocks::Profile;
 use crate::config::FleetConfig;
 use crate::metrics::Metrics;
@@ -57,16 +57,6 @@ fn digest_every(text: &str) -> Result<Duration, String> {
         .and_then(|d| d.to_std().ok())
         .filter(|d| !d.is_zero())
         .ok_or_else(|| format!("{text:?} is not a duration like 90s, 30m, 8h or 1d"))
-}
-
-/// A tick that fires every `every`, or never.
-async fn every(timer: Option<&mut tokio::time::Interval>) {
-    match timer {
-        Some(t) => {
-            t.tick().await;
-        }
-        None => std::future::pending().await,
-    }
 }
 
 fn digest_timer(args: &WatchArgs) -> Option<tokio::time::Interval> {
@@ -287,126 +277,4 @@ async fn watch_once(
     keep_alerts(engine);
     feed.shutdown().await;
     Ok(ended)
-}
-
-/// Pulls and teardowns recorded since the last look. A ledger that does not exist yet is
-/// empty; one that cannot be read is said on stderr and looked at again next time.
-fn ledger_news(notices: &mut Notices, now: chrono::DateTime<Utc>) -> Vec<AlertEvent> {
-    let Some(path) = crate::ledger::default_path() else {
-        return Vec::new();
-    };
-    if !path.exists() {
-        return notices.from_ledger(&[], &[], now);
-    }
-    let read =
-        crate::ledger::Ledger::open(&path).and_then(|l| Ok((l.pulls(None)?, l.teardowns(None)?)));
-    match read {
-        Ok((pulls, teardowns)) => notices.from_ledger(&pulls, &teardowns, now),
-        Err(e) => {
-            eprintln!("rigwatch: ledger {} not read: {e}", path.display());
-            Vec::new()
-        }
-    }
-}
-
-async fn recv<T>(rx: Option<&mut tokio::sync::mpsc::Receiver<T>>) -> Option<T> {
-    match rx {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The alert states, saved beside cost and last-seen (see Engine::save).
-fn keep_alerts(engine: &Engine) {
-    let Some(path) = crate::config::paths::state_dir().map(|d| d.join("alerts.json")) else {
-        return;
-    };
-    if let Err(e) = engine.save(&path) {
-        eprintln!(
-            "rigwatch: alert states not saved to {}: {e}",
-            path.display()
-        );
-    }
-}
-
-fn remember(
-    state: &FleetState,
-    memory: &mut crate::monitor::memory::FleetMemory,
-    path: Option<&Path>,
-) {
-    state.remember(memory);
-    if let Some(path) = path {
-        if let Err(e) = crate::monitor::memory::save(path, memory) {
-            eprintln!(
-                "rigwatch: cost and last-seen not saved to {}: {e}",
-                path.display()
-            );
-        }
-    }
-}
-
-/// One JSON line on stdout and in the events file. A file that cannot be written (a full disk)
-/// is said once on stderr; watching goes on, and stdout still has every event.
-fn publish(event: &AlertEvent, file: Option<&Path>, failing: &mut bool) {
-    let Ok(line) = crate::sanitize::json_line(event) else {
-        return;
-    };
-    println!("{line}");
-    let _ = std::io::stdout().flush();
-    let Some(path) = file else {
-        return;
-    };
-    let written = path
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| {
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)?;
-            f.write_all(format!("{line}\n").as_bytes())
-        });
-    match written {
-        Ok(()) if *failing => {
-            *failing = false;
-            eprintln!("rigwatch: writing {} again", path.display());
-        }
-        Ok(()) => {}
-        Err(e) if !*failing => {
-            *failing = true;
-            eprintln!(
-                "rigwatch: cannot write {}: {e}; events still go to stdout",
-                path.display()
-            );
-        }
-        Err(_) => {}
-    }
-}
-
-/// Each rule that wants the event gets it from its own task, outside quiet hours.
-fn dispatch(fleet: &FleetConfig, event: &AlertEvent) {
-    let local = chrono::Local::now().time();
-    for rule in &fleet.alerts.rules {
-        if !sinks::wants(rule, event) || rule.is_quiet(local) {
-            continue;
-        }
-        let (rule, event) = (rule.clone(), event.clone());
-        tokio::spawn(async move {
-            if let Err(e) = sinks::deliver(&rule, &event).await {
-                eprintln!(
-                    "rigwatch: alert {} {} not delivered: {}",
-                    crate::sanitize::line(&event.host, 60),
-                    event.kind,
-                    crate::sanitize::line(&e, 400)
-                );
-            }
-        });
-    }
 }
