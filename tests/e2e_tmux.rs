@@ -417,3 +417,54 @@ fn s_silences_the_selected_host_and_the_row_says_so() {
     });
     tmux.keys(&["q"]);
 }
+
+/// The live dashboard sends alerts as `rigwatch watch` does: a run that dies reaches the
+/// `[[alert]]` sink once, with no watch running.
+#[test]
+fn the_dashboard_sends_a_dead_run_to_the_sink_once() {
+    let mut lab = Lab::new();
+    let gpu = lab.start_host("gpu");
+    gpu.sh(&lab, "tmux new -d -s train 'sleep 600'");
+    let (script, calls) = support::recorder(&lab, "pager");
+    let extra = format!(
+        "[alerts]\ngroup_wait_secs = 2\n[[alert]]\nsink = \"command\"\nkinds = [\"run_*\"]\n\
+         command = [\"{}\"]\n",
+        script.display()
+    );
+    let config = lab.fleet(
+        "fleet.toml",
+        &extra,
+        &[(
+            "gpu-1",
+            format!("{}\nrun = \"train\"", lab.host_entry(&gpu)),
+        )],
+    );
+    let command = format!(
+        "env -u SSH_AUTH_SOCK XDG_STATE_HOME={} {} --config {}; sleep 60",
+        lab.path("state").display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        config.display()
+    );
+    let tmux = Tmux::start("alerting", &command);
+    tmux.wait_for("the run alive", Duration::from_secs(20), |s| {
+        row(s, "gpu-1").contains("▶ alive")
+    });
+    gpu.sh(&lab, "tmux kill-session -t train");
+    tmux.wait_for("the run dead", Duration::from_secs(20), |s| {
+        row(s, "gpu-1").contains("DEAD")
+    });
+    let start = std::time::Instant::now();
+    let mut text = String::new();
+    while start.elapsed() < Duration::from_secs(15) && !text.contains("run_dead") {
+        std::thread::sleep(Duration::from_millis(200));
+        text = std::fs::read_to_string(&calls).unwrap_or_default();
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    let text = std::fs::read_to_string(&calls).unwrap_or(text);
+    assert_eq!(
+        text.matches(" run_dead").count(),
+        1,
+        "one sink call: {text}"
+    );
+    tmux.keys(&["q"]);
+}

@@ -5,29 +5,12 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::Lab;
-
-/// A sink program that appends each event it is given (stdin) as one line to `out`.
-fn recorder(lab: &Lab, name: &str) -> (PathBuf, PathBuf) {
-    let out = lab.path(&format!("{name}.calls"));
-    let script = lab.path(&format!("{name}.sh"));
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\n{{ cat; printf ' %s\\n' \"$RIGWATCH_KIND\"; }} >> '{}'\n",
-            out.display()
-        ),
-    )
-    .expect("sink script");
-    let chmod = Command::new("chmod").arg("+x").arg(&script).status();
-    assert!(chmod.is_ok_and(|s| s.success()));
-    (script, out)
-}
+use support::{Lab, recorder};
 
 fn start_watch(lab: &Lab, config: &Path, secs: u32) -> Child {
     Command::new(env!("CARGO_BIN_EXE_rigwatch"))

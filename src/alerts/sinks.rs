@@ -29,6 +29,33 @@ pub fn wants(rule: &AlertRule, event: &AlertEvent) -> bool {
     loud_enough && any(&rule.kinds, &event.kind) && any(&rule.hosts, &event.host)
 }
 
+/// Each rule that wants the event gets it from its own task, outside its quiet hours; a
+/// delivery that fails is told to `report` (stderr for `watch`, the status bar for the
+/// dashboard, where stderr would tear the screen).
+pub fn dispatch(
+    rules: &[AlertRule],
+    event: &AlertEvent,
+    report: impl Fn(String) + Clone + Send + 'static,
+) {
+    let local = chrono::Local::now().time();
+    for rule in rules {
+        if !wants(rule, event) || rule.is_quiet(local) {
+            continue;
+        }
+        let (rule, event, report) = (rule.clone(), event.clone(), report.clone());
+        tokio::spawn(async move {
+            if let Err(e) = deliver(&rule, &event).await {
+                report(format!(
+                    "alert {} {} not delivered: {}",
+                    crate::sanitize::line(&event.host, 60),
+                    event.kind,
+                    crate::sanitize::line(&e, 400)
+                ));
+            }
+        });
+    }
+}
+
 /// Delivers `event` to the rule's sink; the error says what failed, for stderr.
 pub async fn deliver(rule: &AlertRule, event: &AlertEvent) -> Result<(), String> {
     let json = serde_json::to_string(event).map_err(|e| e.to_string())?;

@@ -124,23 +124,9 @@ pub(super) fn publish(event: &AlertEvent, file: Option<&Path>, failing: &mut boo
     }
 }
 
-/// Each rule that wants the event gets it from its own task, outside quiet hours.
+/// Sends the event to every rule that wants it; a failure is said on stderr.
 pub(super) fn dispatch(fleet: &FleetConfig, event: &AlertEvent) {
-    let local = chrono::Local::now().time();
-    for rule in &fleet.alerts.rules {
-        if !sinks::wants(rule, event) || rule.is_quiet(local) {
-            continue;
-        }
-        let (rule, event) = (rule.clone(), event.clone());
-        tokio::spawn(async move {
-            if let Err(e) = sinks::deliver(&rule, &event).await {
-                eprintln!(
-                    "rigwatch: alert {} {} not delivered: {}",
-                    crate::sanitize::line(&event.host, 60),
-                    event.kind,
-                    crate::sanitize::line(&e, 400)
-                );
-            }
-        });
-    }
+    sinks::dispatch(&fleet.alerts.rules, event, |why| {
+        eprintln!("rigwatch: {why}")
+    });
 }

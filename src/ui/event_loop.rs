@@ -10,6 +10,7 @@ use futures::StreamExt;
 use ratatui::DefaultTerminal;
 use tokio::sync::mpsc;
 
+use super::alerting::{Alerting, SAVE_EVERY, save_memory, toggle_silence};
 use super::app::{Action, App};
 use super::jobs::{self, JobMsg};
 use super::teardown_modal::{ModalAction, Phase, TeardownModal};
@@ -87,6 +88,7 @@ pub async fn run(
     }
     let mut dirty = true;
     let mut last_saved = tokio::time::Instant::now();
+    let mut alerts = Alerting::new(&source);
     // Data arriving faster than this is drawn together; keys are drawn at once.
     let frame_gap = Duration::from_millis(50);
     let mut last_draw = tokio::time::Instant::now() - frame_gap;
@@ -168,6 +170,9 @@ pub async fn run(
                 }
                 // Cost and last-seen are saved every minute, not only on quit: a crash or a
                 // killed terminal loses at most a minute of accrual.
+                if let Some(alerts) = alerts.as_mut() {
+                    alerts.tick(&state, &app, &job_tx);
+                }
                 if matches!(source, Source::Live { .. }) && last_saved.elapsed() >= SAVE_EVERY {
                     last_saved = tokio::time::Instant::now();
                     save_memory(&state);
@@ -215,47 +220,6 @@ fn refresh(app: &mut App, state: &mut FleetState, source: &mut Source) {
                     .into(),
             );
         }
-    }
-}
-
-/// Silences a host for two hours in the file `rigwatch watch` reads, or lifts its silence.
-/// The demo has no watch to silence and writes nothing.
-fn toggle_silence(app: &mut App, source: &Source, host: &str) {
-    use crate::alerts::silences;
-    let now = Utc::now();
-    let Some(path) = silences::path().filter(|_| matches!(source, Source::Live { .. })) else {
-        app.notice =
-            Some("demo: nothing to silence; `rigwatch watch` obeys S on a live fleet".into());
-        return;
-    };
-    let mut all = silences::load(&path, now);
-    let notice = if all.remove(host).is_some() {
-        format!("{host}: silence lifted")
-    } else {
-        let until = now + chrono::Duration::hours(2);
-        all.insert(host.to_string(), until);
-        format!(
-            "{host}: alerts silenced until {} (S again lifts it)",
-            until.format("%H:%M UTC")
-        )
-    };
-    app.notice = Some(match silences::save(&path, &all) {
-        Ok(()) => notice,
-        Err(e) => format!("silence not saved to {}: {e}", path.display()),
-    });
-    app.silenced = all;
-}
-
-/// How often the live dashboard saves cost and last-seen.
-const SAVE_EVERY: Duration = Duration::from_secs(60);
-
-fn save_memory(state: &FleetState) {
-    let path = crate::monitor::memory::path();
-    let mut memory = crate::monitor::memory::load(path.as_deref());
-    state.remember(&mut memory);
-    if let Some(path) = path {
-        // The quit path saves again and reports; a failed minute is tried again next minute.
-        let _ = crate::monitor::memory::save(&path, &memory);
     }
 }
 
@@ -350,6 +314,7 @@ fn queue_note_of(state: &FleetState, h: &HostState) -> Option<QueueNote> {
 /// Applies a job's answer; Some((host, pull id)) when the final look let the guard fire.
 fn job_done(app: &mut App, state: &mut FleetState, msg: JobMsg) -> Option<(String, i64)> {
     match msg {
+        JobMsg::Notice(text) => app.notice = Some(text),
         JobMsg::Checked {
             host,
             opening,

@@ -46,6 +46,8 @@ pub enum JobMsg {
         by_hand: bool,
         output: Vec<String>,
     },
+    /// Something to say in the status bar (an alert that could not be delivered).
+    Notice(String),
 }
 
 /// What a teardown job needs beyond the host: its profile, and the fleet for the provider CLIs

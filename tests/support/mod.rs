@@ -785,3 +785,20 @@ impl Sshd {
         args
     }
 }
+
+/// A sink program that appends each event it is given (stdin) as one line to `out`.
+pub fn recorder(lab: &Lab, name: &str) -> (PathBuf, PathBuf) {
+    let out = lab.path(&format!("{name}.calls"));
+    let script = lab.path(&format!("{name}.sh"));
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n{{ cat; printf ' %s\\n' \"$RIGWATCH_KIND\"; }} >> '{}'\n",
+            out.display()
+        ),
+    )
+    .expect("sink script");
+    let chmod = Command::new("chmod").arg("+x").arg(&script).status();
+    assert!(chmod.is_ok_and(|s| s.success()));
+    (script, out)
+}
