@@ -86,7 +86,42 @@ struct RawHost {
 struct RawPull {
     paths: Vec<Spanned<String>>,
     dest: Option<Spanned<String>>,
-    verify: Option<Spanned<String>>,
+    verify: Option<Spanned<RawVerify>>,
+}
+
+/// `verify = "cmd {file}"` (every file, the old form) or `[host.pull.verify]` with a glob per
+/// command.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawVerify {
+    EveryFile(String),
+    ByPattern(std::collections::BTreeMap<String, String>),
+}
+
+/// The user's own proofs that pulled files load, run besides the built-in checks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VerifyCommands {
+    /// `[host.pull.verify]`: a glob over the file's name, and its command. Every pattern that
+    /// matches a file runs on it; no command runs on a file no pattern matches.
+    pub by_pattern: Vec<(String, String)>,
+    /// The old `verify = "…{file}…"`: runs on every file. Kept working; the table is preferred.
+    pub every_file: Option<String>,
+}
+
+impl VerifyCommands {
+    /// The commands for a file named `name` (its last path component).
+    pub fn for_file(&self, name: &str) -> Vec<&str> {
+        self.every_file
+            .iter()
+            .map(String::as_str)
+            .chain(
+                self.by_pattern
+                    .iter()
+                    .filter(|(glob, _)| crate::glob::matches(glob, name))
+                    .map(|(_, command)| command.as_str()),
+            )
+            .collect()
+    }
 }
 
 /// `[host.pull]`: what to bring home from the box before it may be torn down.
@@ -97,7 +132,7 @@ pub struct PullConfig {
     /// Local folder; `{host}` becomes the host's name.
     pub dest: PathBuf,
     /// Run locally per pulled file (`{file}` becomes its path); exit 0 means it loads.
-    pub verify: Option<String>,
+    pub verify: VerifyCommands,
 }
 
 /// A sweep's queue file on the box and where its cells leave their durable copies.
@@ -488,13 +523,29 @@ fn pull_config(host: &str, table: usize, raw: RawPull) -> Result<PullConfig, (us
             ));
         }
     }
+    let mut verify = VerifyCommands::default();
     if let Some(v) = &raw.verify {
-        if !v.get_ref().contains("{file}") {
+        let commands: Vec<(&str, &str)> = match v.get_ref() {
+            RawVerify::EveryFile(command) => vec![("verify", command.as_str())],
+            RawVerify::ByPattern(table) => table
+                .iter()
+                .map(|(glob, command)| (glob.as_str(), command.as_str()))
+                .collect(),
+        };
+        if let Some((key, _)) = commands.iter().find(|(_, c)| !c.contains("{file}")) {
             return Err((
                 v.span().start,
-                "verify must name the pulled file as {file}, e.g. verify = \"mycheck {file}\""
-                    .into(),
+                format!(
+                    "{key}: a verify command must name the pulled file as {{file}}, e.g. \
+                     \"*.bin\" = \"python -c 'import torch,sys; torch.load(sys.argv[1])' {{file}}\""
+                ),
             ));
+        }
+        match v.get_ref() {
+            RawVerify::EveryFile(command) => verify.every_file = Some(command.clone()),
+            RawVerify::ByPattern(table) => {
+                verify.by_pattern = table.iter().map(|(g, c)| (g.clone(), c.clone())).collect();
+            }
         }
     }
     let dest = raw
@@ -507,7 +558,7 @@ fn pull_config(host: &str, table: usize, raw: RawPull) -> Result<PullConfig, (us
     Ok(PullConfig {
         paths: raw.paths.into_iter().map(Spanned::into_inner).collect(),
         dest: expand_tilde(&dest),
-        verify: raw.verify.map(Spanned::into_inner),
+        verify,
     })
 }
 
@@ -675,5 +726,29 @@ ssh = "lab-alias"
     fn zero_poll_is_refused() {
         let e = err("poll_secs = 0\n");
         assert!(e.contains("poll_secs = 0 must be a positive number"), "{e}");
+    }
+
+    #[test]
+    fn verify_commands_by_pattern_or_for_every_file() {
+        let host = "[[host]]\nname = \"a\"\nssh = \"a\"\n[host.pull]\npaths = [\"/r\"]\n";
+        let table = format!(
+            "{host}[host.pull.verify]\n\"*.bin\" = \"python -c 'import torch,sys; torch.load(sys.argv[1])' {{file}}\"\n\"*.npy\" = \"check {{file}}\"\n"
+        );
+        let fleet = parse(Path::new("fleet.toml"), &table).expect("loads");
+        let verify = &fleet.hosts[0].pull.as_ref().expect("pull").verify;
+        assert_eq!(verify.for_file("pytorch_model.bin").len(), 1);
+        assert_eq!(verify.for_file("metrics.json"), Vec::<&str>::new());
+        let old = format!("{host}verify = \"test -s {{file}}\"\n");
+        let fleet = parse(Path::new("fleet.toml"), &old).expect("loads");
+        let verify = &fleet.hosts[0].pull.as_ref().expect("pull").verify;
+        assert_eq!(verify.for_file("anything.log"), vec!["test -s {file}"]);
+        let missing = format!("{host}[host.pull.verify]\n\"*.bin\" = \"torchcheck\"\n");
+        let e = parse(Path::new("fleet.toml"), &missing)
+            .expect_err("no {file}")
+            .to_string();
+        assert!(
+            e.contains("*.bin: a verify command must name the pulled file as {file}"),
+            "{e}"
+        );
     }
 }

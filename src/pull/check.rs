@@ -16,7 +16,17 @@ pub struct Verification {
 const TEXT_EXTENSIONS: &[&str] = &["txt", "log", "csv", "tsv", "yaml", "yml", "md", "toml"];
 const USER_TIMEOUT: Duration = Duration::from_secs(600);
 
-pub async fn verify(path: &Path, user_command: Option<&str>) -> Verification {
+/// The built-in check and every user command for this file (see `VerifyCommands::for_file`).
+pub async fn verify(path: &Path, commands: &crate::config::fleet::VerifyCommands) -> Verification {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let commands = commands.for_file(&name);
+    verify_with(path, &commands).await
+}
+
+async fn verify_with(path: &Path, commands: &[&str]) -> Verification {
     let owned = path.to_path_buf();
     let builtin = tokio::task::spawn_blocking(move || builtin(&owned))
         .await
@@ -30,30 +40,40 @@ pub async fn verify(path: &Path, user_command: Option<&str>) -> Verification {
         }
         Ok(proof) => proof,
     };
-    match (builtin, user_command) {
+    for command in commands {
+        if let Err(reason) = run_user(command, path).await {
+            return Verification {
+                passed: false,
+                how: reason,
+            };
+        }
+    }
+    let ran = match commands.len() {
+        0 => None,
+        1 => Some("verify command exit 0".to_string()),
+        n => Some(format!("{n} verify commands exit 0")),
+    };
+    match (builtin, ran) {
         (Some(proof), None) => Verification {
             passed: true,
             how: proof,
         },
-        (proof, Some(command)) => match run_user(command, path).await {
-            Ok(()) => Verification {
-                passed: true,
-                how: match proof {
-                    Some(p) => format!("{p}; verify command exit 0"),
-                    None => "verify command exit 0".into(),
-                },
-            },
-            Err(reason) => Verification {
-                passed: false,
-                how: reason,
-            },
+        (Some(proof), Some(ran)) => Verification {
+            passed: true,
+            how: format!("{proof}; {ran}"),
+        },
+        (None, Some(ran)) => Verification {
+            passed: true,
+            how: ran,
         },
         (None, None) => Verification {
             passed: false,
             how: format!(
-                "no built-in check for {:?} files: set verify = \"...{{file}}...\" under \
-                 [host.pull] to prove it loads",
-                path.extension().unwrap_or_default()
+                "unproven: no built-in check for {:?} files; add a command for them under \
+                 [host.pull.verify], e.g. \"*.{}\" = \"mycheck {{file}}\"",
+                path.extension().unwrap_or_default(),
+                path.extension()
+                    .map_or("ext".into(), |e| e.to_string_lossy().into_owned())
             ),
         },
     }
@@ -159,19 +179,19 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let csv = dir.path().join("m.csv");
         std::fs::write(&csv, "step,loss\n1,0.5\n").expect("write");
-        let v = verify(&csv, None).await;
+        let v = verify_with(&csv, &[]).await;
         assert!(v.passed, "{v:?}");
         assert_eq!(v.how, "text: 2 lines of valid UTF-8");
         let bad = dir.path().join("m.log");
         std::fs::write(&bad, b"ok\n\xff\xfe").expect("write");
-        let v = verify(&bad, None).await;
+        let v = verify_with(&bad, &[]).await;
         assert!(!v.passed);
         assert!(v.how.contains("byte 3"), "{v:?}");
         let bin = dir.path().join("w.bin");
         std::fs::write(&bin, b"\x00\x01").expect("write");
-        let v = verify(&bin, None).await;
+        let v = verify_with(&bin, &[]).await;
         assert!(!v.passed);
-        assert!(v.how.contains("no built-in check"), "{v:?}");
+        assert!(v.how.starts_with("unproven: no built-in check"), "{v:?}");
     }
 
     #[tokio::test]
@@ -187,7 +207,7 @@ mod tests {
             "test -s '{file}'",
             "sh -c 'test -s \"$1\"' - {file}",
         ] {
-            let v = verify(&file, Some(command)).await;
+            let v = verify_with(&file, &[command]).await;
             assert!(v.passed, "{command} did not get the file's own name: {v:?}");
         }
         assert_eq!(
@@ -201,10 +221,42 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let bin = dir.path().join("it's.bin");
         std::fs::write(&bin, b"\x00\x01").expect("write");
-        let v = verify(&bin, Some("test -s {file}")).await;
+        let v = verify_with(&bin, &["test -s {file}"]).await;
         assert!(v.passed, "{v:?}");
-        let v = verify(&bin, Some("echo nope >&2; test ! -e {file}")).await;
+        let v = verify_with(&bin, &["echo nope >&2; test ! -e {file}"]).await;
         assert!(!v.passed);
         assert!(v.how.contains("nope"), "{v:?}");
+    }
+
+    /// A command runs only on the files its pattern names: `torch.load` on checkpoints must not
+    /// fail every JSON and log beside them; a file several patterns name must pass them all.
+    #[tokio::test]
+    async fn each_pattern_runs_on_its_files_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ckpt = dir.path().join("pytorch_model.bin");
+        std::fs::write(&ckpt, b"\x00\x01").expect("write");
+        let json = dir.path().join("metrics.json");
+        std::fs::write(&json, b"{\"loss\": 0.5}").expect("write");
+        let commands = crate::config::fleet::VerifyCommands {
+            by_pattern: vec![
+                ("*.bin".into(), "test -s {file}".into()),
+                ("*.json".into(), "false {file}".into()),
+                ("pytorch_*".into(), "test -s {file}".into()),
+            ],
+            every_file: None,
+        };
+        let v = verify(&ckpt, &commands).await;
+        assert!(v.passed && v.how == "2 verify commands exit 0", "{v:?}");
+        let v = verify(&json, &commands).await;
+        assert!(!v.passed, "its own pattern's command failed: {v:?}");
+        let only_bins = crate::config::fleet::VerifyCommands {
+            by_pattern: vec![("*.bin".into(), "false {file}".into())],
+            every_file: None,
+        };
+        let v = verify(&json, &only_bins).await;
+        assert!(
+            v.passed && v.how.starts_with("json"),
+            "no command for it ran: {v:?}"
+        );
     }
 }

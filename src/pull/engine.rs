@@ -238,15 +238,7 @@ pub async fn pull(
                     sent: 0,
                     sha256: recorded_hash.unwrap_or_default(),
                 });
-                finish(
-                    file,
-                    local,
-                    copied,
-                    changed,
-                    &hashes,
-                    spec.verify.as_deref(),
-                )
-                .await
+                finish(file, local, copied, changed, &hashes, &spec.verify).await
             }
         };
         files.push(record);
@@ -340,7 +332,7 @@ async fn finish(
     copied: Copied,
     error: Option<String>,
     hashes: &Result<BTreeMap<String, String>, String>,
-    verify: Option<&str>,
+    verify: &crate::config::fleet::VerifyCommands,
 ) -> PulledFile {
     let mut record = failed_file(file, local, String::new());
     record.sent = copied.sent;

@@ -31,7 +31,7 @@ pub async fn recheck(
             .ok()
             .flatten();
         let loads = if sha256.is_some() {
-            let v = verify(&path, spec.verify.as_deref()).await;
+            let v = verify(&path, &spec.verify).await;
             if v.passed { Ok(()) } else { Err(v.how) }
         } else {
             Err("missing".to_string())
