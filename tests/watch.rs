@@ -5,7 +5,7 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -55,6 +55,13 @@ fn wait_for_file(path: &Path, needle: &str, limit: Duration) -> String {
 }
 
 const FAST: &str = "[alerts]\ngroup_wait_secs = 2\n";
+
+/// A fleet of one box, `box-g`, whose sshd was killed before the watch starts.
+fn fleet_with_a_down_box(lab: &mut Lab) -> PathBuf {
+    let mut gone = lab.start_host("gone");
+    gone.kill();
+    lab.fleet("fleet.toml", FAST, &[("box-g", lab.host_entry(&gone))])
+}
 
 #[test]
 fn a_run_that_dies_raises_one_event_and_one_sink_call() {
@@ -459,9 +466,7 @@ fn the_demo_fleet_can_be_watched_and_nothing_is_written() {
 #[test]
 fn sighup_reloads_and_a_bad_config_keeps_the_old_one() {
     let mut lab = Lab::new();
-    let mut gone = lab.start_host("gone");
-    gone.kill();
-    let config = lab.fleet("fleet.toml", FAST, &[("box-g", lab.host_entry(&gone))]);
+    let config = fleet_with_a_down_box(&mut lab);
     let good = std::fs::read_to_string(&config).expect("config");
     let watch = start_watch(&lab, &config, 60);
     std::thread::sleep(Duration::from_secs(5));
@@ -643,9 +648,7 @@ fn a_run_starting_and_a_pull_recorded_are_notices() {
 #[test]
 fn a_restarted_watch_does_not_repeat_itself() {
     let mut lab = Lab::new();
-    let mut gone = lab.start_host("gone");
-    gone.kill();
-    let config = lab.fleet("fleet.toml", FAST, &[("box-g", lab.host_entry(&gone))]);
+    let config = fleet_with_a_down_box(&mut lab);
     let first = start_watch(&lab, &config, 60);
     wait_for_file(
         &lab.path("state/rigwatch/events.jsonl"),
