@@ -77,8 +77,8 @@ pub fn run(args: &LedgerArgs) -> color_eyre::Result<ExitCode> {
         );
         for f in &p.files {
             text.push_str(&format!(
-                "    {} {}  {}  sha256 {}  -> {}  {}\n",
-                if f.is_good() { "ok  " } else { "BAD " },
+                "    {:<8} {}  {}  sha256 {}  -> {}  {}\n",
+                f.outcome().word(),
                 crate::sanitize::line(&f.remote_path, 200),
                 format_size(f.size, BINARY),
                 f.local_sha256

@@ -101,18 +101,30 @@ fn summary(record: &PullRecord, dest: &str) -> String {
     for p in &record.unmatched {
         out.push_str(&format!("  MISSING  {p}: matched nothing on the box\n"));
     }
+    let mut counts = [0usize; 3];
     for f in &record.files {
-        let (word, why) = match (&f.error, f.is_good()) {
-            (Some(e), _) => ("FAILED ", e.clone()),
-            (None, true) => ("ok     ", f.verification.clone()),
-            (None, false) => ("UNPROVEN", f.verification.clone()),
-        };
+        let outcome = f.outcome();
+        counts[outcome as usize] += 1;
+        let why = f.error.clone().unwrap_or_else(|| f.verification.clone());
         out.push_str(&format!(
-            "  {word} {}  {}  {}\n",
+            "  {:<8} {}  {}  {}\n",
+            outcome.word(),
             crate::sanitize::line(&f.remote_path, 200),
             format_size(f.size, BINARY),
             crate::sanitize::line(&why, 200)
         ));
     }
+    let [proven, unproven, failed] = counts;
+    let next = match (unproven, failed, record.unmatched.len()) {
+        (0, 0, 0) => "every file is home and loads: the teardown guard will accept this pull",
+        (_, 0, 0) => {
+            "add a command for the unproven kinds under [host.pull.verify], then pull again"
+        }
+        (_, _, 0) => "see why each failed above; pull again once the box or the file is fixed",
+        _ => "fix the paths that matched nothing in [host.pull], then pull again",
+    };
+    out.push_str(&format!(
+        "{proven} proven, {unproven} unproven, {failed} failed: {next}\n"
+    ));
     out
 }

@@ -32,7 +32,41 @@ pub struct PulledFile {
     pub at: DateTime<Utc>,
 }
 
+/// What a pull proved about one file, in the words every view uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Copied whole, hashes equal on both ends, and shown to load (by what: `verification`).
+    Proven,
+    /// Copied whole and hashed, but nothing could check that it loads (what to add:
+    /// `verification`).
+    Unproven,
+    /// Not copied, hashes differ, or a check said it does not load (why: `error` or
+    /// `verification`).
+    Failed,
+}
+
+impl Outcome {
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Proven => "proven",
+            Outcome::Unproven => "UNPROVEN",
+            Outcome::Failed => "FAILED",
+        }
+    }
+}
+
 impl PulledFile {
+    pub fn outcome(&self) -> Outcome {
+        let copied = self.error.is_none()
+            && self.remote_sha256.is_some()
+            && self.remote_sha256 == self.local_sha256;
+        match (copied, self.verified) {
+            (true, true) => Outcome::Proven,
+            (true, false) if self.verification.starts_with("unproven") => Outcome::Unproven,
+            _ => Outcome::Failed,
+        }
+    }
+
     /// Copied whole, hashes equal on both ends, and proven to load.
     pub fn is_good(&self) -> bool {
         self.error.is_none()
@@ -68,4 +102,46 @@ pub struct TeardownRecord {
     pub exit_status: Option<i32>,
     pub output: String,
     pub pull_id: i64,
+}
+
+#[cfg(test)]
+mod outcome_tests {
+    use super::*;
+
+    fn file(verified: bool, verification: &str, error: Option<&str>) -> PulledFile {
+        PulledFile {
+            remote_path: "/r/pytorch_model.bin".into(),
+            size: 5,
+            mtime: 0,
+            stamp: None,
+            remote_sha256: Some("ab".into()),
+            local_path: "/l/pytorch_model.bin".into(),
+            local_sha256: Some("ab".into()),
+            sent: 5,
+            verified,
+            verification: verification.into(),
+            error: error.map(String::from),
+            at: DateTime::<Utc>::UNIX_EPOCH,
+        }
+    }
+
+    /// One vocabulary: a file nothing could check is unproven, not BAD; a check that failed or
+    /// a copy that failed is FAILED.
+    #[test]
+    fn every_file_is_proven_unproven_or_failed() {
+        assert_eq!(
+            file(true, "zip: 3 entries", None).outcome(),
+            Outcome::Proven
+        );
+        let unproven = file(false, "unproven: no built-in check for \"bin\" files", None);
+        assert_eq!(unproven.outcome(), Outcome::Unproven);
+        assert_eq!(file(false, "json: line 3", None).outcome(), Outcome::Failed);
+        assert_eq!(
+            file(true, "x", Some("hash mismatch")).outcome(),
+            Outcome::Failed
+        );
+        let mut other = file(true, "zip", None);
+        other.local_sha256 = Some("cd".into());
+        assert_eq!(other.outcome(), Outcome::Failed, "hashes differ");
+    }
 }

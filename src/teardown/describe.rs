@@ -71,8 +71,8 @@ pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -
                 .into_iter()
                 .map(|f| {
                     format!(
-                        "    {} {}  {} B  sha256 {}  {}",
-                        if f.is_good() { "ok " } else { "BAD" },
+                        "    {:<8} {}  {} B  sha256 {}  {}",
+                        f.outcome().word(),
                         clean(
                             if f.local_path.is_empty() {
                                 &f.remote_path

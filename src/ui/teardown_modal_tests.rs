@@ -88,7 +88,10 @@ fn at_80x24_the_verdict_command_and_prompt_stay_and_failing_files_come_first() {
     assert!(text.contains("will run: vastai destroy"), "{text}");
     assert!(text.contains("Type the host's name to confirm"), "{text}");
     assert!(text.contains("verified-current"), "{text}");
-    assert!(text.contains("BAD /r/f3.pt"), "failing file first:\n{text}");
+    assert!(
+        text.contains("FAILED   /r/f3.pt"),
+        "failing file first:\n{text}"
+    );
     modal.scroll_by(20);
     let text = screen(modal, 80, 24);
     assert!(text.contains("more above"), "{text}");
