@@ -54,6 +54,40 @@ impl Format {
         })
     }
 
+    /// What the first bytes say, whatever the name: a torch.save zip is often called
+    /// `pytorch_model.bin`, and a file named `.json` may hold something else. Only formats whose
+    /// opening bytes are unmistakable are named here; a zip is taken for a torch checkpoint only
+    /// when its name claims no other zip kind (`.npz`, `.zip`).
+    pub fn sniff(head: &[u8], name: &str, len: u64) -> Option<Format> {
+        let ext = name
+            .rsplit_once('.')
+            .map(|(_, e)| e.to_ascii_lowercase())
+            .unwrap_or_default();
+        if head.starts_with(b"PK\x03\x04") {
+            return match ext.as_str() {
+                "npz" => Some(Format::Npz),
+                "zip" => None,
+                _ => Some(Format::Torch),
+            };
+        }
+        if head.starts_with(b"\x93NUMPY") {
+            return Some(Format::Npy);
+        }
+        if head.starts_with(torch::LEGACY_MAGIC) {
+            return Some(Format::Torch);
+        }
+        if head.len() > 8 && head[8] == b'{' {
+            let n = u64::from_le_bytes(head[..8].try_into().unwrap_or([0xff; 8]));
+            if n >= 2 && n.checked_add(8).is_some_and(|end| end <= len) {
+                return Some(Format::Safetensors);
+            }
+        }
+        if head.get(257..262) == Some(b"ustar") {
+            return Some(Format::Tar);
+        }
+        None
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Format::Safetensors => "safetensors",
@@ -85,10 +119,30 @@ pub fn verify_file(path: &Path) -> io::Result<Verdict> {
             format!("{} is not a regular file", path.display()),
         ));
     }
-    let Some(format) = Format::detect(path) else {
-        return Ok(Verdict::Unchecked);
-    };
     let len = meta.len();
+    let mut head = [0u8; 512];
+    let got = read_full(&mut file, &mut head)?;
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Content first; where the name says something else, the verdict says so.
+    let by_name = Format::detect(path);
+    let by_content = Format::sniff(&head[..got], &name, len);
+    // A zip is only guessed to be a torch checkpoint; a name that says which zip kind it is
+    // (or another format outright) keeps its own check, with what the bytes are said.
+    let zip = head.starts_with(b"PK\x03\x04");
+    let (format, note) = match (by_content, by_name) {
+        (Some(c), Some(n)) if c != n && zip => (n, " (it holds a zip)".to_string()),
+        (Some(c), Some(n)) if c != n => (
+            c,
+            format!(" (named like {}, but it holds {})", n.name(), c.name()),
+        ),
+        (Some(c), _) => (c, String::new()),
+        (None, Some(n)) => (n, String::new()),
+        (None, None) => return Ok(Verdict::Unchecked),
+    };
     let checked = match format {
         Format::Safetensors => safetensors::check(&mut file, len),
         Format::Torch => torch::check(&mut file, len),
@@ -99,8 +153,14 @@ pub fn verify_file(path: &Path) -> io::Result<Verdict> {
         Format::Tar => tar::check(&mut file, len),
     };
     match checked {
-        Ok(detail) => Ok(Verdict::Loads { format, detail }),
-        Err(Problem::Corrupt(reason)) => Ok(Verdict::Fails { format, reason }),
+        Ok(detail) => Ok(Verdict::Loads {
+            format,
+            detail: format!("{detail}{note}"),
+        }),
+        Err(Problem::Corrupt(reason)) => Ok(Verdict::Fails {
+            format,
+            reason: format!("{reason}{note}"),
+        }),
         Err(Problem::Unverifiable) => Ok(Verdict::Unchecked),
         Err(Problem::Io(e)) => Err(e),
     }
@@ -245,6 +305,54 @@ mod tests {
         for (name, want) in cases {
             assert_eq!(Format::detect(Path::new(name)), want, "{name}");
         }
+    }
+
+    /// The first bytes decide: Hugging Face's `pytorch_model.bin` is a torch.save zip and is
+    /// checked as one; a name that says something else is said next to the verdict.
+    #[test]
+    fn content_decides_whatever_the_name() {
+        let torch = super::torch::tests::good();
+        let v = verdict("pytorch_model.bin", &torch);
+        assert!(detail(&v).starts_with("torch zip: 1 pickle"), "{v:?}");
+        let v = verdict("weights.npy", &super::safetensors::tests::sample());
+        assert!(
+            detail(&v).ends_with("(named like npy, but it holds safetensors)"),
+            "{v:?}"
+        );
+        let v = verdict("metrics.json", &torch);
+        assert!(reason(&v).ends_with("(it holds a zip)"), "{v:?}");
+        let v = verdict("pytorch_model.bin", &torch[..torch.len() - 1]);
+        assert!(
+            reason(&v).starts_with("no end-of-central-directory record"),
+            "{v:?}"
+        );
+        let v = verdict("adapter_model.bin", &super::safetensors::tests::sample());
+        assert!(
+            matches!(
+                v,
+                Verdict::Loads {
+                    format: Format::Safetensors,
+                    ..
+                }
+            ),
+            "{v:?}"
+        );
+        let v = verdict("embeddings.dat", &super::npy::tests::sample_npy());
+        assert!(
+            matches!(
+                v,
+                Verdict::Loads {
+                    format: Format::Npy,
+                    ..
+                }
+            ),
+            "{v:?}"
+        );
+        assert_eq!(
+            verdict("results.zip", &torch),
+            Verdict::Unchecked,
+            "a plain zip"
+        );
     }
 
     #[test]

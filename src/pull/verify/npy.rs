@@ -504,7 +504,7 @@ pub(super) mod tests {
         );
         assert_eq!(
             reason(&verdict("a.npy", b"PK\x03\x04\x00\x00\x00\x00")),
-            "no \\x93NUMPY magic at byte 0"
+            "no \\x93NUMPY magic at byte 0 (it holds a zip)"
         );
         assert_eq!(
             reason(&verdict("a.npy", &npy_v(4, F32, &[0; 24]))),

@@ -21,7 +21,7 @@ use std::io::{Seek, SeekFrom};
 
 /// What `torch.save(_use_new_zipfile_serialization=False)` writes first: the magic number
 /// 0x1950a86a20f9469cfc6c pickled as a protocol 2 LONG1.
-const LEGACY_MAGIC: &[u8] = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
+pub(super) const LEGACY_MAGIC: &[u8] = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
 
 pub(super) fn check(file: &mut File, len: u64) -> Checked {
     let mut head = [0u8; LEGACY_MAGIC.len()];
