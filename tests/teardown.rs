@@ -254,6 +254,16 @@ fn teardown_is_refused_until_a_verified_current_pull_then_runs_once() {
     assert_eq!(teardowns[0]["instance_id"], "4242");
     assert_eq!(teardowns[0]["exit_status"], 0);
     assert_eq!(teardowns[0]["pull_id"], doc["pulls"][0]["id"]);
+    let outcomes: Vec<&str> = doc["pulls"][0]["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .filter_map(|f| f["outcome"].as_str())
+        .collect();
+    assert!(
+        !outcomes.is_empty() && outcomes.iter().all(|o| *o == "proven"),
+        "the JSON says each file's outcome: {outcomes:?}"
+    );
     // The text form is one history in time order: the pull, then the teardown relying on it.
     let out = s.rigwatch(&["ledger", "box"]);
     let text = String::from_utf8_lossy(&out.stdout);

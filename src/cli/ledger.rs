@@ -36,7 +36,21 @@ pub fn run(args: &LedgerArgs) -> color_eyre::Result<ExitCode> {
     let pulls = ledger.pulls(args.host.as_deref())?;
     let teardowns = ledger.teardowns(args.host.as_deref())?;
     if args.json {
-        let doc = serde_json::json!({ "pulls": pulls, "teardowns": teardowns });
+        // Each file carries its outcome in the words the text forms use.
+        let mut pulls_json = serde_json::to_value(&pulls)?;
+        for (p, pj) in pulls
+            .iter()
+            .zip(pulls_json.as_array_mut().into_iter().flatten())
+        {
+            let files = pj.get_mut("files").and_then(|f| f.as_array_mut());
+            for (f, fj) in p.files.iter().zip(files.into_iter().flatten()) {
+                if let Some(obj) = fj.as_object_mut() {
+                    let word = f.outcome().word().to_lowercase();
+                    obj.insert("outcome".into(), serde_json::Value::String(word));
+                }
+            }
+        }
+        let doc = serde_json::json!({ "pulls": pulls_json, "teardowns": teardowns });
         println!("{}", crate::sanitize::json(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
