@@ -7,11 +7,20 @@
 //! their check proves and what it cannot. A file whose format has no built-in check, or whose
 //! contents cannot be judged without running Python, is `Unchecked`: existing is not loading.
 
+mod gguf;
+mod gzip;
+mod hdf5;
+mod jpeg;
 mod json;
 mod npy;
+mod parquet;
+mod pdf;
 mod pickle;
+mod png;
 mod safetensors;
 mod tar;
+mod text;
+mod tfrecord;
 mod torch;
 mod zip;
 
@@ -28,15 +37,33 @@ pub enum Format {
     Json,
     Jsonl,
     Tar,
+    Gzip,
+    Zip,
+    Png,
+    Jpeg,
+    Pdf,
+    Hdf5,
+    Gguf,
+    Parquet,
+    TfRecord,
+    Yaml,
+    Toml,
+    Csv,
+    Tsv,
+    Text,
 }
 
 impl Format {
-    /// By extension only, case-insensitively. `.bin` is deliberately absent: it names torch
-    /// checkpoints (`pytorch_model.bin`) but also raw tensors, GGML and anything else, and a
-    /// wrong guess would fail a healthy file; such files stay `Unchecked` for the user's command.
-    /// `.ckpt` is Lightning's torch.save zip (TensorFlow's checkpoints end `.index`/`.data-*`).
+    /// By name only, case-insensitively. `.bin` is deliberately absent: it names torch
+    /// checkpoints (`pytorch_model.bin`) but also raw tensors, GGML and anything else, so only
+    /// its content can decide (`sniff`). `.ckpt` is Lightning's torch.save zip (TensorFlow's
+    /// checkpoints end `.index`/`.data-*`). TensorBoard names its event files
+    /// `events.out.tfevents.<time>.<host>`, so the prefix decides, not the extension.
     pub fn detect(path: &Path) -> Option<Format> {
         let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+        if name.starts_with("events.out.tfevents.") {
+            return Some(Format::TfRecord);
+        }
         let (stem, ext) = name.rsplit_once('.')?;
         if stem.is_empty() {
             return None;
@@ -50,6 +77,20 @@ impl Format {
             "jsonl" | "ndjson" => Format::Jsonl,
             "tar" | "tgz" => Format::Tar,
             "gz" if stem.ends_with(".tar") => Format::Tar,
+            "gz" => Format::Gzip,
+            "zip" => Format::Zip,
+            "png" => Format::Png,
+            "jpg" | "jpeg" => Format::Jpeg,
+            "pdf" => Format::Pdf,
+            "h5" | "hdf5" | "he5" => Format::Hdf5,
+            "gguf" => Format::Gguf,
+            "parquet" => Format::Parquet,
+            "tfrecord" | "tfrecords" => Format::TfRecord,
+            "yaml" | "yml" => Format::Yaml,
+            "toml" => Format::Toml,
+            "csv" => Format::Csv,
+            "tsv" => Format::Tsv,
+            "txt" | "log" | "out" | "err" | "md" => Format::Text,
             _ => return None,
         })
     }
@@ -57,18 +98,35 @@ impl Format {
     /// What the first bytes say, whatever the name: a torch.save zip is often called
     /// `pytorch_model.bin`, and a file named `.json` may hold something else. Only formats whose
     /// opening bytes are unmistakable are named here; a zip is taken for a torch checkpoint only
-    /// when its name claims no other zip kind (`.npz`, `.zip`).
+    /// when its name is torch's own or says nothing (`.bin`, no extension); otherwise a zip is
+    /// checked as the zip kind its name says, or as a plain zip.
     pub fn sniff(head: &[u8], name: &str, len: u64) -> Option<Format> {
-        let ext = name
+        let lower = name.to_ascii_lowercase();
+        let ext = lower
             .rsplit_once('.')
-            .map(|(_, e)| e.to_ascii_lowercase())
+            .map(|(_, e)| e.to_string())
             .unwrap_or_default();
         if head.starts_with(b"PK\x03\x04") {
-            return match ext.as_str() {
-                "npz" => Some(Format::Npz),
-                "zip" => None,
-                _ => Some(Format::Torch),
-            };
+            return Some(match ext.as_str() {
+                "npz" => Format::Npz,
+                "pt" | "pth" | "ckpt" | "bin" | "" => Format::Torch,
+                _ => Format::Zip,
+            });
+        }
+        const MAGIC: [(&[u8], Format); 6] = [
+            (b"\x89PNG\r\n\x1a\n", Format::Png),
+            (b"\xff\xd8\xff", Format::Jpeg),
+            (b"%PDF-", Format::Pdf),
+            (hdf5::SIGNATURE, Format::Hdf5),
+            (b"GGUF", Format::Gguf),
+            (b"PAR1", Format::Parquet),
+        ];
+        if let Some((_, format)) = MAGIC.iter().find(|(m, _)| head.starts_with(m)) {
+            return Some(*format);
+        }
+        if head.starts_with(b"\x1f\x8b") {
+            let tar = lower.ends_with(".tar.gz") || ext == "tgz" || ext == "tar";
+            return Some(if tar { Format::Tar } else { Format::Gzip });
         }
         if head.starts_with(b"\x93NUMPY") {
             return Some(Format::Npy);
@@ -97,6 +155,20 @@ impl Format {
             Format::Json => "json",
             Format::Jsonl => "jsonl",
             Format::Tar => "tar",
+            Format::Gzip => "gzip",
+            Format::Zip => "zip",
+            Format::Png => "png",
+            Format::Jpeg => "jpeg",
+            Format::Pdf => "pdf",
+            Format::Hdf5 => "hdf5",
+            Format::Gguf => "gguf",
+            Format::Parquet => "parquet",
+            Format::TfRecord => "tfrecord",
+            Format::Yaml => "yaml",
+            Format::Toml => "toml",
+            Format::Csv => "csv",
+            Format::Tsv => "tsv",
+            Format::Text => "text",
         }
     }
 }
@@ -151,6 +223,20 @@ pub fn verify_file(path: &Path) -> io::Result<Verdict> {
         Format::Json => json::check_json(file, len),
         Format::Jsonl => json::check_jsonl(file),
         Format::Tar => tar::check(&mut file, len),
+        Format::Gzip => gzip::check(&mut file, len),
+        Format::Zip => zip::check(&mut file, len),
+        Format::Png => png::check(&mut file, len),
+        Format::Jpeg => jpeg::check(&mut file, len),
+        Format::Pdf => pdf::check(&mut file, len),
+        Format::Hdf5 => hdf5::check(&mut file, len),
+        Format::Gguf => gguf::check(&mut file, len),
+        Format::Parquet => parquet::check(&mut file, len),
+        Format::TfRecord => tfrecord::check(&mut file, len),
+        Format::Yaml => text::check_yaml(&mut file, len),
+        Format::Toml => text::check_toml(&mut file, len),
+        Format::Csv => text::check_csv(&mut file, len, b','),
+        Format::Tsv => text::check_csv(&mut file, len, b'\t'),
+        Format::Text => text::check_text(&mut file, len),
     };
     match checked {
         Ok(detail) => Ok(Verdict::Loads {
@@ -297,7 +383,14 @@ mod tests {
             ("out.tar", Some(Format::Tar)),
             ("out.tar.gz", Some(Format::Tar)),
             ("out.tgz", Some(Format::Tar)),
-            ("log.gz", None),
+            ("log.gz", Some(Format::Gzip)),
+            (
+                "events.out.tfevents.1700000000.box1",
+                Some(Format::TfRecord),
+            ),
+            ("loss.PNG", Some(Format::Png)),
+            ("model.h5", Some(Format::Hdf5)),
+            ("train.log", Some(Format::Text)),
             ("pytorch_model.bin", None),
             (".json", None),
             ("README", None),
@@ -348,17 +441,17 @@ mod tests {
             ),
             "{v:?}"
         );
-        assert_eq!(
-            verdict("results.zip", &torch),
-            Verdict::Unchecked,
-            "a plain zip"
+        let v = verdict("results.zip", &torch);
+        assert!(
+            detail(&v).starts_with("zip: 5 entries"),
+            "a plain zip: {v:?}"
         );
     }
 
     #[test]
     fn unknown_extension_is_unchecked_not_loads() {
         assert_eq!(verdict("weights.bin", b"anything"), Verdict::Unchecked);
-        assert_eq!(verdict("notes.txt", b""), Verdict::Unchecked);
+        assert_eq!(verdict("notes.xyz", b""), Verdict::Unchecked);
     }
 
     #[test]
