@@ -1,5 +1,5 @@
-//! Whether a pulled file loads: the built-in format checks, a UTF-8 check for plain text, and the
-//! user's own `verify` command. A file nothing can check does not pass: exists is not verified.
+//! Whether a pulled file loads: the built-in format checks (`verify`, text included) and the
+//! user's own `verify` commands. A file nothing can check does not pass: exists is not verified.
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,7 +13,6 @@ pub struct Verification {
     pub how: String,
 }
 
-const TEXT_EXTENSIONS: &[&str] = &["txt", "log", "csv", "tsv", "yaml", "yml", "md", "toml"];
 const USER_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The built-in check and every user command for this file (see `VerifyCommands::for_file`).
@@ -85,25 +84,7 @@ fn builtin(path: &Path) -> Result<Option<String>, String> {
         Err(e) => Err(format!("cannot read {}: {e}", path.display())),
         Ok(Verdict::Loads { detail, .. }) => Ok(Some(detail)),
         Ok(Verdict::Fails { format, reason }) => Err(format!("{}: {reason}", format.name())),
-        Ok(Verdict::Unchecked) => text_check(path),
-    }
-}
-
-fn text_check(path: &Path) -> Result<Option<String>, String> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    if !ext.is_some_and(|e| TEXT_EXTENSIONS.contains(&e.as_str())) {
-        return Ok(None);
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    match std::str::from_utf8(&bytes) {
-        Ok(text) => Ok(Some(format!(
-            "text: {} lines of valid UTF-8",
-            text.lines().count()
-        ))),
-        Err(e) => Err(format!("text: not valid UTF-8 at byte {}", e.valid_up_to())),
+        Ok(Verdict::Unchecked) => Ok(None),
     }
 }
 
@@ -181,7 +162,7 @@ mod tests {
         std::fs::write(&csv, "step,loss\n1,0.5\n").expect("write");
         let v = verify_with(&csv, &[]).await;
         assert!(v.passed, "{v:?}");
-        assert_eq!(v.how, "text: 2 lines of valid UTF-8");
+        assert_eq!(v.how, "csv: 2 rows of 2 fields, 16 B");
         let bad = dir.path().join("m.log");
         std::fs::write(&bad, b"ok\n\xff\xfe").expect("write");
         let v = verify_with(&bad, &[]).await;

@@ -1,8 +1,7 @@
 //! Plain text, YAML, TOML and CSV: configs, logs and tables a run leaves behind.
 //!
 //! Text (`.txt`, `.log`, `.out`, `.err`, `.md`) proves: the file is UTF-8 with no NUL bytes (a
-//! crash or a full disk leaves runs of NULs in a log); text in another encoding is unproven, not
-//! failed. YAML proves every document parses (yaml-rust2, a YAML 1.2 parser); TOML that the file
+//! crash or a full disk leaves runs of NULs in a log), so binary junk under a text name fails. YAML proves every document parses (yaml-rust2, a YAML 1.2 parser); TOML that the file
 //! parses (the `toml` crate); CSV (the `csv` crate) that every record has as many fields as the
 //! first, quotes closed, so a row cut in half fails. Cannot prove: a file cut exactly at a line
 //! break is a shorter valid file; the values are not checked against any schema.
@@ -36,12 +35,18 @@ pub(super) fn check_text(file: &mut File, len: u64) -> Checked {
             Err(e) if e.error_len().is_none() => {
                 carry.drain(..e.valid_up_to());
             }
-            Err(_) => return Err(Problem::Unverifiable),
+            Err(e) => {
+                let bad = at + n as u64 - (carry.len() - e.valid_up_to()) as u64;
+                return Err(corrupt(format!("not valid UTF-8 at byte {bad}")));
+            }
         }
         at += n as u64;
     }
     if !carry.is_empty() {
-        return Err(Problem::Unverifiable);
+        return Err(corrupt(format!(
+            "not valid UTF-8 at byte {}: the file ends inside a character",
+            at - carry.len() as u64
+        )));
     }
     Ok(format!(
         "text: {}, {}, UTF-8",
@@ -157,7 +162,6 @@ pub(super) fn check_csv(file: &mut File, len: u64, delimiter: u8) -> Checked {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Verdict;
     use super::super::tests::{detail, reason, verdict};
 
     #[test]
@@ -168,7 +172,13 @@ mod tests {
         );
         let v = verdict("train.log", b"step 1\n\0\0\0\0");
         assert!(reason(&v).starts_with("NUL byte at byte 7"), "{v:?}");
-        assert_eq!(verdict("latin1.txt", b"caf\xe9\n"), Verdict::Unchecked);
+        let v = verdict("latin1.txt", b"caf\xe9\n");
+        assert_eq!(reason(&v), "not valid UTF-8 at byte 3");
+        let v = verdict(
+            "cut.txt",
+            "ab\u{e9}".as_bytes().split_last().expect("bytes").1,
+        );
+        assert!(reason(&v).starts_with("not valid UTF-8 at byte 2"), "{v:?}");
         let split = [vec![b'a'; (1 << 16) - 1], "é\n".as_bytes().to_vec()].concat();
         assert!(detail(&verdict("long.log", &split)).starts_with("text: 1 line"));
     }
