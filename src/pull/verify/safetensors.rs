@@ -153,10 +153,16 @@ pub(super) mod tests {
     fn overlap_gap_and_leftover_fail() {
         let overlap = file(TENSORS, &[(0, 24), (16, 24), (24, 32)], 32);
         let v = verdict("m.safetensors", &overlap);
-        assert!(reason(&v).contains("invalid offset for tensor `b`"), "{v:?}");
+        assert!(
+            reason(&v).contains("invalid offset for tensor `b`"),
+            "{v:?}"
+        );
         let gap = file(TENSORS, &[(0, 24), (26, 34), (34, 42)], 42);
         let v = verdict("m.safetensors", &gap);
-        assert!(reason(&v).contains("invalid offset for tensor `b`"), "{v:?}");
+        assert!(
+            reason(&v).contains("invalid offset for tensor `b`"),
+            "{v:?}"
+        );
         let leftover = file(TENSORS, OFFSETS, 41);
         assert_eq!(
             reason(&verdict("m.safetensors", &leftover)),
@@ -168,7 +174,10 @@ pub(super) mod tests {
     fn header_damage_fails() {
         let wrong_size = file(TENSORS, &[(0, 20), (20, 28), (28, 36)], 36);
         let v = verdict("m.safetensors", &wrong_size);
-        assert!(reason(&v).contains("invalid shape, data type, or offset"), "{v:?}");
+        assert!(
+            reason(&v).contains("invalid shape, data type, or offset"),
+            "{v:?}"
+        );
         let unknown = file(&[("x", "F128", &[1])], &[(0, 16)], 16);
         let v = verdict("m.safetensors", &unknown);
         assert!(reason(&v).contains("unknown variant `F128`"), "{v:?}");
