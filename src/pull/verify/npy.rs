@@ -8,6 +8,9 @@
 //! above as read through the archive (other members, which numpy returns as bytes, are only
 //! CRC-checked). Cannot prove: the values (npy has no checksum). Object arrays (`|O`) are a
 //! pickle after the header, which only Python can judge: they make the file `Unchecked`.
+//! Hand-written: the check needs only the header (a Python dict literal) and the file's length;
+//! the maintained readers (`ndarray-npy`, `npyz`) read the whole array into memory to say the
+//! same, which a 40 GB embedding file cannot afford.
 
 use super::zip::Archive;
 use super::{Checked, Problem, corrupt, counted, human_bytes, read_exact_or};

@@ -5,6 +5,9 @@
 //! stack and is the last byte. Values are kept only as far as needed to hand back the persistent
 //! ids (how torch points at its storages); everything else is `Opaque`. Cannot prove: that the
 //! classes and functions the pickle names can be imported and accept their arguments.
+//! Hand-written: the maintained Rust pickle reader (`serde-pickle`) builds values and refuses
+//! the globals, reduce calls and persistent ids every torch checkpoint is made of; walking the
+//! opcodes without evaluating them is what a check needs, and nothing maintained does that.
 
 use super::{Problem, corrupt, read_exact_or};
 use std::collections::HashMap;

@@ -7,6 +7,11 @@
 //! before the directory; every entry's bytes (stored, or inflated for deflate) have the recorded
 //! size and CRC-32. Entries are streamed, so memory stays small whatever their size.
 //! Cannot prove: anything about what the entries mean; that is the callers' job.
+//! Hand-written, not the `zip` crate: checked against zip 7.3, which reads a local header only
+//! for its length (`find_data_start`): it does not check that the header names the same file
+//! with the same method as the directory, nor that the directory ends where the end record
+//! begins, and it accepts data prepended to the archive. Those disagreements are exactly how a
+//! damaged or spliced archive loads differently in two readers; this reader refuses them.
 
 use super::{Problem, corrupt, read_exact_or};
 use flate2::read::DeflateDecoder;
