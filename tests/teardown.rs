@@ -138,6 +138,12 @@ impl Setup {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        // This box still uses the old `verify = "…"`: it works, and the pull says how to move on.
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("is deprecated; name the files it is for under [host.pull.verify]"),
+            "{said}"
+        );
     }
 
     /// Every provider CLI call except the read-only listing the dashboard polls for prices.

@@ -34,6 +34,9 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
             fleet.path.display()
         )
     })?;
+    if let Some(note) = spec.verify.deprecation(&host.name) {
+        eprintln!("{}", crate::sanitize::line(&note, 400));
+    }
     let ledger_path = crate::ledger::default_path()
         .ok_or_else(|| eyre!("no home or XDG_STATE_HOME to keep the ledger in"))?;
     let mut ledger = Ledger::open(&ledger_path)?;

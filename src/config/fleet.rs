@@ -109,6 +109,17 @@ pub struct VerifyCommands {
 }
 
 impl VerifyCommands {
+    /// What to tell a user still on the old form: it runs on every file, so a torch.load
+    /// command fails every JSON and log beside the checkpoints.
+    pub fn deprecation(&self, host: &str) -> Option<String> {
+        let command = self.every_file.as_ref()?;
+        Some(format!(
+            "note: {host}: `verify = \"{command}\"` runs on every pulled file and is deprecated; \
+             name the files it is for under [host.pull.verify], e.g. \"*.bin\" = \"{command}\" \
+             (the built-in checks already cover JSON, logs, images and the common checkpoints)"
+        ))
+    }
+
     /// The commands for a file named `name` (its last path component).
     pub fn for_file(&self, name: &str) -> Vec<&str> {
         self.every_file
@@ -742,6 +753,11 @@ ssh = "lab-alias"
         let fleet = parse(Path::new("fleet.toml"), &old).expect("loads");
         let verify = &fleet.hosts[0].pull.as_ref().expect("pull").verify;
         assert_eq!(verify.for_file("anything.log"), vec!["test -s {file}"]);
+        let note = verify.deprecation("gpu1").expect("the old form is noted");
+        assert!(
+            note.contains("deprecated") && note.contains("\"*.bin\" = \"test -s {file}\""),
+            "{note}"
+        );
         let missing = format!("{host}[host.pull.verify]\n\"*.bin\" = \"torchcheck\"\n");
         let e = parse(Path::new("fleet.toml"), &missing)
             .expect_err("no {file}")
