@@ -196,3 +196,83 @@ async fn a_pull_cut_by_a_dead_link_resumes_without_resending_finished_bytes() {
     let latest = ledger.latest_pull("box").expect("read").expect("one");
     assert!(latest.files.iter().all(|f| f.is_good()));
 }
+
+/// Small files travel as tar batches; a link cut while batches are in flight loses only those
+/// batches: every file that landed is not sent again, every other file is sent whole, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_during_small_file_batches_resends_no_finished_file() {
+    const FILES: usize = 4000;
+    let mut lab = Lab::new();
+    let mut sshd = lab.start_host("box");
+    let run = sshd.dir.join("workspace/run");
+    let evals = run.join("final_ckpts/evals");
+    std::fs::create_dir_all(&evals).expect("dirs");
+    for i in 0..FILES {
+        let line = format!("{{\"cell\": {i}, \"loss\": 0.{i:04}}}\n");
+        std::fs::write(evals.join(format!("e{i:04}.jsonl")), line.repeat(500)).expect("eval");
+    }
+    std::fs::write(run.join("metrics.jsonl"), "{\"step\": 1}\n").expect("jsonl");
+    let dest = lab.path("results/box");
+    let config = fleet::load(&pull_fleet(&lab, &sshd, &run, &dest)).expect("fleet");
+    let spec = config.hosts[0].pull.clone().expect("pull config");
+
+    let pool = Pool::start(&config);
+    pool.settle(Duration::from_secs(20)).await;
+    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let progress = Arc::new(Progress::default());
+    let first = {
+        let (progress, spec) = (Arc::clone(&progress), spec.clone());
+        tokio::spawn(
+            async move { pull(&session, &PullJob::of("box", &spec, None), progress).await },
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while progress.bytes_done.load(Ordering::Relaxed) == 0 {
+        assert!(Instant::now() < deadline, "no batch ever landed");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    sshd.kill();
+    let first = first.await.expect("task").expect("a cut pull returns");
+    pool.shutdown().await;
+    let before = on_disk(&first, &dest);
+    let landed = before.values().filter(|&&n| n > 0).count();
+    eprintln!("landed before the cut: {landed} of {FILES}");
+    assert!(
+        landed > 0 && landed < FILES,
+        "the cut must fall between batches: {landed} of {FILES} landed"
+    );
+    assert!(
+        !before.keys().any(|p| p.ends_with(".part")),
+        "nothing half-written under a final name"
+    );
+
+    sshd.restart();
+    let pool = Pool::start(&config);
+    pool.settle(Duration::from_secs(20)).await;
+    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let second = pull(
+        &session,
+        &PullJob::of("box", &spec, Some(&first)),
+        Arc::new(Progress::default()),
+    )
+    .await
+    .expect("second pull");
+    pool.shutdown().await;
+    assert_eq!(second.files.len(), FILES + 1);
+    for f in &second.files {
+        assert!(
+            f.is_good(),
+            "{}: {:?} {}",
+            f.remote_path,
+            f.error,
+            f.verification
+        );
+        let had = before.get(&f.remote_path).copied().unwrap_or(0);
+        assert!(
+            had == 0 || had == f.size,
+            "{}: a partial small file",
+            f.remote_path
+        );
+        assert_eq!(f.sent, f.size - had, "{}: sent again", f.remote_path);
+    }
+}

@@ -32,12 +32,17 @@ pub async fn copy_all(
     dest: &Path,
     plan: &[(RemoteFile, std::path::PathBuf)],
     starts: &[Start],
+    rtt: std::time::Duration,
     progress: &AtomicU64,
 ) -> Result<Vec<Result<Option<Copied>, String>>, PullError> {
-    let needs_sftp = plan
+    let depth = reads_in_flight(rtt);
+    // Small fresh files go as tar streams beside the SFTP copies of the rest; whatever a batch
+    // hands back goes by SFTP after, or by `cat` when no SFTP channel was needed for the rest.
+    let (small, rest): (Vec<usize>, Vec<usize>) =
+        (0..plan.len()).partition(|&i| super::batch::eligible(&plan[i].0, starts[i]));
+    let needs_sftp = rest
         .iter()
-        .zip(starts)
-        .any(|((f, _), s)| *s != Start::Unchanged && as_utf8(&f.path).is_some());
+        .any(|&i| starts[i] != Start::Unchanged && as_utf8(&plan[i].0.path).is_some());
     let sftp = if needs_sftp {
         Some(
             session
@@ -53,29 +58,49 @@ pub async fn copy_all(
         None
     };
     let sftp = sftp.as_ref();
-    // Collected first: a lazy map over borrowed pairs is not `Send` enough for tokio::spawn.
-    let mut copies = Vec::with_capacity(plan.len());
-    for ((file, local), start) in plan.iter().zip(starts) {
-        let from = *start;
-        copies.push(async move {
+    let one = |i: usize| {
+        let ((file, local), from) = (&plan[i], starts[i]);
+        async move {
             let from = match from {
-                Start::Unchanged => return Ok(None),
+                Start::Unchanged => return (i, Ok(None)),
                 Start::Resume(n) => n,
                 Start::Fresh => 0,
             };
             let result = match (sftp, as_utf8(&file.path)) {
                 (Some(sftp), Some(name)) => {
-                    download(&sftp.raw, &name, file, dest, local, from, progress).await
+                    let span = Span { from, depth };
+                    download(&sftp.raw, &name, file, dest, local, span, progress).await
                 }
                 _ => download_by_exec(session, file, dest, local, progress).await,
             };
-            result.map(Some).map_err(|e| e.to_string())
-        });
+            (i, result.map(Some).map_err(|e| e.to_string()))
+        }
+    };
+    let each = |indices: Vec<usize>| {
+        futures::stream::iter(indices.into_iter().map(one))
+            .buffer_unordered(FILES_AT_ONCE)
+            .collect::<Vec<_>>()
+    };
+    let (tarred, direct) = tokio::join!(
+        super::batch::copy_small(session, dest, plan, &small, progress),
+        each(rest)
+    );
+    let mut results: Vec<Option<Result<Option<Copied>, String>>> =
+        plan.iter().map(|_| None).collect();
+    let mut handed_back = Vec::new();
+    for (i, result) in tarred {
+        match result {
+            Some(result) => results[i] = Some(result.map(Some)),
+            None => handed_back.push(i),
+        }
     }
-    Ok(futures::stream::iter(copies)
-        .buffered(FILES_AT_ONCE)
-        .collect()
-        .await)
+    for (i, result) in direct.into_iter().chain(each(handed_back).await) {
+        results[i] = Some(result);
+    }
+    Ok(results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err("not copied".to_string())))
+        .collect())
 }
 
 /// A file whose name SFTP cannot carry: `cat` on an exec channel, written and hashed the same way.
@@ -161,8 +186,24 @@ async fn finish_part(
 
 /// Below OpenSSH sftp-server's 255 KiB read cap and russh-sftp's 256 KiB packet limit.
 const CHUNK: u64 = 128 * 1024;
-/// Reads in flight per file: 4 MiB, enough to fill a fast link's window.
-const DEPTH: usize = 32;
+/// Reads in flight per file: at least 4 MiB, and on a long link as many bytes as ~512 MiB/s
+/// fills in one round trip, up to the channel's window (more could not be in flight anyway).
+const MIN_DEPTH: usize = 32;
+const FILL_RATE: f64 = 512.0 * 1024.0 * 1024.0;
+
+/// How many reads one file keeps in flight over a link with this round trip.
+pub fn reads_in_flight(rtt: std::time::Duration) -> usize {
+    let max = crate::transport::WINDOW_BYTES as usize / CHUNK as usize;
+    let want = (rtt.as_secs_f64() * FILL_RATE / CHUNK as f64).ceil();
+    (want as usize).clamp(MIN_DEPTH, max)
+}
+
+/// Where a copy starts, and how many reads it keeps in flight.
+#[derive(Clone, Copy)]
+struct Span {
+    from: u64,
+    depth: usize,
+}
 
 /// What one copy did: the bytes that crossed the link, and the SHA-256 of the whole local file,
 /// hashed as it was written (a resumed copy hashes its earlier part first) so the file is not
@@ -181,7 +222,7 @@ async fn download(
     remote: &RemoteFile,
     dest: &Path,
     local: &Path,
-    from: u64,
+    span: Span,
     progress: &AtomicU64,
 ) -> Result<Copied, PullError> {
     let (part, src) = part_paths(dest, local);
@@ -198,6 +239,7 @@ async fn download(
         .await
         .map_err(|e| remote_error(remote, e))?
         .handle;
+    let Span { from, depth } = span;
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -224,7 +266,7 @@ async fn download(
     let mut inflight = FuturesOrdered::new();
     let result: Result<(), PullError> = async {
         loop {
-            while inflight.len() < DEPTH && next < remote.size {
+            while inflight.len() < depth && next < remote.size {
                 let len = CHUNK.min(remote.size - next);
                 let offset = next;
                 let read = sftp.read(handle.as_str(), offset, len as u32);
@@ -283,7 +325,7 @@ async fn parent_dir(path: &Path) -> Result<(), PullError> {
         })
 }
 
-fn disk(path: &Path, source: std::io::Error) -> PullError {
+pub(super) fn disk(path: &Path, source: std::io::Error) -> PullError {
     if source.kind() == std::io::ErrorKind::StorageFull {
         PullError::DiskFull {
             path: path.to_path_buf(),

@@ -200,13 +200,19 @@ pub async fn pull(
     progress.bytes_total.store(to_send, Ordering::Relaxed);
     progress.files_total.store(plan.len(), Ordering::Relaxed);
     progress.stage("copying");
-
+    // The link's round trip sizes the reads kept in flight; the session is warm by now (the
+    // listing ran on it), so one ping measures the link, not a login's delayed ACK.
+    let rtt = session
+        .ping(Duration::from_secs(5))
+        .await
+        .unwrap_or(Duration::ZERO);
     let copies = copy_all(
         session,
         host,
         &spec.dest,
         &plan,
         &starts,
+        rtt,
         &progress.bytes_done,
     );
     let paths: Vec<&str> = plan.iter().map(|(f, _)| f.path.as_str()).collect();

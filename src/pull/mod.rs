@@ -1,6 +1,7 @@
 //! Pull: a host's results copied home over SFTP on its pooled connection, resumably, hashed on
 //! both ends and proven to load; then judged against a fresh listing of the box (`current`).
 
+mod batch;
 mod check;
 mod copy;
 pub mod current;

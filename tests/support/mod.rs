@@ -3,6 +3,7 @@
 //! known_hosts file and an ssh client config for them. Nothing here mocks SSH.
 #![allow(dead_code)]
 
+pub mod delay;
 pub mod tmux;
 
 use std::fmt::Write as _;
@@ -230,6 +231,16 @@ impl Lab {
             .map(|h| (h.name.as_str(), self.host_entry(h)))
             .collect();
         self.fleet(file, "", &entries)
+    }
+
+    /// As `host_entry`, reached at another loopback `port` (a delay proxy in front of the box),
+    /// whose known_hosts line carries the box's key.
+    pub fn host_entry_via(&self, sshd: &Sshd, port: u16) -> String {
+        let mut text = std::fs::read_to_string(&self.known_hosts).unwrap_or_default();
+        let _ = writeln!(text, "[127.0.0.1]:{port} {}", sshd.host_public_key());
+        std::fs::write(&self.known_hosts, text).expect("write known_hosts");
+        self.host_entry(sshd)
+            .replace(&format!(":{}\"", sshd.port), &format!(":{port}\""))
     }
 
     /// The `[[host]]` body for a plain user@127.0.0.1:port target with the lab key.

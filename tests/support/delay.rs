@@ -1,0 +1,119 @@
+//! A TCP proxy on loopback that delays each direction by a fixed time, standing in for a box in
+//! another region (netem is missing on these machines). Each chunk read from one side is written
+//! to the other no earlier than `one_way` after it arrived, so a request and its answer take one
+//! round trip of 2 × `one_way` on top of loopback's. Bounded: at most `QUEUE` chunks (of up to
+//! 64 KiB) wait per direction, and a reader that gets ahead waits, as a real link's buffers
+//! fill; it listens on 127.0.0.1 only, and its runtime ends when the proxy is dropped.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+const QUEUE: usize = 2048;
+const CHUNK: usize = 64 * 1024;
+
+pub struct DelayProxy {
+    pub port: u16,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl DelayProxy {
+    /// Listens on a free loopback port and forwards every connection to 127.0.0.1:`target`.
+    pub fn start(target: u16, one_way: Duration) -> DelayProxy {
+        let std_listener =
+            std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind the proxy");
+        std_listener.set_nonblocking(true).expect("nonblocking");
+        let port = std_listener.local_addr().expect("addr").port();
+        let (stop, stopped) = oneshot::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("proxy runtime");
+            rt.block_on(async move {
+                let listener = TcpListener::from_std(std_listener).expect("listener");
+                let accept = async {
+                    loop {
+                        let Ok((client, _)) = listener.accept().await else {
+                            continue;
+                        };
+                        tokio::spawn(relay(client, target, one_way));
+                    }
+                };
+                tokio::select! {
+                    _ = accept => {}
+                    _ = stopped => {}
+                }
+            });
+        });
+        DelayProxy {
+            port,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for DelayProxy {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn relay(client: TcpStream, target: u16, one_way: Duration) {
+    let Ok(server) = TcpStream::connect(SocketAddr::from((Ipv4Addr::LOCALHOST, target))).await
+    else {
+        return;
+    };
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let (cr, cw) = client.into_split();
+    let (sr, sw) = server.into_split();
+    tokio::join!(pipe(cr, sw, one_way), pipe(sr, cw, one_way));
+}
+
+/// Reads from `from` as data comes, and writes each chunk to `to` once its delay has passed.
+async fn pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    one_way: Duration,
+) {
+    let (tx, mut rx) = mpsc::channel::<(Instant, Vec<u8>)>(QUEUE);
+    let reader = async move {
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            match from.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if tx
+                        .send((Instant::now() + one_way, buf[..n].to_vec()))
+                        .await
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+    };
+    let writer = async move {
+        while let Some((due, bytes)) = rx.recv().await {
+            tokio::time::sleep_until(due).await;
+            if to.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown().await;
+    };
+    tokio::join!(reader, writer);
+}
