@@ -161,7 +161,7 @@ async fn measure(
 /// Each tool's median over the runs, separately.
 fn median(runs: Vec<Measured>) -> Measured {
     fn mid(mut v: Vec<(Duration, f64)>) -> (Duration, f64) {
-        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v.sort_by_key(|m| m.0);
         v[v.len() / 2]
     }
     let scp: Vec<_> = runs.iter().filter_map(|m| m.scp).collect();
