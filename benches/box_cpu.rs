@@ -4,15 +4,21 @@
 //! 1. CPU seconds spent ON THE BOX (sshd and everything under it) per minute of monitoring at a
 //!    2 s period: rigwatch's two long-lived streams vs the same probe by a fresh `ssh` per poll
 //!    vs by OpenSSH ControlMaster.
-//! 2. `rigwatch status` wall time on 1, 10 and 50 hosts vs a fresh `ssh` per host running the
+//! 2. 20 boxes whose `nvidia-smi` is a stand-in costing 30 ms of CPU per start (as a real one
+//!    does): the probe's CPU per box, and the whole machine's cost of watching them (every box
+//!    plus rigwatch itself) against a fresh `ssh` per host per poll (every box plus the clients).
+//! 3. `rigwatch status` wall time on 1, 10 and 50 hosts vs a fresh `ssh` per host running the
 //!    same one-shot probe.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rigwatch::config::{HostConfig, fleet};
+use rigwatch::fleet::Observation;
 use rigwatch::monitor::commands::{new_nonce, probe_command};
 use rigwatch::monitor::live;
 use rigwatch::transport::Pool;
@@ -39,12 +45,167 @@ fn box_cpu_polling(host: &Sshd, mut poll: impl FnMut()) -> f64 {
     host.cpu_seconds() - before
 }
 
+/// CPU seconds of this process (rigwatch's runtime, in-process) and of the children it reaped
+/// (the fresh `ssh` clients): utime, stime, cutime, cstime in /proc/self/stat.
+fn own_cpu() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let f: Vec<f64> = after
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let tick = 100.0;
+    match f.as_slice() {
+        [u, s, cu, cs] => ((u + s) / tick, (cu + cs) / tick),
+        _ => (0.0, 0.0),
+    }
+}
+
+const BOXES: usize = 20;
+
+fn twenty_boxes(lab: &mut Lab, runtime: &tokio::runtime::Runtime) {
+    let boxes: Vec<Sshd> = (0..BOXES)
+        .map(|i| {
+            let h = lab.start_host(&format!("c{i}"));
+            h.shim_costly_nvidia_smi(
+                &GpuShim {
+                    query_gpu: "h100/q_load_csv.txt",
+                    apps: "h100/apps_load.txt",
+                    legacy_driver: false,
+                },
+                Duration::from_millis(30),
+            );
+            h.shim_tmux(true);
+            h
+        })
+        .collect();
+    let entries: Vec<(&str, String)> = boxes
+        .iter()
+        .map(|h| {
+            (
+                h.name.as_str(),
+                format!("{}\nrun = \"train\"\nmounts = [\"/\"]", lab.host_entry(h)),
+            )
+        })
+        .collect();
+    let config = lab.fleet("twenty.toml", "", &entries);
+    let fleet = fleet::load(&config).expect("fleet");
+    let boxes_cpu = || boxes.iter().map(Sshd::cpu_seconds).sum::<f64>();
+
+    let (ours_box, ours_self) = runtime.block_on(async {
+        let pool = Pool::start(&fleet);
+        pool.settle(Duration::from_secs(30)).await;
+        let (tx, mut rx) = mpsc::channel(65536);
+        let mut tasks = Vec::new();
+        for host in &fleet.hosts {
+            let link = pool.get(&host.name).expect("link");
+            tasks.extend(live::spawn(
+                host.clone(),
+                link.watch_session(),
+                PERIOD,
+                tx.clone(),
+            ));
+        }
+        // Counts probe readings, so a loop that stopped cycling cannot pass for a cheap one.
+        let readings = Arc::new(AtomicU64::new(0));
+        let drain = tokio::spawn({
+            let readings = Arc::clone(&readings);
+            async move {
+                while let Some(update) = rx.recv().await {
+                    if matches!(update.observation, Observation::Host(_)) {
+                        readings.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        });
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let (box_before, self_before) = (boxes_cpu(), own_cpu().0);
+        let readings_before = readings.load(Ordering::Relaxed);
+        let parts_before = boxes[0].cpu_breakdown();
+        tokio::time::sleep(WINDOW).await;
+        let used = (boxes_cpu() - box_before, own_cpu().0 - self_before);
+        let cycles = readings.load(Ordering::Relaxed) - readings_before;
+        let expected = (WINDOW.as_secs_f64() / PERIOD.as_secs_f64()) as u64 * BOXES as u64;
+        println!("probe readings in the window: {cycles} (one per box per period: {expected})");
+        assert!(
+            cycles * 10 >= expected * 9,
+            "the probe loops stopped cycling"
+        );
+        if std::env::var_os("RIGWATCH_BENCH_BREAKDOWN").is_some() {
+            for (pid, comm, ticks) in boxes[0].cpu_breakdown() {
+                let was = parts_before.iter().find(|b| b.0 == pid).map_or(0, |b| b.2);
+                eprintln!("{pid:>7} {:>5} ticks  {comm}", ticks - was);
+            }
+        }
+        for t in tasks {
+            t.abort();
+        }
+        drain.abort();
+        pool.shutdown().await;
+        used
+    });
+
+    let (box_before, clients_before) = (boxes_cpu(), own_cpu().1);
+    let start = Instant::now();
+    while start.elapsed() < WINDOW {
+        let tick = Instant::now();
+        let children: Vec<_> = boxes
+            .iter()
+            .zip(&fleet.hosts)
+            .map(|(h, cfg)| {
+                lab.openssh(h, None)
+                    .arg(one_shot(cfg))
+                    .spawn()
+                    .expect("ssh")
+            })
+            .collect();
+        for mut child in children {
+            assert!(child.wait().expect("wait").success());
+        }
+        std::thread::sleep(PERIOD.saturating_sub(tick.elapsed()));
+    }
+    let (fresh_box, fresh_clients) = (boxes_cpu() - box_before, own_cpu().1 - clients_before);
+
+    let pct = |cpu: f64| cpu / WINDOW.as_secs_f64() * 100.0;
+    let n = BOXES as f64;
+    println!();
+    println!(
+        "| {BOXES} boxes, 2 s period, nvidia-smi stand-in 30 ms CPU per start | on each box (% of a core) | this machine: rigwatch / ssh clients (% of a core) | whole cost (% of a core) |"
+    );
+    println!("|---|---:|---:|---:|");
+    println!(
+        "| rigwatch streams | {:.2} % | {:.2} % | {:.2} % |",
+        pct(ours_box) / n,
+        pct(ours_self),
+        pct(ours_box + ours_self)
+    );
+    println!(
+        "| fresh ssh per host per poll | {:.2} % | {:.2} % | {:.2} % |",
+        pct(fresh_box) / n,
+        pct(fresh_clients),
+        pct(fresh_box + fresh_clients)
+    );
+    println!(
+        "\nwatching costs {:.3} of a fresh ssh per host per poll (probe CPU per box per 2 s cycle: {:.1} ms)",
+        (ours_box + ours_self) / (fresh_box + fresh_clients).max(1e-9),
+        ours_box / n / (WINDOW.as_secs_f64() / PERIOD.as_secs_f64()) * 1000.0
+    );
+}
+
 fn per_minute(cpu: f64) -> f64 {
     cpu * 60.0 / WINDOW.as_secs_f64()
 }
 
 fn main() {
     let mut lab = Lab::new();
+    // `RIGWATCH_BENCH_ONLY=twenty` runs part 2 alone, for iterating on the probe's cost.
+    if std::env::var("RIGWATCH_BENCH_ONLY").as_deref() == Ok("twenty") {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        twenty_boxes(&mut lab, &runtime);
+        return;
+    }
     let box_a = lab.start_host("box");
     box_a.shim_nvidia_smi(&GpuShim {
         query_gpu: "h100/q_load_csv.txt",
@@ -129,6 +290,8 @@ fn main() {
             cpu / streams.max(1e-9)
         );
     }
+
+    twenty_boxes(&mut lab, &runtime);
 
     println!();
     println!("| hosts | rigwatch status | fresh ssh per host | fresh ssh / status |");

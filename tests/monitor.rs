@@ -94,8 +94,8 @@ async fn one_gpu_process_and_one_probe_loop_feed_readings_and_restart_when_kille
     );
     assert_eq!(
         host.execs_seen(),
-        2,
-        "two long-lived commands, however many samples"
+        3,
+        "three long-lived commands (GPUs, compute apps, the probe), however many samples"
     );
 
     // The box's nvidia-smi dies: the stream says so and is started again.
@@ -117,7 +117,11 @@ async fn one_gpu_process_and_one_probe_loop_feed_readings_and_restart_when_kille
             .any(|x| matches!(x, HostUpdate::GpuAvailability(GpuAvailability::Failing(_)))),
         "{updates:?}"
     );
-    assert_eq!(host.execs_seen(), 3, "only the GPU stream was restarted");
+    assert_eq!(
+        host.execs_seen(),
+        5,
+        "only the two nvidia-smi streams were restarted"
+    );
 
     // sshd killed and back: the streams follow the pool onto the new connection.
     host.kill();

@@ -23,7 +23,10 @@ fn run_sh(targets: &ProbeTargets, nonce: &str, period: Option<Duration>, cycles:
     let line = command_line(targets, &script);
     // Stop a looping script after `cycles` cycles: `head` closes the pipe on it.
     let pipeline = match period {
-        Some(_) => format!("{line} | awk '{{print}} /done$/ {{n++; if (n == {cycles}) exit}}'"),
+        // The loop waits for a line on stdin between cycles, as rigwatch sends one a period.
+        Some(_) => format!(
+            "yes '' | {{ {line}; }} | awk '{{print}} /done$/ {{n++; if (n == {cycles}) exit}}'"
+        ),
         None => line,
     };
     let out = Command::new("sh")
@@ -132,6 +135,10 @@ fn the_loop_runs_slow_sections_on_their_schedule() {
             cycle.section("gpu").is_none(),
             "the loop leaves the GPUs to the GPU stream"
         );
+        assert!(
+            cycle.section("apps").is_none(),
+            "and compute apps to their own nvidia-smi loop"
+        );
     }
     let mut filled = seen[1].clone();
     filled.fill_from(&seen[0]);
@@ -168,9 +175,14 @@ fn the_run_is_looked_up_again_at_once_when_its_process_ends() {
         GPU_QUERY_FIELDS,
         GPU_QUERY_FIELDS_LEGACY,
     );
+    // A line on stdin every 200 ms paces the loop, as rigwatch does over the channel.
+    let paced = format!(
+        "while :; do echo || exit; sleep 0.2; done | {}",
+        command_line(&targets, &script)
+    );
     let mut probe = Command::new("sh")
         .arg("-c")
-        .arg(command_line(&targets, &script))
+        .arg(paced)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("probe");

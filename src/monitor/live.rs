@@ -1,7 +1,8 @@
-//! Live monitoring of one host: two long-lived streams on its pooled connection — the GPU
-//! stream (`nvidia-smi ... -lms`) and the periodic probe loop — each restarted when it ends,
-//! and re-opened on the new session after a reconnect. Readings go out over a channel; nothing
-//! here blocks the UI or the connection.
+//! Live monitoring of one host: three long-lived streams on its pooled connection — the GPU
+//! stream (`nvidia-smi --query-gpu ... -lms`), the compute-apps stream (who holds VRAM, at the
+//! slow sections' pace) and the periodic probe loop — each restarted when it ends, and re-opened
+//! on the new session after a reconnect. Readings go out over a channel; nothing here blocks the
+//! UI or the connection.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,11 +10,14 @@ use std::time::Duration;
 use chrono::Utc;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
+use super::apps_stream::{self, SharedApps};
 use super::commands::{NOT_FOUND, gpu_stream_command, new_nonce, probe_command};
 use super::readers::{GpuBatcher, ProbeReader};
 use crate::config::HostConfig;
 use crate::fleet::{GpuAvailability, GpuReading, Observation, Update};
+use crate::probe::script::SLOW_EVERY;
 use crate::probe::{GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, parse_query_failure};
 use crate::transport::{Session, StreamEvent};
 
@@ -24,7 +28,7 @@ const RESTART_AFTER: Duration = Duration::from_secs(2);
 /// A box without nvidia-smi is asked again this rarely (drivers do get installed).
 const NO_GPU_RECHECK: Duration = Duration::from_secs(300);
 
-/// Starts both streams for `host`; they follow `sessions` across reconnects until aborted.
+/// Starts the streams for `host`; they follow `sessions` across reconnects until aborted.
 pub fn spawn(
     host: HostConfig,
     sessions: watch::Receiver<Option<Arc<Session>>>,
@@ -35,10 +39,16 @@ pub fn spawn(
         let (name, tx) = (host.name.clone(), tx.clone());
         move |session| gpu_stream(session, name.clone(), period, tx.clone())
     }));
-    let probe = tokio::spawn(follow(sessions, move |session| {
-        probe_stream(session, host.clone(), period, tx.clone())
+    let seen = SharedApps::default();
+    let apps = tokio::spawn(follow(sessions.clone(), {
+        let (name, tx, seen) = (host.name.clone(), tx.clone(), seen.clone());
+        let every = period * SLOW_EVERY;
+        move |session| apps_stream::run(session, name.clone(), every, seen.clone(), tx.clone())
     }));
-    vec![gpu, probe]
+    let probe = tokio::spawn(follow(sessions, move |session| {
+        probe_stream(session, host.clone(), period, seen.clone(), tx.clone())
+    }));
+    vec![gpu, apps, probe]
 }
 
 /// Runs `stream` on each session in turn: restarted when it ends, cancelled when the session goes.
@@ -180,14 +190,15 @@ async fn probe_stream(
     session: Arc<Session>,
     host: HostConfig,
     period: Duration,
+    apps: SharedApps,
     tx: mpsc::Sender<Update>,
 ) -> Duration {
     let nonce = new_nonce();
-    let mut rx = match session
-        .stream(&probe_command(&host, &nonce, Some(period)), MAX_LINE)
+    let (mut rx, ticks) = match session
+        .stream_with_input(&probe_command(&host, &nonce, Some(period)), MAX_LINE)
         .await
     {
-        Ok(rx) => rx,
+        Ok(both) => both,
         Err(e) => {
             send(
                 &tx,
@@ -199,10 +210,30 @@ async fn probe_stream(
         }
     };
     let mut reader = ProbeReader::new(&nonce);
-    while let Some(event) = rx.recv().await {
+    // The loop waits for a line on its stdin after each cycle: the next one is sent a period
+    // after the cycle began, so a slow cycle delays the next instead of piling them up.
+    let done = format!("@@rw-{nonce} done");
+    let mut began = Instant::now();
+    let mut next: Option<Instant> = None;
+    loop {
+        let due = next.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        let event = tokio::select! {
+            event = rx.recv() => event,
+            () = tokio::time::sleep_until(due), if next.is_some() => {
+                next = None;
+                began = Instant::now();
+                let _ = ticks.send(b"\n".to_vec()).await;
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
+        if matches!(&event, StreamEvent::Line(line) if *line == done) {
+            next = Some(began + period);
+        }
         match event {
             StreamEvent::Line(line) => match reader.push(&line, Utc::now()) {
-                Ok(Some(reading)) => {
+                Ok(Some(mut reading)) => {
+                    apps_stream::apply(&apps, &mut reading.sample);
                     send(&tx, &host.name, Observation::Host(Box::new(reading))).await;
                 }
                 Ok(None) => {}

@@ -1,6 +1,7 @@
 //! Wiring: runs the probes over the pool and turns their output into readings. The only module
 //! that joins transport and probe; signals and views never see a connection.
 
+mod apps_stream;
 pub mod commands;
 pub mod feed;
 mod fleet_state;

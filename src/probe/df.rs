@@ -1,4 +1,5 @@
-//! `df -PB1` (bytes) and `df -Pi` (inodes), merged per mount point.
+//! `df -PB1` (bytes) and `df -Pi` (inodes), merged per mount point; or both from one GNU
+//! `df --output` call, which the probe asks first (one process instead of two).
 //!
 //! Both, because storage fails on the dimension nobody watches: a disk at 34 % bytes can be out
 //! of inodes. `-P` keeps one line per mount; the rows are read by their shape (three numbers
@@ -10,6 +11,10 @@ use serde::Serialize;
 
 const PROBE_BYTES: &str = "df -PB1";
 const PROBE_INODES: &str = "df -Pi";
+const PROBE_OUTPUT: &str = "df --output";
+/// The columns the probe asks `df --output` for, in order.
+pub const OUTPUT_COLUMNS: &str =
+    "source,fstype,size,used,avail,pcent,itotal,iused,iavail,ipcent,target";
 
 /// One mount from `df -PB1`. A `-` in a column is `None`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -69,6 +74,50 @@ pub fn parse_df_inodes(text: &str) -> Result<Vec<DfInodes>, ParseError> {
             }
         })
         .collect())
+}
+
+/// `df -B1 --output=` [`OUTPUT_COLUMNS`]: per row the source, its type, bytes (three counts and
+/// a percentage), inodes (the same), then the mount, which may hold spaces.
+pub fn parse_df_output(text: &str) -> Result<Vec<Mount>, ParseError> {
+    let mut bytes = Vec::new();
+    let mut inodes = Vec::new();
+    for (line, row) in lines(PROBE_OUTPUT, text)? {
+        if row.starts_with("Filesystem") || row.starts_with("df: ") {
+            continue;
+        }
+        let bad = || {
+            let why = format!(
+                "expected `<fs> <type> <n> <n> <n> <n>% <n> <n> <n> <n>% <mount>`, got {}",
+                quoted(row)
+            );
+            ParseError::new(PROBE_OUTPUT, line, why)
+        };
+        // The bytes half is a `-P` row once the type is set aside; the inodes half follows it.
+        let first = parse_row(row).ok_or_else(bad)?;
+        let source = first
+            .filesystem
+            .rsplit_once(' ')
+            .map(|(s, _type)| s.trim_end().to_string())
+            .ok_or_else(bad)?;
+        let second = parse_row(&format!("{source} {}", first.mount)).ok_or_else(bad)?;
+        let counted = matches!(second.numbers[0], Some(n) if n > 0);
+        let keep = |n: Option<u64>| n.filter(|_| counted);
+        bytes.push(DfBytes {
+            filesystem: source.clone(),
+            mount: second.mount.clone(),
+            total_bytes: first.numbers[0],
+            used_bytes: first.numbers[1],
+            avail_bytes: first.numbers[2],
+        });
+        inodes.push(DfInodes {
+            filesystem: source,
+            mount: second.mount,
+            total: keep(second.numbers[0]),
+            used: keep(second.numbers[1]),
+            free: keep(second.numbers[2]),
+        });
+    }
+    Ok(merge_df(bytes, inodes))
 }
 
 /// Joins the two listings by mount point, in `bytes` order, then mounts only `inodes` listed.

@@ -31,7 +31,9 @@ mod tmux;
 mod tests;
 
 pub use apps::{APPS_QUERY_FIELDS, GpuProcess, parse_compute_apps};
-pub use df::{DfBytes, DfInodes, Mount, merge_df, parse_df_bytes, parse_df_inodes};
+pub use df::{
+    DfBytes, DfInodes, Mount, merge_df, parse_df_bytes, parse_df_inodes, parse_df_output,
+};
 pub use error::{HostParseError, ParseError};
 pub use gpu::{
     GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, GpuSample, parse_gpu_query, parse_query_failure,

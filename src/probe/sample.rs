@@ -10,8 +10,9 @@ use super::frame::RawCycle;
 use super::script::{LOG_TAIL_BYTES, QUEUE_FILE_CAP_BYTES, QUEUE_FILE_OVER_CAP};
 use super::{
     GpuProcess, KernelEvent, LoadAvg, MemInfo, Mount, ProcessLine, SlurmJob, TmuxSession, Uptime,
-    merge_df, parse_apps_csv, parse_boot_id, parse_df_bytes, parse_df_inodes, parse_kernel_log,
-    parse_loadavg, parse_meminfo, parse_pgrep, parse_squeue, parse_tmux_ls, parse_uptime,
+    merge_df, parse_apps_csv, parse_boot_id, parse_df_bytes, parse_df_inodes, parse_df_output,
+    parse_kernel_log, parse_loadavg, parse_meminfo, parse_pgrep, parse_squeue, parse_tmux_ls,
+    parse_uptime,
 };
 use crate::queue::{FinalListing, parse_final_listing};
 
@@ -189,7 +190,14 @@ fn failed(what: &str, status: Option<i32>, body: &str) -> ParseError {
     )
 }
 
+/// Both dimensions from one `df --output` where the box's df has it, else `-PB1` and `-Pi`.
 fn mounts(cycle: &RawCycle, note: &mut impl FnMut(&str, ParseError)) -> Vec<crate::probe::Mount> {
+    if let Some(df) = cycle.section("df").filter(|s| s.body.contains("IUse%")) {
+        return parse_df_output(&df.body).unwrap_or_else(|e| {
+            note("df", e);
+            Vec::new()
+        });
+    }
     let bytes = match cycle.section("df").map(|s| parse_df_bytes(&s.body)) {
         Some(Ok(b)) => b,
         Some(Err(e)) => {

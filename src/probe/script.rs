@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::SQUEUE_FORMAT;
+use super::df::OUTPUT_COLUMNS;
 
 /// What the probe looks at on one host; from the host's config.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -90,7 +91,8 @@ pub fn self_excluding_pattern(pattern: &str) -> String {
 /// driver rejects a field, so a one-shot status costs the box one shell, not two.
 ///
 /// Cheap on the box is the point: no subshell or pipe per section, /proc files read with the
-/// shell's own `read`, so a fast cycle forks only what it must (tmux, pgrep, stat, tail, sleep).
+/// shell's own `read`, no `sleep` (rigwatch paces the loop through its stdin), so a fast cycle
+/// forks only `tmux` (and `pgrep` when the run's process has gone).
 pub fn periodic_script(
     targets: &ProbeTargets,
     nonce: &str,
@@ -111,11 +113,23 @@ pub fn periodic_script(
     // stat, ls, tail, find) runs under a timeout, so a hang never holds the probe's channel.
     s.push_str("T=''; command -v timeout >/dev/null 2>&1 && T='timeout -k 2 10'\n");
     s.push_str("LOG=$RW_LOG; CK=$RW_CKPT; RUN=$RW_RUN; PROC=$RW_PROC; P=''\n");
-    s.push_str("sec() { n=$1; shift; printf '%s begin %s\\n' \"$M\" \"$n\"; \"$@\" 2>&1; r=$?; printf '\\n%s end %s %s\\n' \"$M\" \"$n\" \"$r\"; }\n");
+    // Sections read nothing: their stdin is /dev/null, so the loop's own stdin carries only
+    // the pacing lines (a redirection on a function call forks nothing).
+    s.push_str("sec() { n=$1; shift; printf '%s begin %s\\n' \"$M\" \"$n\"; \"$@\" </dev/null 2>&1; r=$?; printf '\\n%s end %s %s\\n' \"$M\" \"$n\" \"$r\"; }\n");
     s.push_str("rd() { while IFS= read -r l || [ -n \"$l\" ]; do printf '%s\\n' \"$l\"; done < \"$1\"; }\n");
     s.push_str("apps() { $T nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv; }\n");
-    let _ = writeln!(s, "dfb() {{ $T df -PB1 {mounts}; }}");
-    let _ = writeln!(s, "dfi() {{ $T df -Pi {mounts}; }}");
+    // GNU df gives bytes and inodes in one call; another df (busybox) takes two, and then the
+    // `dfi` section runs too. A df that fails on one mount still lists the rest.
+    let _ = writeln!(
+        s,
+        "dfb() {{ o=$($T df -B1 --output={OUTPUT_COLUMNS} {mounts} 2>&1); r=$?; \
+         case \"$o\" in *IUse%*) DFI=''; printf '%s\\n' \"$o\"; return $r;; esac; \
+         DFI=1; $T df -PB1 {mounts}; }}"
+    );
+    let _ = writeln!(
+        s,
+        "dfi() {{ [ -n \"$DFI\" ] || return 0; $T df -Pi {mounts}; }}"
+    );
     // Only the run's own session, named exactly (`=NAME:`; without the colon tmux 3.3 still
     // takes a prefix, `=train` finding `train2`): `tmux ls | grep` or `pgrep -f NAME` would
     // also find `train2`, or the tmux server that still carries `new -s train` in its argv.
@@ -163,9 +177,16 @@ pub fn periodic_script(
     s.push_str("sec panes panes\nsec kids kids\nsec run run\n");
     let _ = writeln!(
         s,
-        "if [ $((i % {SLOW_EVERY})) = 0 ]; then sec apps apps; sec df dfb; sec dfi dfi; \
+        "if [ $((i % {SLOW_EVERY})) = 0 ]; then {}sec df dfb; sec dfi dfi; \
          sec meminfo rd /proc/meminfo; sec bootid cat /proc/sys/kernel/random/boot_id; \
          sec tmux $T tmux ls; sec log lg; sec ckpt ck;{} fi",
+        // The live monitor reads compute apps from its own long-lived nvidia-smi loop; a
+        // one-shot probe asks once.
+        if period.is_none() {
+            "sec apps apps; "
+        } else {
+            ""
+        },
         if targets.queue.is_some() {
             " sec qfile qf; sec qfinal qd; sec qproc qp; sec qlog ql;"
         } else {
@@ -183,10 +204,11 @@ pub fn periodic_script(
         s.push_str("sec gpu gpuq\n");
     }
     s.push_str("printf '%s done\\n' \"$M\"\ni=$((i + 1))\n");
+    // The next cycle starts when rigwatch sends a line, one period after this cycle began:
+    // no `sleep` forked per cycle, cycles never pile up behind a slow one, and the loop ends
+    // by itself when the channel does (EOF).
     match period {
-        Some(p) => {
-            let _ = writeln!(s, "sleep {:.3}", p.as_secs_f64());
-        }
+        Some(_) => s.push_str("read -r _ || exit 0\n"),
         None => s.push_str("break\n"),
     }
     s.push_str("done\n");

@@ -18,7 +18,7 @@ pub use link::{LinkState, SLOW_RTT};
 pub use pool::{HostLink, Pool, backoff};
 pub use session::{ConnectOptions, ExecLimits, ExecOutput, Session, WINDOW_BYTES};
 pub use sftp::SftpChannel;
-pub use stream::{LineSplitter, STREAM_QUEUE, StreamEvent};
+pub use stream::{LineSplitter, STREAM_QUEUE, StreamEvent, StreamInput};
 
 pub fn fmt_duration(d: Duration) -> String {
     let ms = d.as_millis();

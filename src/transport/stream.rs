@@ -31,6 +31,9 @@ pub enum StreamEvent {
     },
 }
 
+/// Bytes for a stream's stdin: the probe loop waits on a line there instead of forking `sleep`.
+pub type StreamInput = mpsc::Sender<Vec<u8>>;
+
 impl Session {
     /// Starts `command` on its own channel and returns its lines as they come. Dropping the
     /// receiver closes the channel.
@@ -38,6 +41,26 @@ impl Session {
         self: &Arc<Self>,
         command: &str,
         max_line: usize,
+    ) -> Result<mpsc::Receiver<StreamEvent>, TransportError> {
+        self.stream_inner(command, max_line, None).await
+    }
+
+    /// As `stream`, with a sender for the command's stdin.
+    pub async fn stream_with_input(
+        self: &Arc<Self>,
+        command: &str,
+        max_line: usize,
+    ) -> Result<(mpsc::Receiver<StreamEvent>, StreamInput), TransportError> {
+        let (input, inputs) = mpsc::channel(16);
+        let rx = self.stream_inner(command, max_line, Some(inputs)).await?;
+        Ok((rx, input))
+    }
+
+    async fn stream_inner(
+        self: &Arc<Self>,
+        command: &str,
+        max_line: usize,
+        mut inputs: Option<mpsc::Receiver<Vec<u8>>>,
     ) -> Result<mpsc::Receiver<StreamEvent>, TransportError> {
         let permit = Arc::clone(self.slots())
             .acquire_owned()
@@ -53,9 +76,24 @@ impl Session {
             let mut exit_status = None;
             let mut dropped = 0u64;
             loop {
+                let input = async {
+                    match inputs.as_mut() {
+                        Some(rx) => rx.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
                 let msg = tokio::select! {
                     msg = channel.wait() => msg,
                     () = tx.closed() => break,
+                    bytes = input => {
+                        match bytes {
+                            Some(bytes) => {
+                                let _ = channel.data(&bytes[..]).await;
+                            }
+                            None => inputs = None,
+                        }
+                        continue;
+                    }
                 };
                 let data = match msg {
                     Some(ChannelMsg::Data { data })

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod delay;
+mod standin;
 pub mod tmux;
 
 use std::fmt::Write as _;
@@ -693,7 +694,8 @@ impl Sshd {
         file
     }
 
-    /// `nvidia-smi` replaying captures: `--query-gpu` (looping under `-lms`), `--query-compute-apps`.
+    /// `nvidia-smi` replaying captures: `--query-gpu` and `--query-compute-apps`, each looping
+    /// under `-lms`.
     pub fn shim_nvidia_smi(&self, shim: &GpuShim<'_>) {
         let gpu = self.write_data("query_gpu.txt", &capture(shim.query_gpu).with_header());
         let apps = self.write_data("apps.txt", &capture(shim.apps).with_header());
@@ -714,6 +716,8 @@ impl Sshd {
                  *--query-gpu=*-lms*) ms=$(printf '%s' \"$*\" | sed -n 's/.*-lms \\([0-9]*\\).*/\\1/p');\n\
                    s=$(awk \"BEGIN {{ print ${{ms:-1000}} / 1000 }}\"); while :; do cat '{gpu}'; sleep $s; done;;\n\
                  *--query-gpu=*) cat '{gpu}';;\n\
+                 *--query-compute-apps=*-lms*) ms=$(printf '%s' \"$*\" | sed -n 's/.*-lms \\([0-9]*\\).*/\\1/p');\n\
+                   s=$(awk \"BEGIN {{ print ${{ms:-1000}} / 1000 }}\"); while :; do cat '{apps}'; sleep $s; done;;\n\
                  *--query-compute-apps=*) cat '{apps}';;\n\
                  *) echo \"shim nvidia-smi: unexpected arguments: $*\" >&2; exit 9;;\nesac\n",
                 gpu = gpu.display(),
@@ -756,13 +760,16 @@ impl Sshd {
         );
     }
 
-    /// `df -Pi` replaying a capture; every other df call is the real one.
+    /// A `df` without `--output` (as busybox's), whose `-Pi` replays `capture_name`: the probe
+    /// falls back to `-PB1` and `-Pi`.
     pub fn shim_df_inodes(&self, capture_name: &str) {
         let data = self.write_data("df_Pi.txt", &capture(capture_name).body);
         self.write_script(
             "df",
             &format!(
-                "#!/bin/sh\nif [ \"$1\" = -Pi ]; then cat '{}'; exit 0; fi\nexec /bin/df \"$@\"\n",
+                "#!/bin/sh\nif [ \"$1\" = -Pi ]; then cat '{}'; exit 0; fi\n\
+                 case \"$*\" in *--output*) echo \"df: unrecognized option '--output'\" >&2; exit 1;; esac\n\
+                 exec /bin/df \"$@\"\n",
                 data.display()
             ),
         );

@@ -116,3 +116,29 @@ fn pgrep_under_load_and_zombie() {
     assert!(zombie[0].cmdline.ends_with("time.sleep(40)"));
     assert_eq!(parse_pgrep(""), Ok(vec![]), "exit 1, no match");
 }
+
+/// One `df --output` call gives both dimensions, the way the probe now asks GNU df: the same
+/// mounts and numbers as `-PB1` and `-Pi` (taken a moment apart, so the counts differ a little).
+#[test]
+fn df_output_gives_bytes_and_inodes_in_one_call() {
+    let both = parse_df_output(&capture!("df_output").body).expect("parses");
+    let names: Vec<&str> = both.iter().map(|m| m.mount.as_str()).collect();
+    assert_eq!(names, ["/dev/shm", "/"]);
+    let root = &both[1];
+    assert_eq!(root.filesystem, "/dev/vda");
+    let bytes = root.bytes.as_ref().expect("bytes");
+    assert_eq!(
+        (bytes.total_bytes, bytes.used_bytes, bytes.avail_bytes),
+        (
+            Some(270_553_174_016),
+            Some(17_286_643_712),
+            Some(68_702_294_016)
+        )
+    );
+    let inodes = root.inodes.as_ref().expect("inodes");
+    assert_eq!(
+        (inodes.total, inodes.used, inodes.free),
+        (Some(16_777_216), Some(123_440), Some(16_653_776))
+    );
+    assert!(parse_df_output("Filesystem Type 1B-blocks\nnonsense\n").is_err());
+}
