@@ -1,11 +1,11 @@
 //! `rigwatch pull HOST`: the host's results copied home, hashed, verified and recorded in the
 //! ledger, with a progress bar on a terminal. Exit 0 when every file is good, 1 otherwise.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use color_eyre::eyre::eyre;
 use humansize::{BINARY, format_size};
@@ -43,12 +43,22 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
     let timeout = Duration::try_from_secs_f64(args.timeout.max(0.1)).unwrap_or(Duration::MAX);
     let (pool, session) = one_host::connect(fleet, host, timeout).await?;
     let progress = Arc::new(Progress::default());
+    // indicatif draws only on a terminal (its stderr target hides itself otherwise), keeps its
+    // own rate and ETA estimate, and clears the bar when done.
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:10} [{bar:24}] {percent:>3}%  {bytes} / {total_bytes}  {binary_bytes_per_sec}  \
+             ETA {eta}  {prefix}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("#>."),
+    );
     let drawing = std::io::stderr().is_terminal().then(|| {
-        let progress = Arc::clone(&progress);
+        let (progress, bar) = (Arc::clone(&progress), bar.clone());
         tokio::spawn(async move {
-            let start = Instant::now();
             loop {
-                draw(&progress, start.elapsed());
+                show(&progress, &bar);
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         })
@@ -56,8 +66,8 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
     let result = pull_and_record(&session, host, spec, &mut ledger, progress).await;
     if let Some(task) = drawing {
         task.abort();
-        eprint!("\r\x1b[2K");
     }
+    bar.finish_and_clear();
     pool.shutdown().await;
     let record = result?;
     print!("{}", summary(&record, &spec.dest.display().to_string()));
@@ -69,28 +79,15 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
     })
 }
 
-fn draw(progress: &Progress, elapsed: Duration) {
-    let done = progress.bytes_done.load(Ordering::Relaxed);
-    let total = progress.bytes_total.load(Ordering::Relaxed).max(1);
+fn show(progress: &Progress, bar: &indicatif::ProgressBar) {
     let stage = progress.stage.lock().map(|s| s.clone()).unwrap_or_default();
-    let fraction = (done as f64 / total as f64).clamp(0.0, 1.0);
-    let filled = (fraction * 24.0).round() as usize;
-    let rate = done as f64 / elapsed.as_secs_f64().max(0.001);
-    let eta = if rate > 0.0 && done < total {
-        format!("ETA {:.0}s", (total - done) as f64 / rate)
-    } else {
-        String::new()
-    };
-    eprint!(
-        "\r\x1b[2K{stage:<10} [{}{}] {:>3.0}%  {} / {}  {}/s  {eta}",
-        "#".repeat(filled),
-        ".".repeat(24 - filled),
-        fraction * 100.0,
-        format_size(done, BINARY),
-        format_size(total, BINARY),
-        format_size(rate as u64, BINARY),
-    );
-    let _ = std::io::stderr().flush();
+    bar.set_length(progress.bytes_total.load(Ordering::Relaxed));
+    bar.set_position(progress.bytes_done.load(Ordering::Relaxed));
+    bar.set_message(stage);
+    bar.set_prefix(match progress.files_left() {
+        1 => "1 file left".to_string(),
+        n => format!("{n} files left"),
+    });
 }
 
 fn summary(record: &PullRecord, dest: &str) -> String {

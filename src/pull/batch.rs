@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -46,7 +46,7 @@ pub async fn copy_small(
     dest: &Path,
     plan: &[(RemoteFile, PathBuf)],
     small: &[usize],
-    progress: &AtomicU64,
+    progress: &super::Progress,
 ) -> Vec<(usize, Option<Result<Copied, String>>)> {
     let batches = split(plan, small);
     futures::stream::iter(
@@ -88,7 +88,7 @@ async fn one_batch(
     dest: &Path,
     plan: &[(RemoteFile, PathBuf)],
     batch: Vec<usize>,
-    progress: &AtomicU64,
+    progress: &super::Progress,
 ) -> Vec<(usize, Option<Result<Copied, String>>)> {
     let mut words = Words::default();
     let names: Vec<String> = batch
@@ -127,7 +127,9 @@ async fn one_batch(
         .filter_map(|(_, r)| r.as_ref()?.as_ref().ok())
         .map(|c| c.sent)
         .sum();
-    progress.fetch_add(bytes, Ordering::Relaxed);
+    progress.bytes_done.fetch_add(bytes, Ordering::Relaxed);
+    let copied = landed.iter().filter(|(_, r)| r.is_some()).count();
+    progress.files_copied.fetch_add(copied, Ordering::Relaxed);
     landed
 }
 

@@ -33,9 +33,10 @@ pub async fn copy_all(
     plan: &[(RemoteFile, std::path::PathBuf)],
     starts: &[Start],
     rtt: std::time::Duration,
-    progress: &AtomicU64,
+    everything: &super::Progress,
 ) -> Result<Vec<Result<Option<Copied>, String>>, PullError> {
     let depth = reads_in_flight(rtt);
+    let progress = &everything.bytes_done;
     // Small fresh files go as tar streams beside the SFTP copies of the rest; whatever a batch
     // hands back goes by SFTP after, or by `cat` when no SFTP channel was needed for the rest.
     let (small, rest): (Vec<usize>, Vec<usize>) =
@@ -62,7 +63,10 @@ pub async fn copy_all(
         let ((file, local), from) = (&plan[i], starts[i]);
         async move {
             let from = match from {
-                Start::Unchanged => return (i, Ok(None)),
+                Start::Unchanged => {
+                    everything.files_copied.fetch_add(1, Ordering::Relaxed);
+                    return (i, Ok(None));
+                }
                 Start::Resume(n) => n,
                 Start::Fresh => 0,
             };
@@ -73,6 +77,7 @@ pub async fn copy_all(
                 }
                 _ => download_by_exec(session, file, dest, local, progress).await,
             };
+            everything.files_copied.fetch_add(1, Ordering::Relaxed);
             (i, result.map(Some).map_err(|e| e.to_string()))
         }
     };
@@ -82,7 +87,7 @@ pub async fn copy_all(
             .collect::<Vec<_>>()
     };
     let (tarred, direct) = tokio::join!(
-        super::batch::copy_small(session, dest, plan, &small, progress),
+        super::batch::copy_small(session, dest, plan, &small, everything),
         each(rest)
     );
     let mut results: Vec<Option<Result<Option<Copied>, String>>> =

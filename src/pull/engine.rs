@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
@@ -30,9 +30,13 @@ const HASH_BATCH: usize = 200;
 pub struct Progress {
     pub bytes_done: AtomicU64,
     pub bytes_total: AtomicU64,
+    /// Files whose copy has ended (landed, unchanged or failed).
+    pub files_copied: AtomicUsize,
+    /// Files hashed, compared and verified.
     pub files_done: AtomicUsize,
     pub files_total: AtomicUsize,
     pub stage: Mutex<String>,
+    copy_started: Mutex<Option<Instant>>,
 }
 
 impl Progress {
@@ -40,6 +44,41 @@ impl Progress {
         if let Ok(mut s) = self.stage.lock() {
             *s = what.to_string();
         }
+        if what == "copying" {
+            if let Ok(mut started) = self.copy_started.lock() {
+                *started = Some(Instant::now());
+            }
+        }
+    }
+
+    /// Files not yet copied while copying, then not yet verified.
+    pub fn files_left(&self) -> usize {
+        let total = self.files_total.load(Ordering::Relaxed);
+        let copied = self.files_copied.load(Ordering::Relaxed);
+        if copied < total {
+            total - copied
+        } else {
+            total.saturating_sub(self.files_done.load(Ordering::Relaxed))
+        }
+    }
+
+    /// Bytes per second since copying began, and the time left at that rate, once known.
+    pub fn rate_and_eta(&self) -> Option<(f64, Option<Duration>)> {
+        let started = (*self.copy_started.lock().ok()?)?;
+        let secs = started.elapsed().as_secs_f64();
+        let done = self.bytes_done.load(Ordering::Relaxed);
+        if secs < 0.5 || done == 0 {
+            return None;
+        }
+        let rate = done as f64 / secs;
+        let left = self
+            .bytes_total
+            .load(Ordering::Relaxed)
+            .saturating_sub(done);
+        Some((
+            rate,
+            (left > 0).then(|| Duration::from_secs_f64(left as f64 / rate)),
+        ))
     }
 }
 
@@ -206,15 +245,7 @@ pub async fn pull(
         .ping(Duration::from_secs(5))
         .await
         .unwrap_or(Duration::ZERO);
-    let copies = copy_all(
-        session,
-        host,
-        &spec.dest,
-        &plan,
-        &starts,
-        rtt,
-        &progress.bytes_done,
-    );
+    let copies = copy_all(session, host, &spec.dest, &plan, &starts, rtt, &progress);
     let paths: Vec<&str> = plan.iter().map(|(f, _)| f.path.as_str()).collect();
     let hashes = remote_hashes(session, &paths);
     let (copied, hashes) = tokio::join!(copies, hashes);

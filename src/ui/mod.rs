@@ -111,15 +111,26 @@ fn pull_gauge(host: &str, progress: &crate::pull::Progress) -> String {
     };
     let filled = (fraction * 20.0).round() as usize;
     let stage = progress.stage.lock().map(|s| s.clone()).unwrap_or_default();
+    let speed = match progress.rate_and_eta() {
+        Some((rate, Some(eta))) => format!(
+            "  {}/s  ETA {}",
+            widgets::bytes(rate as u64),
+            crate::signals::minutes(chrono::Duration::from_std(eta).unwrap_or_default())
+        ),
+        Some((rate, None)) => format!("  {}/s", widgets::bytes(rate as u64)),
+        None => String::new(),
+    };
     format!(
-        " pull {host}: {stage} [{}{}] {:.0}%  {} / {}  files {}/{}",
+        " pull {host}: {stage} [{}{}] {:.0}%  {} / {}{speed}  {} left",
         "█".repeat(filled),
         "░".repeat(20 - filled),
         fraction * 100.0,
         widgets::bytes(done),
         widgets::bytes(total),
-        progress.files_done.load(Ordering::Relaxed),
-        progress.files_total.load(Ordering::Relaxed)
+        match progress.files_left() {
+            1 => "1 file".to_string(),
+            n => format!("{n} files"),
+        }
     )
 }
 
