@@ -276,3 +276,46 @@ async fn a_cut_during_small_file_batches_resends_no_finished_file() {
         assert_eq!(f.sent, f.size - had, "{}: sent again", f.remote_path);
     }
 }
+
+/// A small file whose bytes arrive other than the box hashes them is never renamed into place:
+/// the batch hashes on the box in the same exec and compares before the rename.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_file_that_arrives_wrong_never_takes_its_final_name() {
+    let mut lab = Lab::new();
+    let sshd = lab.start_host("box");
+    let run = sshd.dir.join("workspace/run");
+    write_small(&run, 5);
+    // A tar on the box whose stream is changed on the way (as a bad disk or a broken pipe
+    // would): the headers stay whole, the data does not.
+    sshd.shim_script(
+        "tar",
+        "#!/bin/sh\n/usr/bin/tar \"$@\" | sed 's/acc/ACC/g'\n",
+    );
+    let dest = lab.path("results/box");
+    let config = fleet::load(&pull_fleet(&lab, &sshd, &run, &dest)).expect("fleet");
+    let spec = config.hosts[0].pull.clone().expect("pull config");
+    let pool = Pool::start(&config);
+    pool.settle(Duration::from_secs(20)).await;
+    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let record = pull(
+        &session,
+        &PullJob::of("box", &spec, None),
+        Arc::new(Progress::default()),
+    )
+    .await
+    .expect("pull");
+    let cells: Vec<_> = record
+        .files
+        .iter()
+        .filter(|f| f.remote_path.ends_with("metrics.json"))
+        .collect();
+    assert_eq!(cells.len(), 5);
+    for f in cells {
+        let why = f.error.as_deref().unwrap_or_default();
+        assert!(why.starts_with("hash mismatch"), "{}: {why}", f.remote_path);
+        let local = rigwatch::pull::names::to_path(&f.local_path);
+        assert!(!local.exists(), "{} took its final name", local.display());
+        assert!(!part_paths(&dest, &local).0.exists(), "no .part is left");
+    }
+    pool.shutdown().await;
+}

@@ -1,16 +1,16 @@
 //! Small files travel as tar streams, not one SFTP round trip each: on a 30 ms link 500 eval
 //! files cost ~4 round trips apiece over SFTP (open, read, read to EOF, close), seconds in all,
-//! while one `tar -cf -` per batch on an exec channel costs one. Each entry is unpacked into
-//! its `.part`, hashed as it is written, fsynced and renamed, exactly as an SFTP copy is; the
-//! box's own hashes (taken beside the stream, as for every file) still decide whether it is
-//! good, and the ledger records each file. Files tar cannot carry as plain entries (a link at
-//! the end of a path, a file that changed size), and every file of a batch that fails as a whole
-//! (no tar on the box, a dropped link, a stream cut short), are handed back to the SFTP path,
-//! so this is only ever a faster way, never a lossier one. A batch lands whole or not at all on
-//! the box's side of the link, so a cut link re-sends at most the batches in flight, never a
-//! file already renamed into place.
+//! while one `tar -cf -` per batch on an exec channel costs one. The same exec hashes the files
+//! on the box first; each entry is unpacked into its `.part`, hashed as it is written, and
+//! fsynced and renamed only when the hashes agree. The pull's own comparison with the box's
+//! hashes (taken for every file) still decides whether it is good, and the ledger records it.
+//! Files tar cannot carry as plain entries (a link at the end of a path, a file that changed
+//! size), and every file of a batch that fails as a whole (no tar on the box, a dropped link, a
+//! stream cut short), are handed back to the SFTP path, so this is only ever a faster way, never
+//! a lossier one. A batch lands whole or not at all on the box's side of the link, so a cut link
+//! re-sends at most the batches in flight, never a file already renamed into place.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 use super::copy::{Copied, disk};
 use super::local::{Start, part_paths};
 use super::names::{Words, unescape};
-use super::remote::RemoteFile;
+use super::remote::{HashOutput, RemoteFile, hash_command, parse_hashes};
 use crate::transport::{ExecLimits, Session};
 
 /// Files up to this size go by tar; above it, SFTP's many reads in flight win.
@@ -95,7 +95,16 @@ async fn one_batch(
         .iter()
         .map(|&i| words.word(&plan[i].0.path[1..]))
         .collect();
-    let command = format!("{}tar -cf - -C / -- {}", words.preamble(), names.join(" "));
+    // The box's hashes come first, on stderr, in the same round trip: a file is renamed into
+    // place only when its bytes hash as the box's do. tar's own complaints are dropped (its
+    // exit status says enough), so stderr holds the hashes alone.
+    let paths: Vec<&str> = batch.iter().map(|&i| plan[i].0.path.as_str()).collect();
+    let command = format!(
+        "{{ ( {} ) 2>/dev/null; }} >&2\n{}tar -cf - -C / -- {} 2>/dev/null",
+        hash_command(&paths),
+        words.preamble(),
+        names.join(" ")
+    );
     let bytes: u64 = batch.iter().map(|&i| plan[i].0.size).sum();
     // Every entry adds a header and padding, a long name a header and its blocks; tar pads
     // the whole to its 10 KiB record.
@@ -119,7 +128,11 @@ async fn one_batch(
         .map(|&i| (i, plan[i].0.clone(), plan[i].1.clone()))
         .collect();
     let dest = dest.to_path_buf();
-    let landed = tokio::task::spawn_blocking(move || unpack(&out.stdout, &dest, jobs))
+    let hashes = match parse_hashes(&out.stderr) {
+        HashOutput::Hashes(h) => h,
+        HashOutput::NoTool => Default::default(),
+    };
+    let landed = tokio::task::spawn_blocking(move || unpack(&out.stdout, &hashes, &dest, jobs))
         .await
         .unwrap_or_else(|_| handed_back(&batch));
     let bytes: u64 = landed
@@ -136,6 +149,7 @@ async fn one_batch(
 /// Writes each entry that is a planned regular file into its place; the rest stay `None`.
 fn unpack(
     stream: &[u8],
+    hashes: &BTreeMap<String, String>,
     dest: &Path,
     jobs: Vec<(usize, RemoteFile, PathBuf)>,
 ) -> Vec<(usize, Option<Result<Copied, String>>)> {
@@ -155,7 +169,8 @@ fn unpack(
             };
             let (_, file, local) = &jobs[j];
             if regular && entry.size() == file.size && results[j].is_none() {
-                results[j] = Some(write_one(&mut entry, file, dest, local));
+                let box_hash = hashes.get(&file.path).map(String::as_str);
+                results[j] = Some(write_one(&mut entry, file, box_hash, dest, local));
             }
         }
     }
@@ -170,6 +185,7 @@ fn unpack(
 fn write_one(
     entry: &mut impl Read,
     file: &RemoteFile,
+    box_hash: Option<&str>,
     dest: &Path,
     local: &Path,
 ) -> Result<Copied, String> {
@@ -199,16 +215,22 @@ fn write_one(
             file.size
         ));
     }
+    let sha256 = super::local::hex(&hasher.finalize());
+    // Without the box's hash (no hashing tool there) the pull's own comparison decides later.
+    if let Some(expected) = box_hash.filter(|h| *h != sha256) {
+        drop(out);
+        let _ = std::fs::remove_file(&part);
+        return Err(format!(
+            "hash mismatch: box {expected} local {sha256} (kept out of place; pull again)"
+        ));
+    }
     out.sync_all().map_err(|e| fail(&part, e))?;
     if let Some(dir) = local.parent() {
         std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
     }
     std::fs::rename(&part, local).map_err(|e| fail(local, e))?;
     let _ = std::fs::remove_file(src);
-    Ok(Copied {
-        sent,
-        sha256: super::local::hex(&hasher.finalize()),
-    })
+    Ok(Copied { sent, sha256 })
 }
 
 #[cfg(test)]

@@ -37,3 +37,10 @@ print $text;
         );
     }
 }
+
+impl Sshd {
+    /// Puts a shell script on this host's PATH as `name`.
+    pub fn shim_script(&self, name: &str, script: &str) {
+        self.write_script(name, script);
+    }
+}
