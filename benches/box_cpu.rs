@@ -33,6 +33,23 @@ fn one_shot(host: &HostConfig) -> String {
     probe_command(host, &new_nonce(), None)
 }
 
+/// The one-shot probe on every host at once, each by a fresh `ssh`, as a script would poll.
+fn fresh_ssh_round(lab: &Lab, hosts: &[Sshd], configs: &[HostConfig]) {
+    let children: Vec<_> = hosts
+        .iter()
+        .zip(configs)
+        .map(|(h, cfg)| {
+            lab.openssh(h, None)
+                .arg(one_shot(cfg))
+                .spawn()
+                .expect("ssh")
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().expect("wait").success());
+    }
+}
+
 /// Box CPU seconds over WINDOW while `poll` runs every PERIOD.
 fn box_cpu_polling(host: &Sshd, mut poll: impl FnMut()) -> f64 {
     let before = host.cpu_seconds();
@@ -43,24 +60,6 @@ fn box_cpu_polling(host: &Sshd, mut poll: impl FnMut()) -> f64 {
         std::thread::sleep(PERIOD.saturating_sub(tick.elapsed()));
     }
     host.cpu_seconds() - before
-}
-
-/// CPU seconds of this process (rigwatch's runtime, in-process) and of the children it reaped
-/// (the fresh `ssh` clients): utime, stime, cutime, cstime in /proc/self/stat.
-fn own_cpu() -> (f64, f64) {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let f: Vec<f64> = after
-        .split_whitespace()
-        .skip(11)
-        .take(4)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let tick = 100.0;
-    match f.as_slice() {
-        [u, s, cu, cs] => ((u + s) / tick, (cu + cs) / tick),
-        _ => (0.0, 0.0),
-    }
 }
 
 const BOXES: usize = 20;
@@ -121,11 +120,11 @@ fn twenty_boxes(lab: &mut Lab, runtime: &tokio::runtime::Runtime) {
             }
         });
         tokio::time::sleep(Duration::from_secs(4)).await;
-        let (box_before, self_before) = (boxes_cpu(), own_cpu().0);
+        let (box_before, self_before) = (boxes_cpu(), support::own_cpu().0);
         let readings_before = readings.load(Ordering::Relaxed);
         let parts_before = boxes[0].cpu_breakdown();
         tokio::time::sleep(WINDOW).await;
-        let used = (boxes_cpu() - box_before, own_cpu().0 - self_before);
+        let used = (boxes_cpu() - box_before, support::own_cpu().0 - self_before);
         let cycles = readings.load(Ordering::Relaxed) - readings_before;
         let expected = (WINDOW.as_secs_f64() / PERIOD.as_secs_f64()) as u64 * BOXES as u64;
         println!("probe readings in the window: {cycles} (one per box per period: {expected})");
@@ -147,26 +146,17 @@ fn twenty_boxes(lab: &mut Lab, runtime: &tokio::runtime::Runtime) {
         used
     });
 
-    let (box_before, clients_before) = (boxes_cpu(), own_cpu().1);
+    let (box_before, clients_before) = (boxes_cpu(), support::own_cpu().1);
     let start = Instant::now();
     while start.elapsed() < WINDOW {
         let tick = Instant::now();
-        let children: Vec<_> = boxes
-            .iter()
-            .zip(&fleet.hosts)
-            .map(|(h, cfg)| {
-                lab.openssh(h, None)
-                    .arg(one_shot(cfg))
-                    .spawn()
-                    .expect("ssh")
-            })
-            .collect();
-        for mut child in children {
-            assert!(child.wait().expect("wait").success());
-        }
+        fresh_ssh_round(lab, &boxes, &fleet.hosts);
         std::thread::sleep(PERIOD.saturating_sub(tick.elapsed()));
     }
-    let (fresh_box, fresh_clients) = (boxes_cpu() - box_before, own_cpu().1 - clients_before);
+    let (fresh_box, fresh_clients) = (
+        boxes_cpu() - box_before,
+        support::own_cpu().1 - clients_before,
+    );
 
     let pct = |cpu: f64| cpu / WINDOW.as_secs_f64() * 100.0;
     let n = BOXES as f64;
@@ -320,19 +310,7 @@ fn main() {
         assert!(!out.stdout.is_empty(), "status printed nothing");
         let fleet_n = fleet::load(&config).expect("fleet");
         let start = Instant::now();
-        let children: Vec<_> = hosts[..n]
-            .iter()
-            .zip(&fleet_n.hosts)
-            .map(|(h, cfg)| {
-                lab.openssh(h, None)
-                    .arg(one_shot(cfg))
-                    .spawn()
-                    .expect("ssh")
-            })
-            .collect();
-        for mut child in children {
-            assert!(child.wait().expect("wait").success());
-        }
+        fresh_ssh_round(&lab, &hosts[..n], &fleet_n.hosts);
         let fresh_time = start.elapsed();
         let ms = |d: Duration| format!("{:.0} ms", d.as_secs_f64() * 1000.0);
         println!(

@@ -9,7 +9,6 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -21,6 +20,12 @@ use rigwatch::pull::local::part_paths;
 use rigwatch::pull::{Progress, PullJob, pull};
 use rigwatch::transport::Pool;
 use support::Lab;
+
+/// This process's CPU and that of the children it waited for, in seconds.
+fn cpu_seconds() -> f64 {
+    let (own, children) = support::own_cpu();
+    own + children
+}
 use support::delay::DelayProxy;
 
 const LOOPBACK_LARGE: u64 = 1 << 30;
@@ -29,39 +34,6 @@ const SMALL_FILES: usize = 500;
 /// The files are random bytes: a command stands in for a checkpoint loader, so the pull is
 /// measured whole (copy, both hashes, verification) as a user's would run.
 const VERIFY: &str = "[host.pull.verify]\n\"*.bin\" = \"test -s {file}\"";
-
-/// CPU seconds of this process and of the children it waited for (utime, stime, cutime,
-/// cstime in /proc/self/stat, in clock ticks of 1/100 s).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<f64> = after
-        .split_whitespace()
-        .skip(11)
-        .take(4)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    fields.iter().sum::<f64>() / 100.0
-}
-
-fn write_random(path: &Path, size: u64, seed: u64) {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
-    let mut x = 0x2545_f491_4f6c_dd1d_u64 ^ seed;
-    let mut block = vec![0u8; (1 << 20).min(size as usize)];
-    let mut left = size;
-    while left > 0 {
-        for c in block.chunks_mut(8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            c.copy_from_slice(&x.to_le_bytes()[..c.len()]);
-        }
-        let n = left.min(block.len() as u64) as usize;
-        f.write_all(&block[..n]).expect("write");
-        left -= n as u64;
-    }
-    f.flush().expect("flush");
-}
 
 fn ssh_options(lab: &Lab) -> Vec<String> {
     vec![
@@ -203,8 +175,8 @@ async fn main() {
     std::fs::create_dir_all(run.join("evals")).expect("dir");
     let big = run.join("big.bin");
     let medium = run.join("ckpt.bin");
-    write_random(&big, LOOPBACK_LARGE, 1);
-    write_random(&medium, DELAYED_LARGE, 2);
+    support::write_random(&big, LOOPBACK_LARGE, 1);
+    support::write_random(&medium, DELAYED_LARGE, 2);
     // Eval results as a run writes them: JSON of ~4 KiB each, proven by the built-in check.
     let mut small_bytes = 0;
     for i in 0..SMALL_FILES {

@@ -4,7 +4,6 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -18,27 +17,6 @@ use rigwatch::transport::Pool;
 use support::{Lab, Sshd};
 
 const BIG: u64 = 1 << 30;
-
-/// Bytes that do not repeat at any block boundary, so a misplaced chunk changes the hash.
-fn write_big(path: &Path, size: u64) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("dirs");
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut block = vec![0u8; 1 << 20];
-    let mut left = size;
-    while left > 0 {
-        for chunk in block.chunks_mut(8) {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
-        }
-        let n = left.min(block.len() as u64) as usize;
-        file.write_all(&block[..n]).expect("write");
-        left -= n as u64;
-    }
-    file.flush().expect("flush");
-}
 
 fn write_small(run: &Path, count: usize) {
     for i in 0..count {
@@ -85,7 +63,7 @@ async fn a_pull_cut_by_a_dead_link_resumes_without_resending_finished_bytes() {
     let mut lab = Lab::new();
     let mut sshd = lab.start_host("box");
     let run = sshd.dir.join("workspace/run");
-    write_big(&run.join("final_ckpts/big.bin"), BIG);
+    support::write_random(&run.join("final_ckpts/big.bin"), BIG, 0);
     write_small(&run, 200);
     let dest = lab.path("results/box");
     let config = fleet::load(&pull_fleet(&lab, &sshd, &run, &dest)).expect("fleet");

@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::io::Write;
 use std::time::Duration;
 
 use support::Lab;
@@ -17,17 +16,7 @@ fn a_pull_shows_rate_eta_and_files_left_while_it_runs() {
     let sshd = lab.start_host("box");
     let run = sshd.dir.join("run");
     std::fs::create_dir_all(run.join("evals")).expect("dirs");
-    // Non-repeating bytes (a checkpoint), and evals beside it.
-    let mut f = std::io::BufWriter::new(std::fs::File::create(run.join("ckpt.bin")).expect("ckpt"));
-    let mut x = 0x9e37_79b9_7f4a_7c15_u64;
-    for _ in 0..(160 << 20) / 8 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        f.write_all(&x.to_le_bytes()).expect("write");
-    }
-    f.flush().expect("flush");
-    drop(f);
+    support::write_random(&run.join("ckpt.bin"), 160 << 20, 3);
     for i in 0..40 {
         std::fs::write(
             run.join(format!("evals/e{i}.json")),

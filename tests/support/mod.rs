@@ -68,6 +68,49 @@ pub fn keygen(path: &Path, passphrase: &str) {
         .arg(path));
 }
 
+/// `size` bytes that do not repeat at any block boundary (xorshift from `seed`), so a misplaced
+/// chunk changes the hash: a checkpoint stand-in.
+pub fn write_random(path: &Path, size: u64, seed: u64) {
+    use std::io::Write as _;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).expect("dirs");
+    }
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64 ^ seed;
+    let mut block = vec![0u8; 1 << 20];
+    let mut left = size;
+    while left > 0 {
+        for chunk in block.chunks_mut(8) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
+        }
+        let n = left.min(block.len() as u64) as usize;
+        file.write_all(&block[..n]).expect("write");
+        left -= n as u64;
+    }
+    file.flush().expect("flush");
+}
+
+/// CPU seconds of this process, and of the children it has waited for (utime, stime, cutime,
+/// cstime in /proc/self/stat), for benches that compare in-process work with spawned tools.
+pub fn own_cpu() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let f: Vec<f64> = after
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let tick = clock_ticks_per_second();
+    match f.as_slice() {
+        [u, s, cu, cs] => ((u + s) / tick, (cu + cs) / tick),
+        _ => (0.0, 0.0),
+    }
+}
+
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
     listener.local_addr().expect("local addr").port()
