@@ -33,6 +33,17 @@ fn one_shot(host: &HostConfig) -> String {
     probe_command(host, &new_nonce(), None)
 }
 
+/// With RIGWATCH_BENCH_BREAKDOWN set: CPU ticks per process on `host` since `before`.
+fn print_breakdown(host: &Sshd, before: &[(u32, String, u64)]) {
+    if std::env::var_os("RIGWATCH_BENCH_BREAKDOWN").is_none() {
+        return;
+    }
+    for (pid, comm, ticks) in host.cpu_breakdown() {
+        let was = before.iter().find(|b| b.0 == pid).map_or(0, |b| b.2);
+        eprintln!("{pid:>7} {:>5} ticks  {comm}", ticks - was);
+    }
+}
+
 /// The one-shot probe on every host at once, each by a fresh `ssh`, as a script would poll.
 fn fresh_ssh_round(lab: &Lab, hosts: &[Sshd], configs: &[HostConfig]) {
     let children: Vec<_> = hosts
@@ -132,12 +143,7 @@ fn twenty_boxes(lab: &mut Lab, runtime: &tokio::runtime::Runtime) {
             cycles * 10 >= expected * 9,
             "the probe loops stopped cycling"
         );
-        if std::env::var_os("RIGWATCH_BENCH_BREAKDOWN").is_some() {
-            for (pid, comm, ticks) in boxes[0].cpu_breakdown() {
-                let was = parts_before.iter().find(|b| b.0 == pid).map_or(0, |b| b.2);
-                eprintln!("{pid:>7} {:>5} ticks  {comm}", ticks - was);
-            }
-        }
+        print_breakdown(&boxes[0], &parts_before);
         for t in tasks {
             t.abort();
         }
@@ -225,12 +231,7 @@ fn main() {
         let before_total = box_a.cpu_seconds();
         tokio::time::sleep(WINDOW).await;
         let used = box_a.cpu_seconds() - before_total;
-        if std::env::var_os("RIGWATCH_BENCH_BREAKDOWN").is_some() {
-            for (pid, comm, ticks) in box_a.cpu_breakdown() {
-                let was = before.iter().find(|b| b.0 == pid).map_or(0, |b| b.2);
-                eprintln!("{pid:>7} {:>5} ticks  {comm}", ticks - was);
-            }
-        }
+        print_breakdown(&box_a, &before);
         for t in tasks {
             t.abort();
         }
