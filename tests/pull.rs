@@ -297,3 +297,32 @@ async fn a_small_file_that_arrives_wrong_never_takes_its_final_name() {
     }
     pool.shutdown().await;
 }
+
+/// A box whose tar is missing or fails: every small file still comes home, by SFTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_box_without_a_working_tar_still_pulls_every_small_file() {
+    let mut lab = Lab::new();
+    let sshd = lab.start_host("box");
+    let run = sshd.dir.join("workspace/run");
+    write_small(&run, 30);
+    sshd.shim_script("tar", "#!/bin/sh\necho 'tar: not found' >&2\nexit 127\n");
+    let dest = lab.path("results/box");
+    let config = fleet::load(&pull_fleet(&lab, &sshd, &run, &dest)).expect("fleet");
+    let spec = config.hosts[0].pull.clone().expect("pull config");
+    let pool = Pool::start(&config);
+    pool.settle(Duration::from_secs(20)).await;
+    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let record = pull(
+        &session,
+        &PullJob::of("box", &spec, None),
+        Arc::new(Progress::default()),
+    )
+    .await
+    .expect("pull");
+    pool.shutdown().await;
+    assert_eq!(record.files.len(), 31);
+    for f in &record.files {
+        assert!(f.is_good(), "{}: {:?}", f.remote_path, f.error);
+        assert_eq!(f.sent, f.size, "{}", f.remote_path);
+    }
+}
