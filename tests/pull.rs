@@ -246,11 +246,8 @@ async fn a_cut_during_small_file_batches_resends_no_finished_file() {
             f.verification
         );
         let had = before.get(&f.remote_path).copied().unwrap_or(0);
-        assert!(
-            had == 0 || had == f.size,
-            "{}: a partial small file",
-            f.remote_path
-        );
+        // A file whose batch was cut is handed to SFTP, which may have left a `.part` when the
+        // link died: it resumes like any other, so only the bytes not yet here may travel.
         assert_eq!(f.sent, f.size - had, "{}: sent again", f.remote_path);
     }
 }

@@ -35,7 +35,6 @@ pub async fn copy_all(
     rtt: std::time::Duration,
     everything: &super::Progress,
 ) -> Result<Vec<Result<Option<Copied>, String>>, PullError> {
-    let depth = reads_in_flight(rtt);
     let progress = &everything.bytes_done;
     // Small fresh files go as tar streams beside the SFTP copies of the rest; whatever a batch
     // hands back goes by SFTP after, or by `cat` when no SFTP channel was needed for the rest.
@@ -59,6 +58,8 @@ pub async fn copy_all(
         None
     };
     let sftp = sftp.as_ref();
+    let chunk = chunk_for(sftp.and_then(|s| s.max_read));
+    let depth = reads_in_flight(rtt, chunk);
     let one = |i: usize| {
         let ((file, local), from) = (&plan[i], starts[i]);
         async move {
@@ -72,7 +73,7 @@ pub async fn copy_all(
             };
             let result = match (sftp, as_utf8(&file.path)) {
                 (Some(sftp), Some(name)) => {
-                    let span = Span { from, depth };
+                    let span = Span { from, chunk, depth };
                     download(&sftp.raw, &name, file, dest, local, span, progress).await
                 }
                 _ => download_by_exec(session, file, dest, local, progress).await,
@@ -189,24 +190,33 @@ async fn finish_part(
     Ok(())
 }
 
-/// Below OpenSSH sftp-server's 255 KiB read cap and russh-sftp's 256 KiB packet limit.
-const CHUNK: u64 = 128 * 1024;
-/// Reads in flight per file: at least 4 MiB, and on a long link as many bytes as ~512 MiB/s
-/// fills in one round trip, up to the channel's window (more could not be in flight anyway).
-const MIN_DEPTH: usize = 32;
-const FILL_RATE: f64 = 512.0 * 1024.0 * 1024.0;
-
-/// How many reads one file keeps in flight over a link with this round trip.
-pub fn reads_in_flight(rtt: std::time::Duration) -> usize {
-    let max = crate::transport::WINDOW_BYTES as usize / CHUNK as usize;
-    let want = (rtt.as_secs_f64() * FILL_RATE / CHUNK as f64).ceil();
-    (want as usize).clamp(MIN_DEPTH, max)
+/// Bytes asked per read: what the server says it answers whole (`limits@openssh.com`, 255 KiB on
+/// OpenSSH 8.9+), at most 255 KiB (russh-sftp's 256 KiB packets), else 64 KiB, which every
+/// OpenSSH answers whole (older ones cap reads there; a bigger ask would come back short and
+/// cost a second round trip per read).
+fn chunk_for(max_read: Option<u64>) -> u64 {
+    const CAP: u64 = 255 * 1024;
+    const SAFE: u64 = 64 * 1024;
+    max_read.map_or(SAFE, |m| m.clamp(1, CAP))
 }
 
-/// Where a copy starts, and how many reads it keeps in flight.
+/// Bytes in flight per file: at least 4 MiB, and on a long link as many as ~512 MiB/s fills in
+/// one round trip, up to the channel's window (more could not be in flight anyway).
+const MIN_IN_FLIGHT: u64 = 4 << 20;
+const FILL_RATE: f64 = 512.0 * 1024.0 * 1024.0;
+
+/// How many reads of `chunk` bytes one file keeps in flight over a link with this round trip.
+pub fn reads_in_flight(rtt: std::time::Duration, chunk: u64) -> usize {
+    let window = u64::from(crate::transport::WINDOW_BYTES);
+    let want = ((rtt.as_secs_f64() * FILL_RATE) as u64).clamp(MIN_IN_FLIGHT, window);
+    want.div_ceil(chunk.max(1)) as usize
+}
+
+/// Where a copy starts, how big each read is, and how many it keeps in flight.
 #[derive(Clone, Copy)]
 struct Span {
     from: u64,
+    chunk: u64,
     depth: usize,
 }
 
@@ -244,7 +254,7 @@ async fn download(
         .await
         .map_err(|e| remote_error(remote, e))?
         .handle;
-    let Span { from, depth } = span;
+    let Span { from, chunk, depth } = span;
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -272,7 +282,7 @@ async fn download(
     let result: Result<(), PullError> = async {
         loop {
             while inflight.len() < depth && next < remote.size {
-                let len = CHUNK.min(remote.size - next);
+                let len = chunk.min(remote.size - next);
                 let offset = next;
                 let read = sftp.read(handle.as_str(), offset, len as u32);
                 inflight.push_back(async move { (offset, len, read.await) });
@@ -357,5 +367,42 @@ fn remote_error(remote: &RemoteFile, e: SftpError) -> PullError {
             path: remote.path.clone(),
             reason: other.to_string(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn reads_are_sized_to_the_server_and_in_flight_to_the_link() {
+        assert_eq!(
+            chunk_for(None),
+            64 * 1024,
+            "an older OpenSSH answers 64 KiB whole"
+        );
+        assert_eq!(
+            chunk_for(Some(261_120)),
+            261_120,
+            "OpenSSH 8.9+ says 255 KiB"
+        );
+        assert_eq!(
+            chunk_for(Some(1 << 20)),
+            255 * 1024,
+            "russh-sftp's packets cap it"
+        );
+        assert_eq!(chunk_for(Some(32_768)), 32_768);
+        assert_eq!(
+            reads_in_flight(Duration::ZERO, 64 * 1024),
+            64,
+            "4 MiB on a LAN"
+        );
+        assert_eq!(reads_in_flight(Duration::from_millis(30), 261_120), 62);
+        assert_eq!(
+            reads_in_flight(Duration::from_secs(1), 261_120),
+            129,
+            "never more than the 32 MiB window"
+        );
     }
 }

@@ -12,6 +12,9 @@ use super::session::Session;
 /// server's MaxSessions slots for as long as it lives.
 pub struct SftpChannel {
     pub raw: RawSftpSession,
+    /// The largest read the server answers whole, from its `limits@openssh.com` extension
+    /// (OpenSSH 8.9+: 255 KiB); None where it does not say (older OpenSSH caps reads at 64 KiB).
+    pub max_read: Option<u64>,
     _slot: OwnedSemaphorePermit,
 }
 
@@ -33,7 +36,7 @@ impl Session {
             .map_err(|_| timed("sftp subsystem"))??;
         let raw = RawSftpSession::new(channel.into_stream());
         raw.set_timeout(timeout.as_secs().max(5));
-        tokio::time::timeout(timeout, raw.init())
+        let version = tokio::time::timeout(timeout, raw.init())
             .await
             .map_err(|_| timed("sftp init"))?
             .map_err(|e| {
@@ -42,6 +45,21 @@ impl Session {
                      in its sshd_config"
                 ))
             })?;
-        Ok(SftpChannel { raw, _slot: slot })
+        let max_read = if version
+            .extensions
+            .contains_key(russh_sftp::extensions::LIMITS)
+        {
+            match tokio::time::timeout(timeout, raw.limits()).await {
+                Ok(Ok(limits)) => (limits.max_read_len > 0).then_some(limits.max_read_len),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        Ok(SftpChannel {
+            raw,
+            max_read,
+            _slot: slot,
+        })
     }
 }
