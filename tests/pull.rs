@@ -42,6 +42,26 @@ fn pull_fleet(lab: &Lab, sshd: &Sshd, run: &Path, dest: &Path) -> PathBuf {
     lab.fleet("fleet.toml", "", &[("box", body)])
 }
 
+/// A pool on `config`, one pull of its host "box" against `previous`, then the pool shut down.
+async fn pull_once(
+    config: &rigwatch::config::FleetConfig,
+    previous: Option<&rigwatch::ledger::PullRecord>,
+) -> rigwatch::ledger::PullRecord {
+    let spec = config.hosts[0].pull.clone().expect("pull config");
+    let pool = Pool::start(config);
+    pool.settle(Duration::from_secs(20)).await;
+    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let record = pull(
+        &session,
+        &PullJob::of("box", &spec, previous),
+        Arc::new(Progress::default()),
+    )
+    .await
+    .expect("pull");
+    pool.shutdown().await;
+    record
+}
+
 /// Bytes already on local disk for each remote file: a finished copy, a `.part`, or nothing.
 fn on_disk(record: &rigwatch::ledger::PullRecord, dest: &std::path::Path) -> BTreeMap<String, u64> {
     record
@@ -117,21 +137,8 @@ async fn a_pull_cut_by_a_dead_link_resumes_without_resending_finished_bytes() {
     assert!(before[&big_remote] < BIG);
 
     sshd.restart();
-    let pool = Pool::start(&config);
-    pool.settle(Duration::from_secs(20)).await;
-    let session = pool
-        .get("box")
-        .and_then(|l| l.session())
-        .expect("session again");
     let previous = ledger.latest_pull("box").expect("ledger read");
-    let second = pull(
-        &session,
-        &PullJob::of("box", &spec, previous.as_ref()),
-        Arc::new(Progress::default()),
-    )
-    .await
-    .expect("second pull");
-    pool.shutdown().await;
+    let second = pull_once(&config, previous.as_ref()).await;
 
     assert_eq!(second.files.len(), 202, "{:?}", second.unmatched);
     for f in &second.files {
@@ -225,17 +232,7 @@ async fn a_cut_during_small_file_batches_resends_no_finished_file() {
     );
 
     sshd.restart();
-    let pool = Pool::start(&config);
-    pool.settle(Duration::from_secs(20)).await;
-    let session = pool.get("box").and_then(|l| l.session()).expect("session");
-    let second = pull(
-        &session,
-        &PullJob::of("box", &spec, Some(&first)),
-        Arc::new(Progress::default()),
-    )
-    .await
-    .expect("second pull");
-    pool.shutdown().await;
+    let second = pull_once(&config, Some(&first)).await;
     assert_eq!(second.files.len(), FILES + 1);
     for f in &second.files {
         assert!(
@@ -268,17 +265,7 @@ async fn a_small_file_that_arrives_wrong_never_takes_its_final_name() {
     );
     let dest = lab.path("results/box");
     let config = fleet::load(&pull_fleet(&lab, &sshd, &run, &dest)).expect("fleet");
-    let spec = config.hosts[0].pull.clone().expect("pull config");
-    let pool = Pool::start(&config);
-    pool.settle(Duration::from_secs(20)).await;
-    let session = pool.get("box").and_then(|l| l.session()).expect("session");
-    let record = pull(
-        &session,
-        &PullJob::of("box", &spec, None),
-        Arc::new(Progress::default()),
-    )
-    .await
-    .expect("pull");
+    let record = pull_once(&config, None).await;
     let cells: Vec<_> = record
         .files
         .iter()
@@ -292,7 +279,6 @@ async fn a_small_file_that_arrives_wrong_never_takes_its_final_name() {
         assert!(!local.exists(), "{} took its final name", local.display());
         assert!(!part_paths(&dest, &local).0.exists(), "no .part is left");
     }
-    pool.shutdown().await;
 }
 
 /// A box whose tar is missing or fails: every small file still comes home, by SFTP.
@@ -305,18 +291,7 @@ async fn a_box_without_a_working_tar_still_pulls_every_small_file() {
     sshd.shim_script("tar", "#!/bin/sh\necho 'tar: not found' >&2\nexit 127\n");
     let dest = lab.path("results/box");
     let config = fleet::load(&pull_fleet(&lab, &sshd, &run, &dest)).expect("fleet");
-    let spec = config.hosts[0].pull.clone().expect("pull config");
-    let pool = Pool::start(&config);
-    pool.settle(Duration::from_secs(20)).await;
-    let session = pool.get("box").and_then(|l| l.session()).expect("session");
-    let record = pull(
-        &session,
-        &PullJob::of("box", &spec, None),
-        Arc::new(Progress::default()),
-    )
-    .await
-    .expect("pull");
-    pool.shutdown().await;
+    let record = pull_once(&config, None).await;
     assert_eq!(record.files.len(), 31);
     for f in &record.files {
         assert!(f.is_good(), "{}: {:?}", f.remote_path, f.error);

@@ -212,7 +212,7 @@ async fn probe_stream(
     let mut reader = ProbeReader::new(&nonce);
     // The loop waits for a line on its stdin after each cycle: the next one is sent a period
     // after the cycle began, so a slow cycle delays the next instead of piling them up.
-    let done = format!("@@rw-{nonce} done");
+    let done = format!("{} done", crate::probe::frame::marker(&nonce));
     let mut began = Instant::now();
     let mut next: Option<Instant> = None;
     loop {
