@@ -165,8 +165,8 @@ fn a_flapping_link_is_one_alert_with_its_count() {
         assert_eq!(flappy.port, port);
         std::thread::sleep(Duration::from_millis(1500));
     }
-    // Stable again for longer than the wait: the alert resolves, once.
-    std::thread::sleep(Duration::from_secs(8));
+    // Stable again for longer than a flap's quiet (three waits): the alert resolves, once.
+    std::thread::sleep(Duration::from_secs(12));
     let (events, stderr) = finish(watch);
     let link = of(&events, "box-f", "link_down");
     let firing: Vec<_> = link.iter().filter(|e| e["state"] == "firing").collect();

@@ -15,9 +15,22 @@ pub struct Timing {
     /// A condition still firing is said again this often.
     pub repeat: Duration,
     /// A condition that started this many times within `flap_window` fires at once, with the
-    /// count, however short each time was.
+    /// count, however short each time was, and resolves only after `flap_threshold` waits
+    /// gone: a link back for a minute between drops is still the one flapping alert.
     pub flap_threshold: usize,
     pub flap_window: Duration,
+}
+
+impl Timing {
+    /// The fleet's `[alerts]` timing; the flap rules are fixed.
+    pub fn of(alerts: &crate::config::alerts::AlertsConfig) -> Timing {
+        let d = |std| Duration::from_std(std).unwrap_or(Duration::zero());
+        Timing {
+            group_wait: d(alerts.group_wait),
+            repeat: d(alerts.repeat),
+            ..Timing::default()
+        }
+    }
 }
 
 impl Default for Timing {
@@ -120,7 +133,12 @@ impl Engine {
             }
             track.starts.retain(|s| now - *s <= t.flap_window);
             let absent_for = track.absent_since.map_or(Duration::zero(), |a| now - a);
-            if track.firing && absent_for >= t.group_wait {
+            let quiet = if track.starts.len() >= t.flap_threshold {
+                t.group_wait * t.flap_threshold as i32
+            } else {
+                t.group_wait
+            };
+            if track.firing && absent_for >= quiet {
                 track.firing = false;
                 out.push(event(track, AlertState::Resolved, false, now));
             }

@@ -92,7 +92,7 @@ fn twenty_flaps_in_a_minute_are_one_alert_with_the_count() {
         "{sent:?}"
     );
     assert_eq!(sent[0].data.count, 3, "fired on the third start");
-    for s in 61..120 {
+    for s in 61..160 {
         sent.extend(e.step(&seen(&[], none()), at(s)));
     }
     let resolved: Vec<_> = sent
@@ -179,5 +179,52 @@ fn a_host_not_yet_reconnected_after_a_reload_keeps_even_its_link_alert() {
     assert!(
         e.step(&seen(&down, none()), at(201)).is_empty(),
         "and not told again"
+    );
+}
+
+#[test]
+fn a_flapping_condition_stays_one_alert_while_its_quiet_spells_are_short() {
+    // Down 5 s, back 40 s, again and again: each spell back is longer than the wait, but
+    // the condition keeps returning. One firing, no resolve until it has been back for
+    // the flap's longer quiet, then one resolve with the count.
+    let mut e = Engine::new(Timing::default());
+    let down = [cond("a", "link_down")];
+    let mut sent = Vec::new();
+    for flap in 0..8 {
+        let start = flap * 45;
+        for s in start..start + 5 {
+            sent.extend(e.step(&seen(&down, none()), at(s)));
+        }
+        for s in start + 5..start + 45 {
+            sent.extend(e.step(&seen(&[], none()), at(s)));
+        }
+    }
+    assert_eq!(
+        states(&sent),
+        [("link_down".into(), AlertState::Firing)],
+        "{sent:?}"
+    );
+    for s in 360..460 {
+        sent.extend(e.step(&seen(&[], none()), at(s)));
+    }
+    let resolved: Vec<_> = sent
+        .iter()
+        .filter(|e| e.state == AlertState::Resolved)
+        .collect();
+    assert_eq!(resolved.len(), 1, "{sent:?}");
+    assert_eq!(resolved[0].data.count, 8);
+}
+
+#[test]
+fn a_steady_condition_still_resolves_after_the_plain_wait() {
+    let mut e = Engine::new(Timing::default());
+    let dead = [cond("a", "run_dead")];
+    e.step(&seen(&dead, none()), at(0));
+    assert_eq!(e.step(&seen(&dead, none()), at(30)).len(), 1);
+    e.step(&seen(&[], none()), at(40));
+    let resolved = e.step(&seen(&[], none()), at(70));
+    assert_eq!(
+        states(&resolved),
+        [("run_dead".into(), AlertState::Resolved)]
     );
 }

@@ -136,7 +136,7 @@ pub async fn run(
         .clone()
         .or_else(|| crate::config::paths::state_dir().map(|d| d.join("events.jsonl")));
     let mut fleet = fleet.clone();
-    let mut engine = Engine::new(timing(&fleet));
+    let mut engine = Engine::new(Timing::of(&fleet.alerts));
     if let Some(path) = crate::config::paths::state_dir().map(|d| d.join("alerts.json")) {
         engine.load(&path);
     }
@@ -167,20 +167,11 @@ pub async fn run(
                     eprintln!("rigwatch: reloaded {}", new.path.display());
                     fleet = new;
                     // Alert states carry over: a reload is not a reason to fire again.
-                    engine.retime(timing(&fleet));
+                    engine.retime(Timing::of(&fleet.alerts));
                 }
                 Err(e) => eprintln!("rigwatch: config not reloaded, the old one stays: {e}"),
             },
         }
-    }
-}
-
-fn timing(fleet: &FleetConfig) -> Timing {
-    let d = |std: Duration| chrono::Duration::from_std(std).unwrap_or(chrono::Duration::zero());
-    Timing {
-        group_wait: d(fleet.alerts.group_wait),
-        repeat: d(fleet.alerts.repeat),
-        ..Timing::default()
     }
 }
 

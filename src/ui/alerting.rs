@@ -25,12 +25,8 @@ impl Alerting {
         let Source::Live { fleet, .. } = source else {
             return None;
         };
-        let d = |std| chrono::Duration::from_std(std).unwrap_or(chrono::Duration::zero());
-        let mut engine = crate::alerts::engine::Engine::new(crate::alerts::engine::Timing {
-            group_wait: d(fleet.alerts.group_wait),
-            repeat: d(fleet.alerts.repeat),
-            ..Default::default()
-        });
+        let mut engine =
+            crate::alerts::engine::Engine::new(crate::alerts::engine::Timing::of(&fleet.alerts));
         if let Some(path) = crate::config::paths::state_dir().map(|d| d.join("alerts.json")) {
             engine.load(&path);
         }
