@@ -4,6 +4,7 @@ pub mod alerts;
 pub mod error;
 pub mod fleet;
 pub mod paths;
+pub mod pull;
 pub mod ssh;
 mod target;
 

@@ -1,0 +1,156 @@
+//! fleet.toml: what loads, and every mistake named with its file, line and column.
+
+use super::*;
+
+fn err(text: &str) -> String {
+    match parse(Path::new("fleet.toml"), text) {
+        Ok(_) => panic!("expected an error for {text:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn full_example_parses() {
+    let text = r#"
+known_hosts = "~/.ssh/known_hosts"
+poll_secs = 2
+[[host]]
+name = "a100-1"
+ssh = "root@203.0.113.5:2222"
+identity = "~/.ssh/id_ed25519"
+profile = "runpod"
+[[host]]
+name = "lab"
+ssh = "lab-alias"
+"#;
+    let fleet = parse(Path::new("f.toml"), text).expect("valid");
+    assert_eq!(fleet.hosts.len(), 2);
+    let a = &fleet.hosts[0];
+    assert_eq!(
+        a.target,
+        SshTarget {
+            user: Some("root".into()),
+            host: "203.0.113.5".into(),
+            port: Some(2222)
+        }
+    );
+    assert_eq!(a.profile, "runpod");
+    assert!(a.identity.as_ref().is_some_and(|p| !p.starts_with("~")));
+    assert_eq!(
+        fleet.hosts[1].target,
+        SshTarget {
+            user: None,
+            host: "lab-alias".into(),
+            port: None
+        }
+    );
+    assert_eq!(fleet.hosts[1].profile, "generic-ssh");
+    assert_eq!(fleet.poll, Duration::from_secs(2));
+}
+
+#[test]
+fn unknown_key_names_key_and_line() {
+    let e = err("poll_secs = 2\n[[host]]\nname = \"a\"\nssh = \"a\"\nport = 22\n");
+    assert!(e.starts_with("fleet.toml:5:1: unknown field `port`"), "{e}");
+}
+
+#[test]
+fn run_is_a_session_name_and_a_pattern_goes_in_run_process() {
+    let host = |line: &str| format!("[[host]]\nname = \"a\"\nssh = \"x\"\n{line}\n");
+    let e = err(&host("run = \"python train.py\""));
+    assert!(
+        e.starts_with("fleet.toml:4:7: run = \"python train.py\""),
+        "{e}"
+    );
+    assert!(e.contains("run_process = \"python train.py\""), "{e}");
+    assert!(err(&host("run = \"exp.1\"")).contains("not a tmux session name"));
+    let fleet = parse(
+        Path::new("fleet.toml"),
+        &host("run = \"train\"\nrun_process = \"python train.py\""),
+    )
+    .expect("parses");
+    assert_eq!(fleet.hosts[0].run.as_deref(), Some("train"));
+    assert_eq!(
+        fleet.hosts[0].run_process.as_deref(),
+        Some("python train.py")
+    );
+}
+
+#[test]
+fn two_hosts_pulling_into_one_folder_are_refused() {
+    let host = |n: &str, dest: &str| {
+        format!(
+            "[[host]]\nname = \"{n}\"\nssh = \"x\"\n[host.pull]\npaths = [\"/w\"]\ndest = \"{dest}\"\n"
+        )
+    };
+    let e = err(&format!("{}{}", host("a", "/r/same"), host("b", "/r/same")));
+    assert!(e.contains("overlaps a's /r/same"), "{e}");
+    assert!(e.starts_with("fleet.toml:10:"), "{e}");
+    let e = err(&format!("{}{}", host("a", "/r"), host("b", "/r/b")));
+    assert!(e.contains("overlaps"), "{e}");
+    let ok = format!("{}{}", host("a", "/r/{host}"), host("b", "/r/{host}"));
+    assert!(parse(Path::new("fleet.toml"), &ok).is_ok());
+}
+
+#[test]
+fn duplicate_names_point_at_the_second() {
+    let e = err("[[host]]\nname = \"a\"\nssh = \"x\"\n[[host]]\nname = \"a\"\nssh = \"y\"\n");
+    assert!(
+        e.starts_with("fleet.toml:5:8: duplicate host name \"a\""),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_port_points_at_the_value() {
+    let e = err("[[host]]\nname = \"a\"\nssh = \"root@h:99999\"\n");
+    assert!(e.starts_with("fleet.toml:3:7: ssh target"), "{e}");
+    assert!(e.contains("port \"99999\""), "{e}");
+}
+
+#[test]
+fn syntax_error_has_position() {
+    let e = err("poll_secs = \n");
+    assert!(e.starts_with("fleet.toml:1:"), "{e}");
+}
+
+#[test]
+fn wrong_type_names_the_field() {
+    let e = err("poll_secs = \"fast\"\n");
+    assert!(e.starts_with("fleet.toml:1:13:"), "{e}");
+}
+
+#[test]
+fn zero_poll_is_refused() {
+    let e = err("poll_secs = 0\n");
+    assert!(e.contains("poll_secs = 0 must be a positive number"), "{e}");
+}
+
+#[test]
+fn verify_commands_by_pattern_or_for_every_file() {
+    let host = "[[host]]\nname = \"a\"\nssh = \"a\"\n[host.pull]\npaths = [\"/r\"]\n";
+    let table = format!(
+        "{host}[host.pull.verify]\n\"*.bin\" = \"python -c 'import torch,sys; torch.load(sys.argv[1])' {{file}}\"\n\"*.npy\" = \"check {{file}}\"\n"
+    );
+    let fleet = parse(Path::new("fleet.toml"), &table).expect("loads");
+    let verify = &fleet.hosts[0].pull.as_ref().expect("pull").verify;
+    assert_eq!(verify.for_file("pytorch_model.bin").len(), 1);
+    assert_eq!(verify.for_file("metrics.json"), Vec::<&str>::new());
+    let old = format!("{host}verify = \"test -s {{file}}\"\n");
+    let fleet = parse(Path::new("fleet.toml"), &old).expect("loads");
+    let verify = &fleet.hosts[0].pull.as_ref().expect("pull").verify;
+    assert_eq!(verify.for_file("anything.log"), vec!["test -s {file}"]);
+    let note = verify.deprecation("gpu1").expect("the old form is noted");
+    assert!(
+        note.contains("deprecated") && note.contains("\"*.bin\" = \"test -s {file}\""),
+        "{note}"
+    );
+    let missing = format!("{host}[host.pull.verify]\n\"*.bin\" = \"torchcheck\"\n");
+    let e = parse(Path::new("fleet.toml"), &missing)
+        .expect_err("no {file}")
+        .to_string();
+    assert!(
+        e.contains("*.bin: a verify command must name the pulled file as {file}"),
+        "{e}"
+    );
+}

@@ -1,0 +1,138 @@
+//! `[host.pull]`: what to bring home from a box, and the user's own proofs that it loads.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::paths::expand_tilde;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPull {
+    paths: Vec<Spanned<String>>,
+    dest: Option<Spanned<String>>,
+    verify: Option<Spanned<RawVerify>>,
+}
+
+/// `verify = "cmd {file}"` (every file, the old form) or `[host.pull.verify]` with a glob per
+/// command.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawVerify {
+    EveryFile(String),
+    ByPattern(std::collections::BTreeMap<String, String>),
+}
+
+/// The user's own proofs that pulled files load, run besides the built-in checks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VerifyCommands {
+    /// `[host.pull.verify]`: a glob over the file's name, and its command. Every pattern that
+    /// matches a file runs on it; no command runs on a file no pattern matches.
+    pub by_pattern: Vec<(String, String)>,
+    /// The old `verify = "…{file}…"`: runs on every file. Kept working; the table is preferred.
+    pub every_file: Option<String>,
+}
+
+impl VerifyCommands {
+    /// What to tell a user still on the old form: it runs on every file, so a torch.load
+    /// command fails every JSON and log beside the checkpoints.
+    pub fn deprecation(&self, host: &str) -> Option<String> {
+        let command = self.every_file.as_ref()?;
+        Some(format!(
+            "note: {host}: `verify = \"{command}\"` runs on every pulled file and is deprecated; \
+             name the files it is for under [host.pull.verify], e.g. \"*.bin\" = \"{command}\" \
+             (the built-in checks already cover JSON, logs, images and the common checkpoints)"
+        ))
+    }
+
+    /// The commands for a file named `name` (its last path component).
+    pub fn for_file(&self, name: &str) -> Vec<&str> {
+        self.every_file
+            .iter()
+            .map(String::as_str)
+            .chain(
+                self.by_pattern
+                    .iter()
+                    .filter(|(glob, _)| crate::glob::matches(glob, name))
+                    .map(|(_, command)| command.as_str()),
+            )
+            .collect()
+    }
+}
+
+/// `[host.pull]`: what to bring home from the box before it may be torn down.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PullConfig {
+    /// Files, folders or globs on the box.
+    pub paths: Vec<String>,
+    /// Local folder; `{host}` becomes the host's name.
+    pub dest: PathBuf,
+    /// Run locally per pulled file (`{file}` becomes its path); exit 0 means it loads.
+    pub verify: VerifyCommands,
+}
+
+pub(super) fn pull_config(
+    host: &str,
+    table: usize,
+    raw: RawPull,
+) -> Result<PullConfig, (usize, String)> {
+    if raw.paths.is_empty() {
+        return Err((table, format!("host {host:?}: [host.pull] paths is empty")));
+    }
+    for p in &raw.paths {
+        let path = p.get_ref();
+        if !path.starts_with('/') && !path.starts_with("~/") {
+            return Err((
+                p.span().start,
+                format!("pull path {path:?} must be absolute (or start with ~/)"),
+            ));
+        }
+        if path
+            .chars()
+            .any(|c| c.is_control() || c == '\'' || c == '`' || c == '$')
+        {
+            return Err((
+                p.span().start,
+                format!("pull path {path:?} holds a control character, quote, backtick or $"),
+            ));
+        }
+    }
+    let mut verify = VerifyCommands::default();
+    if let Some(v) = &raw.verify {
+        let commands: Vec<(&str, &str)> = match v.get_ref() {
+            RawVerify::EveryFile(command) => vec![("verify", command.as_str())],
+            RawVerify::ByPattern(table) => table
+                .iter()
+                .map(|(glob, command)| (glob.as_str(), command.as_str()))
+                .collect(),
+        };
+        if let Some((key, _)) = commands.iter().find(|(_, c)| !c.contains("{file}")) {
+            return Err((
+                v.span().start,
+                format!(
+                    "{key}: a verify command must name the pulled file as {{file}}, e.g. \
+                     \"*.bin\" = \"python -c 'import torch,sys; torch.load(sys.argv[1])' {{file}}\""
+                ),
+            ));
+        }
+        match v.get_ref() {
+            RawVerify::EveryFile(command) => verify.every_file = Some(command.clone()),
+            RawVerify::ByPattern(table) => {
+                verify.by_pattern = table.iter().map(|(g, c)| (g.clone(), c.clone())).collect();
+            }
+        }
+    }
+    let dest = raw
+        .dest
+        .map_or_else(
+            || "~/rigwatch-results/{host}".to_string(),
+            Spanned::into_inner,
+        )
+        .replace("{host}", host);
+    Ok(PullConfig {
+        paths: raw.paths.into_iter().map(Spanned::into_inner).collect(),
+        dest: expand_tilde(&dest),
+        verify,
+    })
+}
