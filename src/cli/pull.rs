@@ -115,7 +115,16 @@ fn summary(record: &PullRecord, dest: &str) -> String {
         ));
     }
     let [proven, unproven, failed] = counts;
+    let disk_full = record.files.iter().any(|f| {
+        f.error
+            .as_deref()
+            .is_some_and(|e| e.starts_with(crate::pull::DISK_FULL))
+    });
     let next = match (unproven, failed, record.unmatched.len()) {
+        (_, 1.., 0) if disk_full => {
+            "the local disk is full: free space and pull again, and the pull will resume where \
+             it stopped"
+        }
         (0, 0, 0) => "every file is home and loads: the teardown guard will accept this pull",
         (_, 0, 0) => {
             "add a command for the unproven kinds under [host.pull.verify], then pull again"

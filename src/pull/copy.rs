@@ -342,8 +342,19 @@ async fn parent_dir(path: &Path) -> Result<(), PullError> {
 
 pub(super) fn disk(path: &Path, source: std::io::Error) -> PullError {
     if source.kind() == std::io::ErrorKind::StorageFull {
+        // A `.part` lives in the folder beside dest: name that folder's parent, where the
+        // user sees dest; any other path (a folder being made, a rename) names its parent.
+        let parent = path.parent().unwrap_or(path);
+        let in_parts = parent
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().ends_with(".rigwatch-parts"));
+        let under = if in_parts {
+            parent.parent().unwrap_or(parent)
+        } else {
+            parent
+        };
         PullError::DiskFull {
-            path: path.to_path_buf(),
+            under: under.to_path_buf(),
         }
     } else {
         PullError::Local {

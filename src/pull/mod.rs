@@ -40,12 +40,14 @@ pub enum PullError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// `under`: the folder the user can free space in (beside dest, where the `.part` files
+    /// live), not the hashed name of the file that did not fit.
     #[error(
-        "local disk full while writing {}: free space and pull again; what arrived is kept and \
-         the pull resumes from there",
-        path.display()
+        "{DISK_FULL} under {}: free space and pull again; what arrived is kept and the pull \
+         resumes from there",
+        under.display()
     )]
-    DiskFull { path: PathBuf },
+    DiskFull { under: PathBuf },
     #[error("{0}: vanished from the box during the pull")]
     Vanished(String),
     #[error("{path}: shrank on the box during the pull (listed {expected} bytes, ended at {got})")]
@@ -59,6 +61,9 @@ pub enum PullError {
     #[error(transparent)]
     Ledger(#[from] crate::ledger::LedgerError),
 }
+
+/// How a full local disk starts its message; the pull's last line looks for it to say what to do.
+pub const DISK_FULL: &str = "local disk full";
 
 /// A pull as the CLI and the dashboard run it: the host's last pull and the local files other
 /// hosts' pulls own come from the ledger, and the new record goes into it (its id set).

@@ -1,0 +1,278 @@
+//! A pull meeting the two faults a user cannot prevent, over a real sshd and through the CLI:
+//! files that vanish from the box after they were listed, and a local disk that fills up. Each
+//! is a clear error naming the file; nothing else is lost, no `.part` takes a final name, the
+//! guard refuses, and once space is freed the next pull re-sends no finished byte.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use support::{Lab, Sshd, rigwatch, write_random};
+
+/// A run folder of two checkpoints (one past the small-file cut, one under it) and 40 small
+/// metrics files; a fleet that pulls it into `dest` with no verify command.
+fn a_box(lab: &mut Lab, dest: &Path) -> (Sshd, PathBuf, PathBuf) {
+    let sshd = lab.start_host("box");
+    let run = sshd.dir.join("workspace/run");
+    std::fs::create_dir_all(run.join("metrics")).expect("dirs");
+    write_random(&run.join("big.bin"), 3 << 20, 1);
+    write_random(&run.join("small.bin"), 64 << 10, 2);
+    for i in 0..40 {
+        std::fs::write(
+            run.join(format!("metrics/cell{i:02}.json")),
+            format!("{{\"cell\": {i}, \"loss\": 0.{i}}}\n"),
+        )
+        .expect("metrics");
+    }
+    let body = format!(
+        "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\n\
+         [host.pull.verify]\n\"*.bin\" = \"test -s {{file}}\"",
+        lab.host_entry(&sshd),
+        run.display(),
+        dest.display()
+    );
+    let fleet = lab.fleet("fleet.toml", "", &[("box", body)]);
+    (sshd, run, fleet)
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn cli(lab: &Lab, fleet: &Path) -> Command {
+    let mut cmd = rigwatch();
+    cmd.arg("--config")
+        .arg(fleet)
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .env("XDG_CONFIG_HOME", lab.path("config"))
+        .stdin(std::process::Stdio::null());
+    cmd
+}
+
+/// Every file under `dir` whose name ends in `.part` (or is inside a `.part` folder).
+fn parts(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().contains(".part") {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// The last pull's files in the ledger: (name, outcome, error, sent bytes).
+fn last_pull(lab: &Lab, fleet: &Path) -> Vec<(String, String, String, u64)> {
+    let out = cli(lab, fleet)
+        .args(["ledger", "box", "--json"])
+        .output()
+        .expect("ledger");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("ledger json");
+    // Newest first.
+    let last = doc["pulls"].as_array().and_then(|p| p.first()).cloned();
+    let files = last.as_ref().and_then(|p| p["files"].as_array()).cloned();
+    files
+        .unwrap_or_default()
+        .iter()
+        .map(|f| {
+            let path = f["remote_path"].as_str().unwrap_or_default();
+            (
+                path.rsplit('/').next().unwrap_or_default().to_string(),
+                f["outcome"].as_str().unwrap_or_default().to_string(),
+                f["error"].as_str().unwrap_or_default().to_string(),
+                f["sent"].as_u64().unwrap_or(u64::MAX),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn files_that_vanish_after_the_listing_are_named_and_the_rest_arrive() {
+    let mut lab = Lab::new();
+    let dest = lab.path("pulled");
+    let (sshd, run, fleet) = a_box(&mut lab, &dest);
+    // The box's find lists the folder, then the run's cleanup removes a big checkpoint and a
+    // small metrics file before rigwatch reads them: both paths of the copy meet a vanished file.
+    let mark = sshd.dir.join("vanished-once");
+    sshd.shim_script(
+        "find",
+        &format!(
+            "#!/bin/sh\n/usr/bin/find \"$@\"\nrc=$?\nif [ ! -e {mark} ]; then touch {mark}; \
+             rm -f {big} {small}; fi\nexit $rc\n",
+            mark = mark.display(),
+            big = run.join("big.bin").display(),
+            small = run.join("metrics/cell07.json").display(),
+        ),
+    );
+    let out = cli(&lab, &fleet)
+        .args(["pull", "box"])
+        .output()
+        .expect("pull");
+    let said = text(&out);
+    assert!(mark.exists(), "the listing ran through the shim: {said}");
+    assert!(
+        !out.status.success(),
+        "a pull that lost files fails: {said}"
+    );
+    for gone in ["big.bin", "cell07.json"] {
+        let line = said
+            .lines()
+            .find(|l| l.contains(&format!("/{gone}")))
+            .unwrap_or_else(|| panic!("no line for {gone} in:\n{said}"));
+        assert!(line.contains("vanished from the box"), "{line}\n{said}");
+    }
+    let files = last_pull(&lab, &fleet);
+    assert_eq!(files.len(), 42, "{files:?}");
+    for (name, outcome, error, _) in &files {
+        if name == "big.bin" || name == "cell07.json" {
+            assert_eq!(outcome, "failed", "{name}: {error}");
+            assert!(error.contains("vanished"), "{name}: {error}");
+        } else {
+            assert_ne!(outcome, "failed", "{name}: {error}");
+        }
+    }
+    assert!(!dest.join("run/big.bin").exists() && !dest.join("run/metrics/cell07.json").exists());
+    assert!(
+        dest.join("run/metrics/cell08.json").exists(),
+        "the rest arrived: {:?}\n{said}",
+        std::fs::read_dir(&dest).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+    );
+    assert!(parts(&dest).is_empty(), "{:?}", parts(&dest));
+    let out = cli(&lab, &fleet)
+        .args(["teardown", "box"])
+        .output()
+        .expect("teardown");
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("REFUSED"), "{said}");
+}
+
+/// `script` run by `sh -c` in a mount namespace of its own, where `dest`'s parent is a tmpfs
+/// of `size`: a local disk that fills up, made without touching this machine's disks.
+fn in_small_disk(dest_parent: &Path, size: &str, script: &str) -> Command {
+    let privileged = support::whoami() == "root";
+    let mut cmd = Command::new("unshare");
+    cmd.arg(if privileged { "-m" } else { "-Urm" })
+        .args([
+            "sh",
+            "-ec",
+            &format!("mount -t tmpfs -o size={size} tmpfs \"$0\"\n{script}"),
+        ])
+        .arg(dest_parent);
+    cmd
+}
+
+#[test]
+fn a_full_local_disk_is_a_clear_error_and_the_pull_resumes_once_space_is_freed() {
+    let mut lab = Lab::new();
+    let disk = lab.path("small-disk");
+    std::fs::create_dir_all(&disk).expect("disk dir");
+    let dest = disk.join("pulled");
+    let (_sshd, _run, fleet) = a_box(&mut lab, &dest);
+    let bin = env!("CARGO_BIN_EXE_rigwatch");
+    let pull = format!(
+        "{bin} --config {} pull box >{} 2>&1",
+        fleet.display(),
+        lab.path("pull-%s.txt").display()
+    );
+    let ledger_json = lab.path("ledger.json");
+    // 6 MiB disk, 4.5 MiB already taken: the 3 MiB checkpoint cannot fit. Then the filler goes
+    // and the same pull runs again, in the same namespace (the tmpfs ends with it).
+    let script = format!(
+        "head -c 4718592 /dev/zero > \"$0/filler\"\n\
+         if {first}; then echo FIRST-SUCCEEDED; exit 3; fi\n\
+         ls -R \"$0\" > {listing}\n\
+         rm \"$0/filler\"\n\
+         {second}\n\
+         {bin} --config {fleet} ledger box --json > {ledger}\n",
+        first = pull.replace("%s", "1"),
+        second = pull.replace("%s", "2"),
+        listing = lab.path("after-full.txt").display(),
+        fleet = fleet.display(),
+        ledger = ledger_json.display(),
+    );
+    let out = in_small_disk(&disk, "6m", &script)
+        .env_remove("SSH_AUTH_SOCK")
+        .env_remove("RIGWATCH_CONFIG")
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .env("XDG_CONFIG_HOME", lab.path("config"))
+        .output()
+        .expect("unshare");
+    let first = std::fs::read_to_string(lab.path("pull-1.txt")).unwrap_or_default();
+    let second = std::fs::read_to_string(lab.path("pull-2.txt")).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "{}\nfirst pull:\n{first}\nsecond pull:\n{second}",
+        text(&out)
+    );
+    assert!(
+        first.contains("local disk full") && first.contains("big.bin"),
+        "the first pull names the full disk and the file: {first}"
+    );
+    // Said in words a user acts on: where the disk is full (not a hashed .part name) and,
+    // on the last line, what to do.
+    assert!(!first.contains(".part"), "{first}");
+    assert!(
+        first.contains(&format!("local disk full under {}", disk.display())),
+        "{first}"
+    );
+    let last = first.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("free space") && last.contains("resume"),
+        "{last}"
+    );
+    let listing = std::fs::read_to_string(lab.path("after-full.txt")).unwrap_or_default();
+    assert!(
+        !listing.lines().any(|l| l.trim() == "big.bin"),
+        "no partial file under its final name:\n{listing}"
+    );
+    // The second pull completes, and what arrived the first time is not sent again.
+    assert!(second.contains("0 failed"), "{second}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&ledger_json).expect("ledger")).expect("json");
+    let pulls = doc["pulls"].as_array().expect("pulls");
+    assert_eq!(pulls.len(), 2, "both pulls are in the ledger: {doc}");
+    // Newest first.
+    let (pull1, pull2) = (&pulls[1], &pulls[0]);
+    let files = |pull: &serde_json::Value| -> Vec<serde_json::Value> {
+        pull["files"].as_array().cloned().unwrap_or_default()
+    };
+    let sent = |pull: &serde_json::Value, name: &str| -> u64 {
+        files(pull)
+            .iter()
+            .find(|f| f["remote_path"].as_str().is_some_and(|p| p.ends_with(name)))
+            .and_then(|f| f["sent"].as_u64())
+            .unwrap_or(u64::MAX)
+    };
+    assert_eq!(files(pull2).len(), 42, "{second}");
+    for f in files(pull2) {
+        assert_ne!(f["outcome"], "failed", "{f}\n{second}");
+    }
+    let whole_first: Vec<String> = files(pull1)
+        .iter()
+        .filter(|f| f["outcome"] != "failed")
+        .filter_map(|f| f["remote_path"].as_str().map(str::to_string))
+        .collect();
+    for path in &whole_first {
+        let name = path.rsplit('/').next().unwrap_or_default();
+        assert_eq!(
+            sent(pull2, &format!("/{name}")),
+            0,
+            "{path} arrived whole the first time and is not sent again:\n{first}\n{second}"
+        );
+    }
+    assert!(
+        sent(pull2, "big.bin") < 3 << 20,
+        "the checkpoint resumes from what it had written:\n{second}"
+    );
+}
