@@ -6,20 +6,18 @@ use std::collections::VecDeque;
 
 use chrono::{DateTime, Utc};
 
-use crate::clocks::{
-    Billed, Clock, ClockFacts, CostLedger, Profile, Rates, SessionLog, billed, clocks, rates,
-    urgency,
-};
+use crate::clocks::{ClockFacts, CostLedger, Profile, clocks, urgency};
 use crate::config::HostConfig;
 use crate::config::fleet::Thresholds;
-use crate::fleet::{GpuAvailability, HostHistory, Observation};
+use crate::fleet::{GpuAvailability, Observation};
 use crate::queue::Roster;
 use crate::signals::{
-    FillOutlook, HostFacts, RunState, Severity, Signal, SignalKind, evaluate, fill_outlook,
+    FillOutlook, HostFacts, RunState, Severity, SignalKind, evaluate, fill_outlook,
 };
 use crate::transport::LinkState;
 
-use super::queues::{QueueTracker, RosterEntry, presence, roster};
+pub use super::host_state::HostState;
+use super::queues::{RosterEntry, presence, roster};
 
 /// Events kept for the alerts pane.
 pub const EVENTS_KEPT: usize = 500;
@@ -30,96 +28,6 @@ pub struct Event {
     pub host: String,
     pub severity: Severity,
     pub text: String,
-}
-
-#[derive(Debug, Clone)]
-pub struct HostState {
-    pub config: HostConfig,
-    pub link: LinkState,
-    pub history: HostHistory,
-    pub gpu: GpuAvailability,
-    pub run: RunState,
-    pub signals: Vec<Signal>,
-    pub last_error: Option<(DateTime<Utc>, String)>,
-    /// When the last reading of any kind arrived: the data's age.
-    pub last_reading: Option<DateTime<Utc>>,
-    pub last_seen_up: Option<DateTime<Utc>>,
-    /// Danger clocks, nearest first.
-    pub clocks: Vec<Clock>,
-    /// Each mount of the latest reading and when it fills, judged once per tick so the
-    /// overview's clock and the detail say the same thing.
-    pub fill: Vec<(String, FillOutlook)>,
-    /// Cost since the box was first seen up; None until then.
-    pub ledger: Option<CostLedger>,
-    /// None when the host has no queue configured.
-    pub queue: Option<QueueTracker>,
-    /// What the provider's CLI last said; None where no provider CLI is asked.
-    pub provider: Option<crate::provider::ProviderReport>,
-    /// Sessions seen this week, for a weekly quota.
-    pub sessions: SessionLog,
-}
-
-impl HostState {
-    pub fn new(config: HostConfig) -> Self {
-        HostState {
-            link: LinkState::Connecting { attempt: 0 },
-            history: HostHistory::default(),
-            gpu: GpuAvailability::Unknown,
-            run: RunState::NotConfigured,
-            signals: Vec::new(),
-            last_error: None,
-            last_reading: None,
-            last_seen_up: None,
-            clocks: Vec::new(),
-            fill: Vec::new(),
-            ledger: None,
-            queue: config.queue.as_ref().map(QueueTracker::new),
-            provider: None,
-            sessions: SessionLog::default(),
-            config,
-        }
-    }
-
-    /// What the provider last reported about the box's state and price.
-    pub fn provider_state(&self) -> Option<&crate::provider::ProviderState> {
-        self.provider.as_ref().and_then(|p| p.state.as_ref())
-    }
-
-    pub fn rates(&self, profile: Option<&Profile>) -> Rates {
-        rates(profile, &self.config.billing, self.provider_state())
-    }
-
-    /// How this moment is billed: running, idle, stopped (out of sight) or not at all.
-    pub fn billed(&self) -> Billed {
-        let idle = self
-            .signals
-            .iter()
-            .any(|s| matches!(s.kind, SignalKind::IdleButBilling | SignalKind::ZombieVram));
-        billed(
-            self.link.is_usable(),
-            idle,
-            self.provider_state().map(|p| &p.state),
-        )
-    }
-
-    /// When the box's current boot began, from its uptime.
-    fn session_start(&self) -> Option<DateTime<Utc>> {
-        let r = self.history.latest_host()?;
-        let up = chrono::Duration::from_std(r.sample.uptime.as_ref()?.up).ok()?;
-        Some(r.at - up)
-    }
-
-    /// The worst severity among this host's signals and its link.
-    pub fn worst(&self) -> Option<Severity> {
-        let link = match self.link {
-            LinkState::Down { .. }
-            | LinkState::AuthRefused { .. }
-            | LinkState::HostkeyRefused { .. } => Some(Severity::Crit),
-            LinkState::Degraded { .. } => Some(Severity::Warn),
-            _ => None,
-        };
-        self.signals.iter().map(|s| s.severity).max().max(link)
-    }
 }
 
 #[derive(Debug, Clone)]

@@ -5,6 +5,7 @@ mod apps_stream;
 pub mod commands;
 pub mod feed;
 mod fleet_state;
+mod host_state;
 pub mod live;
 pub mod memory;
 pub mod oneshot;

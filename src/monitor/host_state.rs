@@ -1,0 +1,102 @@
+//! One host as the dashboard sees it: its config, link, readings, their judgement, and what it
+//! costs. FleetState owns these and re-judges them; this file only answers questions about one.
+
+use chrono::{DateTime, Utc};
+
+use crate::clocks::{Billed, Clock, CostLedger, Profile, Rates, SessionLog, billed, rates};
+use crate::config::HostConfig;
+use crate::fleet::{GpuAvailability, HostHistory};
+use crate::signals::{FillOutlook, RunState, Severity, Signal, SignalKind};
+use crate::transport::LinkState;
+
+use super::queues::QueueTracker;
+
+#[derive(Debug, Clone)]
+pub struct HostState {
+    pub config: HostConfig,
+    pub link: LinkState,
+    pub history: HostHistory,
+    pub gpu: GpuAvailability,
+    pub run: RunState,
+    pub signals: Vec<Signal>,
+    pub last_error: Option<(DateTime<Utc>, String)>,
+    /// When the last reading of any kind arrived: the data's age.
+    pub last_reading: Option<DateTime<Utc>>,
+    pub last_seen_up: Option<DateTime<Utc>>,
+    /// Danger clocks, nearest first.
+    pub clocks: Vec<Clock>,
+    /// Each mount of the latest reading and when it fills, judged once per tick so the
+    /// overview's clock and the detail say the same thing.
+    pub fill: Vec<(String, FillOutlook)>,
+    /// Cost since the box was first seen up; None until then.
+    pub ledger: Option<CostLedger>,
+    /// None when the host has no queue configured.
+    pub queue: Option<QueueTracker>,
+    /// What the provider's CLI last said; None where no provider CLI is asked.
+    pub provider: Option<crate::provider::ProviderReport>,
+    /// Sessions seen this week, for a weekly quota.
+    pub sessions: SessionLog,
+}
+
+impl HostState {
+    pub fn new(config: HostConfig) -> Self {
+        HostState {
+            link: LinkState::Connecting { attempt: 0 },
+            history: HostHistory::default(),
+            gpu: GpuAvailability::Unknown,
+            run: RunState::NotConfigured,
+            signals: Vec::new(),
+            last_error: None,
+            last_reading: None,
+            last_seen_up: None,
+            clocks: Vec::new(),
+            fill: Vec::new(),
+            ledger: None,
+            queue: config.queue.as_ref().map(QueueTracker::new),
+            provider: None,
+            sessions: SessionLog::default(),
+            config,
+        }
+    }
+
+    /// What the provider last reported about the box's state and price.
+    pub fn provider_state(&self) -> Option<&crate::provider::ProviderState> {
+        self.provider.as_ref().and_then(|p| p.state.as_ref())
+    }
+
+    pub fn rates(&self, profile: Option<&Profile>) -> Rates {
+        rates(profile, &self.config.billing, self.provider_state())
+    }
+
+    /// How this moment is billed: running, idle, stopped (out of sight) or not at all.
+    pub fn billed(&self) -> Billed {
+        let idle = self
+            .signals
+            .iter()
+            .any(|s| matches!(s.kind, SignalKind::IdleButBilling | SignalKind::ZombieVram));
+        billed(
+            self.link.is_usable(),
+            idle,
+            self.provider_state().map(|p| &p.state),
+        )
+    }
+
+    /// When the box's current boot began, from its uptime.
+    pub(super) fn session_start(&self) -> Option<DateTime<Utc>> {
+        let r = self.history.latest_host()?;
+        let up = chrono::Duration::from_std(r.sample.uptime.as_ref()?.up).ok()?;
+        Some(r.at - up)
+    }
+
+    /// The worst severity among this host's signals and its link.
+    pub fn worst(&self) -> Option<Severity> {
+        let link = match self.link {
+            LinkState::Down { .. }
+            | LinkState::AuthRefused { .. }
+            | LinkState::HostkeyRefused { .. } => Some(Severity::Crit),
+            LinkState::Degraded { .. } => Some(Severity::Warn),
+            _ => None,
+        };
+        self.signals.iter().map(|s| s.severity).max().max(link)
+    }
+}
