@@ -276,3 +276,39 @@ fn a_full_local_disk_is_a_clear_error_and_the_pull_resumes_once_space_is_freed()
         "the checkpoint resumes from what it had written:\n{second}"
     );
 }
+
+#[test]
+fn a_disk_already_full_is_said_the_same_way_for_every_file() {
+    // Not one byte free: the first write of each file (its version tag, its folder, its
+    // `.part`) meets the full disk, and each says so in the same words.
+    let mut lab = Lab::new();
+    let disk = lab.path("full-disk");
+    std::fs::create_dir_all(&disk).expect("disk dir");
+    let dest = disk.join("pulled");
+    let (_sshd, _run, fleet) = a_box(&mut lab, &dest);
+    let bin = env!("CARGO_BIN_EXE_rigwatch");
+    let said = lab.path("pull.txt");
+    let script = format!(
+        "head -c 8388608 /dev/zero > \"$0/filler\" || true\n\
+         {bin} --config {} pull box > {} 2>&1 || true\n",
+        fleet.display(),
+        said.display()
+    );
+    let out = in_small_disk(&disk, "2m", &script)
+        .env_remove("SSH_AUTH_SOCK")
+        .env_remove("RIGWATCH_CONFIG")
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .env("XDG_CONFIG_HOME", lab.path("config"))
+        .output()
+        .expect("unshare");
+    let said = std::fs::read_to_string(&said).unwrap_or_default();
+    assert!(out.status.success(), "{}\n{said}", text(&out));
+    let failed: Vec<&str> = said.lines().filter(|l| l.contains("FAILED")).collect();
+    assert_eq!(failed.len(), 42, "{said}");
+    for line in failed {
+        assert!(
+            line.contains(&format!("local disk full under {}", disk.display())),
+            "{line}"
+        );
+    }
+}

@@ -182,10 +182,7 @@ async fn finish_part(
     parent_dir(local).await?;
     tokio::fs::rename(part, local)
         .await
-        .map_err(|source| PullError::Local {
-            path: local.to_path_buf(),
-            source,
-        })?;
+        .map_err(|source| disk(local, source))?;
     let _ = tokio::fs::remove_file(part_paths(dest, local).1).await;
     Ok(())
 }
@@ -241,10 +238,7 @@ async fn download(
     progress: &AtomicU64,
 ) -> Result<Copied, PullError> {
     let (part, src) = part_paths(dest, local);
-    let io = |source| PullError::Local {
-        path: part.clone(),
-        source,
-    };
+    let io = |source| disk(&part, source);
     parent_dir(&part).await?;
     tokio::fs::write(&src, source_tag(remote))
         .await
@@ -334,12 +328,10 @@ async fn parent_dir(path: &Path) -> Result<(), PullError> {
     };
     tokio::fs::create_dir_all(dir)
         .await
-        .map_err(|source| PullError::Local {
-            path: dir.to_path_buf(),
-            source,
-        })
+        .map_err(|source| disk(dir, source))
 }
 
+/// Every local write's error: a full disk is said one way, whichever write met it first.
 pub(super) fn disk(path: &Path, source: std::io::Error) -> PullError {
     if source.kind() == std::io::ErrorKind::StorageFull {
         // A `.part` lives in the folder beside dest: name that folder's parent, where the
