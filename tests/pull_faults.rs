@@ -130,6 +130,11 @@ fn files_that_vanish_after_the_listing_are_named_and_the_rest_arrive() {
             .find(|l| l.contains(&format!("/{gone}")))
             .unwrap_or_else(|| panic!("no line for {gone} in:\n{said}"));
         assert!(line.contains("vanished from the box"), "{line}\n{said}");
+        assert_eq!(
+            line.matches(gone).count(),
+            1,
+            "the file is named once, its reason not pushed out by the path: {line}"
+        );
     }
     let files = last_pull(&lab, &fleet);
     assert_eq!(files.len(), 42, "{files:?}");

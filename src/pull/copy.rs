@@ -79,7 +79,7 @@ pub async fn copy_all(
                 _ => download_by_exec(session, file, dest, local, progress).await,
             };
             everything.files_copied.fetch_add(1, Ordering::Relaxed);
-            (i, result.map(Some).map_err(|e| e.to_string()))
+            (i, result.map(Some).map_err(|e| e.file_reason()))
         }
     };
     let each = |indices: Vec<usize>| {

@@ -62,6 +62,22 @@ pub enum PullError {
     Ledger(#[from] crate::ledger::LedgerError),
 }
 
+impl PullError {
+    /// What went wrong with one file, for its line and its ledger record, which already name
+    /// the file: without the remote path again, so a deep path cannot push the reason past
+    /// the line's end.
+    pub fn file_reason(&self) -> String {
+        match self {
+            PullError::Vanished(_) => "vanished from the box during the pull".to_string(),
+            PullError::Shrank { expected, got, .. } => format!(
+                "shrank on the box during the pull (listed {expected} bytes, ended at {got})"
+            ),
+            PullError::Remote { reason, .. } => reason.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// How a full local disk starts its message; the pull's last line looks for it to say what to do.
 pub const DISK_FULL: &str = "local disk full";
 
