@@ -15,8 +15,8 @@ use super::check::verify as verify_local;
 use super::copy::{Copied, copy_all};
 use super::local::{LocalState, Start, decide, local_path, part_paths, sha256_file};
 use super::remote::{
-    HashOutput, Listing, RemoteFile, hash_command, listing_command, parse_hashes, parse_listing,
-    parse_resolved, resolve_command, settle_links,
+    HashOutput, Listing, RemoteFile, big_file_hash_command, hash_command, listing_command,
+    parse_hashes, parse_listing, parse_resolved, resolve_command, settle_links,
 };
 use super::{PullError, names};
 use crate::config::PullConfig;
@@ -24,6 +24,8 @@ use crate::ledger::{PullRecord, PulledFile};
 use crate::transport::{ExecLimits, Session};
 
 const HASH_BATCH: usize = 200;
+/// Files at least this big are hashed one process each, by the box's fastest tool.
+const BIG_HASH: u64 = 16 << 20;
 
 /// Shared with whoever draws the progress bar.
 #[derive(Debug, Default)]
@@ -246,8 +248,7 @@ pub async fn pull(
         .await
         .unwrap_or(Duration::ZERO);
     let copies = copy_all(session, host, &spec.dest, &plan, &starts, rtt, &progress);
-    let paths: Vec<&str> = plan.iter().map(|(f, _)| f.path.as_str()).collect();
-    let hashes = remote_hashes(session, &paths);
+    let hashes = remote_hashes(session, plan.iter().map(|(f, _)| f));
     let (copied, hashes) = tokio::join!(copies, hashes);
     let copied = copied?;
 
@@ -339,16 +340,24 @@ async fn local_start(
 /// link failed (each file then fails with that reason).
 async fn remote_hashes(
     session: &Session,
-    paths: &[&str],
+    files: impl Iterator<Item = &RemoteFile>,
 ) -> Result<BTreeMap<String, String>, String> {
+    let (big, rest): (Vec<&RemoteFile>, Vec<&RemoteFile>) = files.partition(|f| f.size >= BIG_HASH);
+    let commands = big
+        .chunks(HASH_BATCH)
+        .map(|b| big_file_hash_command(&b.iter().map(|f| f.path.as_str()).collect::<Vec<_>>()))
+        .chain(
+            rest.chunks(HASH_BATCH)
+                .map(|b| hash_command(&b.iter().map(|f| f.path.as_str()).collect::<Vec<_>>())),
+        );
     let mut all = BTreeMap::new();
-    for batch in paths.chunks(HASH_BATCH) {
+    for command in commands {
         let limits = ExecLimits {
             timeout: Duration::from_secs(3600),
             max_output: 4 * 1024 * 1024,
         };
         let out = session
-            .exec(&hash_command(batch), limits)
+            .exec(&command, limits)
             .await
             .map_err(|e| format!("hashing on the box: {e}"))?;
         match parse_hashes(&out.stdout) {

@@ -271,3 +271,96 @@ fn parsers_never_panic_on_arbitrary_bytes() {
         let _ = parse_resolved(&bytes);
     }
 }
+
+/// Runs `script` with `dir` first on PATH.
+fn sh_with_path(dir: &std::path::Path, script: &str) -> Vec<u8> {
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .env("PATH", path)
+        .output()
+        .expect("sh");
+    out.stdout
+}
+
+fn shim(dir: &std::path::Path, name: &str, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, body).expect("shim");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[test]
+fn big_files_are_hashed_by_openssl_where_it_answers_right_else_as_before() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("ckpt 1.pt");
+    std::fs::write(&file, b"x").expect("file");
+    let name = file.display().to_string();
+    let want = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881";
+    let hashed = |out: &[u8]| match parse_hashes(out) {
+        HashOutput::Hashes(map) => map.get(&name).cloned(),
+        HashOutput::NoTool => None,
+    };
+    let shims = dir.path().join("bin");
+    std::fs::create_dir_all(&shims).expect("bin");
+    // A working openssl is used (SHA-NI: about three times coreutils' sha256sum here).
+    let log = dir.path().join("openssl.log");
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v openssl"])
+            .output()
+            .expect("sh")
+            .stdout,
+    )
+    .expect("utf8");
+    let real = real.trim();
+    assert!(!real.is_empty(), "this test needs openssl installed");
+    shim(
+        &shims,
+        "openssl",
+        &format!(
+            "#!/bin/sh\necho \"$@\" >> {}\nexec {real} \"$@\"\n",
+            log.display()
+        ),
+    );
+    let out = sh_with_path(&shims, &big_file_hash_command(&[name.as_str()]));
+    assert_eq!(hashed(&out).as_deref(), Some(want));
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(calls.lines().count(), 2, "the probe and the file: {calls}");
+    // An openssl that answers wrong (or not at all) is passed over for sha256sum.
+    shim(
+        &shims,
+        "openssl",
+        "#!/bin/sh\necho 'usage: openssl' >&2\nexit 1\n",
+    );
+    let out = sh_with_path(&shims, &big_file_hash_command(&[name.as_str()]));
+    assert_eq!(hashed(&out).as_deref(), Some(want));
+    shim(
+        &shims,
+        "openssl",
+        "#!/bin/sh\necho 0000000000000000000000000000000000000000000000000000000000000000 '*stdin'\n",
+    );
+    let out = sh_with_path(&shims, &big_file_hash_command(&[name.as_str()]));
+    assert_eq!(hashed(&out).as_deref(), Some(want));
+    // A file that cannot be read gets no hash, never a wrong one.
+    shim(
+        &shims,
+        "openssl",
+        &format!("#!/bin/sh\nexec {real} \"$@\"\n"),
+    );
+    let gone = format!("{name}.gone");
+    let out = sh_with_path(
+        &shims,
+        &big_file_hash_command(&[gone.as_str(), name.as_str()]),
+    );
+    let HashOutput::Hashes(map) = parse_hashes(&out) else {
+        panic!("hashes");
+    };
+    assert_eq!(map.len(), 1, "{map:?}");
+    assert_eq!(map.get(&name).map(String::as_str), Some(want));
+}
