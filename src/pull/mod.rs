@@ -2,6 +2,7 @@
 //! both ends and proven to load; then judged against a fresh listing of the box (`current`).
 
 mod batch;
+mod box_hash;
 mod check;
 mod copy;
 pub mod current;
