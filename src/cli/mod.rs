@@ -63,8 +63,20 @@ pub const EXIT_STATUS_CONFIG: u8 = 3;
 
 /// The one line a person reads for an error: the causes after colons, sanitized.
 pub fn one_line(e: &color_eyre::Report) -> String {
-    let line = format!("{e:#}").replace('\n', " ");
-    crate::sanitize::line(&line, 2000)
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        // Many of rigwatch's errors already say their source (`{host}: {stage}: {source}`);
+        // printing the chain would say it twice.
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    crate::sanitize::line(&line.replace('\n', " "), 2000)
 }
 
 /// A usage mistake as a report, so `?` carries it to main.
@@ -292,4 +304,25 @@ fn load_fleet(
 ) -> Result<FleetConfig, config::ConfigError> {
     let path = config::paths::locate_fleet(explicit)?;
     config::fleet::load_checked(&path, known)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn an_error_that_already_says_its_source_says_it_once() {
+        let e = color_eyre::Report::new(crate::pull::PullError::Link {
+            host: "box".into(),
+            stage: "opening SFTP",
+            source: crate::transport::TransportError::Ssh("no SFTP subsystem".into()),
+        });
+        let line = one_line(&e);
+        assert_eq!(line.matches("no SFTP subsystem").count(), 1, "{line}");
+        assert!(line.starts_with("box: opening SFTP"), "{line}");
+        // A wrapper that does not repeat its source still shows it.
+        let wrapped = color_eyre::Report::new(std::io::Error::other("disk gone"))
+            .wrap_err("reading the ledger");
+        assert_eq!(one_line(&wrapped), "reading the ledger: disk gone");
+    }
 }
