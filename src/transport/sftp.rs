@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use russh::ChannelMsg;
 use russh_sftp::client::RawSftpSession;
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -18,6 +19,9 @@ pub struct SftpChannel {
     _slot: OwnedSemaphorePermit,
 }
 
+const NO_SFTP: &str =
+    "the server has no SFTP subsystem or refused it; check `Subsystem sftp` in its sshd_config";
+
 impl Session {
     pub async fn sftp(&self, timeout: Duration) -> Result<SftpChannel, TransportError> {
         let timed = |stage: &'static str| TransportError::Timeout {
@@ -28,10 +32,26 @@ impl Session {
             .await
             .map_err(|_| timed("waiting for a free channel"))?
             .map_err(|_| TransportError::Disconnected("session closed".into()))?;
-        let channel = tokio::time::timeout(timeout, self.open_channel())
+        let mut channel = tokio::time::timeout(timeout, self.open_channel())
             .await
             .map_err(|_| timed("channel open"))??;
         tokio::time::timeout(timeout, channel.request_subsystem(true, "sftp"))
+            .await
+            .map_err(|_| timed("sftp subsystem"))??;
+        // russh sends the request and returns; sshd's answer comes on the channel. A refusal
+        // (no `Subsystem sftp` line) is said at once, not after the init's timeout.
+        let answer = async {
+            loop {
+                match channel.wait().await {
+                    Some(ChannelMsg::Success) => return Ok(()),
+                    Some(ChannelMsg::Failure) | None => {
+                        return Err(TransportError::Ssh(NO_SFTP.into()));
+                    }
+                    Some(_) => {}
+                }
+            }
+        };
+        tokio::time::timeout(timeout, answer)
             .await
             .map_err(|_| timed("sftp subsystem"))??;
         let raw = RawSftpSession::new(channel.into_stream());
@@ -39,12 +59,7 @@ impl Session {
         let version = tokio::time::timeout(timeout, raw.init())
             .await
             .map_err(|_| timed("sftp init"))?
-            .map_err(|e| {
-                TransportError::Ssh(format!(
-                    "the server has no SFTP subsystem or refused it ({e}); check `Subsystem sftp` \
-                     in its sshd_config"
-                ))
-            })?;
+            .map_err(|e| TransportError::Ssh(format!("{NO_SFTP} ({e})")))?;
         let max_read = if version
             .extensions
             .contains_key(russh_sftp::extensions::LIMITS)

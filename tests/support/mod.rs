@@ -40,6 +40,8 @@ pub struct Sshd {
     child: Option<Child>,
     /// The harness's own "is it listening yet" connections, which sshd logs like any other.
     readiness_probes: usize,
+    /// Whether sshd offers the SFTP subsystem (every box does unless a test takes it away).
+    sftp: bool,
 }
 
 fn run(cmd: &mut Command) {
@@ -212,6 +214,7 @@ impl Lab {
             dir,
             child: None,
             readiness_probes: 0,
+            sftp: true,
         };
         sshd.start_on(free_port());
         sshd
@@ -310,9 +313,14 @@ impl Sshd {
              PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
              PermitRootLogin prohibit-password\nMaxSessions 10\nMaxStartups 200\n\
              LogLevel DEBUG1\nSetEnv PATH={bin}:/usr/local/bin:/usr/bin:/bin TMUX_TMPDIR={d}\n\
-             Subsystem sftp internal-sftp\n",
+             {subsystem}",
             port = self.port,
             bin = self.bin.display(),
+            subsystem = if self.sftp {
+                "Subsystem sftp internal-sftp\n"
+            } else {
+                ""
+            },
         );
         std::fs::write(&self.config, config).expect("sshd_config");
     }
@@ -462,6 +470,12 @@ impl Sshd {
         if let Some(mut child) = self.child.take() {
             let _ = child.wait();
         }
+    }
+
+    /// The same box, restarted without the SFTP subsystem (a minimal image's sshd).
+    pub fn without_sftp(&mut self) {
+        self.sftp = false;
+        self.restart();
     }
 
     pub fn restart(&mut self) {
