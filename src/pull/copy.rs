@@ -16,13 +16,17 @@ use super::PullError;
 use super::local::{Start, part_paths, source_tag};
 use super::names::{Words, as_utf8};
 use super::remote::RemoteFile;
-use crate::transport::{ExecLimits, Session};
+use crate::transport::{ExecLimits, Session, SftpChannel, TransportError};
 
 const FILES_AT_ONCE: usize = 8;
-const SFTP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// A name SFTP cannot carry (not UTF-8) comes over an exec channel's `cat`, whole in memory:
 /// bounded, and said so when a file is bigger.
 const EXEC_COPY_CAP: u64 = 256 * 1024 * 1024;
+
+/// An SFTP channel being opened (or opened), awaited only if some file needs it.
+pub type Opening<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<SftpChannel, TransportError>> + Send + 'a>,
+>;
 
 /// Copies every planned file; per-file errors come back as text, a link that cannot even give an
 /// SFTP channel fails the pull.
@@ -32,7 +36,7 @@ pub async fn copy_all(
     dest: &Path,
     plan: &[(RemoteFile, std::path::PathBuf)],
     starts: &[Start],
-    rtt: std::time::Duration,
+    (sftp, rtt): (Opening<'_>, std::time::Duration),
     everything: &super::Progress,
 ) -> Result<Vec<Result<Option<Copied>, String>>, PullError> {
     let progress = &everything.bytes_done;
@@ -44,16 +48,11 @@ pub async fn copy_all(
         .iter()
         .any(|&i| starts[i] != Start::Unchanged && as_utf8(&plan[i].0.path).is_some());
     let sftp = if needs_sftp {
-        Some(
-            session
-                .sftp(SFTP_TIMEOUT)
-                .await
-                .map_err(|source| PullError::Link {
-                    host: host.to_string(),
-                    stage: "opening SFTP",
-                    source,
-                })?,
-        )
+        Some(sftp.await.map_err(|source| PullError::Link {
+            host: host.to_string(),
+            stage: "opening SFTP",
+            source,
+        })?)
     } else {
         None
     };
@@ -312,9 +311,13 @@ async fn download(
         Ok(())
     }
     .await;
-    let _ = sftp.close(handle.as_str()).await;
-    result?;
-    finish_part(file, &part, dest, local).await?;
+    // The close's round trip overlaps the fsync instead of following it.
+    let finished = async {
+        result?;
+        finish_part(file, &part, dest, local).await
+    };
+    let (_, finished) = tokio::join!(sftp.close(handle.as_str()), finished);
+    finished?;
     Ok(Copied {
         sent,
         sha256: super::local::hex(&hasher.finalize()),

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 
 use super::check::verify as verify_local;
-use super::copy::{Copied, copy_all};
+use super::copy::{Copied, Opening, copy_all};
 use super::local::{LocalState, Start, decide, local_path, part_paths, sha256_file};
 use super::remote::{
     HashOutput, Listing, RemoteFile, big_file_hash_command, hash_command, listing_command,
@@ -24,6 +24,7 @@ use crate::ledger::{PullRecord, PulledFile};
 use crate::transport::{ExecLimits, Session};
 
 const HASH_BATCH: usize = 200;
+const SFTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Files at least this big are hashed one process each, by the box's fastest tool.
 const BIG_HASH: u64 = 16 << 20;
 
@@ -162,7 +163,23 @@ pub async fn pull(
     let (host, spec) = (job.host, job.spec);
     let started = Utc::now();
     progress.stage("listing");
-    let listing = list_remote(session, host, spec).await?;
+    // The SFTP channel (four round trips to open) and the link's round trip (one ping) are
+    // asked for while the box lists, not after: on a 100 ms link that was half a second of
+    // every pull. The channel is used only if a file needs it; a box without SFTP fails the
+    // pull only then.
+    // The listing does not wait for the channel: a pull of small files never needs it.
+    let mut sftp: Opening<'_> = Box::pin(session.sftp(SFTP_TIMEOUT));
+    let listed = async {
+        tokio::join!(
+            list_remote(session, host, spec),
+            session.ping(Duration::from_secs(5))
+        )
+    };
+    let ((listing, rtt), opened) = alongside(listed, &mut sftp).await;
+    if let Some(opened) = opened {
+        sftp = Box::pin(std::future::ready(opened));
+    }
+    let listing = listing?;
     let home = listing.home.clone();
     let mut plan = Vec::new();
     let mut failed = Vec::new();
@@ -241,13 +258,18 @@ pub async fn pull(
     progress.bytes_total.store(to_send, Ordering::Relaxed);
     progress.files_total.store(plan.len(), Ordering::Relaxed);
     progress.stage("copying");
-    // The link's round trip sizes the reads kept in flight; the session is warm by now (the
-    // listing ran on it), so one ping measures the link, not a login's delayed ACK.
-    let rtt = session
-        .ping(Duration::from_secs(5))
-        .await
-        .unwrap_or(Duration::ZERO);
-    let copies = copy_all(session, host, &spec.dest, &plan, &starts, rtt, &progress);
+    // The link's round trip sizes the reads kept in flight (the pooled session is warm, so the
+    // ping measures the link, not a login's delayed ACK).
+    let rtt = rtt.unwrap_or(Duration::ZERO);
+    let copies = copy_all(
+        session,
+        host,
+        &spec.dest,
+        &plan,
+        &starts,
+        (sftp, rtt),
+        &progress,
+    );
     let hashes = remote_hashes(session, plan.iter().map(|(f, _)| f));
     let (copied, hashes) = tokio::join!(copies, hashes);
     let copied = copied?;
@@ -368,6 +390,20 @@ async fn remote_hashes(
         }
     }
     Ok(all)
+}
+
+/// Runs `main` to its end while also driving `side`; `side`'s output if it ended first (it is
+/// then not polled again).
+async fn alongside<M: Future, S: Future + Unpin>(
+    main: M,
+    side: &mut S,
+) -> (M::Output, Option<S::Output>) {
+    tokio::pin!(main);
+    tokio::select! {
+        biased;
+        out = &mut main => (out, None),
+        done = side => (main.await, Some(done)),
+    }
 }
 
 /// A copied (or unchanged) file, with its local hash, so even a failed pull leaves a record a

@@ -1,19 +1,24 @@
 //! A TCP proxy on loopback that delays each direction by a fixed time, standing in for a box in
 //! another region (netem is missing on these machines). Each chunk read from one side is written
 //! to the other no earlier than `one_way` after it arrived, so a request and its answer take one
-//! round trip of 2 × `one_way` on top of loopback's. Bounded: at most `QUEUE` chunks (of up to
-//! 64 KiB) wait per direction, and a reader that gets ahead waits, as a real link's buffers
-//! fill; it listens on 127.0.0.1 only, and its runtime ends when the proxy is dropped.
+//! round trip of 2 × `one_way` on top of loopback's. Bounded: at most `IN_FLIGHT` bytes wait per
+//! direction (counted in bytes, not chunks: sshd writes small segments, and a count of chunks
+//! had capped a 100 ms link at ~90 MiB/s, below what the link carries), and a reader that gets
+//! ahead waits, as a real link's buffers fill; it listens on 127.0.0.1 only, and its runtime
+//! ends when the proxy is dropped.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::time::Instant;
 
-const QUEUE: usize = 2048;
+/// Bytes on the way per direction: a 100 ms link at ~1.3 GB/s.
+const IN_FLIGHT: usize = 64 << 20;
 const CHUNK: usize = 64 * 1024;
 
 pub struct DelayProxy {
@@ -88,18 +93,20 @@ async fn pipe(
     mut to: tokio::net::tcp::OwnedWriteHalf,
     one_way: Duration,
 ) {
-    let (tx, mut rx) = mpsc::channel::<(Instant, Vec<u8>)>(QUEUE);
+    let room = Arc::new(Semaphore::new(IN_FLIGHT));
+    let (tx, mut rx) = mpsc::unbounded_channel();
     let reader = async move {
         let mut buf = vec![0u8; CHUNK];
         loop {
             match from.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    if tx
-                        .send((Instant::now() + one_way, buf[..n].to_vec()))
-                        .await
-                        .is_err()
-                    {
+                    // n <= CHUNK, far below the semaphore's limit, so the cast is exact.
+                    let Ok(held) = room.clone().acquire_many_owned(n as u32).await else {
+                        break;
+                    };
+                    let due = Instant::now() + one_way;
+                    if tx.send((due, buf[..n].to_vec(), held)).is_err() {
                         break;
                     }
                 }
@@ -107,11 +114,12 @@ async fn pipe(
         }
     };
     let writer = async move {
-        while let Some((due, bytes)) = rx.recv().await {
+        while let Some((due, bytes, held)) = rx.recv().await {
             tokio::time::sleep_until(due).await;
             if to.write_all(&bytes).await.is_err() {
                 break;
             }
+            drop(held);
         }
         let _ = to.shutdown().await;
     };
