@@ -407,8 +407,8 @@ mod tests {
         assert_eq!(reads_in_flight(Duration::from_millis(30), 261_120), 62);
         assert_eq!(
             reads_in_flight(Duration::from_secs(1), 261_120),
-            129,
-            "never more than the 32 MiB window"
+            258,
+            "never more than the 64 MiB window"
         );
     }
 }
