@@ -207,3 +207,40 @@ async fn fifty_hosts_from_one_process() {
     }
     pool.shutdown().await;
 }
+
+/// A box out of processes: sshd answers the exec request with a failure (it could not fork).
+/// The command is said refused at once, not after its timeout, and the link stays up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_the_box_cannot_start_is_refused_at_once() {
+    let mut lab = Lab::new();
+    lab.unprivileged();
+    let sshd = lab.start_host("box");
+    let fleet =
+        fleet::load(&lab.fleet_of("fleet.toml", std::slice::from_ref(&sshd))).expect("fleet");
+    sshd.limit_processes(1);
+    let pool = Pool::start(&fleet);
+    let states = pool.settle(SETTLE).await;
+    assert!(states.iter().all(|(_, s)| s.word() == "up"), "{states:?}");
+    let started = std::time::Instant::now();
+    let out = pool.exec("box", "echo hello", limits(60)).await;
+    let took = started.elapsed();
+    let err = out.expect_err("no process slot on the box: the command cannot start");
+    assert!(
+        err.to_string().contains("could not start the command"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(20), "refused after {took:?}");
+    // A long-lived stream (the probe loop, the GPU stream) is refused as it starts, not a
+    // stream that ends later with no exit status.
+    let link = pool.get("box").expect("link");
+    let session = link.session().expect("session");
+    let stream = tokio::time::timeout(Duration::from_secs(20), session.stream("echo hi", 100))
+        .await
+        .expect("answered before the timeout");
+    assert!(
+        matches!(stream, Err(TransportError::CommandRefused)),
+        "{:?}",
+        stream.map(|_| "a stream")
+    );
+    assert_eq!(link.state().word(), "up");
+}

@@ -53,6 +53,10 @@ pub enum TransportError {
     AuthRefused { user: String, reason: String },
     #[error("the server refused a new channel: all its sessions (MaxSessions) are in use")]
     SlotsExhausted,
+    /// sshd answered the exec request with a failure: it could not fork the command (the box is
+    /// out of processes or memory), though the connection itself is fine.
+    #[error("the box could not start the command (sshd refused it: out of processes or memory?)")]
+    CommandRefused,
     #[error("link is down: {0}")]
     LinkDown(String),
     #[error("connection lost: {0}")]

@@ -304,9 +304,15 @@ impl Session {
             exit_status: None,
             truncated: false,
         };
+        let mut refused = false;
         let drained = tokio::time::timeout(limits.timeout, async {
             while let Some(msg) = channel.wait().await {
                 match msg {
+                    // The exec request's answer (want_reply): russh does not wait for it.
+                    ChannelMsg::Failure => {
+                        refused = true;
+                        break;
+                    }
                     ChannelMsg::Data { data } => keep(
                         &mut out.stdout,
                         &data,
@@ -328,6 +334,9 @@ impl Session {
         .await;
         let _ = channel.close().await;
         drop(permit);
+        if refused {
+            return Err(TransportError::CommandRefused);
+        }
         if drained.is_err() {
             return Err(TransportError::Timeout {
                 stage: "command",

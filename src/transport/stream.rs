@@ -13,6 +13,8 @@ use super::session::Session;
 
 /// Lines queued per stream before new ones are dropped.
 pub const STREAM_QUEUE: usize = 4096;
+/// How long a new stream waits for sshd's answer to its exec request.
+const EXEC_ANSWER: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long a stream that ended without an exit status waits to learn whether the connection
 /// went with it.
 const LINK_LOSS_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
@@ -68,6 +70,15 @@ impl Session {
             .map_err(|_| TransportError::Disconnected("session closed".into()))?;
         let mut channel = self.open_channel().await?;
         channel.exec(true, command).await?;
+        // sshd answers the exec request before the command's output (russh does not wait for
+        // it): a refusal (no process slot on the box) is an error here, not a stream that ends
+        // with no exit status. Anything else that comes first is kept for the loop; a server
+        // that does not answer at all is taken as started.
+        let mut first = match tokio::time::timeout(EXEC_ANSWER, channel.wait()).await {
+            Ok(Some(ChannelMsg::Failure)) => return Err(TransportError::CommandRefused),
+            Ok(Some(ChannelMsg::Success)) | Err(_) => None,
+            Ok(other) => Some(other),
+        };
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
         let session = Arc::clone(self);
         tokio::spawn(async move {
@@ -82,17 +93,21 @@ impl Session {
                         None => std::future::pending().await,
                     }
                 };
-                let msg = tokio::select! {
-                    msg = channel.wait() => msg,
-                    () = tx.closed() => break,
-                    bytes = input => {
-                        match bytes {
-                            Some(bytes) => {
-                                let _ = channel.data(&bytes[..]).await;
+                let msg = if let Some(msg) = first.take() {
+                    msg
+                } else {
+                    tokio::select! {
+                        msg = channel.wait() => msg,
+                        () = tx.closed() => break,
+                        bytes = input => {
+                            match bytes {
+                                Some(bytes) => {
+                                    let _ = channel.data(&bytes[..]).await;
+                                }
+                                None => inputs = None,
                             }
-                            None => inputs = None,
+                            continue;
                         }
-                        continue;
                     }
                 };
                 let data = match msg {

@@ -472,6 +472,21 @@ impl Sshd {
         }
     }
 
+    /// Caps the login user's processes at `n` in every session opened on this box from now on
+    /// (RLIMIT_NPROC on the box's sshd, which sessions inherit; root is exempt, so with
+    /// `Lab::unprivileged`): a box whose runaway workers took every process slot, where sshd
+    /// cannot fork a command. Sessions already open keep their limit (setting another user's
+    /// needs CAP_SYS_RESOURCE, which test containers lack).
+    pub fn limit_processes(&self, n: u32) {
+        // The box's process tree (the namespace's first process and sshd under it), all root.
+        for pid in self.all_pids() {
+            run(Command::new("prlimit")
+                .arg("--pid")
+                .arg(pid.to_string())
+                .arg(format!("--nproc={n}:{n}")));
+        }
+    }
+
     /// The same box, restarted without the SFTP subsystem (a minimal image's sshd).
     pub fn without_sftp(&mut self) {
         self.sftp = false;
