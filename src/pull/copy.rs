@@ -16,29 +16,26 @@ use super::PullError;
 use super::local::{Start, part_paths, source_tag};
 use super::names::{Words, as_utf8};
 use super::remote::RemoteFile;
-use crate::transport::{ExecLimits, Session, SftpChannel, TransportError};
+use crate::transport::{Session, SftpChannel, TransportError};
 
 const FILES_AT_ONCE: usize = 8;
-/// A name SFTP cannot carry (not UTF-8) comes over an exec channel's `cat`, whole in memory:
-/// bounded, and said so when a file is bigger.
-const EXEC_COPY_CAP: u64 = 256 * 1024 * 1024;
+/// A copy over an exec channel ends if the box sends nothing for this long.
+const EXEC_IDLE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// An SFTP channel being opened (or opened), awaited only if some file needs it.
 pub type Opening<'a> = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<SftpChannel, TransportError>> + Send + 'a>,
 >;
 
-/// Copies every planned file; per-file errors come back as text, a link that cannot even give an
-/// SFTP channel fails the pull.
+/// Copies every planned file; per-file errors come back as text.
 pub async fn copy_all(
     session: &Session,
-    host: &str,
     dest: &Path,
     plan: &[(RemoteFile, std::path::PathBuf)],
     starts: &[Start],
     (sftp, rtt): (Opening<'_>, std::time::Duration),
     everything: &super::Progress,
-) -> Result<Vec<Result<Option<Copied>, String>>, PullError> {
+) -> Vec<Result<Option<Copied>, String>> {
     let progress = &everything.bytes_done;
     // Small fresh files go as tar streams beside the SFTP copies of the rest; whatever a batch
     // hands back goes by SFTP after, or by `cat` when no SFTP channel was needed for the rest.
@@ -47,15 +44,9 @@ pub async fn copy_all(
     let needs_sftp = rest
         .iter()
         .any(|&i| starts[i] != Start::Unchanged && as_utf8(&plan[i].0.path).is_some());
-    let sftp = if needs_sftp {
-        Some(sftp.await.map_err(|source| PullError::Link {
-            host: host.to_string(),
-            stage: "opening SFTP",
-            source,
-        })?)
-    } else {
-        None
-    };
+    // A box without SFTP (a minimal image: Debian's sshd only recommends its sftp-server) still
+    // gives up every file, over exec channels; a link too far gone for SFTP fails them there.
+    let sftp = if needs_sftp { sftp.await.ok() } else { None };
     let sftp = sftp.as_ref();
     let chunk = chunk_for(sftp.and_then(|s| s.max_read));
     let depth = reads_in_flight(rtt, chunk);
@@ -75,7 +66,7 @@ pub async fn copy_all(
                     let span = Span { from, chunk, depth };
                     download(&sftp.raw, &name, file, dest, local, span, progress).await
                 }
-                _ => download_by_exec(session, file, dest, local, progress).await,
+                _ => download_by_exec(session, file, dest, local, from, progress).await,
             };
             everything.files_copied.fetch_add(1, Ordering::Relaxed);
             (i, result.map(Some).map_err(|e| e.file_reason()))
@@ -102,68 +93,114 @@ pub async fn copy_all(
     for (i, result) in direct.into_iter().chain(each(handed_back).await) {
         results[i] = Some(result);
     }
-    Ok(results
+    results
         .into_iter()
         .map(|r| r.unwrap_or_else(|| Err("not copied".to_string())))
-        .collect())
+        .collect()
 }
 
-/// A file whose name SFTP cannot carry: `cat` on an exec channel, written and hashed the same way.
+/// A file SFTP cannot carry (a name that is not UTF-8, or a box without SFTP): `tail -c +N` on
+/// an exec channel, resumed from `from` like an SFTP copy, written and hashed as it arrives.
 async fn download_by_exec(
     session: &Session,
     remote: &RemoteFile,
     dest: &Path,
     local: &Path,
+    from: u64,
     progress: &AtomicU64,
 ) -> Result<Copied, PullError> {
-    if remote.size > EXEC_COPY_CAP {
-        return Err(PullError::Remote {
-            path: remote.path.clone(),
-            reason: format!(
-                "its name is not UTF-8, which SFTP cannot carry, and it is over {} MiB: rename \
-                 it on the box",
-                EXEC_COPY_CAP >> 20
-            ),
-        });
-    }
+    let (part, mut file, mut hasher) = open_part(remote, dest, local, from).await?;
     let mut words = Words::default();
     let word = words.word(&remote.path);
-    let limits = ExecLimits {
-        timeout: std::time::Duration::from_secs(600),
-        max_output: usize::try_from(remote.size + 1).unwrap_or(usize::MAX),
+    let command = format!("{}tail -c +{} -- {word}", words.preamble(), from + 1);
+    let (mut sent, mut write_error) = (0u64, None);
+    let mut sink = |data: &[u8]| {
+        // A box that kept writing the file sends more than was listed: stop there, as the
+        // SFTP copy reads only the listed size.
+        let room = remote.size.saturating_sub(from + sent);
+        let data = &data[..data.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+        if let Err(e) = file.write_all(data) {
+            write_error = Some(e);
+            return false;
+        }
+        hasher.update(data);
+        sent += data.len() as u64;
+        progress.fetch_add(data.len() as u64, Ordering::Relaxed);
+        from + sent < remote.size
     };
-    let out = session
-        .exec(&format!("{}cat -- {word}", words.preamble()), limits)
+    let remote_err = |reason: String| PullError::Remote {
+        path: remote.path.clone(),
+        reason,
+    };
+    let end = session
+        .exec_bytes(&command, EXEC_IDLE, &mut sink)
         .await
-        .map_err(|e| PullError::Remote {
-            path: remote.path.clone(),
-            reason: e.to_string(),
-        })?;
-    if out.exit_status != Some(0) || out.truncated || out.stdout.len() as u64 != remote.size {
-        return Err(PullError::Remote {
-            path: remote.path.clone(),
-            reason: format!(
-                "cat exited {:?} after {} of {} bytes: {}",
-                out.exit_status,
-                out.stdout.len(),
-                remote.size,
-                crate::sanitize::line(&String::from_utf8_lossy(&out.stderr), 200)
-            ),
-        });
+        .map_err(|e| remote_err(e.to_string()))?;
+    if let Some(e) = write_error {
+        return Err(disk(&part, e));
     }
-    let (part, _) = part_paths(dest, local);
-    let io = |source| disk(&part, source);
-    if let Some(dir) = part.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
+    let stderr = String::from_utf8_lossy(&end.stderr);
+    if from + sent < remote.size {
+        if stderr.contains("No such file") {
+            return Err(PullError::Vanished(remote.path.clone()));
+        }
+        if end.exit_status == Some(0) {
+            return Err(PullError::Shrank {
+                path: remote.path.clone(),
+                expected: remote.size,
+                got: from + sent,
+            });
+        }
+        return Err(remote_err(format!(
+            "tail exited {:?} after {} of {} bytes: {}",
+            end.exit_status,
+            from + sent,
+            remote.size,
+            crate::sanitize::line(&stderr, 200)
+        )));
     }
-    let mut file = std::fs::File::create(&part).map_err(io)?;
-    file.write_all(&out.stdout).map_err(io)?;
-    progress.fetch_add(remote.size, Ordering::Relaxed);
     finish_part(file, &part, dest, local).await?;
     Ok(Copied {
-        sent: remote.size,
-        sha256: super::local::hex(&Sha256::digest(&out.stdout)),
+        sent,
+        sha256: super::local::hex(&hasher.finalize()),
     })
+}
+
+/// `local`'s `.part`, cut to `from` bytes and positioned there, with those bytes already hashed
+/// (a resumed copy's hash covers the whole file without reading it twice), and its `.src` tag
+/// saying which remote version it holds.
+async fn open_part(
+    remote: &RemoteFile,
+    dest: &Path,
+    local: &Path,
+    from: u64,
+) -> Result<(std::path::PathBuf, std::fs::File, Sha256), PullError> {
+    let (part, src) = part_paths(dest, local);
+    let io = |source| disk(&part, source);
+    parent_dir(&part).await?;
+    tokio::fs::write(&src, source_tag(remote))
+        .await
+        .map_err(io)?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&part)
+        .map_err(io)?;
+    file.set_len(from).map_err(io)?;
+    let mut hasher = Sha256::new();
+    let mut prefix = (&mut file).take(from);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = prefix.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    file.seek(std::io::SeekFrom::Start(from)).map_err(io)?;
+    Ok((part, file, hasher))
 }
 
 /// fsync, then rename into place: a file under its final name is always complete.
@@ -236,37 +273,14 @@ async fn download(
     span: Span,
     progress: &AtomicU64,
 ) -> Result<Copied, PullError> {
-    let (part, src) = part_paths(dest, local);
-    let io = |source| disk(&part, source);
-    parent_dir(&part).await?;
-    tokio::fs::write(&src, source_tag(remote))
-        .await
-        .map_err(io)?;
+    // The remote file first: one that vanished leaves no `.part` behind.
     let handle = sftp
         .open(name, OpenFlags::READ, FileAttributes::default())
         .await
         .map_err(|e| remote_error(remote, e))?
         .handle;
     let Span { from, chunk, depth } = span;
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&part)
-        .map_err(io)?;
-    file.set_len(from).map_err(io)?;
-    let mut hasher = Sha256::new();
-    let mut prefix = (&mut file).take(from);
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = prefix.read(&mut buf).map_err(io)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    file.seek(std::io::SeekFrom::Start(from)).map_err(io)?;
+    let (part, mut file, mut hasher) = open_part(remote, dest, local, from).await?;
 
     let mut sent = 0u64;
     let mut next = from;

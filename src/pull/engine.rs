@@ -165,8 +165,8 @@ pub async fn pull(
     progress.stage("listing");
     // The SFTP channel (four round trips to open) and the link's round trip (one ping) are
     // asked for while the box lists, not after: on a 100 ms link that was half a second of
-    // every pull. The channel is used only if a file needs it; a box without SFTP fails the
-    // pull only then.
+    // every pull. The channel is used only if a file needs it; without it (a box with no
+    // SFTP) files go over exec channels.
     // The listing does not wait for the channel: a pull of small files never needs it.
     let mut sftp: Opening<'_> = Box::pin(session.sftp(SFTP_TIMEOUT));
     let listed = async {
@@ -261,18 +261,9 @@ pub async fn pull(
     // The link's round trip sizes the reads kept in flight (the pooled session is warm, so the
     // ping measures the link, not a login's delayed ACK).
     let rtt = rtt.unwrap_or(Duration::ZERO);
-    let copies = copy_all(
-        session,
-        host,
-        &spec.dest,
-        &plan,
-        &starts,
-        (sftp, rtt),
-        &progress,
-    );
+    let copies = copy_all(session, &spec.dest, &plan, &starts, (sftp, rtt), &progress);
     let hashes = remote_hashes(session, plan.iter().map(|(f, _)| f));
     let (copied, hashes) = tokio::join!(copies, hashes);
-    let copied = copied?;
 
     progress.stage("verifying");
     let relisted = list_remote(session, host, spec)

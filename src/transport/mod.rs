@@ -2,6 +2,7 @@
 
 mod auth;
 mod banner;
+mod bytes;
 mod error;
 mod handler;
 pub mod known_hosts;
