@@ -329,12 +329,18 @@ fn a_box_without_sftp_still_gives_up_every_file() {
     sshd.without_sftp();
     let checkpoint = std::fs::read(run.join("big.bin")).expect("checkpoint");
     std::fs::remove_file(run.join("big.bin")).expect("only small files");
-    let out = cli(&lab, &fleet).args(["pull", "box"]).output().expect("pull");
+    let out = cli(&lab, &fleet)
+        .args(["pull", "box"])
+        .output()
+        .expect("pull");
     let said = text(&out);
     assert!(out.status.success(), "{said}");
     assert!(said.contains("41 proven, 0 unproven, 0 failed"), "{said}");
     std::fs::write(run.join("big.bin"), &checkpoint).expect("checkpoint back");
-    let out = cli(&lab, &fleet).args(["pull", "box"]).output().expect("pull");
+    let out = cli(&lab, &fleet)
+        .args(["pull", "box"])
+        .output()
+        .expect("pull");
     let said = text(&out);
     assert!(out.status.success(), "{said}");
     assert!(said.contains("42 proven, 0 unproven, 0 failed"), "{said}");
