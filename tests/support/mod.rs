@@ -479,12 +479,25 @@ impl Sshd {
     /// needs CAP_SYS_RESOURCE, which test containers lack).
     pub fn limit_processes(&self, n: u32) {
         // The box's process tree (the namespace's first process and sshd under it), all root.
+        // A readiness probe's short-lived sshd child may be gone by the time it is reached.
         for pid in self.all_pids() {
-            run(Command::new("prlimit")
+            let out = Command::new("prlimit")
                 .arg("--pid")
                 .arg(pid.to_string())
-                .arg(format!("--nproc={n}:{n}")));
+                .arg(format!("--nproc={n}:{n}"))
+                .output()
+                .expect("prlimit");
+            let gone = !Path::new(&format!("/proc/{pid}")).exists();
+            assert!(
+                out.status.success() || gone,
+                "prlimit {pid}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
+        assert!(
+            self.listener_pid().is_some(),
+            "sshd went away while being limited"
+        );
     }
 
     /// The same box, restarted without the SFTP subsystem (a minimal image's sshd).
