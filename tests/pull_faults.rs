@@ -162,28 +162,40 @@ fn files_that_vanish_after_the_listing_are_named_and_the_rest_arrive() {
     assert!(said.contains("REFUSED"), "{said}");
 }
 
-/// `script` run by `sh -c` in a mount namespace of its own, where `dest`'s parent is a tmpfs
-/// of `size`: a local disk that fills up, made without touching this machine's disks.
-fn in_small_disk(dest_parent: &Path, size: &str, script: &str) -> Command {
+/// A box whose fleet pulls into `pulled` inside `disk`, a folder `on_small_disk` mounts a
+/// tmpfs over: (disk, fleet, the box).
+fn a_box_on_its_own_disk(lab: &mut Lab, name: &str) -> (PathBuf, PathBuf, Sshd) {
+    let disk = lab.path(name);
+    std::fs::create_dir_all(&disk).expect("disk dir");
+    let (sshd, _run, fleet) = a_box(lab, &disk.join("pulled"));
+    (disk, fleet, sshd)
+}
+
+/// `script` run by `sh -ec` (with `$0` the disk) in a mount namespace of its own, where `disk`
+/// is a tmpfs of `size`: a local disk that fills up, made without touching this machine's
+/// disks, in rigwatch's test environment.
+fn on_small_disk(lab: &Lab, disk: &Path, size: &str, script: &str) -> Output {
     let privileged = support::whoami() == "root";
-    let mut cmd = Command::new("unshare");
-    cmd.arg(if privileged { "-m" } else { "-Urm" })
+    Command::new("unshare")
+        .arg(if privileged { "-m" } else { "-Urm" })
         .args([
             "sh",
             "-ec",
             &format!("mount -t tmpfs -o size={size} tmpfs \"$0\"\n{script}"),
         ])
-        .arg(dest_parent);
-    cmd
+        .arg(disk)
+        .env_remove("SSH_AUTH_SOCK")
+        .env_remove("RIGWATCH_CONFIG")
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .env("XDG_CONFIG_HOME", lab.path("config"))
+        .output()
+        .expect("unshare")
 }
 
 #[test]
 fn a_full_local_disk_is_a_clear_error_and_the_pull_resumes_once_space_is_freed() {
     let mut lab = Lab::new();
-    let disk = lab.path("small-disk");
-    std::fs::create_dir_all(&disk).expect("disk dir");
-    let dest = disk.join("pulled");
-    let (_sshd, _run, fleet) = a_box(&mut lab, &dest);
+    let (disk, fleet, _sshd) = a_box_on_its_own_disk(&mut lab, "small-disk");
     let bin = env!("CARGO_BIN_EXE_rigwatch");
     let pull = format!(
         "{bin} --config {} pull box >{} 2>&1",
@@ -206,13 +218,7 @@ fn a_full_local_disk_is_a_clear_error_and_the_pull_resumes_once_space_is_freed()
         fleet = fleet.display(),
         ledger = ledger_json.display(),
     );
-    let out = in_small_disk(&disk, "6m", &script)
-        .env_remove("SSH_AUTH_SOCK")
-        .env_remove("RIGWATCH_CONFIG")
-        .env("XDG_STATE_HOME", lab.path("state"))
-        .env("XDG_CONFIG_HOME", lab.path("config"))
-        .output()
-        .expect("unshare");
+    let out = on_small_disk(&lab, &disk, "6m", &script);
     let first = std::fs::read_to_string(lab.path("pull-1.txt")).unwrap_or_default();
     let second = std::fs::read_to_string(lab.path("pull-2.txt")).unwrap_or_default();
     assert!(
@@ -287,10 +293,7 @@ fn a_disk_already_full_is_said_the_same_way_for_every_file() {
     // Not one byte free: the first write of each file (its version tag, its folder, its
     // `.part`) meets the full disk, and each says so in the same words.
     let mut lab = Lab::new();
-    let disk = lab.path("full-disk");
-    std::fs::create_dir_all(&disk).expect("disk dir");
-    let dest = disk.join("pulled");
-    let (_sshd, _run, fleet) = a_box(&mut lab, &dest);
+    let (disk, fleet, _sshd) = a_box_on_its_own_disk(&mut lab, "full-disk");
     let bin = env!("CARGO_BIN_EXE_rigwatch");
     let said = lab.path("pull.txt");
     let script = format!(
@@ -299,13 +302,7 @@ fn a_disk_already_full_is_said_the_same_way_for_every_file() {
         fleet.display(),
         said.display()
     );
-    let out = in_small_disk(&disk, "2m", &script)
-        .env_remove("SSH_AUTH_SOCK")
-        .env_remove("RIGWATCH_CONFIG")
-        .env("XDG_STATE_HOME", lab.path("state"))
-        .env("XDG_CONFIG_HOME", lab.path("config"))
-        .output()
-        .expect("unshare");
+    let out = on_small_disk(&lab, &disk, "2m", &script);
     let said = std::fs::read_to_string(&said).unwrap_or_default();
     assert!(out.status.success(), "{}\n{said}", text(&out));
     let failed: Vec<&str> = said.lines().filter(|l| l.contains("FAILED")).collect();
@@ -329,21 +326,19 @@ fn a_box_without_sftp_still_gives_up_every_file() {
     sshd.without_sftp();
     let checkpoint = std::fs::read(run.join("big.bin")).expect("checkpoint");
     std::fs::remove_file(run.join("big.bin")).expect("only small files");
-    let out = cli(&lab, &fleet)
-        .args(["pull", "box"])
-        .output()
-        .expect("pull");
-    let said = text(&out);
-    assert!(out.status.success(), "{said}");
-    assert!(said.contains("41 proven, 0 unproven, 0 failed"), "{said}");
+    let pulls_all = |count: usize| {
+        let out = cli(&lab, &fleet)
+            .args(["pull", "box"])
+            .output()
+            .expect("pull");
+        let said = text(&out);
+        assert!(out.status.success(), "{said}");
+        let all = format!("{count} proven, 0 unproven, 0 failed");
+        assert!(said.contains(&all), "{said}");
+    };
+    pulls_all(41);
     std::fs::write(run.join("big.bin"), &checkpoint).expect("checkpoint back");
-    let out = cli(&lab, &fleet)
-        .args(["pull", "box"])
-        .output()
-        .expect("pull");
-    let said = text(&out);
-    assert!(out.status.success(), "{said}");
-    assert!(said.contains("42 proven, 0 unproven, 0 failed"), "{said}");
+    pulls_all(42);
     assert_eq!(
         std::fs::read(dest.join("run/big.bin")).expect("pulled"),
         checkpoint
