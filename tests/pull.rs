@@ -80,8 +80,23 @@ fn on_disk(record: &rigwatch::ledger::PullRecord, dest: &std::path::Path) -> BTr
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pull_cut_by_a_dead_link_resumes_without_resending_finished_bytes() {
+    cut_and_resume(true).await;
+}
+
+/// The same on a box without SFTP, where big files come as `tail -c +N` streams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_cut_on_a_box_without_sftp_resumes_over_exec_without_resending() {
+    cut_and_resume(false).await;
+}
+
+/// A 1 GiB checkpoint and 201 small files, the link killed a quarter of the way, the box back,
+/// the pull again: every file whole, and only the bytes not already here crossed the link.
+async fn cut_and_resume(with_sftp: bool) {
     let mut lab = Lab::new();
     let mut sshd = lab.start_host("box");
+    if !with_sftp {
+        sshd.without_sftp();
+    }
     let run = sshd.dir.join("workspace/run");
     support::write_random(&run.join("final_ckpts/big.bin"), BIG, 0);
     write_small(&run, 200);
