@@ -117,7 +117,8 @@ impl Session {
                         exit_status = Some(s);
                         continue;
                     }
-                    Some(ChannelMsg::Close) | None => break,
+                    // A refusal that came after the wait for it: the command never started.
+                    Some(ChannelMsg::Close | ChannelMsg::Failure) | None => break,
                     Some(_) => continue,
                 };
                 for line in splitter.push(&data) {
