@@ -98,9 +98,22 @@ fn last_pull(lab: &Lab, fleet: &Path) -> Vec<(String, String, String, u64)> {
 
 #[test]
 fn files_that_vanish_after_the_listing_are_named_and_the_rest_arrive() {
+    vanish(true);
+}
+
+/// The same on a box without SFTP, where every file comes over an exec channel.
+#[test]
+fn files_that_vanish_from_a_box_without_sftp_are_named_and_leave_nothing_behind() {
+    vanish(false);
+}
+
+fn vanish(with_sftp: bool) {
     let mut lab = Lab::new();
     let dest = lab.path("pulled");
-    let (sshd, run, fleet) = a_box(&mut lab, &dest);
+    let (mut sshd, run, fleet) = a_box(&mut lab, &dest);
+    if !with_sftp {
+        sshd.without_sftp();
+    }
     // The box's find lists the folder, then the run's cleanup removes a big checkpoint and a
     // small metrics file before rigwatch reads them: both paths of the copy meet a vanished file.
     let mark = sshd.dir.join("vanished-once");
@@ -153,6 +166,10 @@ fn files_that_vanish_after_the_listing_are_named_and_the_rest_arrive() {
         std::fs::read_dir(&dest).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
     );
     assert!(parts(&dest).is_empty(), "{:?}", parts(&dest));
+    // Every other file finished, so nothing unfinished is kept beside dest either: a vanished
+    // file leaves no empty `.part` for a later pull to resume.
+    let beside = parts(&lab.path(".pulled.rigwatch-parts"));
+    assert!(beside.is_empty(), "{beside:?}");
     let out = cli(&lab, &fleet)
         .args(["teardown", "box"])
         .output()

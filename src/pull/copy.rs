@@ -38,7 +38,7 @@ pub async fn copy_all(
 ) -> Vec<Result<Option<Copied>, String>> {
     let progress = &everything.bytes_done;
     // Small fresh files go as tar streams beside the SFTP copies of the rest; whatever a batch
-    // hands back goes by SFTP after, or by `cat` when no SFTP channel was needed for the rest.
+    // hands back goes by SFTP after, or by `tail` on an exec channel where there is no SFTP.
     let (small, rest): (Vec<usize>, Vec<usize>) =
         (0..plan.len()).partition(|&i| super::batch::eligible(&plan[i].0, starts[i]));
     let needs_sftp = rest
@@ -142,6 +142,12 @@ async fn download_by_exec(
     let stderr = String::from_utf8_lossy(&end.stderr);
     if from + sent < remote.size {
         if stderr.contains("No such file") {
+            // As on the SFTP path, a file that vanished leaves no empty `.part` behind.
+            if from == 0 {
+                drop(file);
+                let _ = tokio::fs::remove_file(&part).await;
+                let _ = tokio::fs::remove_file(part_paths(dest, local).1).await;
+            }
             return Err(PullError::Vanished(remote.path.clone()));
         }
         if end.exit_status == Some(0) {
