@@ -367,3 +367,33 @@ fn a_box_without_sftp_still_gives_up_every_file() {
     assert_eq!(big.3, 3 << 20, "sent whole: {big:?}");
     assert!(parts(&dest).is_empty());
 }
+
+#[test]
+fn a_full_state_disk_is_said_before_anything_is_pulled() {
+    // The ledger lives in the state folder; with no room there, a pull could not record what it
+    // brought (and the guard counts only recorded pulls), so it does not start: the message
+    // names the ledger's file and the full disk, and nothing crosses the link.
+    let mut lab = Lab::new();
+    let dest = lab.path("pulled");
+    let (_sshd, _run, fleet) = a_box(&mut lab, &dest);
+    let disk = lab.path("state-disk");
+    std::fs::create_dir_all(&disk).expect("disk dir");
+    let bin = env!("CARGO_BIN_EXE_rigwatch");
+    let said = lab.path("pull.txt");
+    let script = format!(
+        "export XDG_STATE_HOME=\"$0/state\"\n\
+         {bin} --config {fleet} ledger box > /dev/null 2>&1 || true\n\
+         head -c 8388608 /dev/zero > \"$0/filler\" 2>/dev/null || true\n\
+         {bin} --config {fleet} pull box > {said} 2>&1 || true\n",
+        fleet = fleet.display(),
+        said = said.display()
+    );
+    let out = on_small_disk(&lab, &disk, "1m", &script);
+    let said = std::fs::read_to_string(&said).unwrap_or_default();
+    assert!(out.status.success(), "{}\n{said}", text(&out));
+    assert!(
+        said.contains("ledger.sqlite") && said.contains("disk is full"),
+        "{said}"
+    );
+    assert!(!dest.exists(), "nothing was pulled: {said}");
+}
