@@ -8,7 +8,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use support::{Lab, Sshd, rigwatch, write_random};
+use support::{Lab, Sshd, write_random};
 
 /// A run folder of two checkpoints (one past the small-file cut, one under it) and 40 small
 /// metrics files; a fleet that pulls it into `dest` with no verify command.
@@ -44,16 +44,6 @@ fn text(out: &Output) -> String {
     )
 }
 
-fn cli(lab: &Lab, fleet: &Path) -> Command {
-    let mut cmd = rigwatch();
-    cmd.arg("--config")
-        .arg(fleet)
-        .env("XDG_STATE_HOME", lab.path("state"))
-        .env("XDG_CONFIG_HOME", lab.path("config"))
-        .stdin(std::process::Stdio::null());
-    cmd
-}
-
 /// Every file under `dir` whose name ends in `.part` (or is inside a `.part` folder).
 fn parts(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -73,7 +63,8 @@ fn parts(dir: &Path) -> Vec<PathBuf> {
 
 /// The last pull's files in the ledger: (name, outcome, error, sent bytes).
 fn last_pull(lab: &Lab, fleet: &Path) -> Vec<(String, String, String, u64)> {
-    let out = cli(lab, fleet)
+    let out = lab
+        .rigwatch_on(fleet)
         .args(["ledger", "box", "--json"])
         .output()
         .expect("ledger");
@@ -127,7 +118,8 @@ fn vanish(with_sftp: bool) {
             small = run.join("metrics/cell07.json").display(),
         ),
     );
-    let out = cli(&lab, &fleet)
+    let out = lab
+        .rigwatch_on(&fleet)
         .args(["pull", "box"])
         .output()
         .expect("pull");
@@ -170,7 +162,8 @@ fn vanish(with_sftp: bool) {
     // file leaves no empty `.part` for a later pull to resume.
     let beside = parts(&lab.path(".pulled.rigwatch-parts"));
     assert!(beside.is_empty(), "{beside:?}");
-    let out = cli(&lab, &fleet)
+    let out = lab
+        .rigwatch_on(&fleet)
         .args(["teardown", "box"])
         .output()
         .expect("teardown");
@@ -344,7 +337,8 @@ fn a_box_without_sftp_still_gives_up_every_file() {
     let checkpoint = std::fs::read(run.join("big.bin")).expect("checkpoint");
     std::fs::remove_file(run.join("big.bin")).expect("only small files");
     let pulls_all = |count: usize| {
-        let out = cli(&lab, &fleet)
+        let out = lab
+            .rigwatch_on(&fleet)
             .args(["pull", "box"])
             .output()
             .expect("pull");

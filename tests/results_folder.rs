@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use support::{Lab, rigwatch};
+use support::Lab;
 
 fn fixtures(which: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -69,13 +69,9 @@ fn a_box() -> Box {
 
 impl Box {
     fn rigwatch(&self, args: &[&str]) -> Output {
-        rigwatch()
-            .arg("--config")
-            .arg(&self.fleet)
+        self.lab
+            .rigwatch_on(&self.fleet)
             .args(args)
-            .env("XDG_STATE_HOME", self.lab.path("state"))
-            .env("XDG_CONFIG_HOME", self.lab.path("config"))
-            .stdin(std::process::Stdio::null())
             .output()
             .expect("run rigwatch")
     }

@@ -31,15 +31,9 @@ impl Session {
         sink: &mut (dyn FnMut(&[u8]) -> bool + Send),
     ) -> Result<BytesEnd, TransportError> {
         let timed = |stage: &'static str| TransportError::Timeout { stage, after: idle };
-        let permit = self
-            .slots()
-            .acquire()
-            .await
-            .map_err(|_| TransportError::Disconnected("session closed".into()))?;
-        let mut channel = tokio::time::timeout(idle, self.open_channel())
-            .await
-            .map_err(|_| timed("channel open"))??;
-        channel.exec(true, command).await?;
+        // A slot may be held by another file's copy for minutes: no bound on waiting for one
+        // (a dead link ends the wait through the session's keepalives).
+        let (permit, mut channel) = self.start_command(command, None).await?;
         let mut end = BytesEnd::default();
         let mut refused = false;
         let mut stalled = false;

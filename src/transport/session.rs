@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use russh::ChannelMsg;
 use russh::client::{self, Handle};
 use russh::keys::Algorithm;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use super::auth::authenticate;
 use super::banner::{BannerTap, Duplex};
@@ -284,20 +284,7 @@ impl Session {
         command: &str,
         limits: ExecLimits,
     ) -> Result<ExecOutput, TransportError> {
-        let permit = tokio::time::timeout(limits.timeout, self.slots.acquire())
-            .await
-            .map_err(|_| TransportError::Timeout {
-                stage: "waiting for a free channel",
-                after: limits.timeout,
-            })?
-            .map_err(|_| TransportError::Disconnected("session closed".into()))?;
-        let mut channel = tokio::time::timeout(limits.timeout, self.open_channel())
-            .await
-            .map_err(|_| TransportError::Timeout {
-                stage: "channel open",
-                after: limits.timeout,
-            })??;
-        channel.exec(true, command).await?;
+        let (permit, mut channel) = self.start_command(command, Some(limits.timeout)).await?;
         let mut out = ExecOutput {
             stdout: Vec::new(),
             stderr: Vec::new(),
@@ -349,6 +336,34 @@ impl Session {
             }
         }
         Ok(out)
+    }
+
+    /// A free slot, a new channel and `command` started on it: how every command begins. Waiting
+    /// for the slot and the channel is bounded by `wait` where one is given.
+    pub(super) async fn start_command(
+        &self,
+        command: &str,
+        wait: Option<Duration>,
+    ) -> Result<(OwnedSemaphorePermit, russh::Channel<client::Msg>), TransportError> {
+        async fn bounded<T>(
+            step: impl std::future::Future<Output = T>,
+            wait: Option<Duration>,
+            stage: &'static str,
+        ) -> Result<T, TransportError> {
+            match wait {
+                None => Ok(step.await),
+                Some(after) => tokio::time::timeout(after, step)
+                    .await
+                    .map_err(|_| TransportError::Timeout { stage, after }),
+            }
+        }
+        let slot = Arc::clone(&self.slots).acquire_owned();
+        let permit = bounded(slot, wait, "waiting for a free channel")
+            .await?
+            .map_err(|_| TransportError::Disconnected("session closed".into()))?;
+        let channel = bounded(self.open_channel(), wait, "channel open").await??;
+        channel.exec(true, command).await?;
+        Ok((permit, channel))
     }
 
     pub(super) fn slots(&self) -> &Arc<Semaphore> {

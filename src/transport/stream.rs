@@ -64,12 +64,7 @@ impl Session {
         max_line: usize,
         mut inputs: Option<mpsc::Receiver<Vec<u8>>>,
     ) -> Result<mpsc::Receiver<StreamEvent>, TransportError> {
-        let permit = Arc::clone(self.slots())
-            .acquire_owned()
-            .await
-            .map_err(|_| TransportError::Disconnected("session closed".into()))?;
-        let mut channel = self.open_channel().await?;
-        channel.exec(true, command).await?;
+        let (permit, mut channel) = self.start_command(command, None).await?;
         // sshd answers the exec request before the command's output (russh does not wait for
         // it): a refusal (no process slot on the box) is an error here, not a stream that ends
         // with no exit status. Anything else that comes first is kept for the loop; a server

@@ -629,6 +629,19 @@ pub fn rigwatch() -> Command {
     cmd
 }
 
+impl Lab {
+    /// rigwatch on `fleet`, its state and config folders in the lab, no terminal on stdin.
+    pub fn rigwatch_on(&self, fleet: &Path) -> Command {
+        let mut cmd = rigwatch();
+        cmd.arg("--config")
+            .arg(fleet)
+            .env("XDG_STATE_HOME", self.path("state"))
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .stdin(Stdio::null());
+        cmd
+    }
+}
+
 /// Runs rigwatch with `args` on `config`, its state in `state`, and parses stdout as JSON.
 pub fn rigwatch_json(
     args: &[&str],
