@@ -196,12 +196,7 @@ impl Engine {
     /// the laptop) does not fire again what it already said.
     pub fn save(&self, path: &std::path::Path) -> std::io::Result<()> {
         let tracks: Vec<&Track> = self.tracks.values().collect();
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = path.with_extension("json.part");
-        std::fs::write(&tmp, serde_json::to_vec(&tracks)?)?;
-        std::fs::rename(tmp, path)
+        crate::config::paths::save_private(path, &serde_json::to_vec(&tracks)?)
     }
 
     /// Takes back what `save` kept; a missing or unreadable file is a fresh start.

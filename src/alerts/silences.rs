@@ -21,10 +21,5 @@ pub fn load(path: &Path, now: DateTime<Utc>) -> Silences {
 }
 
 pub fn save(path: &Path, silences: &Silences) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("json.part");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(silences)?)?;
-    std::fs::rename(tmp, path)
+    crate::config::paths::save_private(path, &serde_json::to_vec_pretty(silences)?)
 }

@@ -163,7 +163,8 @@ fn start_log() -> color_eyre::Result<Option<tracing_appender::non_blocking::Work
     let dir = config::paths::state_dir().ok_or_else(|| {
         usage("RIGWATCH_LOG is set but there is no home or XDG_STATE_HOME to log in".into())
     })?;
-    std::fs::create_dir_all(&dir)?;
+    // Made private before the appender opens it (it would make it 0644 in a 0755 folder).
+    config::paths::private_file(&dir.join("rigwatch.log"))?;
     let (writer, guard) =
         tracing_appender::non_blocking(tracing_appender::rolling::never(&dir, "rigwatch.log"));
     tracing_subscriber::fmt()

@@ -97,16 +97,8 @@ pub(super) fn publish(event: &AlertEvent, file: Option<&Path>, failing: &mut boo
     let Some(path) = file else {
         return;
     };
-    let written = path
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| {
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)?;
-            f.write_all(format!("{line}\n").as_bytes())
-        });
+    let written = crate::config::paths::private_file(path)
+        .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
     match written {
         Ok(()) if *failing => {
             *failing = false;

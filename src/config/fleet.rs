@@ -350,9 +350,11 @@ fn parse_checked(
                     .map_err(|(offset, m)| at(offset, m))?;
                 // Two hosts pulling into one folder overwrite each other's copies: pulling B
                 // after tearing down A would destroy A's only copy.
+                // Compared where the folders really lead: `..`, a link or a second mount of the
+                // same folder is still the same folder.
                 let overlap = hosts.iter().find_map(|o| {
                     let theirs = &o.pull.as_ref()?.dest;
-                    (theirs.starts_with(&pull.dest) || pull.dest.starts_with(theirs))
+                    super::pull::overlaps(theirs, &pull.dest)
                         .then(|| (o.name.clone(), theirs.clone()))
                 });
                 if let Some((other, theirs)) = overlap {

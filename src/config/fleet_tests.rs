@@ -92,6 +92,41 @@ fn two_hosts_pulling_into_one_folder_are_refused() {
     assert!(parse(Path::new("fleet.toml"), &ok).is_ok());
 }
 
+/// The same folder spelled two ways is one folder: by `..` (even through a folder that does
+/// not exist yet) and through a link, whichever host names it which way.
+#[test]
+fn two_names_for_one_dest_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = dir.path().join("results/a");
+    std::fs::create_dir_all(&real).expect("mkdir");
+    let link = dir.path().join("link-to-a");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    let host = |n: &str, dest: &Path| {
+        format!(
+            "[[host]]\nname = \"{n}\"\nssh = \"x\"\n[host.pull]\npaths = [\"/w\"]\ndest = \"{}\"\n",
+            dest.display()
+        )
+    };
+    let aliases = [
+        dir.path().join("results/b/../a"),
+        dir.path().join("results/missing/../a/sub"),
+        link.clone(),
+        link.join("deeper"),
+    ];
+    for alias in aliases {
+        let e = err(&format!("{}{}", host("a", &real), host("b", &alias)));
+        assert!(e.contains("overlaps a's"), "{alias:?}: {e}");
+        let e = err(&format!("{}{}", host("a", &alias), host("b", &real)));
+        assert!(e.contains("overlaps a's"), "{alias:?} first: {e}");
+    }
+    let apart = format!(
+        "{}{}",
+        host("a", &real),
+        host("b", &dir.path().join("results/b"))
+    );
+    assert!(parse(Path::new("fleet.toml"), &apart).is_ok());
+}
+
 #[test]
 fn duplicate_names_point_at_the_second() {
     let e = err("[[host]]\nname = \"a\"\nssh = \"x\"\n[[host]]\nname = \"a\"\nssh = \"y\"\n");

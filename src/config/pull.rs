@@ -1,6 +1,6 @@
 //! `[host.pull]`: what to bring home from a box, and the user's own proofs that it loads.
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -135,4 +135,57 @@ pub(super) fn pull_config(
         dest: expand_tilde(&dest),
         verify,
     })
+}
+
+/// Where a local path really leads: its longest existing part with every link and `..`
+/// resolved, then the rest with `.` and `..` taken as written (what `create_dir_all` would make).
+pub fn real_location(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                match part {
+                    Component::ParentDir => {
+                        out.pop();
+                    }
+                    Component::CurDir => {}
+                    other => out.push(other.as_os_str()),
+                }
+            }
+            return out;
+        }
+        match (existing.parent(), existing.components().next_back()) {
+            (Some(parent), Some(last)) => {
+                rest.push(last);
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// The device and inode of a folder and of each folder above it, as far as they exist.
+fn ids_up_from(path: &Path) -> Vec<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    path.ancestors()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| (m.dev(), m.ino()))
+        .collect()
+}
+
+/// Whether two local folders share files: one is the other or inside it, judged by where the
+/// paths really lead (links and `..` resolved), and by device and inode so that one folder
+/// mounted at two places is seen as one.
+pub fn overlaps(a: &Path, b: &Path) -> bool {
+    let (a, b) = (real_location(a), real_location(b));
+    if a.starts_with(&b) || b.starts_with(&a) {
+        return true;
+    }
+    let (up_a, up_b) = (ids_up_from(&a), ids_up_from(&b));
+    // Each list starts with the folder itself only when it exists.
+    let own = |p: &Path, up: &[(u64, u64)]| std::fs::metadata(p).ok().and(up.first().copied());
+    own(&a, &up_a).is_some_and(|id| up_b.contains(&id))
+        || own(&b, &up_b).is_some_and(|id| up_a.contains(&id))
 }

@@ -38,12 +38,11 @@ pub fn default_path() -> Option<PathBuf> {
 
 impl Ledger {
     pub fn open(path: &Path) -> Result<Ledger, LedgerError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| LedgerError::Folder {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        }
+        // Private before SQLite opens it: its -wal and -shm files take the database's mode.
+        crate::config::paths::private_file(path).map_err(|source| LedgerError::Folder {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let sql = |source| LedgerError::Sqlite {
             path: path.to_path_buf(),
             source,
@@ -244,25 +243,49 @@ impl Ledger {
         })
     }
 
-    /// Local files under `dest` (escaped, as the ledger keeps paths) that a pull of another host recorded, and which host: a pull must
-    /// never overwrite another box's only copy.
-    pub fn claimed_by_others(
-        &self,
-        host: &str,
-        dest: &str,
-    ) -> Result<std::collections::HashMap<String, String>, LedgerError> {
-        let prefix = format!("{dest}/");
+    /// Local files (escaped, as the ledger keeps paths) that a pull of `host` must never
+    /// overwrite, each with why: every file another host's pull recorded (another box's copy,
+    /// wherever its dest is: folders are compared by what they are, not how they are spelled,
+    /// in `pull::protect`), and every file of a pull that a teardown relied on, this host's
+    /// included (a box re-rented under the same name must not replace the destroyed one's copy).
+    pub fn protected_files(&self, host: &str) -> Result<Vec<(String, String)>, LedgerError> {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT DISTINCT f.local_path, p.host FROM files f JOIN pulls p ON p.id = f.pull_id
-                 WHERE p.host != ?1 AND substr(f.local_path, 1, length(?2)) = ?2
-                 AND f.local_sha256 IS NOT NULL",
+                "SELECT DISTINCT f.local_path, p.host, NULL, NULL FROM files f
+                   JOIN pulls p ON p.id = f.pull_id
+                   WHERE p.host != ?1 AND f.local_sha256 IS NOT NULL
+                 UNION ALL
+                 SELECT DISTINCT f.local_path, t.host, t.instance_id, t.at FROM files f
+                   JOIN teardowns t ON t.pull_id = f.pull_id
+                   WHERE f.local_sha256 IS NOT NULL",
             )
             .map_err(|e| self.err(e))?;
-        stmt.query_map(params![host, prefix], |r| Ok((r.get(0)?, r.get(1)?)))
-            .and_then(Iterator::collect)
-            .map_err(|e| self.err(e))
+        stmt.query_map(params![host], |r| {
+            let path: String = r.get(0)?;
+            let owner: String = r.get(1)?;
+            let instance: Option<String> = r.get(2)?;
+            let torn_down: Option<String> = r.get(3)?;
+            let owner = crate::sanitize::line(&owner, 80);
+            let why = match torn_down {
+                None => format!(
+                    "holds {owner}'s pulled copy: refusing to overwrite another box's results; \
+                     give each host its own dest"
+                ),
+                Some(at) => format!(
+                    "holds the copy of {owner}{} that the teardown of {} relied on: refusing to \
+                     overwrite it; move it elsewhere to keep it, or give this box another dest",
+                    instance.map_or(String::new(), |i| format!(
+                        " (instance {})",
+                        crate::sanitize::line(&i, 40)
+                    )),
+                    crate::sanitize::line(&at, 40)
+                ),
+            };
+            Ok((path, why))
+        })
+        .and_then(Iterator::collect)
+        .map_err(|e| self.err(e))
     }
 
     pub fn record_teardown(&self, t: &TeardownRecord) -> Result<(), LedgerError> {

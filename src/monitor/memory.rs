@@ -124,13 +124,6 @@ pub fn load(path: Option<&Path>) -> FleetMemory {
 
 /// Written to a temporary file and renamed, so a crash never leaves half a file.
 pub fn save(path: &Path, memory: &FleetMemory) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(memory).map_err(std::io::Error::other)?,
-    )?;
-    std::fs::rename(&tmp, path)
+    let bytes = serde_json::to_vec_pretty(memory).map_err(std::io::Error::other)?;
+    crate::config::paths::save_private(path, &bytes)
 }

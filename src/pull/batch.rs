@@ -1,17 +1,18 @@
 //! Small files travel as tar streams, not one SFTP round trip each: on a 30 ms link 500 eval
 //! files cost ~4 round trips apiece over SFTP (open, read, read to EOF, close), seconds in all,
 //! while one `tar -cf -` per batch on an exec channel costs one. The same exec hashes the files
-//! on the box first; each entry is unpacked into its `.part`, hashed as it is written, and
-//! fsynced and renamed only when the hashes agree. The pull's own comparison with the box's
-//! hashes (taken for every file) still decides whether it is good, and the ledger records it.
+//! on the box first; each entry is unpacked into its `.part`, hashed as it is written, fsynced,
+//! and thrown away at once when the hashes disagree. Like every copy it takes its final name
+//! only when the pull has proven it (`promote`).
 //! Files tar cannot carry as plain entries (a link at the end of a path, a file that changed
 //! size), and every file of a batch that fails as a whole (no tar on the box, a dropped link, a
 //! stream cut short), are handed back to the SFTP path, so this is only ever a faster way, never
 //! a lossier one. A batch lands whole or not at all on the box's side of the link, so a cut link
-//! re-sends at most the batches in flight, never a file already renamed into place.
+//! re-sends at most the batches in flight, never a file already copied whole.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -180,8 +181,7 @@ fn unpack(
         .collect()
 }
 
-/// One entry into its `.part`, hashed as written, fsynced, then renamed: a file under its final
-/// name is always complete.
+/// One entry into its `.part`, hashed as written, fsynced; the pull promotes it once proven.
 fn write_one(
     entry: &mut impl Read,
     file: &RemoteFile,
@@ -194,7 +194,15 @@ fn write_one(
     if let Some(dir) = part.parent() {
         std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
     }
-    let mut out = std::fs::File::create(&part).map_err(|e| fail(&part, e))?;
+    let mut out = std::fs::OpenOptions::new()
+        .mode(0o600)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&part)
+        .map_err(|e| fail(&part, e))?;
+    // Which remote version the `.part` holds, as the other copies tag theirs.
+    std::fs::write(&src, super::local::source_tag(file)).map_err(|e| fail(&src, e))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut sent = 0u64;
@@ -220,16 +228,12 @@ fn write_one(
     if let Some(expected) = box_hash.filter(|h| *h != sha256) {
         drop(out);
         let _ = std::fs::remove_file(&part);
+        let _ = std::fs::remove_file(&src);
         return Err(format!(
             "hash mismatch: box {expected} local {sha256} (kept out of place; pull again)"
         ));
     }
     out.sync_all().map_err(|e| fail(&part, e))?;
-    if let Some(dir) = local.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
-    }
-    std::fs::rename(&part, local).map_err(|e| fail(local, e))?;
-    let _ = std::fs::remove_file(src);
     Ok(Copied { sent, sha256 })
 }
 

@@ -1,5 +1,6 @@
-//! One remote file copied into its `.part` over SFTP, with many reads in flight so a long link
-//! or a huge file is not limited to one round trip per chunk; fsynced, then renamed into place.
+//! One remote file copied into its `.part` over SFTP (or an exec channel), with many reads in
+//! flight so a long link or a huge file is not limited to one round trip per chunk; fsynced and
+//! left there: it takes its final name only once proven (`promote`).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +12,7 @@ use russh_sftp::client::error::Error as SftpError;
 use russh_sftp::protocol::{FileAttributes, OpenFlags, StatusCode};
 use sha2::{Digest, Sha256};
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
 
 use super::PullError;
 use super::local::{Start, part_paths, source_tag};
@@ -165,7 +167,7 @@ async fn download_by_exec(
             crate::sanitize::line(&stderr, 200)
         )));
     }
-    finish_part(file, &part, dest, local).await?;
+    seal(file, &part).await?;
     Ok(Copied {
         sent,
         sha256: super::local::hex(&hasher.finalize()),
@@ -187,7 +189,9 @@ async fn open_part(
     tokio::fs::write(&src, source_tag(remote))
         .await
         .map_err(io)?;
+    // Private until promoted: the box's own mode is given only to a proven copy.
     let mut file = std::fs::OpenOptions::new()
+        .mode(0o600)
         .create(true)
         .truncate(false)
         .read(true)
@@ -209,24 +213,13 @@ async fn open_part(
     Ok((part, file, hasher))
 }
 
-/// fsync, then rename into place: a file under its final name is always complete.
-async fn finish_part(
-    file: std::fs::File,
-    part: &Path,
-    dest: &Path,
-    local: &Path,
-) -> Result<(), PullError> {
+/// fsync: the bytes are on disk before anything compares their hash or names them final.
+async fn seal(file: std::fs::File, part: &Path) -> Result<(), PullError> {
     let synced = tokio::task::spawn_blocking(move || file.sync_all())
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))
         .and_then(|r| r);
-    synced.map_err(|source| disk(part, source))?;
-    parent_dir(local).await?;
-    tokio::fs::rename(part, local)
-        .await
-        .map_err(|source| disk(local, source))?;
-    let _ = tokio::fs::remove_file(part_paths(dest, local).1).await;
-    Ok(())
+    synced.map_err(|source| disk(part, source))
 }
 
 /// Bytes asked per read: what the server says it answers whole (`limits@openssh.com`, 255 KiB on
@@ -267,7 +260,7 @@ pub struct Copied {
     pub sha256: String,
 }
 
-/// Copies `remote` from byte `from` into `local`'s `.part`, then renames it to `local`.
+/// Copies `remote` from byte `from` into `local`'s `.part`, fsynced.
 /// Writes go straight to the page cache from this task: a 128 KiB write costs microseconds,
 /// far less than handing each chunk to a blocking thread.
 async fn download(
@@ -334,7 +327,7 @@ async fn download(
     // The close's round trip overlaps the fsync instead of following it.
     let finished = async {
         result?;
-        finish_part(file, &part, dest, local).await
+        seal(file, &part).await
     };
     let (_, finished) = tokio::join!(sftp.close(handle.as_str()), finished);
     finished?;

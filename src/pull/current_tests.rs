@@ -44,6 +44,7 @@ fn on_box(paths: &[(&str, i64)]) -> Listing {
                 mtime: *mtime,
                 stamp: format!("{mtime}.0 5.0 1"),
                 root: 0,
+                mode: 0o644,
             })
             .collect(),
         ..Listing::default()

@@ -14,6 +14,8 @@ use chrono::Utc;
 use super::check::verify as verify_local;
 use super::copy::{Copied, Opening, copy_all};
 use super::local::{LocalState, Start, decide, local_path, part_paths, sha256_file};
+use super::promote::promote;
+use super::protect::Protected;
 use super::remote::{
     HashOutput, Listing, RemoteFile, big_file_hash_command, hash_command, listing_command,
     parse_hashes, parse_listing, parse_resolved, resolve_command, settle_links,
@@ -136,8 +138,9 @@ pub struct PullJob<'a> {
     pub spec: &'a PullConfig,
     /// The host's last pull: unchanged files are skipped.
     pub previous: Option<&'a PullRecord>,
-    /// Local files another host's pull recorded (path → host): never overwritten.
-    pub others: HashMap<String, String>,
+    /// Local copies this pull must never write over (another host's, or one a teardown relied
+    /// on), checked when planning and again right before each rename.
+    pub protected: Protected,
 }
 
 impl<'a> PullJob<'a> {
@@ -148,7 +151,7 @@ impl<'a> PullJob<'a> {
             instance_id: None,
             spec,
             previous,
-            others: HashMap::new(),
+            protected: Protected::default(),
         }
     }
 }
@@ -199,12 +202,7 @@ pub async fn pull(
             ));
             continue;
         };
-        if let Some(owner) = job.others.get(&names::of_path(&l)) {
-            let why = format!(
-                "{} holds {owner}'s pulled copy: refusing to overwrite another box's results; \
-                 give each host its own dest",
-                l.display()
-            );
+        if let Some(why) = job.protected.refuses(&l) {
             failed.push((file.clone(), l, why));
             continue;
         }
@@ -271,25 +269,33 @@ pub async fn pull(
         .map_err(|e| format!("could not list the box again after copying: {e}"));
     let mut files = Vec::new();
     for (((file, local), outcome), recorded_hash) in plan.iter().zip(copied).zip(recorded_hashes) {
-        let changed = match &relisted {
-            Err(e) => Some(e.clone()),
+        let seen = match &relisted {
+            Err(e) => Seen::Unknown(e.clone()),
             Ok(now) => match now.files.iter().find(|f| f.path == file.path) {
-                None => Some("vanished from the box during the pull".to_string()),
+                None => Seen::Changed("vanished from the box during the pull".to_string()),
                 Some(now) if now.size != file.size || now.stamp != file.stamp => {
-                    Some("changed on the box during the pull; pull again".to_string())
+                    Seen::Changed("changed on the box during the pull; pull again".to_string())
                 }
-                Some(_) => None,
+                Some(_) => Seen::Same,
             },
         };
         let record = match outcome {
             Err(e) => failed_file(file, local, e),
             Ok(copied) => {
+                let fresh = copied.is_some();
                 // Not copied means unchanged: its bytes were just hashed equal to the record.
                 let copied = copied.unwrap_or(Copied {
                     sent: 0,
                     sha256: recorded_hash.unwrap_or_default(),
                 });
-                finish(file, local, copied, changed, &hashes, &spec.verify).await
+                let landing = Landing {
+                    dest: &spec.dest,
+                    local,
+                    fresh,
+                    verify: &spec.verify,
+                    protected: &job.protected,
+                };
+                finish(file, &landing, copied, seen, &hashes).await
             }
         };
         files.push(record);
@@ -397,16 +403,36 @@ async fn alongside<M: Future, S: Future + Unpin>(
     }
 }
 
+/// What the second listing said of a file.
+enum Seen {
+    Same,
+    /// Changed or gone: a copy of it is of no use to any later pull.
+    Changed(String),
+    /// Not known (the box could not be listed again): a copy is kept to resume from.
+    Unknown(String),
+}
+
+/// Where a copied file goes and what it must pass first.
+struct Landing<'a> {
+    dest: &'a Path,
+    local: &'a Path,
+    /// Copied in this pull (its bytes wait in the `.part`), not unchanged since the last one.
+    fresh: bool,
+    verify: &'a crate::config::fleet::VerifyCommands,
+    protected: &'a Protected,
+}
+
 /// A copied (or unchanged) file, with its local hash, so even a failed pull leaves a record a
-/// later pull can trust for its bytes; then compared with the box's hash and verified.
+/// later pull can trust for its bytes; then compared with the box's hash, and only then
+/// verified and given its final name.
 async fn finish(
     file: &RemoteFile,
-    local: &Path,
+    landing: &Landing<'_>,
     copied: Copied,
-    error: Option<String>,
+    seen: Seen,
     hashes: &Result<BTreeMap<String, String>, String>,
-    verify: &crate::config::fleet::VerifyCommands,
 ) -> PulledFile {
+    let local = landing.local;
     let mut record = failed_file(file, local, String::new());
     record.sent = copied.sent;
     record.local_sha256 = Some(copied.sha256);
@@ -414,28 +440,53 @@ async fn finish(
         .as_ref()
         .ok()
         .and_then(|h| h.get(&file.path).cloned());
-    record.error = error.or_else(|| match hashes {
+    let mut useless = false;
+    record.error = match seen {
+        Seen::Same => None,
+        Seen::Changed(why) => {
+            useless = true;
+            Some(why)
+        }
+        Seen::Unknown(why) => Some(why),
+    }
+    .or_else(|| match hashes {
         Err(e) => Some(e.clone()),
         Ok(_) if record.remote_sha256.is_none() => {
             Some("the box printed no hash for it".to_string())
         }
         Ok(_) => None,
     });
-    if record.error.is_some() {
-        return record;
-    }
-    if record.local_sha256 != record.remote_sha256 {
+    if record.error.is_none() && record.local_sha256 != record.remote_sha256 {
+        useless = true;
         record.error = Some(format!(
             "hash mismatch: box {} local {}",
             record.remote_sha256.as_deref().unwrap_or("none"),
             record.local_sha256.as_deref().unwrap_or("unreadable")
         ));
+    }
+    if record.error.is_some() {
+        if landing.fresh && useless {
+            // Torn or of another version: never resumed, never promoted.
+            discard(landing.dest, local).await;
+        }
         return record;
     }
-    let verification = verify_local(local, verify).await;
-    record.verified = verification.passed;
+    let (verification, error) = if landing.fresh {
+        let p = promote(landing.dest, local, file, landing.verify, landing.protected).await;
+        (p.verification, p.error)
+    } else {
+        (verify_local(local, landing.verify).await, None)
+    };
+    record.verified = verification.passed && error.is_none();
     record.verification = verification.how;
+    record.error = error;
     record
+}
+
+async fn discard(dest: &Path, local: &Path) {
+    let (part, src) = part_paths(dest, local);
+    let _ = tokio::fs::remove_file(part).await;
+    let _ = tokio::fs::remove_file(src).await;
 }
 
 fn failed_file(file: &RemoteFile, local: &Path, why: String) -> PulledFile {

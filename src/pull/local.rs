@@ -135,6 +135,7 @@ mod tests {
             mtime,
             stamp: format!("{mtime}.0 {mtime}.0 7"),
             root: 0,
+            mode: 0o644,
         }
     }
 

@@ -9,6 +9,8 @@ pub mod current;
 mod engine;
 pub mod local;
 pub mod names;
+mod promote;
+pub mod protect;
 mod recheck;
 pub mod remote;
 pub mod verify;
@@ -82,8 +84,8 @@ impl PullError {
 /// How a full local disk starts its message; the pull's last line looks for it to say what to do.
 pub const DISK_FULL: &str = "local disk full";
 
-/// A pull as the CLI and the dashboard run it: the host's last pull and the local files other
-/// hosts' pulls own come from the ledger, and the new record goes into it (its id set).
+/// A pull as the CLI and the dashboard run it: the host's last pull and the local files it must
+/// not overwrite (`protect`) come from the ledger, and the new record goes into it (its id set).
 pub async fn pull_and_record(
     session: &crate::transport::Session,
     host: &crate::config::HostConfig,
@@ -92,13 +94,19 @@ pub async fn pull_and_record(
     progress: std::sync::Arc<Progress>,
 ) -> Result<crate::ledger::PullRecord, PullError> {
     let previous = ledger.latest_pull(&host.name)?;
-    let others = ledger.claimed_by_others(&host.name, &names::of_path(&spec.dest))?;
+    let claims = ledger.protected_files(&host.name)?;
+    let protected = tokio::task::spawn_blocking(move || protect::Protected::of(claims))
+        .await
+        .map_err(|e| PullError::Local {
+            path: spec.dest.clone(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
     let job = PullJob {
         host: &host.name,
         instance_id: host.instance_id.as_deref(),
         spec,
         previous: previous.as_ref(),
-        others,
+        protected,
     };
     let mut record = pull(session, &job, progress).await?;
     record.id = ledger.record_pull(&record)?;

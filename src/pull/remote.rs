@@ -34,12 +34,20 @@ pub struct RemoteFile {
     pub stamp: String,
     /// Which configured path matched it.
     pub root: usize,
+    /// Permission bits as the box has them (`find`'s `%m`); the local copy keeps them, less
+    /// setuid, setgid and sticky.
+    pub mode: u32,
 }
 
 /// Why part of a pull path could not be listed (or is not something rigwatch pulls).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Problem {
     Unreadable(String),
+    /// A regular file the login user cannot read (`user`, as the box named it).
+    UnreadableFile {
+        path: String,
+        user: String,
+    },
     Link {
         path: String,
         target: String,
@@ -72,6 +80,7 @@ impl Problem {
     pub fn path(&self) -> &str {
         match self {
             Problem::Unreadable(p)
+            | Problem::UnreadableFile { path: p, .. }
             | Problem::Link { path: p, .. }
             | Problem::Special { path: p, .. }
             | Problem::ListingFailed { root: p, .. }
@@ -86,6 +95,11 @@ impl Problem {
             Problem::Unreadable(_) => "a folder rigwatch cannot read or enter (permissions): \
                                        make it readable, or it is not pulled"
                 .into(),
+            Problem::UnreadableFile { user, .. } => format!(
+                "cannot be read by {} (permissions): make it readable to that user, or it is \
+                 not pulled",
+                clean(user)
+            ),
             Problem::Link { target, why, .. } => match why {
                 LinkWhy::Dangling => format!(
                     "a link to {} which does not exist: remove the link or restore its target",
@@ -144,6 +158,8 @@ pub struct Listing {
     pub bases: Vec<String>,
     /// The box's `$HOME`, which `~/` paths expand to.
     pub home: Option<String>,
+    /// The login user, as the box names it (who could not read what).
+    pub user: Option<String>,
 }
 
 /// A configured path as one shell word: everything quoted except the glob characters, so
@@ -175,9 +191,11 @@ pub fn listing_command(paths: &[String]) -> String {
     let mut script = String::from("LC_ALL=C; export LC_ALL\n");
     script.push_str(TIMEOUT_PREAMBLE);
     script.push_str("printf '@home\\0%s\\0' \"$HOME\"\n");
+    script.push_str("printf '@user\\0%s\\0' \"$(id -un 2>/dev/null || echo \"$USER\")\"\n");
     let find = format!(
         "${{T:+$T {FIND_TIMEOUT_SECS}}} find -H \"$f\" \
-         \\( -type f -printf 'F\\0%s\\0%T@\\0%C@\\0%i\\0%p\\0' \\) -o \
+         \\( -type f ! -readable -printf 'P\\0%p\\0' \\) -o \
+         \\( -type f -printf 'F\\0%s\\0%T@\\0%C@\\0%i\\0%m\\0%p\\0' \\) -o \
          \\( -type l -printf 'L\\0%Y\\0%p\\0%l\\0' \\) -o \
          \\( -type d \\( ! -readable -o ! -executable \\) -printf 'U\\0%p\\0' -prune \\) -o \
          \\( ! -type d -printf 'O\\0%y\\0%p\\0' \\)"
@@ -206,6 +224,7 @@ pub fn parse_listing(paths: &[String], out: &[u8], stderr: &[u8]) -> Listing {
     while let Some(tag) = fields.next() {
         let ok = match (tag, root) {
             (b"@home", _) => fields.next().map(|h| listing.home = Some(escape(h))),
+            (b"@user", _) => fields.next().map(|u| listing.user = Some(escape(u))),
             (b"@root", _) => fields.next().map(|n| {
                 root = std::str::from_utf8(n)
                     .ok()
@@ -232,10 +251,11 @@ pub fn parse_listing(paths: &[String], out: &[u8], stderr: &[u8]) -> Listing {
                     });
                 }
             }),
-            (b"F", Some(r)) => fields.take(5).and_then(|f| {
+            (b"F", Some(r)) => fields.take(6).and_then(|f| {
                 let size = std::str::from_utf8(f[0]).ok()?.parse().ok()?;
                 let mtime = seconds(std::str::from_utf8(f[1]).ok()?)?;
-                let path = escape(f[4]);
+                let mode = u32::from_str_radix(std::str::from_utf8(f[4]).ok()?, 8).ok()?;
+                let path = escape(f[5]);
                 matched[r] = true;
                 // Overlapping paths (a folder and a glob inside it) list a file twice.
                 if seen.insert(path.clone()) {
@@ -251,6 +271,7 @@ pub fn parse_listing(paths: &[String], out: &[u8], stderr: &[u8]) -> Listing {
                         mtime,
                         stamp,
                         root: r,
+                        mode,
                     });
                 }
                 Some(())
@@ -260,6 +281,16 @@ pub fn parse_listing(paths: &[String], out: &[u8], stderr: &[u8]) -> Listing {
                     kind: String::from_utf8_lossy(f[0]).into_owned(),
                     path: escape(f[1]),
                     raw_target: escape(f[2]),
+                });
+            }),
+            (b"P", Some(r)) => fields.next().map(|p| {
+                matched[r] = true;
+                listing.problems.push(Problem::UnreadableFile {
+                    path: escape(p),
+                    user: listing
+                        .user
+                        .clone()
+                        .unwrap_or_else(|| "the login user".into()),
                 });
             }),
             (b"U", Some(_)) => fields

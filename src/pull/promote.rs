@@ -1,0 +1,135 @@
+//! A copy takes its final name only once it is proven. Every copy path (SFTP, exec `tail`, tar
+//! batches) leaves its bytes in the `.part` beside dest, fsynced; only after the box's hash and
+//! the local hash agree and a second listing saw the file unchanged does the pull call
+//! [`promote`], which checks that it loads and then renames it into place. A torn or changed copy
+//! never replaces anything, and a copy that does not load never replaces an earlier one that
+//! does: the previous verified version stays until its successor is proven.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use super::check::{Verification, verify};
+use super::copy::disk;
+use super::local::{part_paths, parts_dir};
+use super::protect::Protected;
+use super::remote::RemoteFile;
+use crate::config::fleet::VerifyCommands;
+
+/// Where a proven-by-hash copy waits while it is checked: its own folder in the parts folder,
+/// under the file's own name, so a check (built-in or the user's command) that goes by the
+/// name sees the real one.
+fn staged_path(dest: &Path, local: &Path) -> PathBuf {
+    let (part, _) = part_paths(dest, local);
+    part.with_extension("staged")
+        .join(local.file_name().unwrap_or_default())
+}
+
+/// What became of a copy whose hash matched the box's.
+pub struct Promoted {
+    pub verification: Verification,
+    /// Set when it did not take its final name (the earlier copy was kept, or a write failed).
+    pub error: Option<String>,
+}
+
+/// Checks the `.part` of `local` (whose bytes hashed as the box's) and renames it into place,
+/// with the box's permission bits less setuid, setgid and sticky.
+pub async fn promote(
+    dest: &Path,
+    local: &Path,
+    file: &RemoteFile,
+    commands: &VerifyCommands,
+    protected: &Protected,
+) -> Promoted {
+    let staged = staged_path(dest, local);
+    let failed = |error: String| Promoted {
+        verification: Verification {
+            passed: false,
+            how: String::new(),
+        },
+        error: Some(error),
+    };
+    if let Err(e) = stage(dest, local, &staged, file.mode & 0o777).await {
+        return failed(e);
+    }
+    let verification = verify(&staged, commands).await;
+    let kept = if verification.passed || !exists(local) {
+        None
+    } else if verify(local, commands).await.passed {
+        Some(format!(
+            "{}; the earlier copy, which loads, was kept: this version waits in {} until it is \
+             proven",
+            verification.how,
+            parts_dir(dest).display()
+        ))
+    } else {
+        None
+    };
+    let refused = protected.refuses(local);
+    if let Some(why) = kept.or(refused) {
+        unstage(dest, local, &staged).await;
+        return Promoted {
+            verification,
+            error: Some(why),
+        };
+    }
+    match into_place(dest, local, &staged).await {
+        Ok(()) => Promoted {
+            verification,
+            error: None,
+        },
+        Err(e) => failed(e),
+    }
+}
+
+fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+async fn stage(dest: &Path, local: &Path, staged: &Path, mode: u32) -> Result<(), String> {
+    let (part, _) = part_paths(dest, local);
+    let io = |p: &Path, e| disk(p, e).to_string();
+    if let Some(dir) = staged.parent() {
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(|e| io(dir, e))?;
+    }
+    tokio::fs::rename(&part, staged)
+        .await
+        .map_err(|e| io(&part, e))?;
+    tokio::fs::set_permissions(staged, std::fs::Permissions::from_mode(mode))
+        .await
+        .map_err(|e| io(staged, e))
+}
+
+/// Back to a complete `.part` (its source tag still beside it): the next pull resumes it at
+/// its end, sending nothing, and checks it again.
+async fn unstage(dest: &Path, local: &Path, staged: &Path) {
+    let (part, _) = part_paths(dest, local);
+    let _ = tokio::fs::set_permissions(staged, std::fs::Permissions::from_mode(0o600)).await;
+    let _ = tokio::fs::rename(staged, &part).await;
+    if let Some(dir) = staged.parent() {
+        let _ = tokio::fs::remove_dir(dir).await;
+    }
+}
+
+async fn into_place(dest: &Path, local: &Path, staged: &Path) -> Result<(), String> {
+    let io = |p: &Path, e| disk(p, e).to_string();
+    let parent = local.parent().unwrap_or(Path::new("/")).to_path_buf();
+    tokio::fs::create_dir_all(&parent)
+        .await
+        .map_err(|e| io(&parent, e))?;
+    tokio::fs::rename(staged, local)
+        .await
+        .map_err(|e| io(local, e))?;
+    let (_, src) = part_paths(dest, local);
+    let _ = tokio::fs::remove_file(src).await;
+    if let Some(dir) = staged.parent() {
+        let _ = tokio::fs::remove_dir(dir).await;
+    }
+    // The rename is durable once its folder is: a crash right after must not bring back the
+    // earlier version under the name the ledger is about to record as this one.
+    let synced = tokio::task::spawn_blocking(move || std::fs::File::open(&parent)?.sync_all())
+        .await
+        .map_err(|e| e.to_string())?;
+    synced.map_err(|e| io(local, e))
+}

@@ -1,0 +1,293 @@
+//! The copy at home is never made worse by rigwatch, over a real sshd through the CLI: a pull
+//! that sees a file change on the box keeps the verified copy (every copy path: SFTP, exec
+//! `tail`, tar batches), a box re-rented under a destroyed box's name cannot overwrite the
+//! copy the teardown relied on, files keep the box's mode and rigwatch's own state is private,
+//! and a file the login user cannot read is said so, not "vanished".
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use support::tmux::Tmux;
+use support::{Lab, Sshd, write_random};
+
+fn sha(path: &Path) -> String {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).expect("stat").permissions().mode() & 0o7777
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A box whose run folder holds a 3 MiB checkpoint (SFTP or exec), a 64 KiB one (tar), and a
+/// fleet pulling it into the lab's `pulled/run`, tearing down with a script that records calls.
+struct Rig {
+    lab: Lab,
+    sshd: Sshd,
+    run: PathBuf,
+    fleet: PathBuf,
+    dest: PathBuf,
+}
+
+fn a_box(with_sftp: bool) -> Rig {
+    let mut lab = Lab::new();
+    let mut sshd = lab.start_host("box");
+    if !with_sftp {
+        sshd.without_sftp();
+    }
+    let run = sshd.dir.join("workspace/run");
+    std::fs::create_dir_all(&run).expect("dirs");
+    write_random(&run.join("big.bin"), 3 << 20, 1);
+    write_random(&run.join("small.bin"), 64 << 10, 2);
+    let destroy = lab.path("destroy.sh");
+    std::fs::write(
+        &destroy,
+        format!(
+            "#!/bin/sh\necho destroyed >> {}\n",
+            lab.path("destroyed").display()
+        ),
+    )
+    .expect("destroy script");
+    std::fs::set_permissions(&destroy, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let dest = lab.path("pulled");
+    let body = format!(
+        "{}\nteardown = \"{}\"\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\n\
+         [host.pull.verify]\n\"*.bin\" = \"test -s {{file}}\"",
+        lab.host_entry(&sshd),
+        destroy.display(),
+        run.display(),
+        dest.display()
+    );
+    let fleet = lab.fleet("fleet.toml", "", &[("box", body)]);
+    Rig {
+        lab,
+        sshd,
+        run,
+        fleet,
+        dest,
+    }
+}
+
+impl Rig {
+    fn pull(&self) -> Output {
+        self.lab
+            .rigwatch_on(&self.fleet)
+            .args(["pull", "box"])
+            .output()
+            .expect("pull")
+    }
+
+    fn pull_ok(&self) {
+        let out = self.pull();
+        assert!(out.status.success(), "{}", text(&out));
+    }
+
+    /// The box's checkpoints rewritten in place (same inode, same size, new bytes), as a run
+    /// that overwrites its checkpoint does.
+    fn rewrite_command(&self) -> String {
+        format!(
+            "dd if=/dev/urandom of={big} bs=65536 count=48 conv=notrunc status=none; \
+             dd if=/dev/urandom of={small} bs=65536 count=1 conv=notrunc status=none",
+            big = self.run.join("big.bin").display(),
+            small = self.run.join("small.bin").display()
+        )
+    }
+
+    /// The next pull's listing is followed at once by a rewrite of both checkpoints, so the
+    /// copy carries bytes the box no longer lists by the time the pull lists it again.
+    fn rewrite_after_the_next_listing(&self) {
+        let armed = self.sshd.dir.join("armed");
+        std::fs::write(&armed, b"").expect("arm");
+        self.sshd.shim_script(
+            "find",
+            &format!(
+                "#!/bin/sh\n/usr/bin/find \"$@\"\nrc=$?\nif [ -e {armed} ]; then rm -f {armed}; \
+                 {rewrite}; fi\nexit $rc\n",
+                armed = armed.display(),
+                rewrite = self.rewrite_command()
+            ),
+        );
+    }
+
+    fn local(&self, name: &str) -> PathBuf {
+        self.dest.join("run").join(name)
+    }
+}
+
+#[test]
+fn a_pull_that_sees_files_change_keeps_the_verified_copy_over_sftp_and_tar() {
+    keeps_the_verified_copy(true);
+}
+
+#[test]
+fn a_pull_that_sees_files_change_keeps_the_verified_copy_over_exec() {
+    keeps_the_verified_copy(false);
+}
+
+fn keeps_the_verified_copy(with_sftp: bool) {
+    let rig = a_box(with_sftp);
+    rig.pull_ok();
+    let verified: Vec<String> = ["big.bin", "small.bin"]
+        .iter()
+        .map(|n| sha(&rig.local(n)))
+        .collect();
+
+    // The run writes a new checkpoint (the pull must copy it), and overwrites it again while
+    // the pull runs.
+    let status = std::process::Command::new("sh")
+        .args(["-c", &rig.rewrite_command()])
+        .status()
+        .expect("rewrite");
+    assert!(status.success());
+    rig.rewrite_after_the_next_listing();
+    let out = rig.pull();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("changed on the box during the pull"),
+        "{said}"
+    );
+    for (name, hash) in ["big.bin", "small.bin"].iter().zip(&verified) {
+        assert_eq!(
+            &sha(&rig.local(name)),
+            hash,
+            "{name}: a failed pull replaced the verified copy\n{said}"
+        );
+    }
+
+    // Nothing changes now: the next pull proves the box's bytes and only then puts them in place.
+    rig.pull_ok();
+    for name in ["big.bin", "small.bin"] {
+        assert_eq!(sha(&rig.local(name)), sha(&rig.run.join(name)), "{name}");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(rig.lab.path(".pulled.rigwatch-parts"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn pulled_files_keep_their_mode_and_rigwatch_state_is_private() {
+    let rig = a_box(true);
+    let set = |name: &str, m: u32| {
+        std::fs::set_permissions(rig.run.join(name), std::fs::Permissions::from_mode(m))
+            .expect("chmod")
+    };
+    std::fs::write(rig.run.join("train.sh"), b"#!/bin/sh\necho hi\n").expect("script");
+    set("big.bin", 0o600);
+    set("small.bin", 0o640);
+    set("train.sh", 0o4755);
+    rig.pull();
+    assert_eq!(mode(&rig.local("big.bin")), 0o600);
+    assert_eq!(mode(&rig.local("small.bin")), 0o640);
+    assert_eq!(mode(&rig.local("train.sh")), 0o755, "setuid is not kept");
+
+    let state = rig.lab.path("state/rigwatch");
+    assert_eq!(mode(&state), 0o700);
+    for entry in std::fs::read_dir(&state).expect("state").flatten() {
+        assert_eq!(mode(&entry.path()), 0o600, "{:?}", entry.file_name());
+    }
+}
+
+/// The teardown CLI typed into a real terminal; its last screen.
+fn tear_down(rig: &Rig) -> String {
+    let command = format!(
+        "env XDG_STATE_HOME='{}' XDG_CONFIG_HOME='{}' {} --config {} teardown box; \
+         echo EXIT=$?; sleep 60",
+        rig.lab.path("state").display(),
+        rig.lab.path("config").display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        rig.fleet.display()
+    );
+    let tmux = Tmux::start("rerent", &command);
+    tmux.wait_for("the name prompt", Duration::from_secs(30), |s| {
+        s.contains("Type the host's name")
+    });
+    tmux.keys(&["box", "Enter"]);
+    tmux.wait_for("the end", Duration::from_secs(60), |s| s.contains("EXIT="))
+}
+
+/// `gpu-1` is destroyed relying on its pull; the user rents a new box under the same name and
+/// pulls it into the same dest. The destroyed box's copy is the only one there is: the new
+/// box's files of the same names are refused, saying where the old copy is, and its other
+/// files arrive.
+#[test]
+fn a_re_rented_name_never_overwrites_the_copy_a_teardown_relied_on() {
+    let rig = a_box(true);
+    rig.pull_ok();
+    let before = sha(&rig.local("big.bin"));
+    let screen = tear_down(&rig);
+    assert!(
+        std::fs::read_to_string(rig.lab.path("destroyed")).is_ok(),
+        "{screen}"
+    );
+
+    write_random(&rig.run.join("big.bin"), 3 << 20, 99);
+    std::fs::write(rig.run.join("new.bin"), b"the new box's own").expect("new");
+    let out = rig.pull();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("that the teardown of"), "{said}");
+    assert!(
+        said.contains(&rig.local("big.bin").display().to_string()),
+        "{said}"
+    );
+    assert_eq!(sha(&rig.local("big.bin")), before, "{said}");
+    assert_eq!(
+        std::fs::read(rig.local("new.bin")).expect("new file"),
+        b"the new box's own"
+    );
+}
+
+/// Logged in as a plain user, a file that user cannot read is named as such.
+#[test]
+fn a_file_the_login_user_cannot_read_is_said_so() {
+    let mut lab = Lab::new();
+    lab.unprivileged();
+    let sshd = lab.start_host("box");
+    let run = sshd.dir.join("workspace/run");
+    std::fs::create_dir_all(&run).expect("dirs");
+    std::fs::write(run.join("ok.json"), b"{}").expect("ok");
+    std::fs::write(run.join("secret.bin"), b"root's").expect("secret");
+    std::fs::set_permissions(
+        run.join("secret.bin"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .expect("chmod");
+    let body = format!(
+        "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"",
+        lab.host_entry(&sshd),
+        run.display(),
+        lab.path("pulled").display()
+    );
+    let fleet = lab.fleet("fleet.toml", "", &[("box", body)]);
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["pull", "box"])
+        .output()
+        .expect("pull");
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let line = said
+        .lines()
+        .find(|l| l.contains("secret.bin"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(line.contains("cannot be read by"), "{line}");
+    assert!(!line.contains("vanished"), "{line}");
+}
