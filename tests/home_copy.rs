@@ -46,12 +46,17 @@ struct Rig {
 }
 
 fn a_box(with_sftp: bool) -> Rig {
+    a_box_at(with_sftp, None)
+}
+
+/// As `a_box`, its run folder at `run` when given.
+fn a_box_at(with_sftp: bool, run: Option<PathBuf>) -> Rig {
     let mut lab = Lab::new();
     let mut sshd = lab.start_host("box");
     if !with_sftp {
         sshd.without_sftp();
     }
-    let run = sshd.dir.join("workspace/run");
+    let run = run.unwrap_or_else(|| sshd.dir.join("workspace/run"));
     std::fs::create_dir_all(&run).expect("dirs");
     write_random(&run.join("big.bin"), 3 << 20, 1);
     write_random(&run.join("small.bin"), 64 << 10, 2);
@@ -290,4 +295,76 @@ fn a_file_the_login_user_cannot_read_is_said_so() {
         .unwrap_or_else(|| panic!("{said}"));
     assert!(line.contains("cannot be read by"), "{line}");
     assert!(!line.contains("vanished"), "{line}");
+}
+
+fn stat(path: &Path) -> (u64, i64, i64, i64, i64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).expect("stat");
+    (
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+        m.ino(),
+    )
+}
+
+/// A checkpoint on tmpfs (`/dev/shm`, where fast checkpoints go) held in a shared memory map by
+/// the run: a second write to a page it already dirtied changes the bytes and leaves size,
+/// times and inode as they were. The teardown's final check, taken after the typed name,
+/// re-hashes on the box and refuses; nothing is destroyed.
+#[test]
+fn bytes_changed_through_a_memory_map_after_the_pull_refuse_the_destroy() {
+    let shm = Path::new("/dev/shm");
+    let run_root = tempfile::Builder::new()
+        .prefix("rigwatch-mmap")
+        .tempdir_in(if shm.is_dir() { shm } else { Path::new("/tmp") })
+        .expect("tmpfs dir");
+    let rig = a_box_at(true, Some(run_root.path().join("run")));
+    let ckpt = rig.run.join("big.bin");
+    let go = rig.lab.path("go");
+    let holder = r#"
+import mmap, os, sys, time
+path, go = sys.argv[1], sys.argv[2]
+f = open(path, "r+b")
+m = mmap.mmap(f.fileno(), 0)
+m[0:4] = m[0:4]
+open(go + ".ready", "w").close()
+while not os.path.exists(go):
+    time.sleep(0.02)
+m[0:4] = bytes(b ^ 0xFF for b in m[0:4])
+open(go + ".done", "w").close()
+time.sleep(120)
+"#;
+    let mut run = std::process::Command::new("python3")
+        .args(["-c", holder])
+        .arg(&ckpt)
+        .arg(&go)
+        .spawn()
+        .expect("python3");
+    let wait = |suffix: &str| {
+        let flag = go.with_extension(suffix);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !flag.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(flag.exists(), "the run never got to {suffix}");
+    };
+    wait("ready");
+    rig.pull_ok();
+    let before = stat(&ckpt);
+    std::fs::write(&go, b"").expect("go");
+    wait("done");
+    assert_eq!(stat(&ckpt), before, "the write must leave stat as it was");
+
+    let screen = tear_down(&rig);
+    let _ = run.kill();
+    let _ = run.wait();
+    assert!(screen.contains("holds other bytes on the box"), "{screen}");
+    assert!(screen.contains("re-hashed on the box"), "{screen}");
+    assert!(
+        !rig.lab.path("destroyed").exists(),
+        "destroyed on a stat-only check:\n{screen}"
+    );
 }

@@ -17,11 +17,11 @@ use crate::config::{FleetConfig, HostConfig};
 use crate::ledger::{Ledger, PullRecord};
 use crate::monitor::verified::verified_cells;
 use crate::monitor::{HostProbe, memory, probe_once, run_state_of};
-use crate::pull::{Currentness, check_host};
+use crate::pull::{Currentness, Depth, check_host};
 use crate::queue::DoneRule;
 use crate::teardown::{
     Guard, GuardEvent, GuardOutcome, Method, QueueLooks, QueueNote, RunLooks, carry_out, describe,
-    plan, plan_looks, queue_note,
+    final_check_line, plan, plan_looks, queue_note,
 };
 use crate::transport::LinkState;
 
@@ -51,7 +51,7 @@ pub async fn run(
     ));
     guard.handle(GuardEvent::Checked {
         opening: OPENING,
-        currentness: check_host(Some(&session), host, last.as_ref()).await,
+        currentness: check_host(Some(&session), host, last.as_ref(), Depth::Stat).await,
     });
     let probe = probe_once(&session, host).await;
     let now = chrono::Utc::now();
@@ -71,8 +71,17 @@ pub async fn run(
             println!("  {}", note.line);
         }
     }
-    let exit = confirm(&mut guard, || {
-        check_host(Some(&session), host, last.as_ref())
+    let exit = confirm(&mut guard, || async {
+        if let Some(last) = &last {
+            println!("{}…", final_check_line(last));
+        }
+        let started = std::time::Instant::now();
+        let judged = check_host(Some(&session), host, last.as_ref(), Depth::Content).await;
+        println!(
+            "final check: done in {:.1}s",
+            started.elapsed().as_secs_f64()
+        );
+        judged
     })
     .await;
     pool.shutdown().await;

@@ -25,6 +25,11 @@ pub enum NotCurrent {
         why: String,
     },
     ChangedOnBox(String),
+    /// Its bytes on the box no longer hash as pulled, though its size, times and inode are the
+    /// same (a write through a shared memory map, or to a page already dirty).
+    ContentChangedOnBox(String),
+    /// The final check could not re-hash the box's files (why): nothing proves their content.
+    NotRehashed(String),
     NewOnBox(String),
     LocalMissing(String),
     LocalChanged(String),
@@ -73,6 +78,18 @@ impl std::fmt::Display for NotCurrent {
                 f,
                 "{} changed on the box after the pull (stale): pull again",
                 clean(p)
+            ),
+            Self::ContentChangedOnBox(p) => write!(
+                f,
+                "{} holds other bytes on the box than were pulled (same size and times: written \
+                 through a memory map?): pull again",
+                clean(p)
+            ),
+            Self::NotRehashed(why) => write!(
+                f,
+                "the final check could not re-hash the box's files ({}), so nothing proves they \
+                 are what was pulled: try again",
+                clean(why)
             ),
             Self::NewOnBox(p) => write!(
                 f,
@@ -227,3 +244,32 @@ fn fingerprint(fresh: &Listing) -> u64 {
 #[cfg(test)]
 #[path = "current_tests.rs"]
 mod tests;
+
+/// The final check's verdict on content: every file the pull proved must hash on the box now as
+/// it did then (`rehashed`: escaped remote path → SHA-256, or why the box could not say). Stat
+/// proves nothing here: a memory-mapped write changes bytes and leaves size, times and inode.
+pub fn judge_content(
+    judged: Currentness,
+    pull: Option<&PullRecord>,
+    rehashed: Result<&BTreeMap<String, String>, &str>,
+) -> Currentness {
+    let (Currentness::Current { .. }, Some(pull)) = (&judged, pull) else {
+        return judged;
+    };
+    let rehashed = match rehashed {
+        Ok(h) => h,
+        Err(why) => return Currentness::NotCurrent(vec![NotCurrent::NotRehashed(why.into())]),
+    };
+    let changed: Vec<NotCurrent> = pull
+        .files
+        .iter()
+        .filter(|f| f.is_good())
+        .filter(|f| rehashed.get(&f.remote_path) != f.remote_sha256.as_ref())
+        .map(|f| NotCurrent::ContentChangedOnBox(f.remote_path.clone()))
+        .collect();
+    if changed.is_empty() {
+        judged
+    } else {
+        Currentness::NotCurrent(changed)
+    }
+}

@@ -245,3 +245,69 @@ fn every_reason_is_sanitized_for_the_terminal() {
         );
     }
 }
+
+/// The final check proves content: the same listing (stat unchanged) with one file's bytes
+/// rehashed differently refuses, naming it; a box that could not rehash refuses; equal hashes
+/// keep the verdict.
+#[test]
+fn content_changed_with_stat_unchanged_refuses_at_the_final_check() {
+    let pull = record(vec![pulled("/w/a.json"), pulled("/w/b.json")]);
+    let current = judge(
+        &pull.paths,
+        Some(&pull),
+        &on_box(&[("/w/a.json", 100), ("/w/b.json", 100)]),
+        &intact(&["/w/a.json", "/w/b.json"]),
+    );
+    assert!(current.is_current(), "{current:?}");
+    let same: BTreeMap<String, String> = [("/w/a.json", "h"), ("/w/b.json", "h")]
+        .iter()
+        .map(|(p, h)| (p.to_string(), h.to_string()))
+        .collect();
+    assert_eq!(
+        judge_content(current.clone(), Some(&pull), Ok(&same)),
+        current
+    );
+    let mut mapped = same.clone();
+    mapped.insert("/w/b.json".into(), "other".into());
+    assert_eq!(
+        reasons(judge_content(current.clone(), Some(&pull), Ok(&mapped))),
+        vec![NotCurrent::ContentChangedOnBox("/w/b.json".into())]
+    );
+    mapped.remove("/w/a.json");
+    assert_eq!(
+        reasons(judge_content(current.clone(), Some(&pull), Ok(&mapped))).len(),
+        2,
+        "a file the box printed no hash for is not proven either"
+    );
+    let no_tool = judge_content(current, Some(&pull), Err("no sha256sum"));
+    assert!(matches!(
+        reasons(no_tool).as_slice(),
+        [NotCurrent::NotRehashed(_)]
+    ));
+}
+
+proptest::proptest! {
+    /// Whichever proven file's bytes change while every stat stays the same, the final check
+    /// refuses, and names exactly that file.
+    #[test]
+    fn any_content_change_under_an_unchanged_stat_refuses(
+        n in 1usize..24,
+        which in 0usize..24,
+        other in "[0-9a-f]{64}",
+    ) {
+        let which = which % n;
+        let names: Vec<String> = (0..n).map(|i| format!("/w/f{i}.json")).collect();
+        let pull = record(names.iter().map(|p| pulled(p)).collect());
+        let listed: Vec<(&str, i64)> = names.iter().map(|p| (p.as_str(), 100)).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let current = judge(&pull.paths, Some(&pull), &on_box(&listed), &intact(&refs));
+        proptest::prop_assert!(current.is_current());
+        let mut rehashed: BTreeMap<String, String> =
+            names.iter().map(|p| (p.clone(), "h".to_string())).collect();
+        rehashed.insert(names[which].clone(), other);
+        proptest::prop_assert_eq!(
+            reasons(judge_content(current, Some(&pull), Ok(&rehashed))),
+            vec![NotCurrent::ContentChangedOnBox(names[which].clone())]
+        );
+    }
+}

@@ -26,6 +26,7 @@ use crate::ledger::{PullRecord, PulledFile};
 use crate::transport::{ExecLimits, Session};
 
 const HASH_BATCH: usize = 200;
+const HASH_BATCHES_AT_ONCE: usize = 4;
 const SFTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Files at least this big are hashed one process each, by the box's fastest tool.
 const BIG_HASH: u64 = 16 << 20;
@@ -357,7 +358,7 @@ async fn local_start(
 
 /// SHA-256 of each file as the box sees it; an empty map when the box has no hashing tool or the
 /// link failed (each file then fails with that reason).
-async fn remote_hashes(
+pub(super) async fn remote_hashes(
     session: &Session,
     files: impl Iterator<Item = &RemoteFile>,
 ) -> Result<BTreeMap<String, String>, String> {
@@ -369,16 +370,20 @@ async fn remote_hashes(
             rest.chunks(HASH_BATCH)
                 .map(|b| hash_command(&b.iter().map(|f| f.path.as_str()).collect::<Vec<_>>())),
         );
+    let limits = ExecLimits {
+        timeout: Duration::from_secs(3600),
+        max_output: 4 * 1024 * 1024,
+    };
+    // Batches run side by side (the big files' batch hashes across the box's cores itself).
+    let commands: Vec<String> = commands.collect();
+    let mut outs = Vec::with_capacity(commands.len());
+    for side_by_side in commands.chunks(HASH_BATCHES_AT_ONCE) {
+        let each = side_by_side.iter().map(|c| session.exec(c, limits));
+        outs.extend(futures::future::join_all(each).await);
+    }
     let mut all = BTreeMap::new();
-    for command in commands {
-        let limits = ExecLimits {
-            timeout: Duration::from_secs(3600),
-            max_output: 4 * 1024 * 1024,
-        };
-        let out = session
-            .exec(&command, limits)
-            .await
-            .map_err(|e| format!("hashing on the box: {e}"))?;
+    for out in outs {
+        let out = out.map_err(|e| format!("hashing on the box: {e}"))?;
         match parse_hashes(&out.stdout) {
             HashOutput::NoTool => {
                 return Err("the box has neither sha256sum nor shasum".to_string());

@@ -13,6 +13,20 @@ pub struct Description {
     pub head: Vec<String>,
     pub files: Vec<String>,
     pub action: String,
+    /// What the check after the last confirmation does and how long it may take, said before
+    /// it starts (empty without a pull).
+    pub final_check: String,
+}
+
+/// The final check's cost in words: it re-hashes every proven file on the box.
+pub fn final_check_line(last: &PullRecord) -> String {
+    let (files, bytes, expect) = crate::pull::final_check_cost(last);
+    format!(
+        "final check, after you confirm: {files} files ({}) re-hashed on the box and compared \
+         with the pull, expect up to {}",
+        humansize::format_size(bytes, humansize::BINARY),
+        crate::transport::fmt_duration(expect)
+    )
 }
 
 impl Description {
@@ -65,6 +79,7 @@ pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -
                 p.files.len(),
                 p.files.iter().map(|f| f.size).sum::<u64>()
             ));
+            head.push(format!("  {}", final_check_line(p)));
             let mut sorted: Vec<_> = p.files.iter().collect();
             sorted.sort_by_key(|f| (f.is_good(), f.remote_path.clone()));
             files = sorted
@@ -100,6 +115,7 @@ pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -
         head,
         files,
         action,
+        final_check: last.map(final_check_line).unwrap_or_default(),
     }
 }
 

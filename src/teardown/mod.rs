@@ -8,7 +8,7 @@ pub mod plan;
 mod queue_note;
 mod ready;
 
-pub use describe::{Description, describe};
+pub use describe::{Description, describe, final_check_line};
 pub use exec::{BY_HAND, Ran, carry_out, run_destroy};
 pub use guard::{Guard, GuardEvent, GuardOutcome, PlanLooks, RunLooks};
 pub use plan::{Method, TeardownPlan, plan};

@@ -10,7 +10,7 @@ use crate::clocks::Profile;
 use crate::config::{FleetConfig, HostConfig};
 use crate::ledger::{Ledger, PullRecord};
 use crate::monitor::verified::{from_ledger, verified_cells};
-use crate::pull::{Currentness, Progress, check_host, pull_and_record};
+use crate::pull::{Currentness, Depth, Progress, check_host, pull_and_record};
 use crate::queue::DoneRule;
 use crate::teardown::{
     Description, Method, PlanLooks, RunLooks, carry_out, describe, plan, plan_looks,
@@ -82,14 +82,16 @@ pub fn spawn_check(
             (_, None) => demo_check(&job, run, chrono::Utc::now()),
             (Some(p), Some(fleet)) => {
                 let last = last_pull(&host.name);
-                let currentness = check_host(session.as_deref(), host, last.as_ref()).await;
+                let currentness =
+                    check_host(session.as_deref(), host, last.as_ref(), Depth::Stat).await;
                 let plan = plan(host, p, &fleet.providers);
                 let looks = plan_looks(&plan, host, p, fleet).await;
                 (describe(&plan, last.as_ref(), run), looks, currentness)
             }
             (None, Some(_)) => {
                 let last = last_pull(&host.name);
-                let currentness = check_host(session.as_deref(), host, last.as_ref()).await;
+                let currentness =
+                    check_host(session.as_deref(), host, last.as_ref(), Depth::Stat).await;
                 let why = format!("unknown platform profile {}", host.profile);
                 (Description::default(), PlanLooks::Blocked(why), currentness)
             }
@@ -141,7 +143,7 @@ pub fn spawn_final_check(
             crate::demo::teardown::check(&host.name, chrono::Utc::now()).1
         } else {
             let last = last_pull(&host.name);
-            check_host(session.as_deref(), &host, last.as_ref()).await
+            check_host(session.as_deref(), &host, last.as_ref(), Depth::Content).await
         };
         let _ = tx
             .send(JobMsg::FinalChecked {

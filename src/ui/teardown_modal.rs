@@ -162,7 +162,14 @@ impl TeardownModal {
                 ModalAction::None
             }
             GuardOutcome::TakeFinalCheck => {
-                self.messages = vec!["taking a last look at the box before acting…".to_string()];
+                self.messages = vec![if self.words.final_check.is_empty() {
+                    "taking a last look at the box before acting…".to_string()
+                } else {
+                    format!(
+                        "taking a last look at the box before acting: {}…",
+                        self.words.final_check
+                    )
+                }];
                 ModalAction::FinalCheck {
                     opening: self.guard.opening(),
                 }
