@@ -65,7 +65,15 @@ impl std::fmt::Display for NotCurrent {
                 "{} matched nothing on the box: fix the path or the run's output, then pull",
                 clean(p)
             ),
-            Self::Failed { path, why } => write!(f, "{}: {}: pull again", clean(path), clean(why)),
+            // A file's own reason may already end by saying what to do: said once.
+            Self::Failed { path, why } => {
+                let why = clean(why);
+                let why = why
+                    .trim_end_matches("pull again")
+                    .trim_end_matches([';', ':', ',', ' ', '('])
+                    .trim_end();
+                write!(f, "{}: {why}: pull again", clean(path))
+            }
             Self::Unlisted { path, why } => write!(f, "{}: {}", clean(path), clean(why)),
             Self::OtherInstance { pulled, now } => write!(
                 f,

@@ -311,3 +311,24 @@ proptest::proptest! {
         );
     }
 }
+
+/// A reason that already says "pull again" is not followed by it a second time.
+#[test]
+fn what_to_do_is_said_once() {
+    let failed = NotCurrent::Failed {
+        path: "/w/a.pt".into(),
+        why: "changed on the box during the pull; pull again".into(),
+    };
+    assert_eq!(
+        failed.to_string(),
+        "/w/a.pt: changed on the box during the pull: pull again"
+    );
+    let plain = NotCurrent::Failed {
+        path: "/w/b.pt".into(),
+        why: "vanished from the box during the pull".into(),
+    };
+    assert_eq!(
+        plain.to_string(),
+        "/w/b.pt: vanished from the box during the pull: pull again"
+    );
+}

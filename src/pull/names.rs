@@ -15,6 +15,13 @@ pub fn escape(bytes: &[u8]) -> String {
         for c in chunk.valid().chars() {
             if c == '\\' {
                 out.push_str("\\\\");
+            } else if c.is_control() {
+                // Shown as its bytes, never dropped by the terminal's sanitizer: a name with a
+                // newline must not look like one without it (a literal backslash is `\\`).
+                let mut utf8 = [0u8; 4];
+                for b in c.encode_utf8(&mut utf8).bytes() {
+                    out.push_str(&format!("\\x{b:02x}"));
+                }
             } else {
                 out.push(c);
             }
@@ -134,6 +141,10 @@ mod tests {
         }
         assert_eq!(escape(b"/w/caf\xe9"), "/w/caf\\xe9");
         assert_eq!(escape(b"a\\b"), "a\\\\b");
+        // A newline is shown, not dropped: not like "ab", nor like a backslash and an n.
+        assert_eq!(escape(b"a\nb"), "a\\x0ab");
+        assert_ne!(crate::sanitize::line(&escape(b"a\nb"), 80), "ab");
+        assert_ne!(escape(b"a\nb"), escape(b"a\\nb"));
         assert_eq!(as_utf8("/w/caf\\xe9"), None);
         assert_eq!(as_utf8("/w/a\\\\b").as_deref(), Some("/w/a\\b"));
     }

@@ -179,7 +179,7 @@ fn fifos_and_names_that_are_not_utf8_are_carried_not_dropped() {
         .expect("mkfifo");
     assert!(status.success());
     let l = list(&[dir.path().display().to_string()]);
-    let expected = format!("{}/caf\\xe9\nname.pt", dir.path().display());
+    let expected = format!("{}/caf\\xe9\\x0aname.pt", dir.path().display());
     assert_eq!(names(&l), vec![expected.clone()]);
     assert!(matches!(&l.problems[..], [Problem::Special { kind, .. }] if kind == "p"));
     // The hash script finds the same bytes again and reports them under the same name.
@@ -244,7 +244,7 @@ fn hashes_parse_and_a_missing_tool_is_said() {
         panic!("expected hashes");
     };
     assert_eq!(map.get("/w/a.pt"), Some(&h));
-    assert_eq!(map.get("/w/odd\nname"), Some(&h));
+    assert_eq!(map.get("/w/odd\\x0aname"), Some(&h));
     assert_eq!(map.len(), 2);
     assert_eq!(parse_hashes(b"@nohash\n"), HashOutput::NoTool);
 }
