@@ -25,7 +25,7 @@ pub fn final_check_line(last: &PullRecord) -> String {
         "final check, after you confirm: {files} files ({}) re-hashed on the box and compared \
          with the pull, expect up to {}",
         humansize::format_size(bytes, humansize::BINARY),
-        crate::transport::fmt_duration(expect)
+        format!("{:.1}s", expect.as_secs_f64())
     )
 }
 
