@@ -23,9 +23,9 @@ pub fn final_check_line(last: &PullRecord) -> String {
     let (files, bytes, expect) = crate::pull::final_check_cost(last);
     format!(
         "final check, after you confirm: {files} files ({}) re-hashed on the box and compared \
-         with the pull, expect up to {}",
+         with the pull, expect up to {:.1}s",
         humansize::format_size(bytes, humansize::BINARY),
-        format!("{:.1}s", expect.as_secs_f64())
+        expect.as_secs_f64()
     )
 }
 
