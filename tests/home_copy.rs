@@ -211,7 +211,7 @@ fn pulled_files_keep_their_mode_and_rigwatch_state_is_private() {
 }
 
 /// The teardown CLI typed into a real terminal; its last screen.
-fn tear_down(rig: &Rig) -> String {
+fn tear_down(rig: &Rig, tag: &str) -> String {
     let command = format!(
         "env XDG_STATE_HOME='{}' XDG_CONFIG_HOME='{}' {} --config {} teardown box; \
          echo EXIT=$?; sleep 60",
@@ -220,7 +220,7 @@ fn tear_down(rig: &Rig) -> String {
         env!("CARGO_BIN_EXE_rigwatch"),
         rig.fleet.display()
     );
-    let tmux = Tmux::start("rerent", &command);
+    let tmux = Tmux::start(tag, &command);
     tmux.wait_for("the name prompt", Duration::from_secs(30), |s| {
         s.contains("Type the host's name")
     });
@@ -237,7 +237,7 @@ fn a_re_rented_name_never_overwrites_the_copy_a_teardown_relied_on() {
     let rig = a_box(true);
     rig.pull_ok();
     let before = sha(&rig.local("big.bin"));
-    let screen = tear_down(&rig);
+    let screen = tear_down(&rig, "rerent");
     assert!(
         std::fs::read_to_string(rig.lab.path("destroyed")).is_ok(),
         "{screen}"
@@ -358,7 +358,7 @@ time.sleep(120)
     wait("done");
     assert_eq!(stat(&ckpt), before, "the write must leave stat as it was");
 
-    let screen = tear_down(&rig);
+    let screen = tear_down(&rig, "mmap");
     let _ = run.kill();
     let _ = run.wait();
     assert!(screen.contains("holds other bytes on the box"), "{screen}");
