@@ -5,13 +5,16 @@
 //! - `clocks`    — platform profiles as data; imports `config` (for located errors).
 //! - `sanitize`  — remote text made safe for terminals; imports nothing else of ours.
 //! - `glob`      — `*`/`?` matching for every pattern a user writes; imports nothing.
+//! - `process`   — a local command in its own process group, with a timeout that ends the whole
+//!   group and an output cap; imports nothing else of ours.
 //! - `queue`     — sweep queue files, cell progress from logs, roster reconciliation; pure, imports
 //!   only `glob`.
 //! - `probe`     — the probe script and pure parsers: text in, typed samples or located errors
 //!   out; imports `sanitize`, `queue` (the queue sections' listing).
 //! - `transport` — the SSH pool, sessions, streams, known_hosts, link state; imports `config`,
 //!   `sanitize`.
-//! - `provider`  — read-only provider CLIs (vast.ai, RunPod): state and price; imports `sanitize`.
+//! - `provider`  — read-only provider CLIs (vast.ai, RunPod): state and price; imports `sanitize`,
+//!   `process`.
 //! - `fleet`     — per-host ring buffers of readings; imports `probe`.
 //! - `signals`   — pure judgements of history, link and `now`; imports `config`, `fleet`,
 //!   `probe`, `transport` (for the link state type only).
@@ -44,6 +47,7 @@ pub mod metrics;
 pub mod monitor;
 pub mod probe;
 pub mod provider;
+pub mod process;
 pub mod pull;
 pub mod queue;
 pub mod sanitize;

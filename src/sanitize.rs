@@ -1,5 +1,10 @@
 //! Remote text made safe for a terminal: escape sequences and control characters removed,
-//! length capped. Everything a box says passes through here before it is shown.
+//! length capped. Everything a box says passes through here before it is shown; every command
+//! and its output also passes `mask_secrets` before it is shown, logged or recorded.
+
+mod secrets;
+
+pub use secrets::{MASK, mask_secrets};
 
 /// One line of remote text: ESC and every other control character dropped, and so is every
 /// invisible formatting character that can reorder or hide what is shown (bidi overrides and

@@ -4,13 +4,11 @@
 //! HTTP goes through curl, which every box and laptop has, with its TLS, proxies and
 //! certificates, rather than an HTTP stack built into rigwatch for one POST.
 
-use std::process::Stdio;
-
-use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
 use super::{AlertEvent, AlertState};
 use crate::config::alerts::{AlertRule, Level, Sink};
+use crate::process::Ended;
 use crate::signals::Severity;
 
 /// Whether `rule` wants `event` (kind, host, severity); quiet hours and silences are checked
@@ -134,7 +132,8 @@ fn which(program: &str) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
-/// Runs a sink program without a shell, `stdin` on its stdin, killed at the rule's timeout.
+/// Runs a sink program without a shell, `stdin` on its stdin; at the rule's timeout its whole
+/// process group is ended (a script's own children too).
 async fn run(
     program: &str,
     args: &[String],
@@ -142,43 +141,37 @@ async fn run(
     env: &[(&str, String)],
     rule: &AlertRule,
 ) -> Result<(), String> {
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(args)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("{program}: cannot start: {e}"))?;
-    let input = stdin.map(str::to_owned);
-    let mut pipe = child.stdin.take();
-    let finished = tokio::time::timeout(rule.timeout, async {
-        if let (Some(pipe), Some(input)) = (pipe.as_mut(), input) {
-            // A sink that does not read its stdin is not an error.
-            let _ = pipe.write_all(input.as_bytes()).await;
-        }
-        drop(pipe);
-        child.wait_with_output().await
-    })
-    .await;
-    match finished {
-        Err(_) => Err(format!(
-            "{program}: no answer within {}s; killed",
-            rule.timeout.as_secs_f64()
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+    let done = crate::process::run(
+        command,
+        stdin.map(str::as_bytes),
+        rule.timeout,
+        STDERR_CAP,
+    )
+    .await
+    .map_err(|e| format!("{program}: cannot start: {e}"))?;
+    let said = || {
+        crate::sanitize::mask_secrets(&crate::sanitize::line(
+            &String::from_utf8_lossy(&done.stderr),
+            300,
+        ))
+    };
+    match &done.ended {
+        Ended::TimedOut(after) => Err(format!(
+            "{program}: no answer within {}s; its process group was ended",
+            after.as_secs_f64()
         )),
-        Ok(Err(e)) => Err(format!("{program}: {e}")),
-        Ok(Ok(out)) if out.status.success() => Ok(()),
-        Ok(Ok(out)) => Err(format!(
+        Ended::Exited(status) if status.success() => Ok(()),
+        Ended::Exited(status) => Err(format!(
             "{program} exited {}: {}",
-            out.status
-                .code()
-                .map_or("by a signal".into(), |c| c.to_string()),
-            crate::sanitize::line(&String::from_utf8_lossy(&out.stderr), 300)
+            status.code().map_or("by a signal".into(), |c| c.to_string()),
+            said()
         )),
     }
 }
+
+/// Enough of a failing sink's stderr for its last words; the rest is drained.
+const STDERR_CAP: usize = 64 * 1024;

@@ -3,20 +3,20 @@
 //! Only `Provider::list_argv` is ever run: nothing here can stop, start or destroy a box.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
 use super::{MAX_MESSAGE, Provider, ProviderError, ProviderState, clean};
+use crate::process::Ended;
 
 /// Most bytes kept from stdout (and from stderr): thousands of instances fit well inside it, and a
 /// CLI gone wrong cannot fill rigwatch's memory.
 const OUTPUT_CAP: usize = 4 * 1024 * 1024;
 
 /// Runs `program` (a resolved path, or `Provider::default_program` to search PATH) with the
-/// provider's list argv, stdin closed, and parses its JSON. Killed if it outlives `timeout`.
+/// provider's list argv, stdin closed, and parses its JSON. Its process group is ended if it
+/// outlives `timeout`.
 pub async fn query(
     provider: Provider,
     program: &Path,
@@ -29,15 +29,10 @@ pub async fn query(
         exit,
         stderr: clean(text, MAX_MESSAGE),
     };
-    let spawned = Command::new(program)
-        .args(&argv)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
+    let mut cmd = Command::new(program);
+    cmd.args(&argv);
+    let done = match crate::process::run(cmd, None, timeout, OUTPUT_CAP).await {
+        Ok(done) => done,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(ProviderError::NotInstalled {
                 program: program.display().to_string(),
@@ -45,31 +40,16 @@ pub async fn query(
         }
         Err(e) => return Err(failed(&command, None, &e.to_string())),
     };
-    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    let finished = tokio::time::timeout(timeout, async {
-        tokio::join!(read_capped(stdout), read_capped(stderr), child.wait())
-    })
-    .await;
-    let Ok((stdout, stderr, status)) = finished else {
-        // SIGKILL and reap; an error here means it is already gone, which is what we want.
-        child.kill().await.ok();
-        return Err(ProviderError::Timeout {
-            command,
-            after: timeout,
-        });
+    let status = match done.ended {
+        Ended::Exited(status) => status,
+        Ended::TimedOut(after) => return Err(ProviderError::Timeout { command, after }),
     };
-    let (stdout, stderr, status) = match (stdout, stderr, status) {
-        (Ok(out), Ok(err), Ok(status)) => (out, err, status),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-            return Err(failed(&command, None, &e.to_string()));
-        }
-    };
-    if stdout.over_cap {
+    if done.over_cap {
         let text = format!("printed more than {} MiB", OUTPUT_CAP / (1024 * 1024));
         return Err(failed(&command, status.code(), &text));
     }
-    let out = String::from_utf8_lossy(&stdout.bytes);
-    let err = String::from_utf8_lossy(&stderr.bytes);
+    let out = String::from_utf8_lossy(&done.stdout);
+    let err = String::from_utf8_lossy(&done.stderr);
     let looks_like_json = matches!(out.trim_start().chars().next(), Some('[' | '{'));
     if status.success() && looks_like_json {
         return provider.parse_list(&out, &command);
@@ -94,30 +74,6 @@ pub async fn query(
         said
     };
     Err(failed(&command, status.code(), said))
-}
-
-struct Captured {
-    bytes: Vec<u8>,
-    over_cap: bool,
-}
-
-/// Keeps the first `OUTPUT_CAP` bytes and drains the rest, so a chatty child never blocks on
-/// a full pipe while we wait for it.
-async fn read_capped<R: AsyncRead + Unpin>(pipe: Option<R>) -> std::io::Result<Captured> {
-    let Some(pipe) = pipe else {
-        return Ok(Captured {
-            bytes: Vec::new(),
-            over_cap: false,
-        });
-    };
-    let mut bytes = Vec::new();
-    let mut head = pipe.take(OUTPUT_CAP as u64);
-    head.read_to_end(&mut bytes).await?;
-    let dropped = tokio::io::copy(&mut head.into_inner(), &mut tokio::io::sink()).await?;
-    Ok(Captured {
-        bytes,
-        over_cap: dropped > 0,
-    })
 }
 
 #[cfg(test)]
