@@ -118,6 +118,19 @@ pub async fn run(
     }
 }
 
+/// Whether process `pid` exists (on this machine): the ledger names the rigwatch that runs a
+/// destroy, so a later start can tell a destroy in flight from one whose rigwatch was stopped.
+pub fn running(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // Signal 0 only asks; EPERM means it exists but is someone else's.
+    !matches!(
+        nix::sys::signal::kill(Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
+}
+
 /// A running command's process group, ended with SIGKILL if dropped while still armed (the
 /// future was cancelled, or rigwatch is unwinding).
 struct Group(Option<Pid>);
@@ -166,8 +179,11 @@ mod tests {
     fn alive(pid: i32) -> bool {
         // Signal 0 asks whether the process exists without touching it; a zombie counts as gone.
         nix::sys::signal::kill(Pid::from_raw(pid), None).is_ok()
-            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
     }
 
     #[tokio::test]
@@ -195,17 +211,36 @@ mod tests {
 
     #[tokio::test]
     async fn output_exit_stdin_and_cap() {
-        let done = run(sh("cat; echo oops >&2; exit 3"), Some(b"hello"), Duration::from_secs(5), 1024)
-            .await
-            .expect("starts");
+        let done = run(
+            sh("cat; echo oops >&2; exit 3"),
+            Some(b"hello"),
+            Duration::from_secs(5),
+            1024,
+        )
+        .await
+        .expect("starts");
         assert_eq!(done.code(), Some(3));
-        assert_eq!((done.stdout.as_slice(), done.stderr.as_slice()), (&b"hello"[..], &b"oops\n"[..]));
+        assert_eq!(
+            (done.stdout.as_slice(), done.stderr.as_slice()),
+            (&b"hello"[..], &b"oops\n"[..])
+        );
         assert!(!done.over_cap);
-        let flood = run(sh("head -c 100000 /dev/zero"), None, Duration::from_secs(5), 10)
-            .await
-            .expect("starts");
+        let flood = run(
+            sh("head -c 100000 /dev/zero"),
+            None,
+            Duration::from_secs(5),
+            10,
+        )
+        .await
+        .expect("starts");
         assert_eq!((flood.stdout.len(), flood.over_cap), (10, true));
-        let missing = run(Command::new("/nonexistent/rigwatch-test"), None, Duration::from_secs(1), 10).await;
+        let missing = run(
+            Command::new("/nonexistent/rigwatch-test"),
+            None,
+            Duration::from_secs(1),
+            10,
+        )
+        .await;
         assert!(missing.is_err());
     }
 }

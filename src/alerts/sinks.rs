@@ -145,14 +145,9 @@ async fn run(
     command
         .args(args)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
-    let done = crate::process::run(
-        command,
-        stdin.map(str::as_bytes),
-        rule.timeout,
-        STDERR_CAP,
-    )
-    .await
-    .map_err(|e| format!("{program}: cannot start: {e}"))?;
+    let done = crate::process::run(command, stdin.map(str::as_bytes), rule.timeout, STDERR_CAP)
+        .await
+        .map_err(|e| format!("{program}: cannot start: {e}"))?;
     let said = || {
         crate::sanitize::mask_secrets(&crate::sanitize::line(
             &String::from_utf8_lossy(&done.stderr),
@@ -167,7 +162,9 @@ async fn run(
         Ended::Exited(status) if status.success() => Ok(()),
         Ended::Exited(status) => Err(format!(
             "{program} exited {}: {}",
-            status.code().map_or("by a signal".into(), |c| c.to_string()),
+            status
+                .code()
+                .map_or("by a signal".into(), |c| c.to_string()),
             said()
         )),
     }

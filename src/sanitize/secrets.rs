@@ -62,7 +62,11 @@ pub fn mask_secrets(text: &str) -> String {
                 let run = &c[0];
                 let mixed = run.chars().any(|ch| ch.is_ascii_digit())
                     && run.chars().any(|ch| ch.is_ascii_alphabetic());
-                if mixed { MASK.to_string() } else { run.to_string() }
+                if mixed {
+                    MASK.to_string()
+                } else {
+                    run.to_string()
+                }
             })
             .into_owned();
     }
@@ -84,8 +88,14 @@ mod tests {
             ("cli --api-key=hunter2 rm 9", "cli --api-key=**** rm 9"),
             ("cli --token 'a b c' rm", "cli --token **** rm"),
             ("cli --password \"x y\" rm", "cli --password **** rm"),
-            ("API_KEY=abc123 runpodctl rm pod", "API_KEY=**** runpodctl rm pod"),
-            ("HF_TOKEN=hf_x MY_SECRET='q' cmd", "HF_TOKEN=**** MY_SECRET=**** cmd"),
+            (
+                "API_KEY=abc123 runpodctl rm pod",
+                "API_KEY=**** runpodctl rm pod",
+            ),
+            (
+                "HF_TOKEN=hf_x MY_SECRET='q' cmd",
+                "HF_TOKEN=**** MY_SECRET=**** cmd",
+            ),
             (
                 "curl -H 'Authorization: Bearer eyJhbGciOi.x.y' https://api",
                 "curl -H 'Authorization: Bearer ****' https://api",
@@ -95,7 +105,10 @@ mod tests {
             ("ghp_0123456789abcdefABCDEF012345", "ghp_****"),
             ("xoxb-1234-5678-abcdefghij", "xoxb-****"),
             ("id AKIAABCDEFGHIJKLMNOP", "id AKIA****"),
-            (r#"{"api_key": "abc", "id": 7}"#, r#"{"api_key": "****", "id": 7}"#),
+            (
+                r#"{"api_key": "abc", "id": 7}"#,
+                r#"{"api_key": "****", "id": 7}"#,
+            ),
             (&format!("using key {key}"), "using key ****"),
         ];
         for (text, masked) in table {
