@@ -76,3 +76,33 @@ pub(super) fn build(raw: &RawTeardown) -> Result<TeardownTuning, (usize, String)
         )?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<TeardownTuning, String> {
+        crate::config::fleet::parse(std::path::Path::new("f.toml"), text)
+            .map(|f| f.teardown)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_bounds_and_where_a_bad_value_is() {
+        assert_eq!(parse(""), Ok(TeardownTuning::default()));
+        let fast = parse("[teardown]\ndestroy_timeout_secs = 2\nconfirm_within_secs = 0\n");
+        assert_eq!(
+            fast.map(|t| (t.destroy_timeout, t.confirm_within)),
+            Ok((Duration::from_secs(2), Duration::ZERO))
+        );
+        let why = parse("[teardown]\ndestroy_timeout_secs = 0\n").expect_err("too short");
+        assert!(
+            why.contains("f.toml:2:") && why.contains("between 1 and 3600 seconds"),
+            "{why}"
+        );
+        assert!(
+            parse("[teardown]\nguard = false\n").is_err(),
+            "no unknown keys"
+        );
+    }
+}

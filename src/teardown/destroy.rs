@@ -213,3 +213,52 @@ pub(super) async fn with_ledger<T: Send + 'static>(
 /// How long any destroy may be in flight (the longest timeout and confirm window the config
 /// allows, and a minute more): an intent older than this has no live rigwatch behind it.
 pub(super) const LONGEST: Duration = Duration::from_secs(3600 + 600 + 60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host() -> HostConfig {
+        let fleet = crate::config::fleet::parse(
+            Path::new("f.toml"),
+            "[[host]]\nname = \"a\"\nssh = \"root@h\"\ninstance_id = \"7\"\n",
+        )
+        .expect("fleet");
+        fleet.hosts[0].clone()
+    }
+
+    fn confirming() -> Confirming {
+        Confirming {
+            provider: None,
+            tuning: TeardownTuning::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn no_intent_written_means_nothing_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let marker = dir.path().join("ran");
+        let blocker = dir.path().join("not-a-folder");
+        std::fs::write(&blocker, b"").expect("file");
+        let method = Method::Command {
+            command: format!("touch '{}'", marker.display()),
+        };
+        let ledger = blocker.join("ledger.sqlite");
+        let report = destroy(&host(), &method, 1, &ledger, &confirming()).await;
+        let why = report.outcome.clone().expect_err("refused");
+        assert!(why.contains("cannot record the destroy's intent"), "{why}");
+        assert!(report.last_line().starts_with("REFUSED, nothing ran"));
+        assert!(!marker.exists(), "the command ran without an intent");
+    }
+
+    #[tokio::test]
+    async fn without_a_provider_to_ask_exit_zero_stays_unconfirmed() {
+        let (outcome, why) =
+            ask_provider(Some("7"), &confirming(), "the destroy command exited 0").await;
+        assert_eq!(outcome, DestroyOutcome::Unconfirmed);
+        assert_eq!(
+            why,
+            "the destroy command exited 0, but there is no provider CLI to ask: check the provider"
+        );
+    }
+}
