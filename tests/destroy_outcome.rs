@@ -138,6 +138,33 @@ fn sigterm_during_a_destroy_waits_and_records_the_intent_then_the_outcome() {
 }
 
 #[test]
+fn sigterm_to_the_dashboard_during_a_destroy_waits_for_its_outcome() {
+    let s = setup_with(&slow(), FAST);
+    s.pull();
+    let (tmux, pid) = s.dashboard_and_pid("dash-term");
+    tmux.keys(&["T"]);
+    tmux.wait_for("a verified-current pull", Duration::from_secs(20), |sc| {
+        sc.contains("The last pull is verified-current")
+    });
+    tmux.keys(&["b", "o", "x", "Enter"]);
+    assert!(
+        wait(Duration::from_secs(20), || teardowns(&s).len() == 1),
+        "the intent is recorded"
+    );
+    signal(pid, "TERM");
+    tmux.wait_for("the notice", Duration::from_secs(5), |sc| {
+        sc.contains("a destroy is running: rigwatch exits once")
+    });
+    assert!(!gone(pid), "rigwatch waits for the destroy");
+    assert!(
+        wait(Duration::from_secs(30), || gone(pid)),
+        "and exits once it has ended"
+    );
+    let all = teardowns(&s);
+    assert_eq!((all.len(), &all[0]["outcome"]), (1, &"confirmed".into()));
+}
+
+#[test]
 fn a_rigwatch_killed_mid_destroy_leaves_an_intent_the_next_start_reports() {
     let s = setup_with(&slow(), FAST);
     s.pull();

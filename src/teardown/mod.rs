@@ -17,5 +17,5 @@ pub use exec::{BY_HAND, Ran, run_destroy};
 pub use guard::{Guard, GuardEvent, GuardOutcome, PlanLooks, RunLooks};
 pub use plan::{Method, TeardownPlan, plan};
 pub use queue_note::{QueueLooks, QueueNote, queue_note};
-pub use ready::{plan_looks, program_runs, provider_cli};
+pub use ready::{plan_looks, program_runs};
 pub use unfinished::unfinished;

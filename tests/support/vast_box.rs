@@ -182,14 +182,22 @@ impl Setup {
 
     /// The dashboard in a real terminal, with the box up.
     pub fn dashboard(&self, tag: &str) -> Tmux {
+        self.dashboard_and_pid(tag).0
+    }
+
+    /// As `dashboard`, with rigwatch's process id (the shell writes its own, then becomes
+    /// rigwatch).
+    pub fn dashboard_and_pid(&self, tag: &str) -> (Tmux, i32) {
         let env: Vec<String> = self
             .env()
             .iter()
             .map(|(k, v)| format!("{k}='{v}'"))
             .collect();
+        let pidfile = self.lab.path(&format!("{tag}.pid"));
         let command = format!(
-            "env {} {} --config {}; sleep 60",
+            "env {} sh -c 'echo $$ > {}; exec {} --config {}'; sleep 60",
             env.join(" "),
+            pidfile.display(),
             env!("CARGO_BIN_EXE_rigwatch"),
             self.fleet.display()
         );
@@ -197,7 +205,7 @@ impl Setup {
         tmux.wait_for("the host up", Duration::from_secs(30), |sc| {
             sc.contains("box") && sc.contains(" ✓ ")
         });
-        tmux
+        (tmux, read_pid(&pidfile))
     }
 
     /// The teardown in a real terminal, typing `name`; returns the final screen.
@@ -226,12 +234,16 @@ impl Setup {
         tmux.wait_for("the name prompt", Duration::from_secs(30), |s| {
             s.contains("Type the host's name")
         });
-        let pid = std::fs::read_to_string(&pidfile)
-            .expect("pidfile")
-            .trim()
-            .parse()
-            .expect("pid");
+        let pid = read_pid(&pidfile);
         tmux.keys(&[name, "Enter"]);
         (tmux, pid)
     }
+}
+
+fn read_pid(pidfile: &Path) -> i32 {
+    std::fs::read_to_string(pidfile)
+        .expect("pidfile")
+        .trim()
+        .parse()
+        .expect("pid")
 }
