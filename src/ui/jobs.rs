@@ -226,6 +226,8 @@ pub fn spawn_verified(hosts: Vec<HostConfig>, tx: mpsc::Sender<JobMsg>) {
     });
 }
 
+const DEMO_SAYS: &str = "demo: nothing is destroyed and nothing is recorded";
+
 pub fn spawn_destroy(job: TeardownCtx, pull_id: i64, tx: mpsc::Sender<JobMsg>) {
     tokio::spawn(async move {
         let host = job.host;
@@ -249,8 +251,8 @@ pub fn spawn_destroy(job: TeardownCtx, pull_id: i64, tx: mpsc::Sender<JobMsg>) {
                 .send(JobMsg::Destroyed {
                     host: host.name,
                     outcome: None,
-                    output: vec![would],
-                    last: "demo: nothing is destroyed and nothing is recorded".into(),
+                    output: vec![DEMO_SAYS.into(), would],
+                    last: DEMO_SAYS.into(),
                 })
                 .await;
             return;
