@@ -95,12 +95,7 @@ pub async fn run(
     let mut key_pressed = false;
     let mut stop_after_destroy = false;
     if let Source::Live { fleet, .. } = &source {
-        let profiles = state
-            .hosts
-            .iter()
-            .filter_map(|h| state.profile(&h.config.profile).cloned())
-            .collect();
-        jobs::spawn_unfinished(std::sync::Arc::clone(fleet), profiles, job_tx.clone());
+        jobs::spawn_unfinished(std::sync::Arc::clone(fleet), &state, job_tx.clone());
     }
     loop {
         if dirty && (key_pressed || last_draw.elapsed() >= frame_gap) {
@@ -209,8 +204,8 @@ pub async fn run(
             }
             // A destroy running now is waited for (it is bounded by its timeout and confirm
             // window), so its outcome is recorded before rigwatch exits.
-            _ = sigterm.recv() => if destroying(&app) { stop_after_destroy = true; app.notice = Some(WAITS.into()); dirty = true; } else { break },
-            _ = sighup.recv() => if destroying(&app) { stop_after_destroy = true; app.notice = Some(WAITS.into()); dirty = true; } else { break },
+            _ = sigterm.recv() => if stop_now(&mut app, &mut stop_after_destroy) { break } else { dirty = true },
+            _ = sighup.recv() => if stop_now(&mut app, &mut stop_after_destroy) { break } else { dirty = true },
         }
         if stop_after_destroy && !destroying(&app) {
             break;
@@ -227,6 +222,17 @@ fn destroying(app: &App) -> bool {
     app.modal
         .as_ref()
         .is_some_and(|m| m.phase == Phase::Running)
+}
+
+/// SIGTERM or SIGHUP: true to quit now; while a destroy runs, says so and marks the loop to quit
+/// once its outcome is recorded.
+fn stop_now(app: &mut App, after_destroy: &mut bool) -> bool {
+    if !destroying(app) {
+        return true;
+    }
+    *after_destroy = true;
+    app.notice = Some(WAITS.into());
+    false
 }
 
 fn refresh(app: &mut App, state: &mut FleetState, source: &mut Source) {

@@ -10,6 +10,7 @@ use crate::clocks::Profile;
 use crate::config::{FleetConfig, HostConfig};
 use crate::ledger::DestroyOutcome;
 use crate::ledger::{Ledger, PullRecord};
+use crate::monitor::FleetState;
 use crate::monitor::verified::{from_ledger, verified_cells};
 use crate::pull::{Currentness, Progress, check_host, pull_and_record};
 use crate::queue::DoneRule;
@@ -285,7 +286,12 @@ pub fn spawn_destroy(job: TeardownCtx, pull_id: i64, tx: mpsc::Sender<JobMsg>) {
 
 /// Destroys rigwatch was stopped in the middle of, said once at start (and what the provider
 /// sees now recorded, where it can be asked).
-pub fn spawn_unfinished(fleet: Arc<FleetConfig>, profiles: Vec<Profile>, tx: mpsc::Sender<JobMsg>) {
+pub fn spawn_unfinished(fleet: Arc<FleetConfig>, state: &FleetState, tx: mpsc::Sender<JobMsg>) {
+    let profiles: Vec<Profile> = state
+        .hosts
+        .iter()
+        .filter_map(|h| state.profile(&h.config.profile).cloned())
+        .collect();
     tokio::spawn(async move {
         let Some(path) = crate::ledger::default_path() else {
             return;
