@@ -266,4 +266,48 @@ mod tests {
         assert_eq!(done[0].output, "destroying instance 7.");
         assert!(ledger.teardowns(Some("b")).expect("b").is_empty());
     }
+
+    /// A ledger from before schema 3: its teardowns get an outcome from what they recorded
+    /// (exit 0 was never confirmed), so none reads as interrupted.
+    #[test]
+    fn old_rows_become_unconfirmed_or_failed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("l.sqlite");
+        let old = rusqlite::Connection::open(&path).expect("sqlite");
+        old.execute_batch(
+            "CREATE TABLE pulls (id INTEGER PRIMARY KEY, host TEXT NOT NULL, started TEXT NOT NULL,
+                finished TEXT NOT NULL, paths TEXT NOT NULL, unmatched TEXT NOT NULL,
+                instance_id TEXT);
+             CREATE TABLE files (pull_id INTEGER NOT NULL, remote_path TEXT NOT NULL,
+                size INTEGER NOT NULL, mtime INTEGER NOT NULL, remote_sha256 TEXT,
+                local_path TEXT NOT NULL, local_sha256 TEXT, sent INTEGER NOT NULL,
+                verified INTEGER NOT NULL, verification TEXT NOT NULL, error TEXT,
+                at TEXT NOT NULL, stamp TEXT);
+             CREATE TABLE teardowns (id INTEGER PRIMARY KEY, at TEXT NOT NULL, host TEXT NOT NULL,
+                instance_id TEXT, command TEXT, exit_status INTEGER, output TEXT NOT NULL,
+                pull_id INTEGER NOT NULL);
+             INSERT INTO teardowns (at, host, command, exit_status, output, pull_id) VALUES
+                ('2026-01-01T00:00:00+00:00', 'a', 'vastai destroy instance 1 -y', 0, '', 1),
+                ('2026-01-02T00:00:00+00:00', 'a', 'vastai destroy instance 2 -y', 1, '', 1),
+                ('2026-01-03T00:00:00+00:00', 'a', NULL, NULL, 'by hand', 1);
+             PRAGMA user_version = 2;",
+        )
+        .expect("schema 2");
+        drop(old);
+        let ledger = Ledger::open(&path).expect("migrates");
+        let outcomes: Vec<Option<DestroyOutcome>> = ledger
+            .teardowns(None)
+            .expect("read")
+            .iter()
+            .map(|t| t.outcome)
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                Some(DestroyOutcome::Unconfirmed),
+                Some(DestroyOutcome::Failed),
+                Some(DestroyOutcome::Unconfirmed)
+            ]
+        );
+    }
 }
