@@ -21,13 +21,15 @@
 //! - `ledger`    — the SQLite record of pulls and teardowns; imports `config` (its state dir).
 //! - `pull`      — results copied home over SFTP, hashed, verified, judged current; imports
 //!   `config`, `transport`, `ledger`, `sanitize`.
-//! - `teardown`  — the guard (pure), the destroy plan, the queue note, running it once; imports
-//!   `pull`, `clocks`, `queue`, `sanitize`.
+//! - `teardown`  — the guard (pure), the destroy plan, the queue note, and the one destroy path
+//!   (intent, command, provider check, outcome); imports `pull`, `clocks`, `queue`, `sanitize`,
+//!   `config`, `ledger`, `provider`, `process`.
 //! - `monitor`   — wiring: runs the probes over the pool and feeds the fleet; imports all above.
 //! - `metrics`   — the fleet's figures for Prometheus (prometheus-client) and their loopback
 //!   HTTP server; imports `monitor`'s state and `signals`.
 //! - `alerts`    — conditions read off the fleet's state, fired and resolved once each way,
-//!   silences and sinks; imports `monitor`'s state, `signals`, `config`, `sanitize`, `glob`.
+//!   silences and sinks; imports `monitor`'s state, `signals`, `config`, `sanitize`, `glob`,
+//!   `process`.
 //! - `demo`      — the demo fleet: captures replayed through monitor's readers into its state.
 //! - `ui`        — the dashboard: the only module that imports ratatui/crossterm; reads
 //!   `monitor`'s state, never touches the network.

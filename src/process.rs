@@ -118,6 +118,19 @@ pub async fn run(
     }
 }
 
+/// Whether process `pid` exists (on this machine): the ledger names the rigwatch that runs a
+/// destroy, so a later start can tell a destroy in flight from one whose rigwatch was stopped.
+pub fn running(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // Signal 0 only asks; EPERM means it exists but is someone else's.
+    !matches!(
+        nix::sys::signal::kill(Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
+}
+
 /// A running command's process group, ended with SIGKILL if dropped while still armed (the
 /// future was cancelled, or rigwatch is unwinding).
 struct Group(Option<Pid>);

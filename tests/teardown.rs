@@ -5,218 +5,11 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::Path;
 use std::time::Duration;
 
-use support::tmux::Tmux;
-use support::{Lab, rigwatch};
-
-struct Setup {
-    lab: Lab,
-    fleet: PathBuf,
-    run: PathBuf,
-    dest: PathBuf,
-    shim_log: PathBuf,
-    /// What the vastai shim lists: instance 4242 at this box's loopback port.
-    listing: PathBuf,
-    port: u16,
-    _sshd: support::Sshd,
-}
-
-/// A `vastai show instances --raw` listing with instance `id` reached at 127.0.0.1:`port`.
-fn vast_listing(id: &str, port: u16) -> String {
-    format!(
-        "[{{\"id\": {id}, \"actual_status\": \"running\", \"cur_state\": \"running\", \
-         \"dph_total\": 2.5, \"ssh_host\": \"127.0.0.1\", \"ssh_port\": {port}, \
-         \"public_ipaddr\": \"127.0.0.1\", \"ports\": {{\"22/tcp\": [{{\"HostPort\": \"{port}\"}}]}}}}]"
-    )
-}
-
-fn providers() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/providers")
-}
-
-fn setup() -> Setup {
-    setup_with("instance_id = \"4242\"\n", "")
-}
-
-/// A vast.ai box with `id_line` in its host entry and `extra` at the top of fleet.toml.
-fn setup_with(id_line: &str, extra: &str) -> Setup {
-    setup_in(Lab::new(), id_line, extra)
-}
-
-/// As `setup_with`, in a lab the caller prepared (a plain user, say).
-fn setup_in(mut lab: Lab, id_line: &str, extra: &str) -> Setup {
-    let sshd = lab.start_host("box");
-    let run = sshd.dir.join("workspace/run");
-    std::fs::create_dir_all(run.join("final_ckpts")).expect("dirs");
-    std::fs::write(run.join("final_ckpts/model.bin"), vec![7u8; 300_000]).expect("model");
-    std::fs::write(run.join("final_ckpts/metrics.csv"), "step,loss\n1,0.3\n").expect("csv");
-    let dest = lab.path("results/box");
-    let body = format!(
-        "{}\nprofile = \"vastai\"\n{id_line}price_per_hour = 2.5\n\
-         [host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\nverify = \"test -s {{file}}\"",
-        lab.host_entry(&sshd),
-        run.join("final_ckpts").display(),
-        dest.display()
-    );
-    let fleet = lab.fleet("fleet.toml", extra, &[("box", body)]);
-    let shim_log = lab.path("shim.log");
-    let listing = lab.path("vast.json");
-    std::fs::write(&listing, vast_listing("4242", sshd.port)).expect("listing");
-    Setup {
-        fleet,
-        run,
-        dest,
-        shim_log,
-        listing,
-        port: sshd.port,
-        lab,
-        _sshd: sshd,
-    }
-}
-
-impl Setup {
-    fn env(&self) -> Vec<(String, String)> {
-        let path = format!(
-            "{}:{}",
-            providers().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        vec![
-            ("PATH".into(), path),
-            (
-                "XDG_STATE_HOME".into(),
-                self.lab.path("state").display().to_string(),
-            ),
-            (
-                "XDG_CONFIG_HOME".into(),
-                self.lab.path("config").display().to_string(),
-            ),
-            (
-                "RIGWATCH_SHIM_LOG".into(),
-                self.shim_log.display().to_string(),
-            ),
-            (
-                "RIGWATCH_VASTAI_JSON".into(),
-                self.listing.display().to_string(),
-            ),
-        ]
-    }
-
-    /// rigwatch with the lab's environment but no provider shims on PATH.
-    fn rigwatch_without_shims(&self, args: &[&str]) -> Output {
-        let mut cmd = rigwatch();
-        cmd.arg("--config").arg(&self.fleet).args(args);
-        for (k, v) in self.env() {
-            if k != "PATH" {
-                cmd.env(k, v);
-            }
-        }
-        cmd.stdin(std::process::Stdio::null())
-            .output()
-            .expect("run rigwatch")
-    }
-
-    fn rigwatch(&self, args: &[&str]) -> Output {
-        let mut cmd = rigwatch();
-        cmd.arg("--config").arg(&self.fleet).args(args);
-        for (k, v) in self.env() {
-            cmd.env(k, v);
-        }
-        cmd.stdin(std::process::Stdio::null())
-            .output()
-            .expect("run rigwatch")
-    }
-
-    fn pull(&self) {
-        let out = self.rigwatch(&["pull", "box"]);
-        assert!(
-            out.status.success(),
-            "pull failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // This box still uses the old `verify = "…"`: it works, and the pull says how to move on.
-        let said = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            said.contains("is deprecated; name the files it is for under [host.pull.verify]"),
-            "{said}"
-        );
-    }
-
-    /// Every provider CLI call except the read-only listing the dashboard polls for prices.
-    fn changes(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.shim_log)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| *l != "vastai show instances --raw")
-            .map(String::from)
-            .collect()
-    }
-
-    /// A teardown without a terminal: always refused, and it says why.
-    fn refused(&self, why: &str) {
-        let out = self.rigwatch(&["teardown", "box"]);
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(out.status.code(), Some(1), "{text}");
-        assert!(text.contains("REFUSED"), "{text}");
-        assert!(text.contains(why), "expected {why:?} in:\n{text}");
-        assert!(
-            text.contains("will run: ") || text.contains("cannot run: "),
-            "{text}"
-        );
-        assert!(self.changes().is_empty(), "the destroy must not have run");
-        let out = self.rigwatch(&["ledger", "box", "--json"]);
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        assert!(
-            doc["teardowns"].as_array().is_none_or(Vec::is_empty),
-            "a refused teardown is never recorded: {doc}"
-        );
-    }
-
-    /// The dashboard in a real terminal, with the box up.
-    fn dashboard(&self, tag: &str) -> Tmux {
-        let env: Vec<String> = self
-            .env()
-            .iter()
-            .map(|(k, v)| format!("{k}='{v}'"))
-            .collect();
-        let command = format!(
-            "env {} {} --config {}; sleep 60",
-            env.join(" "),
-            env!("CARGO_BIN_EXE_rigwatch"),
-            self.fleet.display()
-        );
-        let tmux = Tmux::start(tag, &command);
-        tmux.wait_for("the host up", Duration::from_secs(30), |sc| {
-            sc.contains("box") && sc.contains(" ✓ ")
-        });
-        tmux
-    }
-
-    /// The teardown in a real terminal, typing `name`; returns the final screen.
-    fn in_terminal(&self, name: &str, tag: &str) -> String {
-        let env: Vec<String> = self
-            .env()
-            .iter()
-            .map(|(k, v)| format!("{k}='{v}'"))
-            .collect();
-        let command = format!(
-            "env {} {} --config {} teardown box; echo EXIT=$?; sleep 60",
-            env.join(" "),
-            env!("CARGO_BIN_EXE_rigwatch"),
-            self.fleet.display()
-        );
-        let tmux = Tmux::start(tag, &command);
-        tmux.wait_for("the name prompt", Duration::from_secs(30), |s| {
-            s.contains("Type the host's name")
-        });
-        tmux.keys(&[name, "Enter"]);
-        tmux.wait_for("the end", Duration::from_secs(30), |s| s.contains("EXIT="))
-    }
-}
+use support::Lab;
+use support::vast_box::{providers, setup, setup_in, setup_with, vast_listing};
 
 #[test]
 fn teardown_is_refused_until_a_verified_current_pull_then_runs_once() {
@@ -259,6 +52,7 @@ fn teardown_is_refused_until_a_verified_current_pull_then_runs_once() {
     assert_eq!(teardowns.len(), 1);
     assert_eq!(teardowns[0]["instance_id"], "4242");
     assert_eq!(teardowns[0]["exit_status"], 0);
+    assert_eq!(teardowns[0]["outcome"], "confirmed");
     assert_eq!(teardowns[0]["pull_id"], doc["pulls"][0]["id"]);
     let outcomes: Vec<&str> = doc["pulls"][0]["files"]
         .as_array()
@@ -315,7 +109,7 @@ fn the_dashboard_modal_refuses_then_pulls_then_destroys_once() {
     });
     tmux.keys(&["b", "o", "x", "Enter"]);
     let screen = tmux.wait_for("the destroy", Duration::from_secs(30), |sc| {
-        sc.contains("Done: the destroy command exited 0")
+        sc.contains("confirmed: vastai no longer lists instance 4242")
     });
     assert!(screen.contains("destroying instance 4242."), "{screen}");
     assert_eq!(s.changes(), vec!["vastai destroy instance 4242 -y"]);

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 
 use super::{AlertData, AlertEvent, AlertState, SCHEMA_VERSION};
-use crate::ledger::{PullRecord, TeardownRecord};
+use crate::ledger::{DestroyOutcome, PullRecord, TeardownRecord};
 use crate::monitor::FleetState;
 use crate::queue::CellState;
 use crate::signals::{RunState, Severity};
@@ -99,8 +99,9 @@ impl Notices {
         out
     }
 
-    /// Pulls and teardowns recorded since the last look. A failed pull is a warning; a
-    /// teardown whose command failed is critical: the box may still bill.
+    /// Pulls and teardown outcomes recorded since the last look. A failed pull is a warning; a
+    /// teardown the provider did not confirm is a warning, one that failed is critical: the box
+    /// may still bill.
     pub fn from_ledger(
         &mut self,
         pulls: &[PullRecord],
@@ -108,7 +109,8 @@ impl Notices {
         now: DateTime<Utc>,
     ) -> Vec<AlertEvent> {
         let newest_pull = pulls.iter().map(|p| p.id).max().unwrap_or(0);
-        let newest_teardown = teardowns.iter().map(|t| t.at).max();
+        // A teardown is news when its outcome is recorded (its intent alone is not).
+        let newest_teardown = teardowns.iter().filter_map(|t| t.finished).max();
         let Some((seen_pull, seen_teardown)) = self.ledger.replace((newest_pull, newest_teardown))
         else {
             return Vec::new();
@@ -135,25 +137,25 @@ impl Notices {
                 ),
             ));
         }
-        for t in teardowns
-            .iter()
-            .filter(|t| seen_teardown.is_none_or(|s| t.at > s))
-        {
-            let ok = t.command.is_none() || t.exit_status == Some(0);
+        for t in teardowns {
+            let (Some(outcome), Some(finished)) = (t.outcome, t.finished) else {
+                continue;
+            };
+            if seen_teardown.is_some_and(|s| finished <= s) {
+                continue;
+            }
+            let why = crate::sanitize::mask_secrets(t.why.as_deref().unwrap_or(""));
             out.push(notice(
                 now,
                 &t.host,
                 "teardown_done",
-                if ok { Severity::Info } else { Severity::Crit },
-                t.instance_id.clone(),
-                match (&t.command, t.exit_status) {
-                    (None, _) => "destroyed by hand at the provider, as recorded".to_string(),
-                    (Some(c), Some(0)) => format!("destroyed: {c} exited 0"),
-                    (Some(c), code) => format!(
-                        "the destroy command FAILED (exit {}): {c}; the box may still bill",
-                        code.map_or("?".into(), |c| c.to_string())
-                    ),
+                match outcome {
+                    DestroyOutcome::Confirmed => Severity::Info,
+                    DestroyOutcome::Unconfirmed => Severity::Warn,
+                    DestroyOutcome::Failed => Severity::Crit,
                 },
+                t.instance_id.clone(),
+                format!("teardown {outcome}: {why}"),
             ));
         }
         out
@@ -168,36 +170,61 @@ mod tests {
         DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(20_000)
     }
 
-    fn teardown(exit: Option<i32>, at: DateTime<Utc>) -> TeardownRecord {
+    fn teardown(outcome: DestroyOutcome, at: DateTime<Utc>) -> TeardownRecord {
         TeardownRecord {
+            id: 1,
             at,
             host: "gpu-1".into(),
             instance_id: Some("4242".into()),
             command: Some("vastai destroy instance 4242 -y".into()),
-            exit_status: exit,
-            output: String::new(),
             pull_id: 1,
+            pid: Some(1),
+            exit_status: Some(0),
+            output: String::new(),
+            outcome: Some(outcome),
+            why: Some("the destroy command exited 0, but vastai still lists instance 4242".into()),
+            finished: Some(at),
         }
     }
 
     #[test]
-    fn what_was_in_the_ledger_before_is_not_news_and_a_failed_destroy_is_critical() {
+    fn what_was_in_the_ledger_before_is_not_news_and_each_outcome_has_its_severity() {
         let mut n = Notices::default();
-        let old = teardown(Some(0), t0());
+        let old = teardown(DestroyOutcome::Confirmed, t0());
         assert!(
             n.from_ledger(&[], std::slice::from_ref(&old), t0())
                 .is_empty(),
             "the baseline"
         );
-        let failed = teardown(Some(1), t0() + chrono::Duration::minutes(5));
-        let news = n.from_ledger(&[], &[old, failed], t0());
-        assert_eq!(news.len(), 1);
-        assert_eq!(news[0].kind, "teardown_done");
-        assert_eq!(news[0].severity, Severity::Crit);
+        let mut open = teardown(DestroyOutcome::Failed, t0());
+        (open.outcome, open.finished) = (None, None);
         assert!(
-            news[0].message.contains("may still bill"),
-            "{}",
-            news[0].message
+            n.from_ledger(&[], &[old.clone(), open], t0()).is_empty(),
+            "an intent alone is not news"
+        );
+        let minutes = |m| t0() + chrono::Duration::minutes(m);
+        let unconfirmed = teardown(DestroyOutcome::Unconfirmed, minutes(5));
+        let failed = teardown(DestroyOutcome::Failed, minutes(6));
+        let news = n.from_ledger(&[], &[old, unconfirmed, failed], t0());
+        let said: Vec<(&str, Severity, &str)> = news
+            .iter()
+            .map(|e| (e.kind.as_str(), e.severity, e.message.as_str()))
+            .collect();
+        let why = "the destroy command exited 0, but vastai still lists instance 4242";
+        assert_eq!(
+            said,
+            [
+                (
+                    "teardown_done",
+                    Severity::Warn,
+                    &*format!("teardown UNCONFIRMED: {why}")
+                ),
+                (
+                    "teardown_done",
+                    Severity::Crit,
+                    &*format!("teardown FAILED: {why}")
+                ),
+            ]
         );
     }
 }

@@ -6,6 +6,8 @@ use color_eyre::eyre::eyre;
 use humansize::{BINARY, format_size};
 
 use crate::ledger::Ledger;
+use crate::sanitize::mask_secrets;
+use crate::teardown::unfinished;
 
 #[derive(Debug, clap::Args)]
 pub struct LedgerArgs {
@@ -33,8 +35,27 @@ pub fn run(args: &LedgerArgs) -> color_eyre::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let ledger = Ledger::open(&path)?;
+    // A destroy whose rigwatch was stopped while it ran: said first (on stderr beside JSON).
+    // Without the fleet there is no provider to ask; the dashboard, `status` and `teardown` ask.
+    let interrupted = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(unfinished(&path, None));
+    for line in interrupted {
+        if args.json {
+            eprintln!("WARNING: {line}");
+        } else {
+            println!("WARNING: {line}");
+        }
+    }
     let pulls = ledger.pulls(args.host.as_deref())?;
-    let teardowns = ledger.teardowns(args.host.as_deref())?;
+    let mut teardowns = ledger.teardowns(args.host.as_deref())?;
+    // Rows written before commands were masked still hold what they held; never shown.
+    for t in &mut teardowns {
+        t.command = t.command.as_deref().map(mask_secrets);
+        t.output = mask_secrets(&t.output);
+        t.why = t.why.as_deref().map(mask_secrets);
+    }
     if args.json {
         // Each file carries its outcome in the words the text forms use.
         let mut pulls_json = serde_json::to_value(&pulls)?;
@@ -60,10 +81,15 @@ pub fn run(args: &LedgerArgs) -> color_eyre::Result<ExitCode> {
     // One history in time order: a teardown reads after the pull it relied on.
     let mut entries: Vec<(chrono::DateTime<chrono::Utc>, String)> = Vec::new();
     for t in &teardowns {
+        let outcome = match (t.outcome, &t.why) {
+            (Some(o), Some(why)) => format!("{o}: {}", crate::sanitize::line(why, 500)),
+            (Some(o), None) => o.to_string(),
+            (None, _) => "NO RECORDED OUTCOME".to_string(),
+        };
         entries.push((
             t.at,
             format!(
-                "{}  TEARDOWN {} instance {} relying on pull #{}: {} (exit {})\n",
+                "{}  TEARDOWN {} instance {} relying on pull #{}: {} (exit {}): {outcome}\n",
                 t.at.format("%Y-%m-%d %H:%M:%S"),
                 t.host,
                 t.instance_id.as_deref().unwrap_or("-"),

@@ -38,6 +38,13 @@ pub async fn run(
     profiles: &[Profile],
     args: &StatusArgs,
 ) -> color_eyre::Result<ExitCode> {
+    // A destroy whose rigwatch was stopped while it ran is said on stderr (stdout may be JSON),
+    // after asking the provider where one is configured.
+    if let Some(ledger) = crate::ledger::default_path() {
+        for line in crate::teardown::unfinished(&ledger, Some((fleet, profiles))).await {
+            eprintln!("WARNING: {line}");
+        }
+    }
     let ((states, probes), provider_reports) = tokio::join!(
         probe_fleet(fleet, args.timeout),
         crate::monitor::providers::ask_all(fleet)

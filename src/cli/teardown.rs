@@ -8,20 +8,23 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use color_eyre::eyre::eyre;
+use tokio::signal::unix::{SignalKind, signal};
 
 use super::one_host;
 use super::roster::{Known, reconcile_probes};
 use crate::clocks::Profile;
 use crate::clocks::profiles::find;
 use crate::config::{FleetConfig, HostConfig};
+use crate::ledger::DestroyOutcome;
 use crate::ledger::{Ledger, PullRecord};
 use crate::monitor::verified::verified_cells;
 use crate::monitor::{HostProbe, memory, probe_once, run_state_of};
 use crate::pull::{Currentness, Depth, check_host};
 use crate::queue::DoneRule;
+use crate::sanitize::mask_secrets;
 use crate::teardown::{
-    Guard, GuardEvent, GuardOutcome, Method, QueueLooks, QueueNote, RunLooks, carry_out, describe,
-    final_check_line, plan, plan_looks, queue_note,
+    Confirming, DestroyReport, Guard, GuardEvent, GuardOutcome, Method, QueueLooks, QueueNote,
+    RunLooks, describe, destroy, final_check_line, plan, plan_looks, queue_note, unfinished,
 };
 use crate::transport::LinkState;
 
@@ -43,6 +46,9 @@ pub async fn run(
     let ledger_path = crate::ledger::default_path()
         .ok_or_else(|| eyre!("no home or XDG_STATE_HOME holding the ledger"))?;
     let ledger = Ledger::open(&ledger_path)?;
+    for line in unfinished(&ledger_path, Some((fleet, profiles))).await {
+        println!("WARNING: {line}");
+    }
     let last = ledger.latest_pull(&host.name)?;
     let (pool, session) = one_host::connect(fleet, host, Duration::from_secs(30)).await?;
     let mut guard = Guard::new(&host.name, OPENING);
@@ -89,31 +95,68 @@ pub async fn run(
         return Ok(ExitCode::from(1));
     };
     if let Method::Command { command } = &plan.method {
-        println!("running: {command}");
+        println!("running: {}", mask_secrets(command));
     }
-    let (record, ok) = match carry_out(host, &plan.method, pull_id).await {
-        Ok(done) => done,
-        Err(why) => {
-            println!("REFUSED: {why}");
-            return Ok(ExitCode::from(1));
+    let confirming = Confirming::for_host(profile, fleet);
+    let report = wait_for(destroy(
+        host,
+        &plan.method,
+        pull_id,
+        &ledger_path,
+        &confirming,
+    ))
+    .await?;
+    for line in &report.output {
+        say(line);
+    }
+    say(&report.last_line());
+    Ok(ExitCode::from(match report.word() {
+        Some(DestroyOutcome::Confirmed) => 0,
+        Some(DestroyOutcome::Unconfirmed) => EXIT_UNCONFIRMED,
+        Some(DestroyOutcome::Failed) | None => 1,
+    }))
+}
+
+/// The exit status when the destroy ran without error but the provider did not confirm it.
+pub const EXIT_UNCONFIRMED: u8 = 4;
+
+/// Waits for the destroy whatever arrives meanwhile. SIGTERM and SIGHUP are noted and rigwatch
+/// exits once the outcome is recorded (the destroy is bounded by its timeout and the confirm
+/// window). A first Ctrl-C says how to stop waiting; a second stops at once: the command goes
+/// on in its own process group, and its intent stays without an outcome for the next start to
+/// report.
+async fn wait_for(
+    destroy: impl std::future::Future<Output = DestroyReport>,
+) -> std::io::Result<DestroyReport> {
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::pin!(destroy);
+    let mut interrupted = false;
+    let waits =
+        "a destroy is running: rigwatch exits once it has ended and its outcome is recorded";
+    loop {
+        tokio::select! {
+            report = &mut destroy => return Ok(report),
+            _ = term.recv() => say(&format!("SIGTERM: {waits}")),
+            _ = hup.recv() => say(&format!("SIGHUP: {waits}")),
+            _ = int.recv() => {
+                if interrupted {
+                    say("stopped waiting: the destroy goes on by itself and its outcome is not \
+                         recorded; the next start of rigwatch says so; check the provider");
+                    std::process::exit(130);
+                }
+                interrupted = true;
+                say("a destroy is running: press Ctrl-C again to stop waiting (the command goes on)");
+            }
         }
-    };
-    ledger.record_teardown(&record)?;
-    println!("{}", record.output);
-    println!(
-        "{}: recorded in {}",
-        match (&plan.method, ok) {
-            (Method::Manual { .. }, _) => "recorded as destroyed by you at the provider",
-            (_, true) => "done: the destroy command exited 0",
-            (_, false) => "THE DESTROY COMMAND FAILED",
-        },
-        ledger.path().display()
-    );
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    }
+}
+
+/// A line for the person, once the destroy has started: after a SIGHUP the terminal may be gone,
+/// and a failed write must not stop rigwatch before the outcome is recorded.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stdout(), "{line}");
 }
 
 /// Where the host's queue stands, from this probe reconciled the way `rigwatch roster` does it,

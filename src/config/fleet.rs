@@ -32,6 +32,8 @@ struct RawFleet {
     #[serde(default)]
     providers: RawProviders,
     #[serde(default)]
+    teardown: super::teardown::RawTeardown,
+    #[serde(default)]
     alerts: super::alerts::RawAlerts,
     #[serde(default)]
     alert: Vec<super::alerts::RawRule>,
@@ -179,6 +181,7 @@ pub struct FleetConfig {
     pub balance: Option<f64>,
     pub thresholds: Thresholds,
     pub providers: ProviderPrograms,
+    pub teardown: super::teardown::TeardownTuning,
     /// What `rigwatch watch` sends where.
     pub alerts: super::alerts::AlertsConfig,
     pub hosts: Vec<HostConfig>,
@@ -425,6 +428,7 @@ fn parse_checked(
     }
     let poll = secs(&raw.poll_secs, "poll_secs")?.unwrap_or(Duration::from_secs(2));
     let alerts = super::alerts::build(raw.alerts, raw.alert, &at)?;
+    let teardown = super::teardown::build(&raw.teardown).map_err(|(offset, m)| at(offset, m))?;
     Ok(FleetConfig {
         path: path.to_path_buf(),
         known_hosts: raw.known_hosts.map(|k| expand_tilde(k.get_ref())),
@@ -447,6 +451,7 @@ fn parse_checked(
             poll: secs(&raw.providers.poll_secs, "providers.poll_secs")?
                 .unwrap_or(Duration::from_secs(60)),
         },
+        teardown,
         hosts,
     })
 }

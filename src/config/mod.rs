@@ -7,9 +7,11 @@ pub mod paths;
 pub mod pull;
 pub mod ssh;
 mod target;
+mod teardown;
 
 pub use error::{ConfigError, Located};
 pub use fleet::{
     Billing, FleetConfig, HostConfig, LinkTuning, ProviderPrograms, PullConfig, QueueConfig,
     SshTarget, Thresholds,
 };
+pub use teardown::TeardownTuning;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{PullRecord, PulledFile, TeardownRecord};
+use super::{PullRecord, PulledFile};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
@@ -24,10 +24,10 @@ pub enum LedgerError {
     TooNew { path: PathBuf, found: i64 },
 }
 
-const SCHEMA: i64 = 2;
+const SCHEMA: i64 = 3;
 
 pub struct Ledger {
-    conn: Connection,
+    pub(super) conn: Connection,
     path: PathBuf,
 }
 
@@ -91,6 +91,11 @@ impl Ledger {
             )
             .map_err(sql)?;
         }
+        if version < 3 {
+            // Schema 3: a teardown's intent is written before it runs, its outcome after.
+            conn.execute_batch(super::teardowns::SCHEMA_3)
+                .map_err(sql)?;
+        }
         Ok(Ledger {
             conn,
             path: path.to_path_buf(),
@@ -101,7 +106,7 @@ impl Ledger {
         &self.path
     }
 
-    fn err(&self, source: rusqlite::Error) -> LedgerError {
+    pub(super) fn err(&self, source: rusqlite::Error) -> LedgerError {
         LedgerError::Sqlite {
             path: self.path.clone(),
             source,
@@ -287,52 +292,10 @@ impl Ledger {
         .and_then(Iterator::collect)
         .map_err(|e| self.err(e))
     }
-
-    pub fn record_teardown(&self, t: &TeardownRecord) -> Result<(), LedgerError> {
-        self.conn
-            .execute(
-                "INSERT INTO teardowns (at, host, instance_id, command, exit_status, output, pull_id)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    t.at.to_rfc3339(),
-                    t.host,
-                    t.instance_id,
-                    t.command,
-                    t.exit_status,
-                    t.output,
-                    t.pull_id
-                ],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(())
-    }
-
-    pub fn teardowns(&self, host: Option<&str>) -> Result<Vec<TeardownRecord>, LedgerError> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT at, host, instance_id, command, exit_status, output, pull_id FROM teardowns
-                 WHERE ?1 IS NULL OR host = ?1 ORDER BY id DESC",
-            )
-            .map_err(|e| self.err(e))?;
-        stmt.query_map(params![host], |r| {
-            Ok(TeardownRecord {
-                at: time(&r.get::<_, String>(0)?),
-                host: r.get(1)?,
-                instance_id: r.get(2)?,
-                command: r.get(3)?,
-                exit_status: r.get(4)?,
-                output: r.get(5)?,
-                pull_id: r.get(6)?,
-            })
-        })
-        .and_then(Iterator::collect)
-        .map_err(|e| self.err(e))
-    }
 }
 
 /// Times are written by this module as RFC 3339; anything else reads as the epoch, visibly old.
-fn time(text: &str) -> DateTime<Utc> {
+pub(super) fn time(text: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
         .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
@@ -367,7 +330,7 @@ mod tests {
     }
 
     #[test]
-    fn pulls_and_teardowns_round_trip_newest_first() {
+    fn pulls_round_trip_newest_first() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("state/ledger.sqlite");
         let mut ledger = Ledger::open(&path).expect("open");
@@ -402,21 +365,6 @@ mod tests {
         assert_eq!(ledger.pulls(Some("a")).expect("a").len(), 2);
         assert_eq!(ledger.pulls(None).expect("all").len(), 3);
         assert!(ledger.latest_pull("nobody").expect("query").is_none());
-        ledger
-            .record_teardown(&TeardownRecord {
-                at: t,
-                host: "a".into(),
-                instance_id: Some("123".into()),
-                command: Some("vastai destroy instance 123".into()),
-                exit_status: Some(0),
-                output: "destroying instance 123.".into(),
-                pull_id: second,
-            })
-            .expect("audit");
-        let audit = ledger.teardowns(Some("a")).expect("teardowns");
-        assert_eq!(audit.len(), 1);
-        assert_eq!(audit[0].pull_id, second);
-        assert!(ledger.teardowns(Some("b")).expect("b").is_empty());
     }
 
     #[test]

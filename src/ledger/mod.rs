@@ -1,10 +1,13 @@
 //! The ledger: a local SQLite database of every pull (what came home, its hashes, whether it
 //! loads) and every teardown (who confirmed what, the command, its output). It is the evidence
-//! the teardown guard reads; rows are only ever added.
+//! the teardown guard reads; rows are only ever added (a teardown's intent row gets its outcome
+//! once, when the destroy has ended).
 
 mod db;
+mod teardowns;
 
 pub use db::{Ledger, LedgerError, default_path};
+pub use teardowns::{DestroyOutcome, TeardownFinish, TeardownIntent, TeardownRecord};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -89,19 +92,6 @@ pub struct PullRecord {
     /// The host's `instance_id` when this pull was taken: a teardown of another id refuses.
     pub instance_id: Option<String>,
     pub files: Vec<PulledFile>,
-}
-
-/// What a teardown confirmation did, kept forever.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TeardownRecord {
-    pub at: DateTime<Utc>,
-    pub host: String,
-    pub instance_id: Option<String>,
-    /// The command run; None when the platform has no API and the user destroyed it by hand.
-    pub command: Option<String>,
-    pub exit_status: Option<i32>,
-    pub output: String,
-    pub pull_id: i64,
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ pub async fn query(
     let failed = |command: &str, exit, text: &str| ProviderError::Failed {
         command: command.to_string(),
         exit,
-        stderr: clean(text, MAX_MESSAGE),
+        stderr: cli_said(text),
     };
     let mut cmd = Command::new(program);
     cmd.args(&argv);
@@ -65,7 +65,7 @@ pub async fn query(
     {
         return Err(ProviderError::NotConfigured {
             command,
-            message: clean(said, MAX_MESSAGE),
+            message: cli_said(said),
         });
     }
     let said = if said.trim().is_empty() {
@@ -74,6 +74,11 @@ pub async fn query(
         said
     };
     Err(failed(&command, status.code(), said))
+}
+
+/// What a CLI said, cleaned for the terminal and with any key it echoed masked.
+fn cli_said(text: &str) -> String {
+    crate::sanitize::mask_secrets(&clean(text, MAX_MESSAGE))
 }
 
 #[cfg(test)]

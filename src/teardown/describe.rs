@@ -107,7 +107,10 @@ pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -
         }
     }
     let action = match &plan.method {
-        Method::Command { command } => format!("  will run: {}", clean(command, 300)),
+        Method::Command { command } => format!(
+            "  will run: {}",
+            crate::sanitize::mask_secrets(&clean(command, 300))
+        ),
         Method::Manual { steps } => format!("  no API: {steps}"),
         Method::Blocked { why } => format!("  cannot run: {why}"),
     };

@@ -18,7 +18,7 @@ use crate::clocks::Profile;
 use crate::config::{FleetConfig, HostConfig};
 use crate::provider::{Provider, query};
 
-const PROVIDER_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const PROVIDER_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub async fn plan_looks(
     plan: &TeardownPlan,
@@ -74,7 +74,8 @@ fn first_word(text: &str) -> Option<(String, &str)> {
 pub fn program_runs(command: &str) -> Result<(), String> {
     let Some(program) = program_of(command) else {
         return Err(format!(
-            "cannot tell which program the destroy command runs: {command}"
+            "cannot tell which program the destroy command runs: {}",
+            crate::sanitize::mask_secrets(command)
         ));
     };
     let expanded = match program.strip_prefix("~/") {
@@ -110,20 +111,27 @@ fn executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-async fn instance_is_this_box(
-    host: &HostConfig,
-    profile: &Profile,
-    fleet: &FleetConfig,
-) -> Result<(), String> {
-    let (Some(provider), Some(id)) = (Provider::from_platform(&profile.name), &host.instance_id)
-    else {
-        return Ok(());
-    };
+/// The provider CLI to ask about a host of this platform (the `[providers]` path, else its usual
+/// name on PATH); None on a platform without one.
+pub fn provider_cli(profile: &Profile, fleet: &FleetConfig) -> Option<(Provider, PathBuf)> {
+    let provider = Provider::from_platform(&profile.name)?;
     let program = match provider {
         Provider::Vastai => fleet.providers.vastai.clone(),
         Provider::Runpod => fleet.providers.runpod.clone(),
     }
     .unwrap_or_else(|| PathBuf::from(provider.default_program()));
+    Some((provider, program))
+}
+
+async fn instance_is_this_box(
+    host: &HostConfig,
+    profile: &Profile,
+    fleet: &FleetConfig,
+) -> Result<(), String> {
+    let (Some((provider, program)), Some(id)) = (provider_cli(profile, fleet), &host.instance_id)
+    else {
+        return Ok(());
+    };
     let id = crate::sanitize::line(id, 80);
     let cannot = |why: String| format!("cannot confirm that instance {id} is {}: {why}", host.name);
     let rows = query(provider, &program, PROVIDER_TIMEOUT)

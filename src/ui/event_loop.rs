@@ -93,6 +93,10 @@ pub async fn run(
     let frame_gap = Duration::from_millis(50);
     let mut last_draw = tokio::time::Instant::now() - frame_gap;
     let mut key_pressed = false;
+    let mut stop_after_destroy = false;
+    if let Source::Live { fleet, .. } = &source {
+        jobs::spawn_unfinished(std::sync::Arc::clone(fleet), &state, job_tx.clone());
+    }
     loop {
         if dirty && (key_pressed || last_draw.elapsed() >= frame_gap) {
             let ctx = Ctx {
@@ -198,12 +202,37 @@ pub async fn run(
                 }
                 dirty = true;
             }
-            _ = sigterm.recv() => break,
-            _ = sighup.recv() => break,
+            // A destroy running now is waited for (it is bounded by its timeout and confirm
+            // window), so its outcome is recorded before rigwatch exits.
+            _ = sigterm.recv() => if stop_now(&mut app, &mut stop_after_destroy) { break } else { dirty = true },
+            _ = sighup.recv() => if stop_now(&mut app, &mut stop_after_destroy) { break } else { dirty = true },
+        }
+        if stop_after_destroy && !destroying(&app) {
+            break;
         }
     }
     source.shutdown().await;
     Ok(state)
+}
+
+const WAITS: &str =
+    "a destroy is running: rigwatch exits once it has ended and its outcome is recorded";
+
+fn destroying(app: &App) -> bool {
+    app.modal
+        .as_ref()
+        .is_some_and(|m| m.phase == Phase::Running)
+}
+
+/// SIGTERM or SIGHUP: true to quit now; while a destroy runs, says so and marks the loop to quit
+/// once its outcome is recorded.
+fn stop_now(app: &mut App, after_destroy: &mut bool) -> bool {
+    if !destroying(app) {
+        return true;
+    }
+    *after_destroy = true;
+    app.notice = Some(WAITS.into());
+    false
 }
 
 fn refresh(app: &mut App, state: &mut FleetState, source: &mut Source) {
@@ -354,12 +383,12 @@ fn job_done(app: &mut App, state: &mut FleetState, msg: JobMsg) -> Option<(Strin
         }
         JobMsg::Destroyed {
             host,
-            ok,
-            by_hand,
+            outcome,
             output,
+            last,
         } => {
             if let Some(modal) = app.modal.as_mut().filter(|m| m.host == host) {
-                modal.phase = Phase::Finished { ok, by_hand };
+                modal.phase = Phase::Finished { outcome, last };
                 modal.messages = output;
             }
         }

@@ -8,12 +8,16 @@ use tokio::sync::mpsc;
 
 use crate::clocks::Profile;
 use crate::config::{FleetConfig, HostConfig};
+use crate::ledger::DestroyOutcome;
 use crate::ledger::{Ledger, PullRecord};
+use crate::monitor::FleetState;
 use crate::monitor::verified::{from_ledger, verified_cells};
 use crate::pull::{Currentness, Depth, Progress, check_host, pull_and_record};
 use crate::queue::DoneRule;
+use crate::sanitize::mask_secrets;
 use crate::teardown::{
-    Description, Method, PlanLooks, RunLooks, carry_out, describe, plan, plan_looks,
+    Confirming, Description, DestroyReport, Method, PlanLooks, RunLooks, describe, destroy, plan,
+    plan_looks, unfinished,
 };
 use crate::transport::Session;
 
@@ -40,11 +44,13 @@ pub enum JobMsg {
     },
     /// The ledger's verified cells per queue host, read once at start.
     Verified(BTreeMap<String, BTreeSet<String>>),
+    /// The destroy's report: what it printed, then its last line (the outcome, why, and where
+    /// it is recorded); the outcome is None when it was refused and nothing ran.
     Destroyed {
         host: String,
-        ok: bool,
-        by_hand: bool,
+        outcome: Option<DestroyOutcome>,
         output: Vec<String>,
+        last: String,
     },
     /// Something to say in the status bar (an alert that could not be delivered).
     Notice(String),
@@ -223,6 +229,8 @@ pub fn spawn_verified(hosts: Vec<HostConfig>, tx: mpsc::Sender<JobMsg>) {
     });
 }
 
+const DEMO_SAYS: &str = "demo: nothing is destroyed and nothing is recorded";
+
 pub fn spawn_destroy(job: TeardownCtx, pull_id: i64, tx: mpsc::Sender<JobMsg>) {
     tokio::spawn(async move {
         let host = job.host;
@@ -235,44 +243,64 @@ pub fn spawn_destroy(job: TeardownCtx, pull_id: i64, tx: mpsc::Sender<JobMsg>) {
             let method = plan(&host, &profile, &Default::default()).method;
             let would = match &method {
                 Method::Command { command } => {
-                    format!("on a real box rigwatch would now run: {command}")
+                    format!(
+                        "on a real box rigwatch would now run: {}",
+                        mask_secrets(command)
+                    )
                 }
                 _ => "on a real box you would destroy it at the provider now".to_string(),
             };
             let _ = tx
                 .send(JobMsg::Destroyed {
                     host: host.name,
-                    ok: true,
-                    by_hand: false,
-                    output: vec![
-                        "demo: nothing is destroyed and nothing is recorded".into(),
-                        would,
-                    ],
+                    outcome: None,
+                    output: vec![DEMO_SAYS.into(), would],
+                    last: DEMO_SAYS.into(),
                 })
                 .await;
             return;
         };
         let method = plan(&host, &profile, &fleet.providers).method;
-        let by_hand = matches!(method, Method::Manual { .. });
-        let (ok, output) = match carry_out(&host, &method, pull_id).await {
-            Err(why) => (false, vec![format!("REFUSED, nothing ran: {why}")]),
-            Ok((record, ok)) => {
-                let saved =
-                    ledger().and_then(|l| l.record_teardown(&record).map_err(|e| e.to_string()));
-                let mut output: Vec<String> = record.output.lines().map(String::from).collect();
-                if let Err(e) = saved {
-                    output.push(format!("AUDIT ENTRY NOT WRITTEN: {e}"));
-                }
-                (ok, output)
+        let report = match crate::ledger::default_path() {
+            Some(path) => {
+                let confirming = Confirming::for_host(&profile, &fleet);
+                destroy(&host, &method, pull_id, &path, &confirming).await
             }
+            None => DestroyReport {
+                command: None,
+                output: Vec::new(),
+                outcome: Err(
+                    "no state dir for the ledger, so the intent cannot be recorded".into(),
+                ),
+                recorded: Err("nothing ran".into()),
+            },
         };
         let _ = tx
             .send(JobMsg::Destroyed {
                 host: host.name,
-                ok,
-                by_hand,
-                output,
+                outcome: report.word(),
+                last: report.last_line(),
+                output: report.output,
             })
             .await;
+    });
+}
+
+/// Destroys rigwatch was stopped in the middle of, said once at start (and what the provider
+/// sees now recorded, where it can be asked).
+pub fn spawn_unfinished(fleet: Arc<FleetConfig>, state: &FleetState, tx: mpsc::Sender<JobMsg>) {
+    let profiles: Vec<Profile> = state
+        .hosts
+        .iter()
+        .filter_map(|h| state.profile(&h.config.profile).cloned())
+        .collect();
+    tokio::spawn(async move {
+        let Some(path) = crate::ledger::default_path() else {
+            return;
+        };
+        let lines = unfinished(&path, Some((&fleet, &profiles))).await;
+        if !lines.is_empty() {
+            let _ = tx.send(JobMsg::Notice(lines.join(" | "))).await;
+        }
     });
 }

@@ -9,6 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::Ctx;
+use crate::ledger::DestroyOutcome;
 use crate::pull::Currentness;
 use crate::teardown::{
     Description, Guard, GuardEvent, GuardOutcome, PlanLooks, QueueLooks, QueueNote,
@@ -24,9 +25,10 @@ pub enum Phase {
     Open,
     /// The guard fired; the destroy command is running.
     Running,
+    /// The destroy's outcome (None: refused, nothing ran) and its last line.
     Finished {
-        ok: bool,
-        by_hand: bool,
+        outcome: Option<DestroyOutcome>,
+        last: String,
     },
 }
 
@@ -236,17 +238,17 @@ fn footer<'a>(modal: &'a TeardownModal, t: &super::theme::Theme, demo: bool) -> 
             }
         }
         Phase::Running => {}
-        Phase::Finished { ok, by_hand } => lines.push(Line::styled(
-            match (ok, by_hand) {
-                _ if demo => " Demo: the guard let it through; nothing was destroyed or recorded. Any key closes.",
-                (true, true) => {
-                    " Recorded: you destroyed it at the provider; rigwatch ran nothing. Any key \
-                     closes."
-                }
-                (true, false) => " Done: the destroy command exited 0; recorded in the ledger.",
-                (false, _) => " THE DESTROY FAILED or was refused; see above. Any key closes.",
+        Phase::Finished { .. } if demo => lines.push(Line::styled(
+            " Demo: the guard let it through; nothing was destroyed or recorded. Any key closes.",
+            t.ok,
+        )),
+        Phase::Finished { outcome, last } => lines.push(Line::styled(
+            format!(" {}. Any key closes.", crate::sanitize::line(last, 600)),
+            match outcome {
+                Some(DestroyOutcome::Confirmed) => t.ok,
+                Some(DestroyOutcome::Unconfirmed) => t.warn,
+                Some(DestroyOutcome::Failed) | None => t.crit,
             },
-            if *ok { t.ok } else { t.crit },
         )),
     }
     for m in &modal.messages {

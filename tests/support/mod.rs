@@ -6,6 +6,7 @@
 pub mod delay;
 mod standin;
 pub mod tmux;
+pub mod vast_box;
 
 use std::fmt::Write as _;
 use std::net::TcpListener;

@@ -1,0 +1,264 @@
+//! The one destroy path. The dashboard and `rigwatch teardown` call `destroy` once the guard has
+//! fired and only render the report it returns:
+//! 1. the intent (host, instance, masked command, the pull relied on, time, this process) is
+//!    written to the ledger first; if it cannot be, nothing runs;
+//! 2. the command runs once in its own process group (or the person's word is taken, by hand);
+//! 3. exit 0 proves nothing: the provider is asked until it no longer lists the instance (or
+//!    lists it destroyed), or the confirm window has passed;
+//! 4. the outcome (confirmed, UNCONFIRMED with why, or FAILED with how) is added to the intent.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::exec::{BY_HAND, run_destroy};
+use super::plan::Method;
+use super::ready::{PROVIDER_TIMEOUT, provider_cli};
+use crate::clocks::Profile;
+use crate::config::{FleetConfig, HostConfig, TeardownTuning};
+use crate::ledger::{DestroyOutcome, Ledger, TeardownFinish, TeardownIntent};
+use crate::provider::{InstanceState, Provider, query};
+use crate::sanitize::mask_secrets;
+
+/// Who is asked afterwards, and how long the destroy and the asking may take.
+#[derive(Debug, Clone)]
+pub struct Confirming {
+    /// The provider CLI that lists the instance; None on a platform without one.
+    pub provider: Option<(Provider, PathBuf)>,
+    pub tuning: TeardownTuning,
+}
+
+impl Confirming {
+    pub fn for_host(profile: &Profile, fleet: &FleetConfig) -> Confirming {
+        Confirming {
+            provider: provider_cli(profile, fleet),
+            tuning: fleet.teardown.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DestroyReport {
+    /// The command as run and recorded, secrets masked; None by hand.
+    pub command: Option<String>,
+    /// What the command printed (masked), or the person's word, line by line.
+    pub output: Vec<String>,
+    /// The outcome and why; Err when it was refused and nothing ran.
+    pub outcome: Result<(DestroyOutcome, String), String>,
+    /// Where the outcome is recorded, or why it is not (the intent is, without one).
+    pub recorded: Result<PathBuf, String>,
+}
+
+impl DestroyReport {
+    /// The line every front end ends with: the outcome's word, why, and where it is recorded.
+    pub fn last_line(&self) -> String {
+        match (&self.outcome, &self.recorded) {
+            (Err(why), _) => format!("REFUSED, nothing ran: {why}"),
+            (Ok((outcome, why)), Ok(path)) => {
+                format!("{outcome}: {why}; recorded in {}", path.display())
+            }
+            (Ok((outcome, why)), Err(e)) => format!("{outcome}: {why}; OUTCOME NOT RECORDED: {e}"),
+        }
+    }
+
+    /// None when refused.
+    pub fn word(&self) -> Option<DestroyOutcome> {
+        self.outcome.as_ref().ok().map(|(o, _)| *o)
+    }
+}
+
+/// Carries out what the guard's Fire means for `host` (see the module's steps).
+pub async fn destroy(
+    host: &HostConfig,
+    method: &Method,
+    pull_id: i64,
+    ledger: &Path,
+    confirming: &Confirming,
+) -> DestroyReport {
+    let refused = |why: String| DestroyReport {
+        command: None,
+        output: Vec::new(),
+        outcome: Err(why),
+        recorded: Err("nothing ran, so nothing was recorded".into()),
+    };
+    let command = match method {
+        Method::Blocked { why } => return refused(why.clone()),
+        Method::Command { command } => Some(command.as_str()),
+        Method::Manual { .. } => None,
+    };
+    let masked = command.map(mask_secrets);
+    let intent = TeardownIntent {
+        at: Utc::now(),
+        host: host.name.clone(),
+        instance_id: host.instance_id.clone(),
+        command: masked.clone(),
+        pull_id,
+        pid: std::process::id(),
+    };
+    let id = match with_ledger(ledger, move |l| l.record_intent(&intent)).await {
+        Ok(id) => id,
+        Err(e) => {
+            return refused(format!(
+                "the ledger cannot record the destroy's intent ({e}); a destroy without a record \
+                 does not run"
+            ));
+        }
+    };
+    let (exit_status, output, failed) = match command {
+        Some(command) => {
+            let ran = run_destroy(command, confirming.tuning.destroy_timeout).await;
+            (ran.exit_status, ran.output, ran.failed)
+        }
+        None => (None, BY_HAND.to_string(), None),
+    };
+    let (outcome, why) = match failed {
+        Some(how) => (
+            DestroyOutcome::Failed,
+            format!("{how}; the box may still exist and bill"),
+        ),
+        None => {
+            let claim = if command.is_some() {
+                "the destroy command exited 0"
+            } else {
+                "you said you destroyed it at the provider"
+            };
+            ask_provider(host.instance_id.as_deref(), confirming, claim).await
+        }
+    };
+    let finish = TeardownFinish {
+        finished: Utc::now(),
+        exit_status,
+        output: output.clone(),
+        outcome,
+        why: why.clone(),
+    };
+    let recorded = match with_ledger(ledger, move |l| l.record_outcome(id, &finish)).await {
+        Ok(true) => Ok(ledger.to_path_buf()),
+        Ok(false) => Err("another rigwatch already recorded an outcome for it".into()),
+        Err(e) => Err(e),
+    };
+    DestroyReport {
+        command: masked,
+        output: output.lines().map(String::from).collect(),
+        outcome: Ok((outcome, why)),
+        recorded,
+    }
+}
+
+/// Asks the provider until the instance is gone or the confirm window has passed; `claim` is
+/// what the outcome would otherwise rest on.
+async fn ask_provider(
+    id: Option<&str>,
+    confirming: &Confirming,
+    claim: &str,
+) -> (DestroyOutcome, String) {
+    let unconfirmed = |why: String| (DestroyOutcome::Unconfirmed, format!("{claim}, but {why}"));
+    let Some((provider, program)) = &confirming.provider else {
+        return unconfirmed("there is no provider CLI to ask: check the provider".into());
+    };
+    let name = provider.default_program();
+    let Some(id) = id else {
+        return unconfirmed(format!("there is no instance_id to ask {name} about"));
+    };
+    let id = crate::sanitize::line(id, 80);
+    let tuning = &confirming.tuning;
+    let deadline = tokio::time::Instant::now() + tuning.confirm_within;
+    loop {
+        let last = match query(*provider, program, PROVIDER_TIMEOUT).await {
+            Ok(rows) => match rows.iter().find(|r| r.instance_id == id) {
+                None => {
+                    let why = format!("{name} no longer lists instance {id}");
+                    return (DestroyOutcome::Confirmed, why);
+                }
+                Some(r) if r.state == InstanceState::Destroyed => {
+                    let why = format!("{name} lists instance {id} as destroyed");
+                    return (DestroyOutcome::Confirmed, why);
+                }
+                Some(r) => format!(
+                    "{name} still lists instance {id} as {}",
+                    crate::sanitize::line(r.state.word(), 40)
+                ),
+            },
+            Err(e @ crate::provider::ProviderError::NotInstalled { .. }) => {
+                return unconfirmed(format!("there is no provider CLI to ask ({e})"));
+            }
+            Err(e) => format!(
+                "{name} could not be asked ({})",
+                mask_secrets(&e.to_string())
+            ),
+        };
+        if tokio::time::Instant::now() + tuning.confirm_every > deadline {
+            return unconfirmed(format!(
+                "{last} {}s after it: check the provider",
+                tuning.confirm_within.as_secs()
+            ));
+        }
+        tokio::time::sleep(tuning.confirm_every).await;
+    }
+}
+
+/// Runs `f` on the ledger at `path`, off the async runtime.
+pub(super) async fn with_ledger<T: Send + 'static>(
+    path: &Path,
+    f: impl FnOnce(&Ledger) -> Result<T, crate::ledger::LedgerError> + Send + 'static,
+) -> Result<T, String> {
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || Ledger::open(&path).and_then(|l| f(&l)))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
+}
+
+/// How long any destroy may be in flight (the longest timeout and confirm window the config
+/// allows, and a minute more): an intent older than this has no live rigwatch behind it.
+pub(super) const LONGEST: Duration = Duration::from_secs(3600 + 600 + 60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host() -> HostConfig {
+        let fleet = crate::config::fleet::parse(
+            Path::new("f.toml"),
+            "[[host]]\nname = \"a\"\nssh = \"root@h\"\ninstance_id = \"7\"\n",
+        )
+        .expect("fleet");
+        fleet.hosts[0].clone()
+    }
+
+    fn confirming() -> Confirming {
+        Confirming {
+            provider: None,
+            tuning: TeardownTuning::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn no_intent_written_means_nothing_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let marker = dir.path().join("ran");
+        let blocker = dir.path().join("not-a-folder");
+        std::fs::write(&blocker, b"").expect("file");
+        let method = Method::Command {
+            command: format!("touch '{}'", marker.display()),
+        };
+        let ledger = blocker.join("ledger.sqlite");
+        let report = destroy(&host(), &method, 1, &ledger, &confirming()).await;
+        let why = report.outcome.clone().expect_err("refused");
+        assert!(why.contains("cannot record the destroy's intent"), "{why}");
+        assert!(report.last_line().starts_with("REFUSED, nothing ran"));
+        assert!(!marker.exists(), "the command ran without an intent");
+    }
+
+    #[tokio::test]
+    async fn without_a_provider_to_ask_exit_zero_stays_unconfirmed() {
+        let (outcome, why) =
+            ask_provider(Some("7"), &confirming(), "the destroy command exited 0").await;
+        assert_eq!(outcome, DestroyOutcome::Unconfirmed);
+        assert_eq!(
+            why,
+            "the destroy command exited 0, but there is no provider CLI to ask: check the provider"
+        );
+    }
+}

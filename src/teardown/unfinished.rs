@@ -1,0 +1,93 @@
+//! Destroys with an intent and no outcome: rigwatch was stopped (SIGKILL, a crash, a second
+//! Ctrl-C) while one ran, and the command may or may not have taken effect. Every start that
+//! reads the ledger says so; where the provider can be asked, what it sees becomes the outcome.
+
+use std::path::Path;
+
+use chrono::Utc;
+
+use super::destroy::{LONGEST, with_ledger};
+use super::ready::{PROVIDER_TIMEOUT, provider_cli};
+use crate::clocks::Profile;
+use crate::config::FleetConfig;
+use crate::ledger::{DestroyOutcome, TeardownFinish, TeardownRecord};
+use crate::provider::{InstanceState, query};
+
+/// One line per interrupted destroy, after asking the provider where `fleet` says how. A
+/// ledger that cannot be read says nothing here: the commands that need it report that.
+pub async fn unfinished(ledger: &Path, fleet: Option<(&FleetConfig, &[Profile])>) -> Vec<String> {
+    if !ledger.exists() {
+        return Vec::new();
+    }
+    let Ok(rows) = with_ledger(ledger, |l| l.teardowns(None)).await else {
+        return Vec::new();
+    };
+    let now = Utc::now();
+    let mut lines = Vec::new();
+    for t in rows.into_iter().filter(|t| t.outcome.is_none()) {
+        let in_flight = t.pid.is_some_and(crate::process::running)
+            && (now - t.at).to_std().is_ok_and(|age| age < LONGEST);
+        if in_flight {
+            continue;
+        }
+        let mut line = format!(
+            "destroy of {} (instance {}) started {} has no recorded outcome: rigwatch was \
+             stopped while it ran; check the provider",
+            crate::sanitize::line(&t.host, 80),
+            crate::sanitize::line(t.instance_id.as_deref().unwrap_or("-"), 80),
+            t.at.format("%Y-%m-%d %H:%M:%S UTC")
+        );
+        if let Some((fleet, profiles)) = fleet {
+            if let Some(said) = ask(ledger, &t, fleet, profiles).await {
+                line.push_str(&format!("; {said}"));
+            }
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+/// Asks the provider about `t`'s instance once and records what it sees; what was recorded, or
+/// None when it could not be asked.
+async fn ask(
+    ledger: &Path,
+    t: &TeardownRecord,
+    fleet: &FleetConfig,
+    profiles: &[Profile],
+) -> Option<String> {
+    let host = fleet.hosts.iter().find(|h| h.name == t.host)?;
+    let profile = crate::clocks::profiles::find(profiles, &host.profile)?;
+    let (provider, program) = provider_cli(profile, fleet)?;
+    let id = crate::sanitize::line(t.instance_id.as_deref()?, 80);
+    let rows = query(provider, &program, PROVIDER_TIMEOUT).await.ok()?;
+    let name = provider.default_program();
+    let (outcome, seen) = match rows.iter().find(|r| r.instance_id == id) {
+        None => (
+            DestroyOutcome::Confirmed,
+            format!("{name} no longer lists instance {id}"),
+        ),
+        Some(r) if r.state == InstanceState::Destroyed => (
+            DestroyOutcome::Confirmed,
+            format!("{name} lists instance {id} as destroyed"),
+        ),
+        Some(r) => (
+            DestroyOutcome::Unconfirmed,
+            format!(
+                "{name} still lists instance {id} as {}",
+                crate::sanitize::line(r.state.word(), 40)
+            ),
+        ),
+    };
+    let finish = TeardownFinish {
+        finished: Utc::now(),
+        exit_status: None,
+        output: String::new(),
+        outcome,
+        why: format!("rigwatch was stopped while the destroy ran; asked afterwards, {seen}"),
+    };
+    let id = t.id;
+    match with_ledger(ledger, move |l| l.record_outcome(id, &finish)).await {
+        Ok(true) => Some(format!("{seen}: recorded as {outcome}")),
+        _ => Some(seen),
+    }
+}
