@@ -20,7 +20,7 @@
 //!   `probe`, `transport` (for the link state type only).
 //! - `ledger`    — the SQLite record of pulls and teardowns; imports `config` (its state dir).
 //! - `pull`      — results copied home over SFTP, hashed, verified, judged current; imports
-//!   `config`, `transport`, `ledger`, `sanitize`.
+//!   `config`, `transport`, `ledger`, `sanitize`, `process` (the user's verify commands).
 //! - `teardown`  — the guard (pure), the destroy plan, the queue note, and the one destroy path
 //!   (intent, command, provider check, outcome); imports `pull`, `clocks`, `queue`, `sanitize`,
 //!   `config`, `ledger`, `provider`, `process`.

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::verify::{Verdict, verify_file};
+use crate::process::Ended;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verification {
@@ -126,30 +127,34 @@ pub fn with_file_argument(command: &str) -> String {
 
 async fn run_user(command: &str, path: &Path) -> Result<(), String> {
     let line = with_file_argument(command);
-    let child = tokio::process::Command::new("sh")
-        .arg("-c")
+    let mut sh = tokio::process::Command::new("sh");
+    sh.arg("-c")
         .arg(&line)
         .arg("sh")
         .arg(path)
-        .env("RIGWATCH_FILE", path)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(USER_TIMEOUT, child).await {
-        Err(_) => Err(format!("verify command timed out after 10 min: {line}")),
-        Ok(Err(e)) => Err(format!("verify command could not start ({e}): {line}")),
-        Ok(Ok(out)) if out.status.success() => Ok(()),
-        Ok(Ok(out)) => {
-            let stderr = String::from_utf8_lossy(&out.stderr);
+        .env("RIGWATCH_FILE", path);
+    // Its own process group: at the timeout the command's children end with it.
+    let done = crate::process::run(sh, None, USER_TIMEOUT, USER_OUTPUT_CAP)
+        .await
+        .map_err(|e| format!("verify command could not start ({e}): {line}"))?;
+    match done.ended {
+        Ended::TimedOut(_) => Err(format!(
+            "verify command timed out after 10 min; its process group was ended: {line}"
+        )),
+        Ended::Exited(status) if status.success() => Ok(()),
+        Ended::Exited(status) => {
+            let stderr = String::from_utf8_lossy(&done.stderr);
             let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
             Err(format!(
-                "verify command failed ({}): {}",
-                out.status,
+                "verify command failed ({status}): {}",
                 crate::sanitize::line(last.unwrap_or("no output"), 200)
             ))
         }
     }
 }
+
+/// Enough of a verify command's output for its last words; the rest is drained.
+const USER_OUTPUT_CAP: usize = 64 * 1024;
 
 #[cfg(test)]
 mod tests {
