@@ -1,7 +1,37 @@
 //! Shell-style globbing with `*` (any run, including empty) and `?` (one character); nothing
 //! else is special. One matcher for every pattern a user writes: queue `done` files,
 //! known_hosts host patterns, `init --from-ssh-config` Host names. Linear-time two pointers, so
-//! a hostile pattern cannot blow up.
+//! a hostile pattern cannot blow up. Also the two facts about pull paths that config and pull
+//! both need: which component is a shell pattern, and the literal text behind backslashes.
+
+/// Whether one component of a pull path is a shell pattern: it holds `*`, `?` or `[` that no
+/// backslash makes literal.
+pub fn is_path_pattern(component: &str) -> bool {
+    let mut chars = component.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '*' | '?' | '[' => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// A pull path's literal text: each backslash dropped, the character after it kept.
+pub fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 pub fn matches(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();

@@ -1,10 +1,11 @@
 //! rigwatch: watches rented GPU boxes over pooled SSH and guards their teardown.
 //!
 //! Module map (data flows down this list, never up):
-//! - `config`    — fleet.toml and `ssh -G` resolution; imports nothing else of ours.
+//! - `glob`      — `*`/`?` matching for every pattern a user writes, and which part of a pull
+//!   path is a pattern; imports nothing.
+//! - `config`    — fleet.toml and `ssh -G` resolution; imports `glob` (pull paths' patterns).
 //! - `clocks`    — platform profiles as data; imports `config` (for located errors).
 //! - `sanitize`  — remote text made safe for terminals; imports nothing else of ours.
-//! - `glob`      — `*`/`?` matching for every pattern a user writes; imports nothing.
 //! - `process`   — a local command in its own process group, with a timeout that ends the whole
 //!   group and an output cap; imports nothing else of ours.
 //! - `queue`     — sweep queue files, cell progress from logs, roster reconciliation; pure, imports

@@ -368,3 +368,41 @@ time.sleep(120)
         "destroyed on a stat-only check:\n{screen}"
     );
 }
+
+/// `dest` is a mount of its own (a second disk for results), so the parts folder beside it is
+/// on another filesystem: every file still arrives whole, none fails with "Invalid cross-device
+/// link". Run in a mount namespace of the test's own, with a tmpfs at `dest`.
+#[test]
+fn a_dest_on_its_own_filesystem_gets_every_file() {
+    let rig = a_box(true);
+    std::fs::create_dir_all(&rig.dest).expect("dest");
+    let privileged = support::whoami() == "root";
+    let out = std::process::Command::new("unshare")
+        .arg(if privileged { "-m" } else { "-Urm" })
+        .args([
+            "sh",
+            "-c",
+            "mount -t tmpfs tmpfs \"$0\" || exit 9\n\"$1\" --config \"$2\" pull box\nrc=$?\n\
+             sha256sum \"$0\"/run/*.bin\nexit $rc",
+        ])
+        .arg(&rig.dest)
+        .arg(env!("CARGO_BIN_EXE_rigwatch"))
+        .arg(&rig.fleet)
+        .env_remove("SSH_AUTH_SOCK")
+        .env_remove("RIGWATCH_CONFIG")
+        .env("XDG_STATE_HOME", rig.lab.path("state"))
+        .env("XDG_CONFIG_HOME", rig.lab.path("config"))
+        .output()
+        .expect("unshare");
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(!said.contains("cross-device"), "{said}");
+    for name in ["big.bin", "small.bin"] {
+        let line = format!(
+            "{}  {}",
+            sha(&rig.run.join(name)),
+            rig.local(name).display()
+        );
+        assert!(said.contains(&line), "{name}: {said}");
+    }
+}

@@ -360,6 +360,26 @@ fn parse_checked(
                     super::pull::overlaps(theirs, &pull.dest)
                         .then(|| (o.name.clone(), theirs.clone()))
                 });
+                let this_machine = profile == "local"
+                    || target.host == "localhost"
+                    || target
+                        .host
+                        .trim_matches(['[', ']'])
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback());
+                if let Some(path) = this_machine
+                    .then(|| super::pull::dest_inside_pull_path(&pull))
+                    .flatten()
+                {
+                    return Err(at(
+                        table,
+                        format!(
+                            "pull dest {} is inside pull path {path:?} on this same machine: each \
+                             pull would copy the last one's copy into itself; put dest outside it",
+                            pull.dest.display()
+                        ),
+                    ));
+                }
                 if let Some((other, theirs)) = overlap {
                     return Err(at(
                         table,

@@ -189,3 +189,30 @@ fn verify_commands_by_pattern_or_for_every_file() {
         "{e}"
     );
 }
+
+/// A box that is this machine pulling into a folder under its own pull path would nest a copy
+/// of the last pull at every pull: refused at load, naming both. On another machine the same
+/// paths are unrelated folders.
+#[test]
+fn a_dest_inside_its_own_pull_path_on_this_machine_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    let host = |ssh: &str, dest: &Path| {
+        format!(
+            "[[host]]\nname = \"a\"\nssh = \"{ssh}\"\n[host.pull]\npaths = [\"{}\"]\n\
+             dest = \"{}\"\n",
+            run.display(),
+            dest.display()
+        )
+    };
+    for ssh in ["127.0.0.1:2222", "u@localhost", "[::1]:22"] {
+        let e = err(&host(ssh, &run.join("results")));
+        assert!(e.contains("is inside pull path"), "{ssh}: {e}");
+    }
+    let e = err(&host("127.0.0.1", &dir.path().join("x/../run/deeper")));
+    assert!(e.contains("is inside pull path"), "{e}");
+    let beside = host("127.0.0.1", &dir.path().join("results"));
+    assert!(parse(Path::new("fleet.toml"), &beside).is_ok());
+    let remote = host("gpu.example.com", &run.join("results"));
+    assert!(parse(Path::new("fleet.toml"), &remote).is_ok());
+}

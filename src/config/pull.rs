@@ -189,3 +189,22 @@ pub fn overlaps(a: &Path, b: &Path) -> bool {
     own(&a, &up_a).is_some_and(|id| up_b.contains(&id))
         || own(&b, &up_b).is_some_and(|id| up_a.contains(&id))
 }
+
+/// On a host that is this machine, the pull path whose folder holds `dest`: every pull would
+/// copy the last one's copy into itself, one level deeper each time.
+pub fn dest_inside_pull_path(pull: &PullConfig) -> Option<&str> {
+    let dest = real_location(&pull.dest);
+    pull.paths
+        .iter()
+        .find(|p| {
+            let parts: Vec<&str> = p.trim_end_matches('/').split('/').collect();
+            let literal = parts
+                .iter()
+                .position(|c| crate::glob::is_path_pattern(c))
+                .unwrap_or(parts.len());
+            let root = crate::glob::unescape(&parts[..literal].join("/"));
+            let root = if root.is_empty() { "/".into() } else { root };
+            dest.starts_with(real_location(&expand_tilde(&root)))
+        })
+        .map(String::as_str)
+}

@@ -18,9 +18,9 @@ fn base_of(config_path: &str, home: Option<&str>) -> String {
     let components: Vec<&str> = expanded.trim_end_matches('/').split('/').collect();
     let glob_at = components
         .iter()
-        .position(|c| c.contains(['*', '?', '[']))
+        .position(|c| crate::glob::is_path_pattern(c))
         .unwrap_or(components.len().saturating_sub(1));
-    components[..glob_at].join("/")
+    crate::glob::unescape(&components[..glob_at].join("/"))
 }
 
 /// The file's path under `dest`, or None when the remote path escapes its root (a `..`, or a
@@ -157,6 +157,11 @@ mod tests {
         assert_eq!(
             local_path(dest, "~/out", Some("/root"), "/root/out/z"),
             Some(PathBuf::from("/r/out/z"))
+        );
+        // An escaped `[` is part of the folder's name: it keeps its name under dest.
+        assert_eq!(
+            local_path(dest, "/w/exp\\[lr=0.1]", None, "/w/exp[lr=0.1]/m.pt"),
+            Some(PathBuf::from("/r/exp[lr=0.1]/m.pt"))
         );
     }
 

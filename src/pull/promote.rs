@@ -118,9 +118,12 @@ async fn into_place(dest: &Path, local: &Path, staged: &Path) -> Result<(), Stri
     tokio::fs::create_dir_all(&parent)
         .await
         .map_err(|e| io(&parent, e))?;
-    tokio::fs::rename(staged, local)
-        .await
-        .map_err(|e| io(local, e))?;
+    match tokio::fs::rename(staged, local).await {
+        Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
+            across_devices(dest, local, staged).await?;
+        }
+        other => other.map_err(|e| io(local, e))?,
+    }
     let (_, src) = part_paths(dest, local);
     let _ = tokio::fs::remove_file(src).await;
     if let Some(dir) = staged.parent() {
@@ -132,4 +135,30 @@ async fn into_place(dest: &Path, local: &Path, staged: &Path) -> Result<(), Stri
         .await
         .map_err(|e| e.to_string())?;
     synced.map_err(|e| io(local, e))
+}
+
+/// `local`'s folder is on another filesystem than the parts folder beside dest (dest, or a
+/// folder in it, is a mount point): the proven copy is copied into a hidden temporary file
+/// beside `local`, fsynced, and renamed from there, so the final name still appears whole.
+async fn across_devices(dest: &Path, local: &Path, staged: &Path) -> Result<(), String> {
+    let (part, _) = part_paths(dest, local);
+    let mut name = std::ffi::OsString::from(".");
+    name.push(part.file_name().unwrap_or_default());
+    let beside = local.with_file_name(name);
+    let (from, to) = (staged.to_path_buf(), beside.clone());
+    let copied = tokio::task::spawn_blocking(move || {
+        std::fs::copy(&from, &to)?;
+        std::fs::File::open(&to)?.sync_all()
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    if let Err(e) = copied {
+        let _ = tokio::fs::remove_file(&beside).await;
+        return Err(disk(&beside, e).to_string());
+    }
+    tokio::fs::rename(&beside, local)
+        .await
+        .map_err(|e| disk(local, e).to_string())?;
+    let _ = tokio::fs::remove_file(staged).await;
+    Ok(())
 }

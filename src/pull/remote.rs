@@ -164,13 +164,23 @@ pub struct Listing {
 
 /// A configured path as one shell word: everything quoted except the glob characters, so
 /// `/w/run/*.pt` still expands and nothing else in it is interpreted; `~/` stays a tilde prefix.
+/// A backslash makes the next character literal (`exp\[lr=0.1]` is the folder of that name,
+/// not a one-character class).
 pub fn glob_word(path: &str) -> String {
     let (prefix, rest) = match path.strip_prefix("~/") {
         Some(rest) => ("~/", rest),
         None => ("", path),
     };
     let mut word = String::from(prefix);
-    for c in rest.chars() {
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(literal) = chars.next() {
+                word.push('\\');
+                word.push(literal);
+            }
+            continue;
+        }
         if matches!(c, '*' | '?' | '[' | ']' | '/' | '.' | '_' | '-') || c.is_ascii_alphanumeric() {
             word.push(c);
         } else {

@@ -37,6 +37,23 @@ fn glob_word_keeps_globs_and_quotes_the_rest() {
     assert_eq!(glob_word("~/x y"), "~/x\\ y");
 }
 
+/// A folder named like a glob (`exp[lr=0.1]`) is reached by escaping the bracket; unescaped,
+/// the bracket is a one-character class and means `expl`, `expr`, … instead.
+#[test]
+fn a_backslash_makes_a_glob_character_literal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for folder in ["exp[lr=0.1]", "expl"] {
+        std::fs::create_dir_all(dir.path().join(folder)).expect("mkdir");
+        std::fs::write(dir.path().join(folder).join("m.json"), b"{}").expect("file");
+    }
+    let root = dir.path().display();
+    let literal = list(&[format!("{root}/exp\\[lr=0.1]")]);
+    assert_eq!(names(&literal), vec![format!("{root}/exp[lr=0.1]/m.json")]);
+    assert!(literal.unmatched.is_empty() && literal.problems.is_empty());
+    let class = list(&[format!("{root}/exp[lr=0.1]")]);
+    assert_eq!(names(&class), vec![format!("{root}/expl/m.json")]);
+}
+
 #[test]
 fn files_are_listed_with_a_nanosecond_stamp_and_unmatched_paths_named() {
     let dir = tempfile::tempdir().expect("tempdir");
