@@ -406,3 +406,36 @@ fn a_dest_on_its_own_filesystem_gets_every_file() {
         assert!(said.contains(&line), "{name}: {said}");
     }
 }
+
+/// A second host whose `dest` is the first host's folder under another name — through `..`, or
+/// through a link — is refused before anything is pulled, so its pull can never overwrite the
+/// first host's only copy.
+#[test]
+fn a_second_name_for_another_hosts_dest_is_refused_before_any_pull() {
+    let rig = a_box(true);
+    rig.pull_ok();
+    let before = sha(&rig.local("big.bin"));
+    let link = rig.lab.path("link-to-pulled");
+    std::os::unix::fs::symlink(&rig.dest, &link).expect("symlink");
+    for alias in [rig.lab.path("other/../pulled"), link] {
+        let second = format!(
+            "[[host]]\nname = \"box2\"\n{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"",
+            rig.lab.host_entry(&rig.sshd),
+            rig.run.display(),
+            alias.display()
+        );
+        let first = std::fs::read_to_string(&rig.fleet).expect("fleet");
+        let both = rig.lab.path("both.toml");
+        std::fs::write(&both, format!("{first}\n{second}\n")).expect("fleet");
+        let out = rig
+            .lab
+            .rigwatch_on(&both)
+            .args(["pull", "box2"])
+            .output()
+            .expect("pull");
+        let said = text(&out);
+        assert_ne!(out.status.code(), Some(0), "{said}");
+        assert!(said.contains("overlaps box's"), "{alias:?}: {said}");
+        assert_eq!(sha(&rig.local("big.bin")), before);
+    }
+}

@@ -188,6 +188,17 @@ impl Setup {
     /// As `dashboard`, with rigwatch's process id (the shell writes its own, then becomes
     /// rigwatch).
     pub fn dashboard_and_pid(&self, tag: &str) -> (Tmux, i32) {
+        let (tmux, pidfile) = self.start_in_tmux(tag, "", "");
+        tmux.wait_for("the host up", Duration::from_secs(30), |sc| {
+            sc.contains("box") && sc.contains(" ✓ ")
+        });
+        (tmux, read_pid(&pidfile))
+    }
+
+    /// rigwatch on this fleet with `args` in a real terminal, under the lab's environment;
+    /// `then` runs after it ends. The shell writes its process id to the returned file, then
+    /// becomes rigwatch.
+    fn start_in_tmux(&self, tag: &str, args: &str, then: &str) -> (Tmux, std::path::PathBuf) {
         let env: Vec<String> = self
             .env()
             .iter()
@@ -195,17 +206,13 @@ impl Setup {
             .collect();
         let pidfile = self.lab.path(&format!("{tag}.pid"));
         let command = format!(
-            "env {} sh -c 'echo $$ > {}; exec {} --config {}'; sleep 60",
+            "env {} sh -c 'echo $$ > {}; exec {} --config {}{args}'; {then}sleep 60",
             env.join(" "),
             pidfile.display(),
             env!("CARGO_BIN_EXE_rigwatch"),
             self.fleet.display()
         );
-        let tmux = Tmux::start(tag, &command);
-        tmux.wait_for("the host up", Duration::from_secs(30), |sc| {
-            sc.contains("box") && sc.contains(" ✓ ")
-        });
-        (tmux, read_pid(&pidfile))
+        (Tmux::start(tag, &command), pidfile)
     }
 
     /// The teardown in a real terminal, typing `name`; returns the final screen.
@@ -217,20 +224,7 @@ impl Setup {
     /// `rigwatch teardown box` started in a real terminal with `name` typed at its prompt; the
     /// terminal and rigwatch's process id (the shell writes its own, then becomes rigwatch).
     pub fn teardown_typed(&self, name: &str, tag: &str) -> (Tmux, i32) {
-        let env: Vec<String> = self
-            .env()
-            .iter()
-            .map(|(k, v)| format!("{k}='{v}'"))
-            .collect();
-        let pidfile = self.lab.path(&format!("{tag}.pid"));
-        let command = format!(
-            "env {} sh -c 'echo $$ > {}; exec {} --config {} teardown box'; echo EXIT=$?; sleep 60",
-            env.join(" "),
-            pidfile.display(),
-            env!("CARGO_BIN_EXE_rigwatch"),
-            self.fleet.display()
-        );
-        let tmux = Tmux::start(tag, &command);
+        let (tmux, pidfile) = self.start_in_tmux(tag, " teardown box", "echo EXIT=$?; ");
         tmux.wait_for("the name prompt", Duration::from_secs(30), |s| {
             s.contains("Type the host's name")
         });
