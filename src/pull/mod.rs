@@ -18,7 +18,7 @@ pub mod verify;
 pub use check::{Verification, verify as verify_local};
 pub use current::{Currentness, NotCurrent, judge};
 pub use engine::{Progress, PullJob, list_remote, pull};
-pub use recheck::{Depth, check_host, final_check_cost, recheck};
+pub use recheck::{Depth, FinalCheckCost, check_host, final_check_cost, recheck};
 
 use std::path::PathBuf;
 

@@ -73,15 +73,30 @@ pub async fn recheck(
     ))
 }
 
-/// What the final check will cost, said before it starts: the bytes the box re-hashes, and the
-/// time at a single core's `sha256sum` (2.1 s per GiB measured here; openssl with the CPU's
-/// SHA instructions, used where it answers right, and big files hashed in parallel across the
-/// box's cores are faster).
-pub fn final_check_cost(last: &PullRecord) -> (usize, u64, std::time::Duration) {
+/// What the final check will cost, said before it starts.
+pub struct FinalCheckCost {
+    pub files: usize,
+    pub bytes: u64,
+    /// With openssl on the box (0.87 s per GiB measured by `cargo bench --bench final_check`
+    /// on 2 cores, BENCHMARKS.md).
+    pub likely: std::time::Duration,
+    /// On a box with only `sha256sum` (5.6 s per GiB in the same run).
+    pub at_most: std::time::Duration,
+}
+
+pub fn final_check_cost(last: &PullRecord) -> FinalCheckCost {
     let proven = last.files.iter().filter(|f| f.is_good());
     let (files, bytes) = proven.fold((0, 0u64), |(n, b), f| (n + 1, b + f.size));
-    let secs = bytes as f64 / f64::from(1u32 << 30) * 2.1 + files as f64 * 0.002;
-    (files, bytes, std::time::Duration::from_secs_f64(secs))
+    let gib = bytes as f64 / f64::from(1u32 << 30);
+    // Each file also costs a process start on the box.
+    let at =
+        |per_gib: f64| std::time::Duration::from_secs_f64(gib * per_gib + files as f64 * 0.002);
+    FinalCheckCost {
+        files,
+        bytes,
+        likely: at(0.87),
+        at_most: at(5.6),
+    }
 }
 
 /// The guard's view of a host: no pull paths, no link, or a box that cannot be listed are all

@@ -20,12 +20,14 @@ pub struct Description {
 
 /// The final check's cost in words: it re-hashes every proven file on the box.
 pub fn final_check_line(last: &PullRecord) -> String {
-    let (files, bytes, expect) = crate::pull::final_check_cost(last);
+    let cost = crate::pull::final_check_cost(last);
     format!(
-        "final check, after you confirm: {files} files ({}) re-hashed on the box and compared \
-         with the pull, expect up to {:.1}s",
-        humansize::format_size(bytes, humansize::BINARY),
-        expect.as_secs_f64()
+        "final check, after you confirm: {} files ({}) re-hashed on the box and compared with \
+         the pull, about {:.1}s (up to {:.1}s without openssl there)",
+        cost.files,
+        humansize::format_size(cost.bytes, humansize::BINARY),
+        cost.likely.as_secs_f64(),
+        cost.at_most.as_secs_f64()
     )
 }
 
