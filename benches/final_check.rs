@@ -56,7 +56,7 @@ fn main() {
         assert_eq!((n_user, n_ours), (files.len(), files.len()));
         println!(
             "| {count} × {} MiB | {:.1} s | {:.1} s | {:.1}× |",
-            TOTAL / count >> 20,
+            (TOTAL / count) >> 20,
             user.as_secs_f64(),
             ours.as_secs_f64(),
             user.as_secs_f64() / ours.as_secs_f64()
