@@ -274,9 +274,19 @@ impl QueueSample {
 pub const LOG_TAIL_LINES: usize = 20;
 
 /// The log as a terminal would show it: a progress bar rewritten with `\r` shows its last
-/// state; when `tail -c` cut into the file, its first line is a fragment and is dropped.
+/// state; when `tail -c` cut into the file, its first line is a fragment and is dropped —
+/// unless a `\r` in it ends the fragment (its last segment is whole: tqdm's bar with no
+/// newline yet), or it is all there is (the end of one long line beats an empty pane).
 fn log_tail<'a>(lines: impl Iterator<Item = &'a str>, cut: bool) -> Vec<String> {
+    let lines: Vec<&str> = lines.collect();
+    let fragment = cut
+        && lines.len() > 1
+        && lines
+            .first()
+            .is_some_and(|l| !l.trim_end_matches('\r').contains('\r'));
     let mut shown: Vec<String> = lines
+        .iter()
+        .skip(usize::from(fragment))
         .map(|l| {
             l.trim_end_matches('\r')
                 .rsplit('\r')
@@ -285,9 +295,6 @@ fn log_tail<'a>(lines: impl Iterator<Item = &'a str>, cut: bool) -> Vec<String> 
                 .to_string()
         })
         .collect();
-    if cut && !shown.is_empty() {
-        shown.remove(0);
-    }
     while shown.last().is_some_and(|l| l.is_empty()) {
         shown.pop();
     }
@@ -336,4 +343,31 @@ pub fn parse_panes(text: &str) -> Vec<TmuxPane> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod log_tail_tests {
+    use super::log_tail;
+
+    /// The last 15 KB of a log are tqdm updates with no newline: the pane shows the bar's last
+    /// state, not nothing.
+    #[test]
+    fn a_cut_log_of_progress_bar_updates_shows_the_last_one() {
+        let bars: String = (0..200)
+            .map(|i| format!("\r 45%|████▌     | {i}/1000 [00:10<00:12, 81.2it/s]"))
+            .collect();
+        let cut = &bars[3..];
+        assert_eq!(
+            log_tail(cut.lines(), true),
+            vec![" 45%|████▌     | 199/1000 [00:10<00:12, 81.2it/s]".to_string()]
+        );
+        // A cut into plain lines still drops the fragment it starts with.
+        assert_eq!(
+            log_tail("ment of a line\nstep 5\nstep 6".lines(), true),
+            vec!["step 5", "step 6"]
+        );
+        // One long line with no newline: its end is shown rather than nothing.
+        assert_eq!(log_tail("…the end".lines(), true), vec!["…the end"]);
+        assert_eq!(log_tail("".lines(), true), Vec::<String>::new());
+    }
 }
