@@ -89,24 +89,18 @@ pub(super) fn build(
     at: &dyn Fn(usize, String) -> ConfigError,
 ) -> Result<AlertsConfig, ConfigError> {
     let positive = |v: &Spanned<f64>, key: &str, scale: f64| {
-        let x = *v.get_ref();
-        if (0.0..1e7).contains(&x) {
-            Ok(Duration::from_secs_f64(x * scale))
-        } else {
-            Err(at(
-                v.span().start,
-                format!("{key} = {x} must be a positive number"),
-            ))
-        }
+        super::ranges::checked(v, key)
+            .map(|x| Duration::from_secs_f64(x * scale))
+            .map_err(|(offset, m)| at(offset, m))
     };
     let defaults = AlertsConfig::default();
     let mut out = AlertsConfig {
         group_wait: match &raw.group_wait_secs {
-            Some(v) => positive(v, "group_wait_secs", 1.0)?,
+            Some(v) => positive(v, "alerts.group_wait_secs", 1.0)?,
             None => defaults.group_wait,
         },
         repeat: match &raw.repeat_hours {
-            Some(v) => positive(v, "repeat_hours", 3600.0)?,
+            Some(v) => positive(v, "alerts.repeat_hours", 3600.0)?,
             None => defaults.repeat,
         },
         rules: Vec::new(),
@@ -191,7 +185,7 @@ pub(super) fn build(
             hosts: r.hosts,
             min_severity,
             timeout: match &r.timeout_secs {
-                Some(v) => positive(v, "timeout_secs", 1.0)?,
+                Some(v) => positive(v, "alert.timeout_secs", 1.0)?,
                 None => Duration::from_secs(10),
             },
             quiet,

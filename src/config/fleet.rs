@@ -265,19 +265,11 @@ fn parse_checked(
         )
     })?;
     let secs = |value: &Option<Spanned<f64>>, key: &str| -> Result<Option<Duration>, ConfigError> {
-        match value {
-            None => Ok(None),
-            Some(v) if v.get_ref().is_finite() && *v.get_ref() > 0.0 && *v.get_ref() < 1e7 => {
-                Ok(Some(Duration::from_secs_f64(*v.get_ref())))
-            }
-            Some(v) => Err(at(
-                v.span().start,
-                format!(
-                    "{key} = {} must be a positive number of seconds",
-                    v.get_ref()
-                ),
-            )),
-        }
+        value
+            .as_ref()
+            .map(|v| super::ranges::checked(v, key).map(Duration::from_secs_f64))
+            .transpose()
+            .map_err(|(offset, m)| at(offset, m))
     };
     let amount = |value: &Option<Spanned<f64>>, key: &str| -> Result<Option<f64>, ConfigError> {
         match value {
@@ -290,17 +282,18 @@ fn parse_checked(
         }
     };
     let defaults = LinkTuning::default();
-    let max_sessions = match &raw.max_sessions {
-        Some(v) if *v.get_ref() == 0 => {
-            return Err(at(v.span().start, "max_sessions must be at least 1".into()));
-        }
-        Some(v) => *v.get_ref(),
-        None => defaults.max_sessions,
+    let whole = |value: &Option<Spanned<u32>>, key: &str| {
+        value
+            .as_ref()
+            .map(|v| super::ranges::checked_whole(v, key))
+            .transpose()
+            .map_err(|(offset, m)| at(offset, m))
     };
+    let max_sessions = whole(&raw.max_sessions, "max_sessions")?.unwrap_or(defaults.max_sessions);
     let link = LinkTuning {
         connect_timeout: secs(&raw.connect_timeout_secs, "connect_timeout_secs")?,
         keepalive_interval: secs(&raw.keepalive_secs, "keepalive_secs")?,
-        keepalive_max: raw.keepalive_max.as_ref().map(|v| *v.get_ref()),
+        keepalive_max: whole(&raw.keepalive_max, "keepalive_max")?,
         reconnect_max: secs(&raw.reconnect_max_secs, "reconnect_max_secs")?
             .unwrap_or(defaults.reconnect_max),
         max_sessions,

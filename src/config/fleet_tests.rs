@@ -158,7 +158,7 @@ fn wrong_type_names_the_field() {
 #[test]
 fn zero_poll_is_refused() {
     let e = err("poll_secs = 0\n");
-    assert!(e.contains("poll_secs = 0 must be a positive number"), "{e}");
+    assert!(e.contains("poll_secs = 0 is out of range"), "{e}");
 }
 
 #[test]
@@ -215,4 +215,44 @@ fn a_dest_inside_its_own_pull_path_on_this_machine_is_refused() {
     assert!(parse(Path::new("fleet.toml"), &beside).is_ok());
     let remote = host("gpu.example.com", &run.join("results"));
     assert!(parse(Path::new("fleet.toml"), &remote).is_ok());
+}
+
+/// Numbers that would switch safety off or burn a core are refused at load, with where and the
+/// range: `keepalive_max = 0` (never give up on a frozen box), `repeat_hours = 0` (re-send every
+/// poll), a poll or reconnect wait of a nanosecond, and a poll of months is said as out of
+/// range, not "must be positive".
+#[test]
+fn every_number_has_a_range_checked_at_load() {
+    for (text, key, range) in [
+        ("keepalive_max = 0\n", "keepalive_max = 0", "from 1 to 100"),
+        (
+            "poll_secs = 1e-9\n",
+            "poll_secs = 0.000000001",
+            "from 0.5 to 3600",
+        ),
+        (
+            "poll_secs = 1e7\n",
+            "poll_secs = 10000000",
+            "from 0.5 to 3600",
+        ),
+        (
+            "reconnect_max_secs = 0.000001\n",
+            "reconnect_max_secs = 0.000001",
+            "from 1 to",
+        ),
+        (
+            "[alerts]\nrepeat_hours = 0\n",
+            "alerts.repeat_hours = 0",
+            "from 0.1 to 720",
+        ),
+        (
+            "[providers]\npoll_secs = 0.01\n",
+            "providers.poll_secs = 0.01",
+            "from 5 to",
+        ),
+    ] {
+        let e = err(text);
+        assert!(e.starts_with("fleet.toml:"), "{e}");
+        assert!(e.contains(key) && e.contains(range), "{text:?}: {e}");
+    }
 }

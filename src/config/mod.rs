@@ -5,6 +5,7 @@ pub mod error;
 pub mod fleet;
 pub mod paths;
 pub mod pull;
+pub mod ranges;
 pub mod ssh;
 mod target;
 mod teardown;

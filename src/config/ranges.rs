@@ -1,0 +1,64 @@
+//! Every number fleet.toml takes, with the range it must fall in: a value outside it stops
+//! rigwatch at load with file:line:col, the key and the range. Ranges keep safety on and the
+//! machine cool: `keepalive_max = 0` would mean "never give up on a frozen box", `poll_secs =
+//! 1e-9` burns a core, `repeat_hours = 0` re-sends an alert every poll. README lists the table.
+
+use toml::Spanned;
+
+/// (key, lowest, highest, unit) for each number; the key as the error names it.
+pub const RANGES: &[(&str, f64, f64, &str)] = &[
+    ("poll_secs", 0.5, 3600.0, "seconds"),
+    ("connect_timeout_secs", 1.0, 600.0, "seconds"),
+    ("keepalive_secs", 0.5, 600.0, "seconds"),
+    ("keepalive_max", 1.0, 100.0, "missed keepalives"),
+    ("reconnect_max_secs", 1.0, 3600.0, "seconds"),
+    ("max_sessions", 1.0, 64.0, "channels"),
+    ("providers.poll_secs", 5.0, 86_400.0, "seconds"),
+    ("alerts.group_wait_secs", 1.0, 3600.0, "seconds"),
+    ("alerts.repeat_hours", 0.1, 720.0, "hours"),
+    ("alert.timeout_secs", 1.0, 600.0, "seconds"),
+];
+
+/// `value` checked against `key`'s range in [`RANGES`]; Err is (offset, message).
+pub fn checked(value: &Spanned<f64>, key: &str) -> Result<f64, (usize, String)> {
+    let x = *value.get_ref();
+    let (low, high, unit) = RANGES
+        .iter()
+        .find(|(k, ..)| *k == key)
+        .map_or((0.0, f64::MAX, ""), |(_, l, h, u)| (*l, *h, *u));
+    if x.is_finite() && (low..=high).contains(&x) {
+        Ok(x)
+    } else {
+        Err((
+            value.span().start,
+            format!("{key} = {x} is out of range: from {low} to {high} {unit}"),
+        ))
+    }
+}
+
+/// As `checked`, for a whole number.
+pub fn checked_whole(value: &Spanned<u32>, key: &str) -> Result<u32, (usize, String)> {
+    let as_float = Spanned::new(value.span(), f64::from(*value.get_ref()));
+    checked(&as_float, key).map(|_| *value.get_ref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_has_a_sane_range_and_the_message_names_it() {
+        for (key, low, high, _) in RANGES {
+            assert!(0.0 < *low && low < high, "{key}");
+        }
+        let value = |x| Spanned::new(3..4, x);
+        assert_eq!(checked(&value(2.0), "poll_secs"), Ok(2.0));
+        for bad in [0.0, 1e-9, 1e7, f64::NAN, -1.0] {
+            let (at, why) = checked(&value(bad), "poll_secs").expect_err("refused");
+            assert_eq!(at, 3);
+            assert!(why.contains("from 0.5 to 3600 seconds"), "{why}");
+        }
+        let zero = Spanned::new(0..1, 0u32);
+        assert!(checked_whole(&zero, "keepalive_max").is_err());
+    }
+}
