@@ -101,8 +101,8 @@ pub async fn deliver(rule: &AlertRule, event: &AlertEvent) -> Result<(), String>
             run(&argv[0], &argv[1..], Some(&json), &env, rule).await
         }
         Sink::Webhook(url) => {
-            let args = curl_args(rule, &["-H", "Content-Type: application/json"], url);
-            run("curl", &args, Some(&json), &[], rule).await
+            let config = curl_config(rule, &["Content-Type: application/json"], url, &json);
+            run("curl", &curl_argv(), Some(&config), &[], rule).await
         }
         Sink::Ntfy(url) => {
             let priority = match (event.state, event.severity) {
@@ -110,21 +110,40 @@ pub async fn deliver(rule: &AlertRule, event: &AlertEvent) -> Result<(), String>
                 _ => "Priority: default",
             };
             let title = format!("Title: {title}");
-            let args = curl_args(rule, &["-H", &title, "-H", priority], url);
-            run("curl", &args, Some(&message), &[], rule).await
+            let config = curl_config(rule, &[&title, priority], url, &message);
+            run("curl", &curl_argv(), Some(&config), &[], rule).await
         }
     }
 }
 
-fn curl_args(rule: &AlertRule, headers: &[&str], url: &str) -> Vec<String> {
-    let mut args: Vec<String> = ["-sS", "--fail", "-X", "POST", "--data-binary", "@-"]
-        .map(String::from)
-        .to_vec();
-    args.push("--max-time".into());
-    args.push(format!("{}", rule.timeout.as_secs_f64()));
-    args.extend(headers.iter().map(|h| h.to_string()));
-    args.push(url.to_string());
-    args
+/// curl reads its whole request from stdin as a config file: a webhook's or ntfy's URL carries
+/// its token, and an argument is readable by every local user in `ps`.
+fn curl_argv() -> Vec<String> {
+    vec!["-K".into(), "-".into()]
+}
+
+/// The request as curl's config: quoted values (backslash, quote and line breaks escaped), the
+/// body as `data-raw` so text starting with `@` is never read as a file name.
+fn curl_config(rule: &AlertRule, headers: &[&str], url: &str, body: &str) -> String {
+    let quoted = |s: &str| {
+        let escaped = s
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+            .replace('\r', "\\r")
+            .replace('\t', "\\t");
+        format!("\"{escaped}\"")
+    };
+    let mut config = format!(
+        "silent\nshow-error\nfail\nrequest = \"POST\"\nmax-time = {}\nurl = {}\n",
+        rule.timeout.as_secs_f64(),
+        quoted(url)
+    );
+    for header in headers {
+        config.push_str(&format!("header = {}\n", quoted(header)));
+    }
+    config.push_str(&format!("data-raw = {}\n", quoted(body)));
+    config
 }
 
 fn which(program: &str) -> bool {
@@ -172,3 +191,32 @@ async fn run(
 
 /// Enough of a failing sink's stderr for its last words; the rest is drained.
 const STDERR_CAP: usize = 64 * 1024;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The URL and its token reach curl on stdin, never in its arguments (`ps` shows those to
+    /// every local user); the body goes whole, quotes and line breaks included.
+    #[test]
+    fn a_sink_url_never_appears_in_curls_arguments() {
+        let url = "https://ntfy.sh/secret-topic-tk_0123456789";
+        let rule = AlertRule {
+            sink: Sink::Ntfy(url.into()),
+            kinds: vec![],
+            hosts: vec![],
+            min_severity: crate::config::alerts::Level::Warn,
+            timeout: std::time::Duration::from_secs(10),
+            quiet: None,
+        };
+        let argv = curl_argv();
+        assert!(argv.iter().all(|a| !a.contains("secret-topic")), "{argv:?}");
+        let config = curl_config(&rule, &["Title: a \"b\""], url, "{\"m\": \"x\\ny\"}\n@no");
+        assert!(config.contains(&format!("url = \"{url}\"")), "{config}");
+        assert!(config.contains(r#"header = "Title: a \"b\"""#), "{config}");
+        assert!(
+            config.contains(r#"data-raw = "{\"m\": \"x\\ny\"}\n@no""#),
+            "{config}"
+        );
+    }
+}
