@@ -82,6 +82,22 @@ impl HostSample {
             })
         };
         for section in &cycle.sections {
+            if section.truncated {
+                // A cut section is never taken as the whole: said, so status and the screens
+                // warn, beside whatever its beginning shows.
+                note(
+                    &section.name,
+                    ParseError::new(
+                        "probe frame",
+                        0,
+                        format!(
+                            "cut at {} KiB (the box printed more): only its beginning is read, \
+                             so nothing judged from it is complete",
+                            super::script::SECTION_CAP_BYTES / 1024
+                        ),
+                    ),
+                );
+            }
             let body = section.body.as_str();
             let status = section.status;
             let missing_tool = status == Some(NOT_FOUND);
@@ -346,8 +362,35 @@ pub fn parse_panes(text: &str) -> Vec<TmuxPane> {
 }
 
 #[cfg(test)]
-mod log_tail_tests {
-    use super::log_tail;
+mod tests {
+    use super::*;
+
+    /// 100 000 compute apps: the section is cut at its cap, and the sample says so instead of
+    /// passing off what fit as every process.
+    #[test]
+    fn a_cut_section_is_said_to_be_cut() {
+        let nonce = "n1";
+        let mut assembler = super::super::frame::CycleAssembler::new(nonce);
+        let mark = super::super::frame::marker(nonce);
+        let mut lines = vec![format!("{mark} cycle 1"), format!("{mark} begin apps")];
+        lines.extend((0..100_000).map(|i| format!("GPU-abc, {i}, python, 100")));
+        lines.push(String::new());
+        lines.push(format!("{mark} end apps 0"));
+        lines.push(format!("{mark} done"));
+        let mut cycle = None;
+        for line in &lines {
+            if let Ok(Some(c)) = assembler.push(line) {
+                cycle = Some(c);
+            }
+        }
+        let sample = HostSample::from_cycle(&cycle.expect("a cycle"));
+        let cut = sample
+            .errors
+            .iter()
+            .filter(|e| e.section == "apps" && e.message.contains("cut at 64 KiB"))
+            .count();
+        assert_eq!(cut, 1, "{:?}", sample.errors);
+    }
 
     /// The last 15 KB of a log are tqdm updates with no newline: the pane shows the bar's last
     /// state, not nothing.
