@@ -19,6 +19,9 @@ use crate::transport::{Session, StreamEvent};
 /// A batch is complete once no line has come for this long (nvidia-smi prints it at once).
 const QUIET: Duration = Duration::from_millis(300);
 const MAX_LINE: usize = 64 * 1024;
+/// One batch is held at most this big (about 2 000 rows): a box that prints rows without end,
+/// or 100 000 per batch, costs rigwatch this much, not all its memory.
+const MAX_BATCH: usize = 256 * 1024;
 /// A box without nvidia-smi is asked again this rarely.
 const NO_GPU_RECHECK: Duration = Duration::from_secs(300);
 const RESTART_AFTER: Duration = Duration::from_secs(2);
@@ -84,7 +87,7 @@ pub async fn run(
             return RESTART_AFTER;
         }
     };
-    let mut batch = String::new();
+    let mut batch = Batch::default();
     loop {
         let event = match tokio::time::timeout(QUIET, rx.recv()).await {
             Ok(Some(event)) => event,
@@ -99,8 +102,7 @@ pub async fn run(
                 if line.trim_start().starts_with("pid") {
                     close(&mut batch, &seen);
                 }
-                batch.push_str(&line);
-                batch.push('\n');
+                batch.push(&line);
             }
             StreamEvent::Ended {
                 link_lost: Some(_), ..
@@ -115,9 +117,10 @@ pub async fn run(
                     });
                     return NO_GPU_RECHECK;
                 }
+                let text = batch.text.clone();
                 close(&mut batch, &seen);
                 if exit_status != Some(0) {
-                    let first = batch_error(&batch, exit_status);
+                    let first = batch_error(&text, exit_status);
                     set(&seen, |s| s.error = Some(first));
                 }
                 return RESTART_AFTER;
@@ -126,17 +129,45 @@ pub async fn run(
     }
 }
 
-/// Publishes a complete batch (a header and its rows); text that is no batch is an error.
-fn close(batch: &mut String, seen: &SharedApps) {
-    if batch.trim().is_empty() {
-        batch.clear();
+/// The rows of one batch, bounded: past [`MAX_BATCH`] rows are counted, not kept.
+#[derive(Debug, Default)]
+struct Batch {
+    text: String,
+    dropped: usize,
+}
+
+impl Batch {
+    fn push(&mut self, line: &str) {
+        if self.text.len() + line.len() < MAX_BATCH {
+            self.text.push_str(line);
+            self.text.push('\n');
+        } else {
+            self.dropped += 1;
+        }
+    }
+}
+
+/// Publishes a complete batch (a header and its rows); text that is no batch is an error, and a
+/// batch cut at its bound is shown as far as it was kept and said to be cut.
+fn close(batch: &mut Batch, seen: &SharedApps) {
+    let Batch { text, dropped } = std::mem::take(batch);
+    if text.trim().is_empty() {
         return;
     }
-    let text = std::mem::take(batch);
     match parse_apps_csv(&text) {
         Ok(processes) => set(seen, |s| {
+            let cut = (dropped > 0).then(|| {
+                format!(
+                    "showing {} of {} processes: the box listed more than rigwatch holds \
+                     ({} KiB a batch); who holds VRAM is not complete",
+                    processes.len(),
+                    processes.len() + dropped,
+                    MAX_BATCH / 1024
+                )
+            });
             *s = AppsSeen {
                 processes: Some(processes),
+                error: cut,
                 ..AppsSeen::default()
             }
         }),
@@ -171,18 +202,18 @@ mod tests {
     #[test]
     fn a_batch_reaches_the_reading_and_an_idle_batch_empties_it() {
         let seen = SharedApps::default();
-        let mut batch = capture("apps_load.txt");
+        let mut batch = of(&capture("apps_load.txt"));
         close(&mut batch, &seen);
         let mut sample = HostSample::default();
         apply(&seen, &mut sample);
         let held = sample.gpu_processes.expect("processes");
         assert_eq!((held.len(), held[0].pid), (1, 467));
-        let mut batch = capture("apps_idle.txt");
+        let mut batch = of(&capture("apps_idle.txt"));
         close(&mut batch, &seen);
         let mut sample = HostSample::default();
         apply(&seen, &mut sample);
         assert_eq!(sample.gpu_processes, Some(Vec::new()));
-        let mut batch = "pid, used_gpu_memory [MiB]\nnot a row\n".to_string();
+        let mut batch = of("pid, used_gpu_memory [MiB]\nnot a row\n");
         close(&mut batch, &seen);
         let mut sample = HostSample::default();
         apply(&seen, &mut sample);
@@ -191,6 +222,40 @@ mod tests {
             sample.gpu_processes,
             Some(Vec::new()),
             "the last good batch stands"
+        );
+    }
+
+    fn of(text: &str) -> Batch {
+        let mut batch = Batch::default();
+        for line in text.lines() {
+            batch.push(line);
+        }
+        batch
+    }
+
+    /// A flood of 100 000 rows in one batch is held to its bound, shown as far as it was kept,
+    /// and said to be cut with how many there were.
+    #[test]
+    fn a_flood_of_rows_is_bounded_and_said_to_be_cut() {
+        let header = capture("apps_load.txt");
+        let (head, row) = header.split_once('\n').expect("header and a row");
+        let row = row.lines().next().expect("a row");
+        let mut batch = Batch::default();
+        batch.push(head);
+        for _ in 0..100_000 {
+            batch.push(row);
+        }
+        assert!(batch.text.len() < MAX_BATCH, "{}", batch.text.len());
+        let seen = SharedApps::default();
+        close(&mut batch, &seen);
+        let mut sample = HostSample::default();
+        apply(&seen, &mut sample);
+        let shown = sample.gpu_processes.as_ref().map_or(0, Vec::len);
+        assert!(shown > 1000 && shown < 100_000, "{shown}");
+        let said = &sample.errors[0].message;
+        assert!(
+            said.contains(&format!("showing {shown} of 100000 processes")),
+            "{said}"
         );
     }
 }
