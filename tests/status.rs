@@ -477,3 +477,29 @@ fn status_json_carries_the_log_the_checkpoint_and_the_disk_outlook() {
         .expect("/");
     assert_eq!(root["fill"]["state"], "too-little-history", "{root}");
 }
+
+/// `--timeout T` is the whole wait. A far box (the delay proxy: a slow handshake that uses most
+/// of T) whose `nvidia-smi` hangs used to take T to connect and T more for the probe; now the
+/// command ends by T (plus the goodbye to the box), and the box is not reported healthy.
+#[test]
+fn a_timeout_is_the_whole_wait_not_one_per_step() {
+    let mut lab = Lab::new();
+    let sshd = lab.start_host("far");
+    sshd.shim_script("nvidia-smi", "#!/bin/sh\nexec sleep 600\n");
+    let proxy = support::delay::DelayProxy::start(sshd.port, std::time::Duration::from_millis(250));
+    let fleet = lab.fleet(
+        "fleet.toml",
+        "",
+        &[("far", lab.host_entry_via(&sshd, proxy.port))],
+    );
+    let started = std::time::Instant::now();
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["status", "--timeout", "5"])
+        .output()
+        .expect("status");
+    let took = started.elapsed().as_secs_f64();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(took < 7.5, "took {took:.1}s for --timeout 5:\n{said}");
+}

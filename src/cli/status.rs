@@ -146,13 +146,16 @@ pub async fn run(
     Ok(ExitCode::from(code))
 }
 
-/// For scripts: 0 healthy, 1 something to look at (a warning), 2 something needs action now
-/// (a critical signal, or a host that is not up); 3 is a config or usage mistake (cli::run).
+/// For scripts: 0 healthy, 1 something to look at (a warning, or a probe that failed or did not
+/// answer: a host nothing was read from is never healthy), 2 something needs action now (a
+/// critical signal, or a host that is not up); 3 is a config or usage mistake (cli::run).
 fn exit_code(report: &StatusReport) -> u8 {
+    let probe_failed = report.hosts.iter().any(|h| !h.errors.is_empty());
     let worst = report
         .hosts
         .iter()
         .flat_map(|h| h.signals.iter().map(|s| s.severity))
+        .chain(probe_failed.then_some(Severity::Warn))
         .max();
     if report.hosts.iter().any(|h| h.link.state != "up") || worst == Some(Severity::Crit) {
         2
@@ -164,19 +167,21 @@ fn exit_code(report: &StatusReport) -> u8 {
 }
 
 /// Every host probed once, in parallel through the pool: the link states and the probes (None
-/// for a host that did not answer within `timeout_secs`).
+/// for a host that did not answer within `timeout_secs`). One deadline covers both the
+/// connection and the probe: `--timeout T` means the whole wait, not T to connect and T more.
 pub async fn probe_fleet(
     fleet: &FleetConfig,
     timeout_secs: f64,
 ) -> (Vec<(String, LinkState)>, Vec<Option<HostProbe>>) {
     let timeout =
         Duration::try_from_secs_f64(timeout_secs.max(0.1)).unwrap_or(Duration::from_secs(30));
+    let deadline = tokio::time::Instant::now() + timeout;
     let pool = Pool::start(fleet);
     let states = pool.settle(timeout).await;
     let probes = futures::future::join_all(fleet.hosts.iter().map(|host| {
         let session = pool.get(&host.name).and_then(|l| l.session());
         async move {
-            tokio::time::timeout(timeout, probe_once(&session?, host))
+            tokio::time::timeout_at(deadline, probe_once(&session?, host))
                 .await
                 .ok()
         }
