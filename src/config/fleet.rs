@@ -387,6 +387,17 @@ fn parse_checked(
                 Some(pull)
             }
         };
+        let carried = [
+            ("log", h.log.as_deref()),
+            ("ckpt_dir", h.ckpt_dir.as_deref()),
+            ("run_process", h.run_process.as_deref()),
+            ("queue", h.queue.as_deref()),
+            ("final_dir", h.final_dir.as_deref()),
+            ("cell_log", h.cell_log.as_deref()),
+        ];
+        let carried = carried.into_iter().filter_map(|(k, v)| Some((k, v?)));
+        super::ranges::probe_paths(carried, h.mounts.as_deref().unwrap_or_default())
+            .map_err(|m| at(h.name.span().start, format!("host {name:?}: {m}")))?;
         let queue = match (h.queue, h.final_dir) {
             (Some(file), Some(final_dir)) => Some(QueueConfig {
                 file,

@@ -42,6 +42,46 @@ pub fn checked_whole(value: &Spanned<u32>, key: &str) -> Result<u32, (usize, Str
     checked(&as_float, key).map(|_| *value.get_ref())
 }
 
+/// The longest path a box's tools take (Linux's PATH_MAX).
+const PATH_BYTES: usize = 4096;
+/// Mounts listed for df: their names go into the probe's one `sh -c` argument (three times),
+/// which Linux caps at 128 KiB; past it the box cannot even start the probe.
+const MOUNTS: usize = 256;
+const MOUNT_BYTES: usize = 24 * 1024;
+
+/// The paths and patterns a host's probe carries to the box, bounded whatever the config says:
+/// `(key, value)` pairs and the mounts. Err says which and the bound.
+pub fn probe_paths<'a>(
+    single: impl IntoIterator<Item = (&'a str, &'a str)>,
+    mounts: &[String],
+) -> Result<(), String> {
+    let long = |key: &str, value: &str| {
+        format!(
+            "{key} is {} bytes long; a box takes paths of at most {PATH_BYTES}",
+            value.len()
+        )
+    };
+    for (key, value) in single {
+        if value.len() > PATH_BYTES {
+            return Err(long(key, value));
+        }
+    }
+    if let Some(m) = mounts.iter().find(|m| m.len() > PATH_BYTES) {
+        return Err(long("a mount", m));
+    }
+    let bytes: usize = mounts.iter().map(String::len).sum();
+    if mounts.len() > MOUNTS || bytes > MOUNT_BYTES {
+        return Err(format!(
+            "mounts lists {} paths ({bytes} bytes): at most {MOUNTS} paths and {} KiB, or the \
+             probe's command line passes what a box accepts (list the mounts that matter; \
+             without `mounts` every filesystem is read)",
+            mounts.len(),
+            MOUNT_BYTES / 1024
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
