@@ -22,6 +22,8 @@ pub struct ResolvedHost {
     pub proxy_jump: Option<Box<ResolvedHost>>,
     pub known_hosts_files: Vec<PathBuf>,
     pub host_key_alias: Option<String>,
+    /// `HashKnownHosts yes`: entries rigwatch adds are hashed, as OpenSSH would add them.
+    pub hash_known_hosts: bool,
     pub keepalive_interval: Option<Duration>,
     pub keepalive_max: Option<u32>,
     pub connect_timeout: Option<Duration>,
@@ -204,6 +206,7 @@ pub fn parse_ssh_g(original: &str, text: &str) -> Result<ResolvedHost, String> {
         proxy_jump: None,
         known_hosts_files,
         host_key_alias: first("hostkeyalias").filter(|v| v != "none"),
+        hash_known_hosts: first("hashknownhosts").is_some_and(|v| v == "yes"),
         keepalive_interval: secs("serveraliveinterval"),
         keepalive_max: first("serveralivecountmax").and_then(|v| v.parse().ok()),
         connect_timeout: first("connecttimeout")

@@ -17,6 +17,8 @@ pub struct ClientHandler {
     pub known_files: Vec<PathBuf>,
     /// Where to record an unknown key when the user allowed trust on first use.
     pub accept_new_into: Option<PathBuf>,
+    /// Whether an entry added there is hashed (`HashKnownHosts yes`).
+    pub hash_new: bool,
     pub rejection: Arc<Mutex<Option<TransportError>>>,
     pub lost: watch::Sender<Option<String>>,
 }
@@ -72,10 +74,12 @@ impl client::Handler for ClientHandler {
             }),
             Verdict::Unknown => match &self.accept_new_into {
                 Some(path) => {
-                    let recorded = key
-                        .to_openssh()
-                        .map_err(std::io::Error::other)
-                        .and_then(|openssh| known_hosts::append(path, &name, &openssh));
+                    let recorded =
+                        key.to_openssh()
+                            .map_err(std::io::Error::other)
+                            .and_then(|openssh| {
+                                known_hosts::append(path, &name, &openssh, self.hash_new)
+                            });
                     match recorded {
                         Ok(()) => Ok(true),
                         Err(e) => self.reject(TransportError::Ssh(format!(

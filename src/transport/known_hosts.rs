@@ -172,17 +172,47 @@ pub fn read_files(paths: &[PathBuf]) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-/// Appends a trust-on-first-use entry, creating the file (and its folder) if needed.
-pub fn append(path: &Path, name: &str, openssh_key: &str) -> std::io::Result<()> {
+/// Appends a trust-on-first-use entry, creating the file (and its folder, 0700 like `~/.ssh`)
+/// if needed. The whole line is one write under an exclusive lock, so thirty first connections
+/// at once (a fleet behind one new bastion) leave thirty whole lines; hashed (`|1|salt|hash`)
+/// when the user's ssh config says `HashKnownHosts yes`.
+pub fn append(path: &Path, name: &str, openssh_key: &str, hashed: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
     }
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
         .open(path)?;
-    writeln!(file, "{name} {openssh_key}")?;
-    file.sync_all()
+    let shown = if hashed {
+        hash_name(name)?
+    } else {
+        name.to_string()
+    };
+    let line = format!("{shown} {openssh_key}\n");
+    // nix's flock, not std's File::lock: that needs Rust 1.89, above this crate's MSRV.
+    let mut locked = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, errno)| std::io::Error::from(errno))?;
+    locked.write_all(line.as_bytes())?;
+    locked.sync_all()
+}
+
+/// OpenSSH's hashed host name: `|1|` base64(salt) `|` base64(HMAC-SHA1(salt, name)).
+fn hash_name(name: &str) -> std::io::Result<String> {
+    let salt: Vec<u8> = (0..20).map(|_| fastrand::u8(..)).collect();
+    let mut mac = hmac::Hmac::<sha1::Sha1>::new_from_slice(&salt).map_err(std::io::Error::other)?;
+    mac.update(name.as_bytes());
+    let hash = mac.finalize().into_bytes();
+    Ok(format!(
+        "|1|{}|{}",
+        data_encoding::BASE64.encode(&salt),
+        data_encoding::BASE64.encode(&hash)
+    ))
 }
 
 #[cfg(test)]
@@ -309,5 +339,51 @@ mod tests {
         assert!(crate::glob::matches("a*b?d", "axxbcd"));
         assert!(!crate::glob::matches("a*b", "axxc"));
         assert!(crate::glob::matches("[10.0.0.*]:22", "[10.0.0.5]:22"));
+    }
+
+    /// Thirty first connections at once (threads racing, as a fleet behind one new bastion
+    /// does) leave thirty whole lines, each one OpenSSH reads; with `HashKnownHosts yes` the
+    /// name is hashed, matches, and is not in the file.
+    #[test]
+    fn concurrent_appends_leave_whole_lines_and_hashed_names_match() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("new/.ssh/known_hosts");
+        let key = format!("ssh-ed25519 {ED}");
+        std::thread::scope(|scope| {
+            for i in 0..30 {
+                let (path, key) = (&path, &key);
+                scope.spawn(move || {
+                    for j in 0..20 {
+                        let name = format!("[10.0.{i}.{j}]:2222");
+                        append(path, &name, key, false).expect("append");
+                    }
+                });
+            }
+        });
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(text.lines().count(), 600);
+        assert!(
+            text.lines()
+                .all(|l| l.starts_with("[10.0.") && l.ends_with(&key)),
+            "a torn line"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let dir_mode = std::fs::metadata(path.parent().expect("dir"))
+            .expect("stat")
+            .permissions()
+            .mode();
+        assert_eq!(dir_mode & 0o777, 0o700);
+
+        let hashed = dir.path().join("hashed");
+        append(&hashed, "[box.example]:2222", &key, true).expect("append");
+        let text = std::fs::read_to_string(&hashed).expect("read");
+        assert!(
+            text.starts_with("|1|") && !text.contains("box.example"),
+            "{text}"
+        );
+        assert!(matches!(
+            verdict(&text, "[box.example]:2222", ED),
+            Verdict::Known { .. }
+        ));
     }
 }

@@ -192,6 +192,7 @@ impl Session {
                 .accept_new
                 .then(|| known_files.first().cloned())
                 .flatten(),
+            hash_new: host.hash_known_hosts,
             known_files,
             rejection: Arc::clone(&rejection),
             lost: lost_tx,
