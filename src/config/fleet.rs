@@ -344,46 +344,11 @@ fn parse_checked(
                 let table = p.span().start;
                 let pull = pull_config(&name, table, p.into_inner())
                     .map_err(|(offset, m)| at(offset, m))?;
-                // Two hosts pulling into one folder overwrite each other's copies: pulling B
-                // after tearing down A would destroy A's only copy.
-                // Compared where the folders really lead: `..`, a link or a second mount of the
-                // same folder is still the same folder.
-                let overlap = hosts.iter().find_map(|o| {
-                    let theirs = &o.pull.as_ref()?.dest;
-                    super::pull::overlaps(theirs, &pull.dest)
-                        .then(|| (o.name.clone(), theirs.clone()))
-                });
-                let this_machine = profile == "local"
-                    || target.host == "localhost"
-                    || target
-                        .host
-                        .trim_matches(['[', ']'])
-                        .parse::<std::net::IpAddr>()
-                        .is_ok_and(|ip| ip.is_loopback());
-                if let Some(path) = this_machine
-                    .then(|| super::pull::dest_inside_pull_path(&pull))
-                    .flatten()
-                {
-                    return Err(at(
-                        table,
-                        format!(
-                            "pull dest {} is inside pull path {path:?} on this same machine: each \
-                             pull would copy the last one's copy into itself; put dest outside it",
-                            pull.dest.display()
-                        ),
-                    ));
-                }
-                if let Some((other, theirs)) = overlap {
-                    return Err(at(
-                        table,
-                        format!(
-                            "pull dest {} overlaps {other}'s {}: each host needs its own \
-                             folder (put {{host}} in dest)",
-                            pull.dest.display(),
-                            theirs.display()
-                        ),
-                    ));
-                }
+                let this_machine = profile == "local" || target.is_loopback();
+                let others = hosts
+                    .iter()
+                    .filter_map(|o| Some((o.name.as_str(), o.pull.as_ref()?.dest.as_path())));
+                super::pull::dest_problem(&pull, this_machine, others).map_err(|m| at(table, m))?;
                 Some(pull)
             }
         };

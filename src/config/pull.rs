@@ -208,3 +208,30 @@ pub fn dest_inside_pull_path(pull: &PullConfig) -> Option<&str> {
         })
         .map(String::as_str)
 }
+
+/// Why `pull`'s dest cannot be used, if it cannot. Two hosts pulling into one folder overwrite
+/// each other's copies (pulling B after tearing down A would destroy A's only copy), compared
+/// where the folders really lead; and on a box that is this machine, a dest inside its own
+/// pull path would nest a copy of the last pull at every pull.
+pub(super) fn dest_problem<'a>(
+    pull: &PullConfig,
+    this_machine: bool,
+    mut others: impl Iterator<Item = (&'a str, &'a Path)>,
+) -> Result<(), String> {
+    if let Some(path) = this_machine.then(|| dest_inside_pull_path(pull)).flatten() {
+        return Err(format!(
+            "pull dest {} is inside pull path {path:?} on this same machine: each pull would \
+             copy the last one's copy into itself; put dest outside it",
+            pull.dest.display()
+        ));
+    }
+    match others.find(|(_, theirs)| overlaps(theirs, &pull.dest)) {
+        Some((other, theirs)) => Err(format!(
+            "pull dest {} overlaps {other}'s {}: each host needs its own folder (put {{host}} in \
+             dest)",
+            pull.dest.display(),
+            theirs.display()
+        )),
+        None => Ok(()),
+    }
+}

@@ -26,6 +26,16 @@ impl std::fmt::Display for SshTarget {
 }
 
 impl SshTarget {
+    /// Whether the target is this machine by its address (`localhost`, 127.0.0.0/8, `::1`).
+    pub fn is_loopback(&self) -> bool {
+        self.host == "localhost"
+            || self
+                .host
+                .trim_matches(['[', ']'])
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+
     pub fn parse(spec: &str) -> Result<SshTarget, String> {
         let spec = spec.trim();
         if spec.is_empty() {

@@ -11,10 +11,9 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
-use super::check::verify as verify_local;
 use super::copy::{Copied, Opening, copy_all};
 use super::local::{LocalState, Start, decide, local_path, part_paths, sha256_file};
-use super::promote::promote;
+use super::promote::{Landing, Seen, finish};
 use super::protect::Protected;
 use super::remote::{
     HashOutput, Listing, RemoteFile, big_file_hash_command, hash_command, listing_command,
@@ -408,93 +407,7 @@ async fn alongside<M: Future, S: Future + Unpin>(
     }
 }
 
-/// What the second listing said of a file.
-enum Seen {
-    Same,
-    /// Changed or gone: a copy of it is of no use to any later pull.
-    Changed(String),
-    /// Not known (the box could not be listed again): a copy is kept to resume from.
-    Unknown(String),
-}
-
-/// Where a copied file goes and what it must pass first.
-struct Landing<'a> {
-    dest: &'a Path,
-    local: &'a Path,
-    /// Copied in this pull (its bytes wait in the `.part`), not unchanged since the last one.
-    fresh: bool,
-    verify: &'a crate::config::fleet::VerifyCommands,
-    protected: &'a Protected,
-}
-
-/// A copied (or unchanged) file, with its local hash, so even a failed pull leaves a record a
-/// later pull can trust for its bytes; then compared with the box's hash, and only then
-/// verified and given its final name.
-async fn finish(
-    file: &RemoteFile,
-    landing: &Landing<'_>,
-    copied: Copied,
-    seen: Seen,
-    hashes: &Result<BTreeMap<String, String>, String>,
-) -> PulledFile {
-    let local = landing.local;
-    let mut record = failed_file(file, local, String::new());
-    record.sent = copied.sent;
-    record.local_sha256 = Some(copied.sha256);
-    record.remote_sha256 = hashes
-        .as_ref()
-        .ok()
-        .and_then(|h| h.get(&file.path).cloned());
-    let mut useless = false;
-    record.error = match seen {
-        Seen::Same => None,
-        Seen::Changed(why) => {
-            useless = true;
-            Some(why)
-        }
-        Seen::Unknown(why) => Some(why),
-    }
-    .or_else(|| match hashes {
-        Err(e) => Some(e.clone()),
-        Ok(_) if record.remote_sha256.is_none() => {
-            Some("the box printed no hash for it".to_string())
-        }
-        Ok(_) => None,
-    });
-    if record.error.is_none() && record.local_sha256 != record.remote_sha256 {
-        useless = true;
-        record.error = Some(format!(
-            "hash mismatch: box {} local {}",
-            record.remote_sha256.as_deref().unwrap_or("none"),
-            record.local_sha256.as_deref().unwrap_or("unreadable")
-        ));
-    }
-    if record.error.is_some() {
-        if landing.fresh && useless {
-            // Torn or of another version: never resumed, never promoted.
-            discard(landing.dest, local).await;
-        }
-        return record;
-    }
-    let (verification, error) = if landing.fresh {
-        let p = promote(landing.dest, local, file, landing.verify, landing.protected).await;
-        (p.verification, p.error)
-    } else {
-        (verify_local(local, landing.verify).await, None)
-    };
-    record.verified = verification.passed && error.is_none();
-    record.verification = verification.how;
-    record.error = error;
-    record
-}
-
-async fn discard(dest: &Path, local: &Path) {
-    let (part, src) = part_paths(dest, local);
-    let _ = tokio::fs::remove_file(part).await;
-    let _ = tokio::fs::remove_file(src).await;
-}
-
-fn failed_file(file: &RemoteFile, local: &Path, why: String) -> PulledFile {
+pub(super) fn failed_file(file: &RemoteFile, local: &Path, why: String) -> PulledFile {
     PulledFile {
         remote_path: file.path.clone(),
         size: file.size,

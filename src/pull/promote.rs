@@ -3,17 +3,22 @@
 //! the local hash agree and a second listing saw the file unchanged does the pull call
 //! [`promote`], which checks that it loads and then renames it into place. A torn or changed copy
 //! never replaces anything, and a copy that does not load never replaces an earlier one that
-//! does: the previous verified version stays until its successor is proven.
+//! does: the previous verified version stays until its successor is proven. [`finish`] makes
+//! that call for each copied file and writes its record.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use std::collections::BTreeMap;
+
 use super::check::{Verification, verify};
-use super::copy::disk;
+use super::copy::{Copied, disk};
+use super::engine::failed_file;
 use super::local::{part_paths, parts_dir};
 use super::protect::Protected;
 use super::remote::RemoteFile;
 use crate::config::fleet::VerifyCommands;
+use crate::ledger::PulledFile;
 
 /// Where a proven-by-hash copy waits while it is checked: its own folder in the parts folder,
 /// under the file's own name, so a check (built-in or the user's command) that goes by the
@@ -161,4 +166,90 @@ async fn across_devices(dest: &Path, local: &Path, staged: &Path) -> Result<(), 
         .map_err(|e| disk(local, e).to_string())?;
     let _ = tokio::fs::remove_file(staged).await;
     Ok(())
+}
+
+/// What the second listing said of a file.
+pub(super) enum Seen {
+    Same,
+    /// Changed or gone: a copy of it is of no use to any later pull.
+    Changed(String),
+    /// Not known (the box could not be listed again): a copy is kept to resume from.
+    Unknown(String),
+}
+
+/// Where a copied file goes and what it must pass first.
+pub(super) struct Landing<'a> {
+    pub dest: &'a Path,
+    pub local: &'a Path,
+    /// Copied in this pull (its bytes wait in the `.part`), not unchanged since the last one.
+    pub fresh: bool,
+    pub verify: &'a VerifyCommands,
+    pub protected: &'a Protected,
+}
+
+/// A copied (or unchanged) file, with its local hash, so even a failed pull leaves a record a
+/// later pull can trust for its bytes; then compared with the box's hash, and only then
+/// verified and given its final name.
+pub(super) async fn finish(
+    file: &RemoteFile,
+    landing: &Landing<'_>,
+    copied: Copied,
+    seen: Seen,
+    hashes: &Result<BTreeMap<String, String>, String>,
+) -> PulledFile {
+    let local = landing.local;
+    let mut record = failed_file(file, local, String::new());
+    record.sent = copied.sent;
+    record.local_sha256 = Some(copied.sha256);
+    record.remote_sha256 = hashes
+        .as_ref()
+        .ok()
+        .and_then(|h| h.get(&file.path).cloned());
+    let mut useless = false;
+    record.error = match seen {
+        Seen::Same => None,
+        Seen::Changed(why) => {
+            useless = true;
+            Some(why)
+        }
+        Seen::Unknown(why) => Some(why),
+    }
+    .or_else(|| match hashes {
+        Err(e) => Some(e.clone()),
+        Ok(_) if record.remote_sha256.is_none() => {
+            Some("the box printed no hash for it".to_string())
+        }
+        Ok(_) => None,
+    });
+    if record.error.is_none() && record.local_sha256 != record.remote_sha256 {
+        useless = true;
+        record.error = Some(format!(
+            "hash mismatch: box {} local {}",
+            record.remote_sha256.as_deref().unwrap_or("none"),
+            record.local_sha256.as_deref().unwrap_or("unreadable")
+        ));
+    }
+    if record.error.is_some() {
+        if landing.fresh && useless {
+            // Torn or of another version: never resumed, never promoted.
+            discard(landing.dest, local).await;
+        }
+        return record;
+    }
+    let (verification, error) = if landing.fresh {
+        let p = promote(landing.dest, local, file, landing.verify, landing.protected).await;
+        (p.verification, p.error)
+    } else {
+        (verify(local, landing.verify).await, None)
+    };
+    record.verified = verification.passed && error.is_none();
+    record.verification = verification.how;
+    record.error = error;
+    record
+}
+
+async fn discard(dest: &Path, local: &Path) {
+    let (part, src) = part_paths(dest, local);
+    let _ = tokio::fs::remove_file(part).await;
+    let _ = tokio::fs::remove_file(src).await;
 }
