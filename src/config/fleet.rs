@@ -300,6 +300,8 @@ fn parse_checked(
     };
     let global_accept_new = raw.accept_new.unwrap_or(false);
     let mut hosts: Vec<HostConfig> = Vec::with_capacity(raw.host.len());
+    // Where each pull dest really is, worked out once: every later host is compared with all.
+    let mut places: Vec<(String, super::pull::Place)> = Vec::new();
     for h in raw.host {
         let name = h.name.get_ref().trim().to_string();
         if name.is_empty() || name.chars().any(|c| c.is_control()) {
@@ -345,10 +347,10 @@ fn parse_checked(
                 let pull = pull_config(&name, table, p.into_inner())
                     .map_err(|(offset, m)| at(offset, m))?;
                 let this_machine = profile == "local" || target.is_loopback();
-                let others = hosts
-                    .iter()
-                    .filter_map(|o| Some((o.name.as_str(), o.pull.as_ref()?.dest.as_path())));
-                super::pull::dest_problem(&pull, this_machine, others).map_err(|m| at(table, m))?;
+                let place = super::pull::Place::of(&pull.dest);
+                super::pull::dest_problem(&pull, &place, this_machine, &places)
+                    .map_err(|m| at(table, m))?;
+                places.push((name.clone(), place));
                 Some(pull)
             }
         };

@@ -175,19 +175,38 @@ fn ids_up_from(path: &Path) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// Whether two local folders share files: one is the other or inside it, judged by where the
-/// paths really lead (links and `..` resolved), and by device and inode so that one folder
-/// mounted at two places is seen as one.
-pub fn overlaps(a: &Path, b: &Path) -> bool {
-    let (a, b) = (real_location(a), real_location(b));
-    if a.starts_with(&b) || b.starts_with(&a) {
-        return true;
+/// Where a dest really is, worked out once per host (config load compares every pair): its
+/// real path, and the device and inode of it and of each folder above it.
+pub(super) struct Place {
+    written: PathBuf,
+    real: PathBuf,
+    up: Vec<(u64, u64)>,
+    /// Its own (device, inode) when it exists (then also `up`'s first entry).
+    own: Option<(u64, u64)>,
+}
+
+impl Place {
+    pub(super) fn of(dest: &Path) -> Place {
+        let real = real_location(dest);
+        let up = ids_up_from(&real);
+        let own = std::fs::metadata(&real).ok().and(up.first().copied());
+        Place {
+            written: dest.to_path_buf(),
+            real,
+            up,
+            own,
+        }
     }
-    let (up_a, up_b) = (ids_up_from(&a), ids_up_from(&b));
-    // Each list starts with the folder itself only when it exists.
-    let own = |p: &Path, up: &[(u64, u64)]| std::fs::metadata(p).ok().and(up.first().copied());
-    own(&a, &up_a).is_some_and(|id| up_b.contains(&id))
-        || own(&b, &up_b).is_some_and(|id| up_a.contains(&id))
+
+    /// Whether two folders share files: one is the other or inside it, judged by where the
+    /// paths really lead (links and `..` resolved), and by device and inode so that one folder
+    /// mounted at two places is seen as one.
+    fn overlaps(&self, other: &Place) -> bool {
+        self.real.starts_with(&other.real)
+            || other.real.starts_with(&self.real)
+            || self.own.is_some_and(|id| other.up.contains(&id))
+            || other.own.is_some_and(|id| self.up.contains(&id))
+    }
 }
 
 /// On a host that is this machine, the pull path whose folder holds `dest`: every pull would
@@ -213,10 +232,11 @@ pub fn dest_inside_pull_path(pull: &PullConfig) -> Option<&str> {
 /// each other's copies (pulling B after tearing down A would destroy A's only copy), compared
 /// where the folders really lead; and on a box that is this machine, a dest inside its own
 /// pull path would nest a copy of the last pull at every pull.
-pub(super) fn dest_problem<'a>(
+pub(super) fn dest_problem(
     pull: &PullConfig,
+    place: &Place,
     this_machine: bool,
-    mut others: impl Iterator<Item = (&'a str, &'a Path)>,
+    others: &[(String, Place)],
 ) -> Result<(), String> {
     if let Some(path) = this_machine.then(|| dest_inside_pull_path(pull)).flatten() {
         return Err(format!(
@@ -225,12 +245,12 @@ pub(super) fn dest_problem<'a>(
             pull.dest.display()
         ));
     }
-    match others.find(|(_, theirs)| overlaps(theirs, &pull.dest)) {
+    match others.iter().find(|(_, theirs)| theirs.overlaps(place)) {
         Some((other, theirs)) => Err(format!(
             "pull dest {} overlaps {other}'s {}: each host needs its own folder (put {{host}} in \
              dest)",
             pull.dest.display(),
-            theirs.display()
+            theirs.written.display()
         )),
         None => Ok(()),
     }

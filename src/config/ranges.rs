@@ -22,10 +22,10 @@ pub const RANGES: &[(&str, f64, f64, &str)] = &[
 /// `value` checked against `key`'s range in [`RANGES`]; Err is (offset, message).
 pub fn checked(value: &Spanned<f64>, key: &str) -> Result<f64, (usize, String)> {
     let x = *value.get_ref();
-    let (low, high, unit) = RANGES
-        .iter()
-        .find(|(k, ..)| *k == key)
-        .map_or((0.0, f64::MAX, ""), |(_, l, h, u)| (*l, *h, *u));
+    // A key missing from the table is refused, never taken unbounded.
+    let Some(&(_, low, high, unit)) = RANGES.iter().find(|(k, ..)| *k == key) else {
+        return Err((value.span().start, format!("{key} has no stated range")));
+    };
     if x.is_finite() && (low..=high).contains(&x) {
         Ok(x)
     } else {

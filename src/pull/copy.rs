@@ -147,8 +147,7 @@ async fn download_by_exec(
             // As on the SFTP path, a file that vanished leaves no empty `.part` behind.
             if from == 0 {
                 drop(file);
-                let _ = tokio::fs::remove_file(&part).await;
-                let _ = tokio::fs::remove_file(part_paths(dest, local).1).await;
+                super::local::discard_part(dest, local).await;
             }
             return Err(PullError::Vanished(remote.path.clone()));
         }

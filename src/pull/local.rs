@@ -65,6 +65,14 @@ pub fn part_paths(dest: &Path, local: &Path) -> (PathBuf, PathBuf) {
     )
 }
 
+/// Throws away `local`'s unfinished copy and its tag: torn, of another version, or of a file
+/// that is gone, it must never be resumed or promoted.
+pub async fn discard_part(dest: &Path, local: &Path) {
+    let (part, src) = part_paths(dest, local);
+    let _ = tokio::fs::remove_file(part).await;
+    let _ = tokio::fs::remove_file(src).await;
+}
+
 pub fn source_tag(remote: &RemoteFile) -> String {
     format!("{} {}", remote.size, remote.stamp)
 }

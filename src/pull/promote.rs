@@ -232,7 +232,7 @@ pub(super) async fn finish(
     if record.error.is_some() {
         if landing.fresh && useless {
             // Torn or of another version: never resumed, never promoted.
-            discard(landing.dest, local).await;
+            super::local::discard_part(landing.dest, local).await;
         }
         return record;
     }
@@ -246,10 +246,4 @@ pub(super) async fn finish(
     record.verification = verification.how;
     record.error = error;
     record
-}
-
-async fn discard(dest: &Path, local: &Path) {
-    let (part, src) = part_paths(dest, local);
-    let _ = tokio::fs::remove_file(part).await;
-    let _ = tokio::fs::remove_file(src).await;
 }

@@ -70,6 +70,7 @@ pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -
         head.push("  WARNING: the run still looks alive on this box".to_string());
     }
     let mut files = Vec::new();
+    let final_check = last.map(final_check_line).unwrap_or_default();
     match last {
         None => head.push("  pull: none on record".to_string()),
         Some(p) => {
@@ -81,7 +82,7 @@ pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -
                 p.files.len(),
                 p.files.iter().map(|f| f.size).sum::<u64>()
             ));
-            head.push(format!("  {}", final_check_line(p)));
+            head.push(format!("  {final_check}"));
             let mut sorted: Vec<_> = p.files.iter().collect();
             sorted.sort_by_key(|f| (f.is_good(), f.remote_path.clone()));
             files = sorted
@@ -120,7 +121,7 @@ pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -
         head,
         files,
         action,
-        final_check: last.map(final_check_line).unwrap_or_default(),
+        final_check,
     }
 }
 
