@@ -18,9 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rigwatch::config::{HostConfig, fleet};
-use rigwatch::fleet::Observation;
 use rigwatch::monitor::commands::{new_nonce, probe_command};
 use rigwatch::monitor::live;
+use rigwatch::readings::Observation;
 use rigwatch::transport::Pool;
 use support::{GpuShim, Lab, Sshd};
 use tokio::sync::mpsc;

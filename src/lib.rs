@@ -53,6 +53,8 @@ pub mod process;
 pub mod provider;
 pub mod pull;
 pub mod queue;
+pub mod readings;
+pub mod runtime;
 pub mod sanitize;
 pub mod signals;
 pub mod teardown;

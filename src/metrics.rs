@@ -13,7 +13,7 @@ use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::monitor::FleetState;
+use crate::fleet::FleetState;
 use crate::signals::{RunState, Severity, disk_usage};
 
 type Labels = Vec<(String, String)>;

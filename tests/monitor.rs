@@ -6,9 +6,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use rigwatch::config::fleet;
-use rigwatch::fleet::GpuAvailability;
-use rigwatch::fleet::{Observation as HostUpdate, Update};
 use rigwatch::monitor::live;
+use rigwatch::readings::GpuAvailability;
+use rigwatch::readings::{Observation as HostUpdate, Update};
 use rigwatch::transport::Pool;
 use support::{GpuShim, Lab, wait_until};
 use tokio::sync::mpsc;

@@ -173,12 +173,12 @@ fn remote_text_never_reaches_the_screen_raw() {
 
 /// The demo fleet with a queue on its first box whose `run_queue.sh` is gone: one cell done, one
 /// killed mid-cell (its name hostile remote text), one pending.
-fn with_queue() -> rigwatch::monitor::FleetState {
+fn with_queue() -> rigwatch::fleet::FleetState {
     use rigwatch::config::QueueConfig;
-    use rigwatch::fleet::{HostReading, Observation};
-    use rigwatch::monitor::queues::QueueTracker;
+    use rigwatch::fleet::queues::QueueTracker;
     use rigwatch::probe::sample::{FileStat, HostSample, QueueSample};
     use rigwatch::queue::parse_final_listing;
+    use rigwatch::readings::{HostReading, Observation};
 
     let (_, mut state) = Demo::start(screenshot_time());
     let config = QueueConfig {

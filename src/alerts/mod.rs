@@ -14,7 +14,7 @@ pub mod sinks;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::monitor::FleetState;
+use crate::fleet::FleetState;
 use crate::signals::Severity;
 
 /// The event schema's version, in every event as `v`.

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 
 use super::{AlertData, AlertEvent, AlertState, SCHEMA_VERSION};
+use crate::fleet::FleetState;
 use crate::ledger::{DestroyOutcome, PullRecord, TeardownRecord};
-use crate::monitor::FleetState;
 use crate::queue::CellState;
 use crate::signals::{RunState, Severity};
 

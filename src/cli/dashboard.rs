@@ -1,21 +1,18 @@
 //! The dashboard, live (`rigwatch`) or on the demo fleet (`rigwatch demo`), and `screenshot`,
 //! which renders real frames of the demo fleet to SVG.
 
+use chrono::Utc;
+use color_eyre::eyre::WrapErr;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Duration;
-
-use chrono::Utc;
-use color_eyre::eyre::WrapErr;
 
 use crate::config::FleetConfig;
-use crate::demo::Demo;
-use crate::monitor::FleetState;
+use crate::runtime::Runtime;
 use crate::transport::Pool;
 use crate::ui::app::App;
 use crate::ui::theme::Theme;
-use crate::ui::{DEMO_POLL, Source, demo_frames, svg};
+use crate::ui::{DEMO_POLL, demo_frames, svg};
 
 pub fn theme(name: Option<&str>) -> color_eyre::Result<Theme> {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
@@ -35,18 +32,6 @@ fn require_terminal() -> Result<(), String> {
     }
 }
 
-async fn run_tui(
-    app: App,
-    state: FleetState,
-    source: Source,
-    theme: Theme,
-    poll: Duration,
-) -> color_eyre::Result<FleetState> {
-    crate::ui::run_terminal(app, state, source, theme, poll)
-        .await
-        .wrap_err("terminal I/O")
-}
-
 pub async fn live(
     fleet: &FleetConfig,
     profiles: Vec<crate::clocks::Profile>,
@@ -56,21 +41,12 @@ pub async fn live(
         eprintln!("rigwatch: {e}");
         return Ok(ExitCode::from(2));
     }
-    let pool = Pool::start(fleet);
-    let source = Source::live(pool, fleet);
-    let mut state = FleetState::new(fleet.hosts.clone(), fleet.thresholds.clone())
-        .with_profiles(profiles, fleet.balance)
-        .with_poll(fleet.poll);
     // Cost so far and "last seen up" carry over between runs, shared with `status`.
-    let memory_path = crate::monitor::memory::path();
-    let mut memory = crate::monitor::memory::load(memory_path.as_deref());
-    state.recall(&memory);
-    let state = run_tui(App::new(false), state, source, theme, fleet.poll).await?;
-    state.remember(&mut memory);
-    if let Some(path) = &memory_path {
-        crate::monitor::memory::save(path, &memory)
-            .wrap_err_with(|| format!("saving {}", path.display()))?;
-    }
+    let mut runtime = Runtime::live(Pool::start(fleet), fleet, &profiles, "rigwatch dashboard");
+    let shown = crate::ui::run_terminal(App::new(false), &mut runtime, theme, fleet.poll).await;
+    let (_, saved) = runtime.shutdown().await;
+    shown.wrap_err("terminal I/O")?;
+    saved.map_err(|why| color_eyre::eyre::eyre!(why))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -79,8 +55,11 @@ pub async fn demo(theme: Theme, copies: usize) -> color_eyre::Result<ExitCode> {
         eprintln!("rigwatch: {e}");
         return Ok(ExitCode::from(2));
     }
-    let (demo, state) = Demo::start_sized(Utc::now(), copies.clamp(1, 100));
-    run_tui(App::new(true), state, Source::Demo(demo), theme, DEMO_POLL).await?;
+    let mut runtime = Runtime::demo(copies, chrono::Duration::seconds(30), Utc::now());
+    let shown = crate::ui::run_terminal(App::new(true), &mut runtime, theme, DEMO_POLL).await;
+    // The demo saves nothing, so there is no failure to report.
+    let _ = runtime.shutdown().await;
+    shown.wrap_err("terminal I/O")?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -5,17 +5,110 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::clocks::{Clock, CostReport};
-use crate::fleet::{GpuAvailability, HostHistory};
+use crate::fleet::{FleetState, HostState};
 use crate::probe::sample::FileStat;
 use crate::probe::{GpuProcess, GpuSample};
 use crate::queue::QueueStatus;
-use crate::signals::{FillOutlook, RunState, Signal, fill_outlook};
+use crate::readings::{GpuAvailability, HostHistory};
+use crate::runtime::once::Judged;
+use crate::signals::{FillOutlook, RunState, Signal};
 use crate::transport::LinkState;
 
 #[derive(Debug, Serialize)]
 pub struct StatusReport {
     pub taken_at: DateTime<Utc>,
+    /// How long the account's balance lasts at the fleet's burn; null without a `balance` or
+    /// while nothing bills. The fleet's, so said once, as the dashboard's header says it.
+    pub runway: Option<Runway>,
     pub hosts: Vec<HostStatus>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Runway {
+    pub balance: f64,
+    pub burn_per_hour: f64,
+    pub remaining_secs: i64,
+}
+
+impl StatusReport {
+    /// The report of a fleet judged from one probe: each host as the runtime judged it.
+    pub fn of(judged: &Judged) -> StatusReport {
+        let (state, now) = (&judged.state, judged.taken_at);
+        let mut hosts: Vec<HostStatus> = state
+            .hosts
+            .iter()
+            .zip(&judged.errors)
+            .map(|(h, errors)| HostStatus::of(h, state, errors.clone(), now))
+            .collect();
+        for u in &judged.unread {
+            if let Some(status) = hosts.iter_mut().find(|s| s.name == u.host) {
+                status.errors.push(format!(
+                    "{}: probe section qfile: queue file {} not read: {}{}",
+                    u.host,
+                    crate::sanitize::line(&u.file, 200),
+                    crate::sanitize::line(&u.why, 300),
+                    if u.remembered {
+                        "; its cells are as last read"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        StatusReport {
+            taken_at: now,
+            runway: state
+                .balance
+                .zip(state.runway_hours())
+                .map(|(balance, hours)| Runway {
+                    balance,
+                    burn_per_hour: state.burn_per_hour(),
+                    remaining_secs: (hours * 3600.0).min(1e12) as i64,
+                }),
+            hosts,
+        }
+    }
+}
+
+impl HostStatus {
+    fn of(h: &HostState, state: &FleetState, errors: Vec<String>, now: DateTime<Utc>) -> Self {
+        let latest = h.history.latest_host();
+        let queue = state.queue_summary(&h.config.name).and_then(|summary| {
+            let tracker = h.queue.as_ref()?;
+            Some(crate::fleet::queues::status(
+                summary,
+                tracker.facts.as_ref()?,
+                tracker.samples(),
+                now,
+            ))
+        });
+        HostStatus {
+            name: h.config.name.clone(),
+            profile: h.config.profile.clone(),
+            link: link_report(&h.link),
+            run: h.run.clone(),
+            uptime_secs: latest
+                .and_then(|r| r.sample.uptime.as_ref())
+                .map(|u| u.up.as_secs_f64()),
+            boot_id: latest.and_then(|r| r.sample.boot_id.clone()),
+            gpu_state: h.gpu.clone(),
+            gpus: gpu_reports(&h.history),
+            mounts: mount_reports(h),
+            log: latest
+                .and_then(|r| r.sample.log.as_ref())
+                .map(|s| FileReport::of(s, h.config.log.as_deref(), now)),
+            log_tail: latest.map_or_else(Vec::new, |r| r.sample.log_tail.clone()),
+            checkpoint: latest
+                .and_then(|r| r.sample.checkpoint.as_ref())
+                .map(|s| FileReport::of(s, None, now)),
+            signals: h.signals.clone(),
+            clocks: h.clocks.clone(),
+            cost: h.cost(state.profile(&h.config.profile)),
+            provider: h.provider.clone(),
+            queue,
+            errors,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -182,12 +275,9 @@ fn gpu_report(g: &GpuSample, processes: &[GpuProcess], only_one: bool) -> GpuRep
     }
 }
 
-pub fn mount_reports(history: &HostHistory, now: DateTime<Utc>) -> Vec<MountReport> {
-    let window = history.host_since(
-        now,
-        chrono::Duration::minutes(crate::signals::GROWTH_WINDOW_MINUTES),
-    );
-    let Some(latest) = history.latest_host() else {
+/// Each mount of the latest reading, with when it fills as the runtime judged it.
+fn mount_reports(h: &HostState) -> Vec<MountReport> {
+    let Some(latest) = h.history.latest_host() else {
         return Vec::new();
     };
     latest
@@ -195,7 +285,15 @@ pub fn mount_reports(history: &HostHistory, now: DateTime<Utc>) -> Vec<MountRepo
         .mounts
         .iter()
         .map(|m| MountReport {
-            fill: fill_outlook(&window, &m.mount),
+            fill: h
+                .fill
+                .iter()
+                .find(|(mount, _)| *mount == m.mount)
+                .map(|(_, f)| f.clone())
+                .unwrap_or(FillOutlook::TooLittleHistory {
+                    span_secs: 0,
+                    samples: 0,
+                }),
             path: m.mount.clone(),
             filesystem: m.filesystem.clone(),
             bytes_used: m.bytes.as_ref().and_then(|b| b.used_bytes),

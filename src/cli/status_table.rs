@@ -72,7 +72,7 @@ fn write_host(out: &mut String, host: &HostStatus, width: usize) {
     let gpus: Vec<String> = host.gpus.iter().map(gpu_cell).collect();
     let gpu = match (gpus.is_empty(), &host.gpu_state) {
         (false, _) => gpus.join(" | "),
-        (true, crate::fleet::GpuAvailability::NoNvidiaSmi) => "no GPUs (no nvidia-smi)".into(),
+        (true, crate::readings::GpuAvailability::NoNvidiaSmi) => "no GPUs (no nvidia-smi)".into(),
         (true, _) => "-".into(),
     };
     let _ = writeln!(

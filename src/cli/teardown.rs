@@ -11,16 +11,17 @@ use color_eyre::eyre::eyre;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::one_host;
-use super::roster::{Known, reconcile_probes};
 use crate::clocks::Profile;
 use crate::clocks::profiles::find;
 use crate::config::{FleetConfig, HostConfig};
+use crate::fleet::memory;
 use crate::ledger::DestroyOutcome;
 use crate::ledger::{Ledger, PullRecord};
 use crate::monitor::verified::verified_cells;
-use crate::monitor::{HostProbe, memory, probe_once, run_state_of};
+use crate::monitor::{HostProbe, probe_once, run_state_of};
 use crate::pull::{Currentness, Depth, check_host};
 use crate::queue::DoneRule;
+use crate::runtime::once::{Probed, judge};
 use crate::sanitize::mask_secrets;
 use crate::teardown::{
     Confirming, DestroyReport, Guard, GuardEvent, GuardOutcome, Method, QueueLooks, QueueNote,
@@ -69,7 +70,7 @@ pub async fn run(
     let link = pool
         .get(&host.name)
         .map_or(LinkState::Connecting { attempt: 0 }, |l| l.state());
-    if let Some(note) = queue_of(host, link, probe, last.as_ref(), now) {
+    if let Some(note) = queue_of(fleet, host, link, probe, last.as_ref(), now) {
         guard.handle(GuardEvent::Queue(note.looks));
         if note.looks.needs_second_confirm() {
             println!("  WARNING: {}", note.line);
@@ -163,6 +164,7 @@ fn say(line: &str) {
 /// with the cells the last pull verified. Only this host is probed, so a collision with another
 /// box's queue is not seen here.
 fn queue_of(
+    fleet: &FleetConfig,
     host: &HostConfig,
     link: LinkState,
     probe: HostProbe,
@@ -175,20 +177,18 @@ fn queue_of(
         .map(|p| verified_cells(p, &config.final_dir, &DoneRule::default()))
         .map(|cells| [(host.name.clone(), cells)].into())
         .unwrap_or_default();
-    let known = Known {
-        memory: &memory,
-        verified: &verified,
-        providers: &[],
+    let this_host = FleetConfig {
+        hosts: vec![host.clone()],
+        ..fleet.clone()
     };
-    let hosts = std::slice::from_ref(host);
-    let queues = reconcile_probes(
-        hosts,
-        &[(host.name.clone(), link)],
-        &[Some(probe)],
-        &known,
-        now,
-    );
-    if let Some(u) = queues.unread.first() {
+    let probed = Probed {
+        links: vec![(host.name.clone(), link)],
+        probes: vec![Some(probe)],
+        providers: Vec::new(),
+        timeout_secs: 30.0,
+    };
+    let judged = judge(&this_host, &[], &memory, verified, probed, now);
+    if let Some(u) = judged.unread.first() {
         return Some(QueueNote {
             looks: QueueLooks::Unread,
             line: format!(
@@ -198,7 +198,7 @@ fn queue_of(
             ),
         });
     }
-    queue_note(true, queues.roster.as_ref().and_then(|r| r.hosts.first()))
+    queue_note(true, judged.state.queue_summary(&host.name))
 }
 
 /// The CLI's one opening of the dialog.

@@ -9,7 +9,7 @@ pub mod teardown;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::config::Thresholds;
-use crate::monitor::FleetState;
+use crate::fleet::FleetState;
 use crate::transport::LinkState;
 
 pub use scenario::Scenario;

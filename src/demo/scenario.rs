@@ -5,9 +5,9 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::captures::{self as c, body, with_header};
 use crate::config::{HostConfig, SshTarget};
-use crate::fleet::Observation;
 use crate::monitor::readers::{GpuBatcher, ProbeReader};
 use crate::probe::GPU_QUERY_FIELDS;
+use crate::readings::Observation;
 use crate::transport::LinkState;
 
 const NONCE: &str = "demo";
@@ -144,7 +144,7 @@ impl Scenario {
             }
             gpus.extend(batcher.flush());
             if !gpus.is_empty() {
-                out.push(Observation::Gpu(crate::fleet::GpuReading { at, gpus }));
+                out.push(Observation::Gpu(crate::readings::GpuReading { at, gpus }));
             }
         }
         self.step += 1;

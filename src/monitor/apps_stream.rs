@@ -11,9 +11,9 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::commands::NOT_FOUND;
-use crate::fleet::{Observation, Update};
 use crate::probe::sample::{HostSample, SectionError};
 use crate::probe::{APPS_QUERY_FIELDS, GpuProcess, parse_apps_csv};
+use crate::readings::{Observation, Update};
 use crate::transport::{Session, StreamEvent};
 
 /// A batch is complete once no line has come for this long (nvidia-smi prints it at once).

@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use crate::config::HostConfig;
-use crate::fleet::GpuAvailability;
 use crate::probe::script::{
     ProbeTargets, QueueTargets, SlurmTarget, command_line, periodic_script, sh_quote,
 };
@@ -11,6 +10,7 @@ use crate::probe::{
     GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, GpuSample, ParseError, parse_gpu_csv,
     parse_query_failure,
 };
+use crate::readings::GpuAvailability;
 
 /// sh's status for a command it cannot find.
 pub const NOT_FOUND: u32 = 127;

@@ -6,7 +6,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::config::FleetConfig;
-use crate::fleet::Update;
+use crate::readings::Update;
 use crate::transport::{LinkState, Pool};
 
 pub type LinkChanges = mpsc::Receiver<(String, LinkState)>;

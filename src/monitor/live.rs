@@ -16,9 +16,9 @@ use super::apps_stream::{self, SharedApps};
 use super::commands::{NOT_FOUND, gpu_stream_command, new_nonce, probe_command};
 use super::readers::{GpuBatcher, ProbeReader};
 use crate::config::HostConfig;
-use crate::fleet::{GpuAvailability, GpuReading, Observation, Update};
 use crate::probe::script::SLOW_EVERY;
 use crate::probe::{GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, parse_query_failure};
+use crate::readings::{GpuAvailability, GpuReading, Observation, Update};
 use crate::transport::{Session, StreamEvent};
 
 /// Longest line kept from a stream; the probe caps its sections on the box as well.

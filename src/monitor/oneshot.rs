@@ -8,9 +8,9 @@ use chrono::Utc;
 
 use super::commands::{GpuOutcome, availability, new_nonce, probe_command, read_gpu_output};
 use crate::config::HostConfig;
-use crate::fleet::{GpuAvailability, GpuReading, HostReading};
 use crate::probe::frame::parse_once;
 use crate::probe::sample::HostSample;
+use crate::readings::{GpuAvailability, GpuReading, HostReading};
 use crate::transport::{ExecLimits, Session};
 
 const LIMITS: ExecLimits = ExecLimits {
@@ -90,7 +90,7 @@ pub fn run_state_of(
     thresholds: &crate::config::Thresholds,
     now: chrono::DateTime<Utc>,
 ) -> crate::signals::RunState {
-    let mut history = crate::fleet::HostHistory::with_capacity(2, 0);
+    let mut history = crate::readings::HostHistory::with_capacity(2, 0);
     history.extend(probe.gpus.clone(), probe.host.clone());
     crate::signals::run_state(&crate::signals::HostFacts {
         host,

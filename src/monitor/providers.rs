@@ -10,8 +10,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::config::FleetConfig;
-use crate::fleet::{Observation, Update};
 use crate::provider::{Provider, ProviderError, ProviderReport, query, report_for};
+use crate::readings::{Observation, Update};
 
 /// A CLI that hangs (network, a prompt) is given up on after this long.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(20);

@@ -3,10 +3,10 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::fleet::HostReading;
 use crate::probe::frame::{CycleAssembler, RawCycle};
 use crate::probe::sample::HostSample;
 use crate::probe::{GpuSample, ParseError, parse_gpu_query};
+use crate::readings::HostReading;
 
 /// Groups the stream's rows into one reading per sampling instant: nvidia-smi prints every GPU
 /// each period, so a batch is complete when it has as many GPUs as the last one, or when an

@@ -6,8 +6,8 @@ use chrono::Duration;
 use serde::Serialize;
 
 use super::disk::{Usage, bytes_usage, inode_usage};
-use crate::fleet::HostReading;
 use crate::probe::Mount;
+use crate::readings::HostReading;
 
 /// An estimate needs readings spanning at least this long...
 pub const MIN_SPAN_MINUTES: i64 = 10;

@@ -4,8 +4,8 @@ use chrono::Duration;
 
 use super::run::{RunState, minutes_f};
 use super::{HostFacts, Severity, Signal, SignalKind, minutes};
-use crate::fleet::{GpuAvailability, GpuReading};
 use crate::probe::{ClockEventReason, GpuSample};
+use crate::readings::{GpuAvailability, GpuReading};
 
 /// Utilisation at or below this is "doing nothing".
 const IDLE_UTIL_PCT: u32 = 2;

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::config::fleet::{HostConfig, Thresholds};
-use crate::fleet::{BootMark, GpuAvailability, HostHistory};
+use crate::readings::{BootMark, GpuAvailability, HostHistory};
 use crate::transport::LinkState;
 
 pub use disk::{GROWTH_WINDOW_MINUTES, Usage, disk_usage};

@@ -4,8 +4,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::{HostFacts, Severity, Signal, SignalKind, minutes};
-use crate::fleet::BootMark;
 use crate::probe::sample::HostSample;
+use crate::readings::BootMark;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]

@@ -4,11 +4,11 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::*;
 use crate::config::fleet::{HostConfig, SshTarget, Thresholds};
-use crate::fleet::{GpuReading, HostReading};
 use crate::probe::sample::{HostSample, TmuxPane};
 use crate::probe::{
     merge_df, parse_compute_apps, parse_df_bytes, parse_df_inodes, parse_gpu_csv, parse_gpu_query,
 };
+use crate::readings::{GpuReading, HostReading};
 
 fn body(capture: &str) -> (Vec<String>, String) {
     let mut lines: Vec<&str> = capture.lines().collect();

@@ -10,7 +10,7 @@ use super::teardown_modal::{ModalAction, TeardownModal};
 use crate::pull::Progress;
 use crate::teardown::GuardEvent;
 
-use crate::monitor::{FleetState, HostState};
+use crate::fleet::{FleetState, HostState};
 use crate::signals::Severity;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,112 +1,72 @@
-//! One loop, one `select!`: terminal input, fleet updates, link changes, a 1 Hz tick for
-//! countdowns and ages, and SIGTERM/SIGHUP. Drain what is pending, draw once; no fixed frame
-//! rate, and nothing here waits on the network.
+//! One loop, one `select!`: terminal input, the runtime's steps (readings, link changes, the
+//! 1 Hz judgement for countdowns and ages), jobs' answers, and SIGTERM/SIGHUP. Drain what is
+//! pending, draw once; no fixed frame rate, and nothing here waits on the network.
 
 use std::time::Duration;
 
 use chrono::Utc;
-use crossterm::event::{Event, EventStream, KeyEventKind};
-use futures::StreamExt;
-use ratatui::DefaultTerminal;
+use crossterm::event::{Event, KeyEventKind};
+use futures::{Stream, StreamExt};
+use ratatui::Terminal;
+use ratatui::backend::Backend;
 use tokio::sync::mpsc;
 
-use super::alerting::{Alerting, SAVE_EVERY, save_memory, toggle_silence};
+use super::alerting::toggle_silence;
 use super::app::{Action, App};
 use super::jobs::{self, JobMsg};
 use super::teardown_modal::{ModalAction, Phase, TeardownModal};
 use super::theme::Theme;
 use super::{Ctx, draw};
-use crate::demo::Demo;
-use crate::fleet::Update;
-use crate::monitor::feed::{Feed, LinkChanges};
-use crate::monitor::{FleetState, HostState};
+use crate::fleet::{FleetState, HostState};
+use crate::runtime::{Runtime, Sender, Step};
 use crate::teardown::{GuardEvent, QueueNote, RunLooks, queue_note};
-use crate::transport::Pool;
 
-/// Where the fleet's readings come from.
-pub enum Source {
-    Demo(Demo),
-    Live {
-        feed: Feed,
-        /// For the teardown checks: provider CLIs and the ssh config.
-        fleet: std::sync::Arc<crate::config::FleetConfig>,
-    },
-}
-
-impl Source {
-    /// Starts the live feed on `pool` (see `monitor::feed`).
-    pub fn live(pool: Pool, fleet: &crate::config::FleetConfig) -> Source {
-        Source::Live {
-            feed: Feed::start(pool, fleet),
-            fleet: std::sync::Arc::new(fleet.clone()),
-        }
-    }
-
-    /// The channels, moved out so the loop can wait on them while it also uses the source.
-    fn take_channels(&mut self) -> (Option<mpsc::Receiver<Update>>, Option<LinkChanges>) {
-        match self {
-            Source::Live { feed, .. } => (feed.updates.take(), feed.links.take()),
-            Source::Demo(_) => (None, None),
-        }
-    }
-
-    async fn shutdown(self) {
-        if let Source::Live { feed, .. } = self {
-            feed.shutdown().await;
-        }
-    }
-}
-
-/// Receives from a channel the source may not have (the demo has none): never resolves then.
-async fn recv_or_wait<T>(rx: Option<&mut mpsc::Receiver<T>>) -> Option<T> {
-    match rx {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-pub async fn run(
-    terminal: &mut DefaultTerminal,
+/// The dashboard's loop over any ratatui backend and any stream of terminal events, so the
+/// same loop runs in a terminal and in tests on a `TestBackend`.
+pub async fn run<B, E>(
+    terminal: &mut Terminal<B>,
+    mut keys: E,
     mut app: App,
-    mut state: FleetState,
-    mut source: Source,
+    runtime: &mut Runtime,
     theme: Theme,
     poll: Duration,
-) -> std::io::Result<FleetState> {
-    let mut keys = EventStream::new();
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut demo_poll = tokio::time::interval(poll);
-    demo_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+) -> std::io::Result<()>
+where
+    B: Backend,
+    E: Stream<Item = std::io::Result<Event>> + Unpin,
+{
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
-    let (mut updates, mut links) = source.take_channels();
     let (job_tx, mut job_rx) = mpsc::channel::<JobMsg>(64);
-    if matches!(source, Source::Live { .. }) {
-        let hosts = state.hosts.iter().map(|h| h.config.clone()).collect();
+    if let Some(fleet) = runtime.fleet() {
+        let hosts = runtime
+            .state
+            .hosts
+            .iter()
+            .map(|h| h.config.clone())
+            .collect();
         jobs::spawn_verified(hosts, job_tx.clone());
+        jobs::spawn_unfinished(std::sync::Arc::clone(fleet), &runtime.state, job_tx.clone());
     }
     let mut dirty = true;
-    let mut last_saved = tokio::time::Instant::now();
-    let mut alerts = Alerting::new(&source);
     // Data arriving faster than this is drawn together; keys are drawn at once.
     let frame_gap = Duration::from_millis(50);
     let mut last_draw = tokio::time::Instant::now() - frame_gap;
     let mut key_pressed = false;
     let mut stop_after_destroy = false;
-    if let Source::Live { fleet, .. } = &source {
-        jobs::spawn_unfinished(std::sync::Arc::clone(fleet), &state, job_tx.clone());
-    }
+    let mut told_sender = None;
     loop {
         if dirty && (key_pressed || last_draw.elapsed() >= frame_gap) {
             let ctx = Ctx {
                 app: &app,
-                state: &state,
+                state: &runtime.state,
                 theme: &theme,
                 now: Utc::now(),
                 poll,
             };
-            terminal.draw(|frame| draw(frame, &ctx))?;
+            terminal
+                .draw(|frame| draw(frame, &ctx))
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
             dirty = false;
             key_pressed = false;
             last_draw = tokio::time::Instant::now();
@@ -116,21 +76,22 @@ pub async fn run(
             event = keys.next() => match event {
                 Some(Ok(Event::Key(key))) if key.kind == KeyEventKind::Press => {
                     key_pressed = true;
-                    match app.handle_key(key, &state) {
+                    let state = &runtime.state;
+                    match app.handle_key(key, state) {
                         Action::Quit => break,
                         Action::None => {}
-                        Action::Refresh => refresh(&mut app, &mut state, &mut source),
-                        Action::Pull(host) => start_pull(&mut app, &state, &source, &host, &job_tx),
-                        Action::Teardown(host) => open_teardown(&mut app, &state, &source, &host, &job_tx),
-                        Action::Silence(host) => toggle_silence(&mut app, &source, &host),
+                        Action::Refresh => app.notice = Some(runtime.refresh(Utc::now()).into()),
+                        Action::Pull(host) => start_pull(&mut app, runtime, &host, &job_tx),
+                        Action::Teardown(host) => open_teardown(&mut app, runtime, &host, &job_tx),
+                        Action::Silence(host) => toggle_silence(&mut app, runtime.is_demo(), &host),
                         Action::FinalCheck { host, opening } => {
                             if let Some(h) = state.host(&host) {
-                                let demo = matches!(source, Source::Demo(_));
-                                jobs::spawn_final_check(session_of(&source, &host), h.config.clone(), opening, demo, job_tx.clone());
+                                let demo = runtime.is_demo();
+                                jobs::spawn_final_check(runtime.session(&host), h.config.clone(), opening, demo, job_tx.clone());
                             }
                         }
                         Action::Destroy { host, pull_id } => {
-                            if let Some(job) = teardown_ctx(&state, &source, &host) {
+                            if let Some(job) = teardown_ctx(runtime, &host) {
                                 jobs::spawn_destroy(job, pull_id, job_tx.clone());
                             }
                         }
@@ -141,64 +102,31 @@ pub async fn run(
                 Some(Ok(_)) => {}
                 Some(Err(_)) | None => break,
             },
-            Some(update) = recv_or_wait(updates.as_mut()) => {
-                let now = Utc::now();
-                state.observe(&update.host, update.observation, now);
-                // A hundred hosts report at about the same moment: take everything already
-                // queued, then draw once.
-                if let Some(rx) = updates.as_mut() {
-                    while let Ok(more) = rx.try_recv() {
-                        state.observe(&more.host, more.observation, now);
+            step = runtime.step() => {
+                match step {
+                    Step::Notice(why) => app.notice = Some(why),
+                    Step::Readings => {}
+                    Step::Ticked(_) => {
+                        app.silenced = runtime.silenced().clone();
+                        let sender = runtime.sender().clone();
+                        if told_sender.as_ref() != Some(&sender) {
+                            if let Sender::Other(who) = &sender {
+                                if !runtime.is_demo() {
+                                    app.notice = Some(format!("alerts are sent by {who}; this dashboard shows them and sends nothing"));
+                                }
+                            }
+                            told_sender = Some(sender);
+                        }
+                        age_modal(&mut app, runtime, &job_tx);
                     }
                 }
-                dirty = true;
-            }
-            Some((host, link)) = recv_or_wait(links.as_mut()) => {
-                state.set_link(&host, link, Utc::now());
                 dirty = true;
             }
             Some(msg) = job_rx.recv() => {
-                if let Some((host, pull_id)) = job_done(&mut app, &mut state, msg) {
-                    if let Some(job) = teardown_ctx(&state, &source, &host) {
+                if let Some((host, pull_id)) = job_done(&mut app, &mut runtime.state, msg) {
+                    if let Some(job) = teardown_ctx(runtime, &host) {
                         jobs::spawn_destroy(job, pull_id, job_tx.clone());
                     }
-                }
-                dirty = true;
-            }
-            _ = tick.tick() => {
-                state.tick(Utc::now());
-                if matches!(source, Source::Live { .. }) {
-                    app.silenced = crate::alerts::silences::path()
-                        .map(|p| crate::alerts::silences::load(&p, Utc::now()))
-                        .unwrap_or_default();
-                }
-                // Cost and last-seen are saved every minute, not only on quit: a crash or a
-                // killed terminal loses at most a minute of accrual.
-                if let Some(alerts) = alerts.as_mut() {
-                    alerts.tick(&state, &app, &job_tx);
-                }
-                if matches!(source, Source::Live { .. }) && last_saved.elapsed() >= SAVE_EVERY {
-                    last_saved = tokio::time::Instant::now();
-                    save_memory(&state);
-                }
-                if let Some(modal) = &mut app.modal {
-                    if let Some(h) = state.host(&modal.host) {
-                        modal.guard.handle(GuardEvent::RunLooks(RunLooks::of(&h.run)));
-                        modal.set_queue(queue_note_of(&state, h));
-                        // A check older than its limit no longer counts: look again.
-                        if modal.age(std::time::Instant::now()) {
-                            if let Some(job) = teardown_ctx(&state, &source, &modal.host) {
-                                let run = RunLooks::of(&h.run);
-                                jobs::spawn_check(session_of(&source, &modal.host), job, modal.guard.opening(), run, job_tx.clone());
-                            }
-                        }
-                    }
-                }
-                dirty = true;
-            }
-            _ = demo_poll.tick(), if matches!(source, Source::Demo(_)) => {
-                if let Source::Demo(demo) = &mut source {
-                    demo.advance(&mut state, Utc::now());
                 }
                 dirty = true;
             }
@@ -211,8 +139,33 @@ pub async fn run(
             break;
         }
     }
-    source.shutdown().await;
-    Ok(state)
+    Ok(())
+}
+
+/// The open teardown dialog follows the run's state and the queue, and a check older than its
+/// limit no longer counts: it is taken again.
+fn age_modal(app: &mut App, runtime: &Runtime, tx: &mpsc::Sender<JobMsg>) {
+    let state = &runtime.state;
+    let Some(modal) = &mut app.modal else { return };
+    let Some(h) = state.host(&modal.host) else {
+        return;
+    };
+    modal
+        .guard
+        .handle(GuardEvent::RunLooks(RunLooks::of(&h.run)));
+    modal.set_queue(queue_note_of(state, h));
+    if modal.age(std::time::Instant::now()) {
+        if let Some(job) = teardown_ctx(runtime, &modal.host) {
+            let run = RunLooks::of(&h.run);
+            jobs::spawn_check(
+                runtime.session(&modal.host),
+                job,
+                modal.guard.opening(),
+                run,
+                tx.clone(),
+            );
+        }
+    }
 }
 
 const WAITS: &str =
@@ -235,50 +188,18 @@ fn stop_now(app: &mut App, after_destroy: &mut bool) -> bool {
     false
 }
 
-fn refresh(app: &mut App, state: &mut FleetState, source: &mut Source) {
-    let now = Utc::now();
-    match source {
-        Source::Demo(demo) => {
-            demo.advance(state, now);
-            app.notice = Some("refreshed: one more replayed reading per box".into());
-        }
-        Source::Live { .. } => {
-            state.tick(now);
-            app.notice = Some(
-                "streams are live: every box reports each period; links reconnect on their own"
-                    .into(),
-            );
-        }
-    }
-}
-
-fn teardown_ctx(state: &FleetState, source: &Source, host: &str) -> Option<jobs::TeardownCtx> {
+fn teardown_ctx(runtime: &Runtime, host: &str) -> Option<jobs::TeardownCtx> {
+    let state = &runtime.state;
     let h = state.host(host)?;
     Some(jobs::TeardownCtx {
         host: h.config.clone(),
         profile: state.profile(&h.config.profile).cloned(),
-        fleet: match source {
-            Source::Live { fleet, .. } => Some(std::sync::Arc::clone(fleet)),
-            Source::Demo(_) => None,
-        },
+        fleet: runtime.fleet().cloned(),
     })
 }
 
-fn session_of(source: &Source, host: &str) -> Option<std::sync::Arc<crate::transport::Session>> {
-    match source {
-        Source::Live { feed, .. } => feed.pool.get(host).and_then(|l| l.session()),
-        Source::Demo(_) => None,
-    }
-}
-
-fn start_pull(
-    app: &mut App,
-    state: &FleetState,
-    source: &Source,
-    host: &str,
-    tx: &mpsc::Sender<JobMsg>,
-) {
-    let Some(h) = state.host(host) else {
+fn start_pull(app: &mut App, runtime: &Runtime, host: &str, tx: &mpsc::Sender<JobMsg>) {
+    let Some(h) = runtime.state.host(host) else {
         return;
     };
     if app.pulls.contains_key(host) {
@@ -291,10 +212,10 @@ fn start_pull(
         ));
         return;
     }
-    let Some(session) = session_of(source, host) else {
+    let Some(session) = runtime.session(host) else {
         app.notice = Some(format!(
             "pull {host}: {}",
-            if app.demo {
+            if runtime.is_demo() {
                 "demo boxes are replays: there is nothing to pull"
             } else {
                 "the link is down; it resumes from the .part files once it is back"
@@ -313,14 +234,9 @@ fn start_pull(
     jobs::spawn_pull(session, h.config.clone(), progress, tx.clone());
 }
 
-fn open_teardown(
-    app: &mut App,
-    state: &FleetState,
-    source: &Source,
-    host: &str,
-    tx: &mpsc::Sender<JobMsg>,
-) {
-    let (Some(h), Some(job)) = (state.host(host), teardown_ctx(state, source, host)) else {
+fn open_teardown(app: &mut App, runtime: &Runtime, host: &str, tx: &mpsc::Sender<JobMsg>) {
+    let state = &runtime.state;
+    let (Some(h), Some(job)) = (state.host(host), teardown_ctx(runtime, host)) else {
         return;
     };
     let run = RunLooks::of(&h.run);
@@ -330,7 +246,7 @@ fn open_teardown(
     modal.guard.handle(GuardEvent::RunLooks(run));
     modal.set_queue(queue_note_of(state, h));
     app.modal = Some(modal);
-    jobs::spawn_check(session_of(source, host), job, app.openings, run, tx.clone());
+    jobs::spawn_check(runtime.session(host), job, app.openings, run, tx.clone());
 }
 
 fn queue_note_of(state: &FleetState, h: &HostState) -> Option<QueueNote> {

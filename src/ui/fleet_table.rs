@@ -10,7 +10,7 @@ use super::Ctx;
 use super::app::Pane;
 use super::widgets::{age, bar, fit, known, short_age};
 use crate::clocks::{Clock, ClockKind, urgency};
-use crate::monitor::HostState;
+use crate::fleet::HostState;
 use crate::probe::sample::HostSample;
 use crate::sanitize::line as clean;
 use crate::signals::{RunState, Severity};
@@ -125,7 +125,7 @@ fn run_cell<'a>(h: &HostState, ctx: &Ctx<'a>) -> Span<'a> {
 fn gpu_cells(h: &HostState, ctx: &Ctx<'_>, col: Col, width: u16) -> Span<'static> {
     let Some(latest) = h.history.latest_gpu() else {
         let text = match h.gpu {
-            crate::fleet::GpuAvailability::NoNvidiaSmi if col == Col::Clock => "no GPU",
+            crate::readings::GpuAvailability::NoNvidiaSmi if col == Col::Clock => "no GPU",
             _ => "-",
         };
         return Span::styled(text, ctx.theme.stale);

@@ -8,24 +8,24 @@ use ratatui::buffer::Buffer;
 
 use super::app::{App, View};
 use super::theme::Theme;
-use super::{Ctx, Source, render_buffer};
+use super::{Ctx, render_buffer};
 use crate::demo::Demo;
-use crate::monitor::FleetState;
+use crate::fleet::FleetState;
+use crate::runtime::Runtime;
 
-/// The demo's poll period.
-pub const DEMO_POLL: Duration = Duration::from_secs(2);
+pub use crate::runtime::DEMO_POLL;
 
 /// Takes the terminal (alternate screen, raw mode, a panic hook that gives it back), runs the
 /// loop, and restores the terminal however the loop ended.
 pub async fn run_terminal(
     app: App,
-    state: FleetState,
-    source: Source,
+    runtime: &mut Runtime,
     theme: Theme,
     poll: Duration,
-) -> std::io::Result<FleetState> {
+) -> std::io::Result<()> {
     let mut terminal = ratatui::init();
-    let result = super::run(&mut terminal, app, state, source, theme, poll).await;
+    let keys = crossterm::event::EventStream::new();
+    let result = super::run(&mut terminal, keys, app, runtime, theme, poll).await;
     ratatui::restore();
     result
 }

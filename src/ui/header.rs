@@ -5,7 +5,7 @@
 use ratatui::text::{Line, Span};
 
 use super::{Ctx, widgets};
-use crate::fleet::GpuAvailability;
+use crate::readings::GpuAvailability;
 use crate::signals::{Severity, SignalKind};
 
 /// The figures, counted once for either form.

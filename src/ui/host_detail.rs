@@ -9,7 +9,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::Ctx;
 use super::widgets::{age, bytes, known, series, sparkline};
-use crate::monitor::HostState;
+use crate::fleet::HostState;
 use crate::sanitize::line as clean;
 use crate::signals::{RunState, disk_usage};
 use crate::transport::LinkState;
@@ -75,10 +75,10 @@ fn gpu_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
     let mut out = vec![heading("GPUs", ctx)];
     let Some(latest) = h.history.latest_gpu() else {
         let why = match &h.gpu {
-            crate::fleet::GpuAvailability::NoNvidiaSmi => {
+            crate::readings::GpuAvailability::NoNvidiaSmi => {
                 "no GPUs: nvidia-smi is not installed".to_string()
             }
-            crate::fleet::GpuAvailability::Failing(why) => {
+            crate::readings::GpuAvailability::Failing(why) => {
                 format!("nvidia-smi failing: {}", clean(why, 120))
             }
             _ => "no GPU reading yet".to_string(),

@@ -8,9 +8,9 @@ use tokio::sync::mpsc;
 
 use crate::clocks::Profile;
 use crate::config::{FleetConfig, HostConfig};
+use crate::fleet::FleetState;
 use crate::ledger::DestroyOutcome;
 use crate::ledger::{Ledger, PullRecord};
-use crate::monitor::FleetState;
 use crate::monitor::verified::{from_ledger, verified_cells};
 use crate::pull::{Currentness, Depth, Progress, check_host, pull_and_record};
 use crate::queue::DoneRule;

@@ -27,10 +27,10 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::monitor::FleetState;
+use crate::fleet::FleetState;
 
 use app::{App, View};
-pub use event_loop::{Source, run};
+pub use event_loop::run;
 pub use frames::{DEMO_POLL, demo_frames, run_terminal, screenshot_time};
 use theme::Theme;
 

@@ -8,8 +8,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::Ctx;
-use crate::monitor::HostState;
-use crate::monitor::queues::{QueueFacts, label, read_error, status};
+use crate::fleet::HostState;
+use crate::fleet::queues::{QueueFacts, label, read_error, status};
 use crate::queue::{CellReport, CellState, HostSummary, compact_duration};
 use crate::sanitize::line as clean;
 

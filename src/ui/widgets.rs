@@ -2,8 +2,8 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::fleet::HostHistory;
 use crate::probe::GpuSample;
+use crate::readings::HostHistory;
 
 const EIGHTHS: [char; 8] = ['▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'];
 const SPARKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];

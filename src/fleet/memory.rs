@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use super::FleetState;
 use super::queues::QueueFacts;
 use crate::clocks::{CostLedger, SessionLog};
-use crate::fleet::BootMark;
 use crate::queue::{FinalListing, Queue};
+use crate::readings::BootMark;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostMemory {
@@ -83,6 +83,7 @@ impl FleetState {
                 h.ledger = m.ledger.clone();
                 h.last_seen_up = m.last_seen_up;
                 h.sessions = m.sessions.clone();
+                h.recalled_boot = m.boot.clone();
                 if let (Some(tracker), Some(config), Some(q)) =
                     (h.queue.as_mut(), h.config.queue.as_ref(), m.queue.as_ref())
                 {
@@ -100,7 +101,7 @@ impl FleetState {
             m.last_seen_up = h.last_seen_up.or(m.last_seen_up);
             m.sessions = h.sessions.clone();
             if let Some(reading) = h.history.latest_host() {
-                m.boot = Some(crate::fleet::BootMark::of(reading));
+                m.boot = Some(crate::readings::BootMark::of(reading));
             }
             match h.queue.as_ref().map(|t| t.facts.as_ref()) {
                 None => m.queue = None,

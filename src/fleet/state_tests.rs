@@ -122,7 +122,7 @@ fn links_clocks_and_cost_turn_into_events_and_money() {
 #[test]
 fn a_box_gone_before_rigwatch_starts_shows_its_remembered_cells_as_missing() {
     use crate::config::QueueConfig;
-    use crate::monitor::memory::{FleetMemory, HostMemory, RememberedQueue};
+    use crate::fleet::memory::{FleetMemory, HostMemory, RememberedQueue};
     use crate::queue::{CellState, parse_final_listing, parse_queue_lenient};
 
     let t0 = DateTime::<Utc>::UNIX_EPOCH + Duration::days(20_000);
@@ -135,7 +135,7 @@ fn a_box_gone_before_rigwatch_starts_shows_its_remembered_cells_as_missing() {
     });
     let queue = parse_queue_lenient("c/x.yaml t 1\nc/y.yaml t 1\nc/z.yaml t 1\n", "/w/queue.txt");
     let listing = parse_final_listing("1\t1\t./x/best.pth\n1\t1\t./x/metrics.json\n");
-    let facts = crate::monitor::queues::QueueFacts {
+    let facts = crate::fleet::queues::QueueFacts {
         queue,
         listing,
         running: Some(1),
@@ -193,7 +193,7 @@ fn a_box_gone_before_rigwatch_starts_shows_its_remembered_cells_as_missing() {
 #[test]
 fn an_old_memory_without_queues_still_loads() {
     let old = r#"{"a": {"boot": null, "last_seen_up": null, "ledger": null}}"#;
-    let memory: crate::monitor::memory::FleetMemory = serde_json::from_str(old).expect("old file");
+    let memory: crate::fleet::memory::FleetMemory = serde_json::from_str(old).expect("old file");
     assert_eq!(memory["a"].queue, None);
 }
 
@@ -210,7 +210,7 @@ fn the_disk_clock_and_the_detail_agree_and_wait_for_enough_history() {
         );
         let mounts =
             crate::probe::merge_df(crate::probe::parse_df_bytes(&text).expect("df"), Vec::new());
-        Observation::Host(Box::new(crate::fleet::HostReading {
+        Observation::Host(Box::new(crate::readings::HostReading {
             at: t0 + Duration::minutes(minute),
             sample: crate::probe::sample::HostSample {
                 mounts,

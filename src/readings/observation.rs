@@ -1,7 +1,7 @@
 //! What the fleet state is told: produced by the live monitor and by the demo replay alike.
 
-use crate::fleet::{GpuAvailability, GpuReading, HostReading};
 use crate::provider::ProviderReport;
+use crate::readings::{GpuAvailability, GpuReading, HostReading};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Observation {

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use crate::clocks::{Billed, Clock, CostLedger, Profile, Rates, SessionLog, billed, rates};
 use crate::config::HostConfig;
-use crate::fleet::{GpuAvailability, HostHistory};
+use crate::readings::{GpuAvailability, HostHistory};
 use crate::signals::{FillOutlook, RunState, Severity, Signal, SignalKind};
 use crate::transport::LinkState;
 
@@ -36,6 +36,9 @@ pub struct HostState {
     pub provider: Option<crate::provider::ProviderReport>,
     /// Sessions seen this week, for a weekly quota.
     pub sessions: SessionLog,
+    /// The boot an earlier run of rigwatch last saw: a reboot between runs is still noticed
+    /// when this run has only one reading.
+    pub recalled_boot: Option<crate::readings::BootMark>,
 }
 
 impl HostState {
@@ -55,6 +58,7 @@ impl HostState {
             queue: config.queue.as_ref().map(QueueTracker::new),
             provider: None,
             sessions: SessionLog::default(),
+            recalled_boot: None,
             config,
         }
     }
@@ -79,6 +83,24 @@ impl HostState {
             idle,
             self.provider_state().map(|p| &p.state),
         )
+    }
+
+    /// Cost so far and the rate now, with where the rate comes from; None until seen up.
+    pub fn cost(&self, profile: Option<&Profile>) -> Option<crate::clocks::CostReport> {
+        let ledger = self.ledger.as_ref()?;
+        let (rate, billed) = (self.rates(profile), self.billed());
+        Some(crate::clocks::CostReport {
+            per_hour: rate.now(billed),
+            per_hour_from: match billed {
+                Billed::Running | Billed::Idle => rate.running_source,
+                Billed::Unseen => rate.stopped_source,
+                Billed::Gone => crate::clocks::RateSource::Unknown,
+            },
+            so_far: ledger.spent,
+            idle_so_far: ledger.idle_spent,
+            since: ledger.first_seen_up,
+            currency: (self.config.billing.currency.clone()).unwrap_or_else(|| "USD".into()),
+        })
     }
 
     /// When the box's current boot began, from its uptime.

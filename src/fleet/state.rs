@@ -9,14 +9,14 @@ use chrono::{DateTime, Utc};
 use crate::clocks::{ClockFacts, CostLedger, Profile, clocks, urgency};
 use crate::config::HostConfig;
 use crate::config::fleet::Thresholds;
-use crate::fleet::{GpuAvailability, Observation};
 use crate::queue::Roster;
+use crate::readings::{GpuAvailability, Observation};
 use crate::signals::{
     FillOutlook, HostFacts, RunState, Severity, SignalKind, evaluate, fill_outlook,
 };
 use crate::transport::LinkState;
 
-pub use super::host_state::HostState;
+use super::HostState;
 use super::queues::{RosterEntry, presence, roster};
 
 /// Events kept for the alerts pane.
@@ -297,7 +297,10 @@ impl FleetState {
             link: &h.link,
             history: &h.history,
             gpu: &h.gpu,
-            previous_boot: h.history.previous_boot(),
+            previous_boot: h
+                .history
+                .previous_boot()
+                .or_else(|| h.recalled_boot.clone()),
             bills: h.config.profile != "local",
             thresholds: &self.thresholds,
             stale_after: crate::signals::stale_after(self.poll),
@@ -411,5 +414,5 @@ impl FleetState {
 }
 
 #[cfg(test)]
-#[path = "fleet_state_tests.rs"]
+#[path = "state_tests.rs"]
 mod tests;

@@ -1,0 +1,185 @@
+//! Alerts as every front end sends them: conditions read off the judged state, fired and
+//! resolved once each way by the engine, news from the state and the ledger, silences obeyed
+//! (a silenced host's events are still returned, marked, and sent nowhere), and delivery by the
+//! one rigwatch that holds the state dir's lock.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::mpsc;
+
+use super::delivery::{Delivery, Sender};
+use crate::alerts::engine::{Engine, Timing};
+use crate::alerts::notices::Notices;
+use crate::alerts::silences::{self, Silences};
+use crate::alerts::{AlertEvent, conditions, sinks};
+use crate::config::FleetConfig;
+use crate::fleet::FleetState;
+
+/// Failures waiting to be shown; more than this in one burst are dropped (they repeat).
+const FAILURES_KEPT: usize = 64;
+
+pub struct Alerting {
+    engine: Engine,
+    notices: Notices,
+    /// None for the demo: it sends nothing and writes nothing.
+    delivery: Option<Delivery>,
+    sender: Sender,
+    silenced: Silences,
+    alerts_path: Option<PathBuf>,
+    failures_tx: mpsc::Sender<String>,
+    failures: mpsc::Receiver<String>,
+}
+
+impl Alerting {
+    fn new(engine: Engine, delivery: Option<Delivery>) -> Alerting {
+        let (failures_tx, failures) = mpsc::channel(FAILURES_KEPT);
+        Alerting {
+            engine,
+            notices: Notices::default(),
+            sender: if delivery.is_some() {
+                Sender::Unlocked
+            } else {
+                Sender::Other("nobody: the demo sends no alerts".into())
+            },
+            delivery,
+            silenced: Silences::new(),
+            alerts_path: None,
+            failures_tx,
+            failures,
+        }
+    }
+
+    /// A live fleet's alerts: the states a previous run saved taken in, so what was sent is not
+    /// sent again.
+    pub fn live(fleet: &FleetConfig, what: &str) -> Alerting {
+        let mut engine = Engine::new(Timing::of(&fleet.alerts));
+        let alerts_path = crate::config::paths::state_dir().map(|d| d.join("alerts.json"));
+        if let Some(path) = &alerts_path {
+            engine.load(path);
+        }
+        let mut alerting = Alerting::new(engine, Some(Delivery::at_state_dir(what)));
+        alerting.alerts_path = alerts_path;
+        alerting
+    }
+
+    pub fn demo(group_wait: chrono::Duration) -> Alerting {
+        Alerting::new(
+            Engine::new(Timing {
+                group_wait,
+                ..Timing::default()
+            }),
+            None,
+        )
+    }
+
+    pub fn sender(&self) -> &Sender {
+        &self.sender
+    }
+
+    pub fn silenced(&self) -> &Silences {
+        &self.silenced
+    }
+
+    fn sends(&self) -> bool {
+        self.delivery.is_some() && matches!(self.sender, Sender::Us | Sender::Unlocked)
+    }
+
+    /// The alerts that changed at `now`, sent to the rules that want them where this process
+    /// delivers.
+    pub fn step(
+        &mut self,
+        state: &FleetState,
+        fleet: Option<&FleetConfig>,
+        now: DateTime<Utc>,
+    ) -> Vec<AlertEvent> {
+        if let Some(delivery) = self.delivery.as_mut() {
+            self.sender = delivery.sender();
+            self.silenced = silences::path()
+                .map(|p| silences::load(&p, now))
+                .unwrap_or_default();
+        }
+        let seen = conditions(state, now);
+        let happened = self.notices.from_state(state, now);
+        let mut events: Vec<AlertEvent> = self.engine.step(&seen, now);
+        events.extend(happened);
+        for event in &mut events {
+            event.data.silenced = self.silenced.contains_key(&event.host);
+        }
+        self.send(fleet, &events);
+        events
+    }
+
+    /// The digest of everything firing.
+    pub fn digest(
+        &mut self,
+        fleet: Option<&FleetConfig>,
+        now: DateTime<Utc>,
+    ) -> Option<AlertEvent> {
+        let event = self.engine.digest(now)?;
+        self.send(fleet, std::slice::from_ref(&event));
+        Some(event)
+    }
+
+    /// Pulls and teardowns recorded since the last look. A ledger that does not exist yet is
+    /// empty; one that cannot be read is reported and looked at again next time.
+    pub fn ledger_news(
+        &mut self,
+        fleet: Option<&FleetConfig>,
+        now: DateTime<Utc>,
+    ) -> Vec<AlertEvent> {
+        let Some(path) = crate::ledger::default_path().filter(|_| self.delivery.is_some()) else {
+            return Vec::new();
+        };
+        let read = if path.exists() {
+            crate::ledger::Ledger::open(&path)
+                .and_then(|l| Ok((l.pulls(None)?, l.teardowns(None)?)))
+        } else {
+            Ok((Vec::new(), Vec::new()))
+        };
+        let events = match read {
+            Ok((pulls, teardowns)) => self.notices.from_ledger(&pulls, &teardowns, now),
+            Err(e) => {
+                self.report(format!("ledger {} not read: {e}", path.display()));
+                Vec::new()
+            }
+        };
+        self.send(fleet, &events);
+        events
+    }
+
+    fn send(&self, fleet: Option<&FleetConfig>, events: &[AlertEvent]) {
+        let Some(fleet) = fleet.filter(|_| self.sends()) else {
+            return;
+        };
+        for event in events.iter().filter(|e| !e.data.silenced) {
+            let tx = self.failures_tx.clone();
+            sinks::dispatch(&fleet.alerts.rules, event, move |why| {
+                let _ = tx.try_send(why);
+            });
+        }
+    }
+
+    /// The alert states saved beside cost and last-seen, by the process that sends.
+    pub fn keep(&self) {
+        let Some(path) = self.alerts_path.as_deref().filter(|_| self.sends()) else {
+            return;
+        };
+        if let Err(e) = self.engine.save(path) {
+            self.report(format!("alert states not saved to {}: {e}", path.display()));
+        }
+    }
+
+    pub fn retime(&mut self, fleet: &FleetConfig) {
+        self.engine.retime(Timing::of(&fleet.alerts));
+    }
+
+    pub fn report(&self, why: String) {
+        let _ = self.failures_tx.try_send(why);
+    }
+
+    /// The next failure to show.
+    pub async fn failures(&mut self) -> Option<String> {
+        self.failures.recv().await
+    }
+}
