@@ -80,13 +80,6 @@ impl Condition {
     }
 }
 
-/// Clock bands, nearest last: the band a clock's remaining time is in, if any.
-const BANDS: [(i64, &str, Severity); 3] = [
-    (86_400, "24h", Severity::Warn),
-    (3_600, "1h", Severity::Crit),
-    (600, "10m", Severity::Crit),
-];
-
 /// What holds on the fleet at one moment.
 #[derive(Debug, Default)]
 pub struct Seen {
@@ -127,16 +120,16 @@ pub fn conditions(state: &FleetState, now: DateTime<Utc>) -> Seen {
             let Some(left) = c.deadline.map(|d| (d - now).num_seconds()) else {
                 continue;
             };
-            let Some((_, band, severity)) = BANDS.iter().rev().find(|(secs, _, _)| left <= *secs)
-            else {
+            let urgency = crate::clocks::Urgency::of_secs(Some(left));
+            let (Some(band), Some(severity)) = (urgency.stage(), urgency.severity()) else {
                 continue;
             };
             out.push(Condition {
                 host: name.clone(),
                 kind: format!("clock_{}", word(&c.kind)),
-                severity: *severity,
+                severity,
                 message: c.message.clone(),
-                stage: Some((*band).to_string()),
+                stage: Some(band.to_string()),
                 subject: None,
             });
         }

@@ -80,7 +80,7 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
 }
 
 fn show(progress: &Progress, bar: &indicatif::ProgressBar) {
-    let stage = progress.stage.lock().map(|s| s.clone()).unwrap_or_default();
+    let stage = progress.stage().word();
     bar.set_length(progress.bytes_total.load(Ordering::Relaxed));
     bar.set_position(progress.bytes_done.load(Ordering::Relaxed));
     bar.set_message(stage);
@@ -115,13 +115,8 @@ fn summary(record: &PullRecord, dest: &str) -> String {
         ));
     }
     let [proven, unproven, failed] = counts;
-    let disk_full = record.files.iter().any(|f| {
-        f.error
-            .as_deref()
-            .is_some_and(|e| e.starts_with(crate::pull::DISK_FULL))
-    });
     let next = match (unproven, failed, record.unmatched.len()) {
-        (_, 1.., 0) if disk_full => {
+        (_, 1.., 0) if record.local_disk_full => {
             "the local disk is full: free space and pull again, and the pull will resume where \
              it stopped"
         }

@@ -98,7 +98,7 @@ fn write_host(out: &mut String, host: &HostStatus, width: usize) {
             out,
             "{:width$}    clock {}{left}: {}",
             "",
-            crate::clocks::urgency(clock),
+            crate::clocks::Urgency::of(clock).word(),
             line(&clock.message, 300)
         );
     }

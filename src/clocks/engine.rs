@@ -9,6 +9,7 @@ use super::rates::{RateSource, rates};
 use crate::config::Billing;
 use crate::probe::SlurmJob;
 use crate::provider::{InstanceState, ProviderState};
+use crate::signals::Severity;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -352,14 +353,66 @@ fn walltime(f: &ClockFacts<'_>, job: &SlurmJob, read_at: DateTime<Utc>, out: &mu
     ));
 }
 
-/// How urgent a clock is, as a word the views show next to its colour.
-pub fn urgency(clock: &Clock) -> &'static str {
-    match clock.remaining_secs {
-        Some(s) if s <= 0 => "FIRED",
-        Some(s) if s < 3600 => "SOON",
-        Some(s) if s < 24 * 3600 => "today",
-        Some(_) => "later",
-        None => "accruing",
+/// How near a clock is: the one set of bands the views colour by, the dashboard's events cross
+/// and the alerts stage by. Ordered from least to most urgent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Urgency {
+    /// A clock with no deadline: money accruing.
+    Accruing,
+    Later,
+    /// Within a day.
+    Today,
+    /// Within the hour.
+    Hour,
+    /// Within ten minutes.
+    TenMinutes,
+    Fired,
+}
+
+impl Urgency {
+    pub fn of(clock: &Clock) -> Urgency {
+        Urgency::of_secs(clock.remaining_secs)
+    }
+
+    pub fn of_secs(left: Option<i64>) -> Urgency {
+        match left {
+            None => Urgency::Accruing,
+            Some(s) if s <= 0 => Urgency::Fired,
+            Some(s) if s <= 600 => Urgency::TenMinutes,
+            Some(s) if s <= 3600 => Urgency::Hour,
+            Some(s) if s <= 24 * 3600 => Urgency::Today,
+            Some(_) => Urgency::Later,
+        }
+    }
+
+    /// The word the views show next to the clock's colour.
+    pub fn word(self) -> &'static str {
+        match self {
+            Urgency::Fired => "FIRED",
+            Urgency::TenMinutes | Urgency::Hour => "SOON",
+            Urgency::Today => "today",
+            Urgency::Later => "later",
+            Urgency::Accruing => "accruing",
+        }
+    }
+
+    /// How loud a clock in this band is; None below a day.
+    pub fn severity(self) -> Option<Severity> {
+        match self {
+            Urgency::Fired | Urgency::TenMinutes | Urgency::Hour => Some(Severity::Crit),
+            Urgency::Today => Some(Severity::Warn),
+            Urgency::Later | Urgency::Accruing => None,
+        }
+    }
+
+    /// The alert's stage: a clock alerts again as it nears (a day, an hour, ten minutes).
+    pub fn stage(self) -> Option<&'static str> {
+        match self {
+            Urgency::Today => Some("24h"),
+            Urgency::Hour => Some("1h"),
+            Urgency::TenMinutes | Urgency::Fired => Some("10m"),
+            Urgency::Later | Urgency::Accruing => None,
+        }
     }
 }
 

@@ -49,6 +49,7 @@ pub fn check(host: &str, now: DateTime<Utc>) -> (Option<PullRecord>, Currentness
         unmatched: Vec::new(),
         instance_id: Some(READY_INSTANCE.into()),
         files,
+        local_disk_full: false,
     };
     let current = Currentness::Current {
         pull_id: record.id,

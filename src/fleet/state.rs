@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use chrono::{DateTime, Utc};
 
-use crate::clocks::{ClockFacts, CostLedger, Profile, clocks, urgency};
+use crate::clocks::{ClockFacts, CostLedger, Profile, Urgency, clocks};
 use crate::config::HostConfig;
 use crate::config::fleet::Thresholds;
 use crate::queue::Roster;
@@ -317,7 +317,8 @@ impl FleetState {
             })
             .map(|s| (s.kind, s.severity, s.message.clone()))
             .collect();
-        let run_changed = h.run.word() != run.word() && !matches!(h.run, RunState::NotConfigured);
+        let run_changed = std::mem::discriminant(&h.run) != std::mem::discriminant(&run)
+            && !matches!(h.run, RunState::NotConfigured);
         let (name, old_run) = (h.config.name.clone(), h.run.word());
         let burn = self.burn_per_hour();
         let h = &self.hosts[i];
@@ -369,23 +370,20 @@ impl FleetState {
                 .filter(|_| profile.is_some_and(|p| p.timers.weekly_gpu_hours.is_some())),
             now,
         });
-        // A clock that moves to a more urgent band (today, within the hour, fired) is news.
+        // A clock that moves to a band with another word (today, soon, fired) is news; within
+        // the hour and within ten minutes are both "soon" here (the alerts stage them apart).
         let crossed: Vec<(Severity, String)> = clock_list
             .iter()
             .filter_map(|c| {
-                let band = urgency(c);
+                let band = Urgency::of(c);
                 let before = self.hosts[i]
                     .clocks
                     .iter()
                     .find(|o| o.kind == c.kind)
-                    .map(urgency);
-                let severity = match band {
-                    "FIRED" | "SOON" => Severity::Crit,
-                    "today" => Severity::Warn,
-                    _ => return None,
-                };
-                (before != Some(band) && before.is_some())
-                    .then(|| (severity, format!("clock {band}: {}", c.message)))
+                    .map(Urgency::of)?;
+                let severity = band.severity()?;
+                (before.word() != band.word())
+                    .then(|| (severity, format!("clock {}: {}", band.word(), c.message)))
             })
             .collect();
         let h = &mut self.hosts[i];
@@ -393,16 +391,12 @@ impl FleetState {
         h.signals = signals;
         h.clocks = clock_list;
         h.fill = fill;
-        let word = h.run.word();
+        let (word, dead) = (h.run.word(), matches!(h.run, RunState::Dead { .. }));
         for (severity, text) in crossed {
             self.event(now, &name, severity, text);
         }
         if run_changed {
-            let severity = if word == "DEAD" {
-                Severity::Crit
-            } else {
-                Severity::Info
-            };
+            let severity = if dead { Severity::Crit } else { Severity::Info };
             self.event(now, &name, severity, format!("run {old_run} → {word}"));
         }
         for (_, severity, message) in new_kinds {

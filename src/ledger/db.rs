@@ -245,6 +245,7 @@ impl Ledger {
             unmatched: lines(&unmatched),
             instance_id,
             files,
+            local_disk_full: false,
         })
     }
 
@@ -344,6 +345,7 @@ mod tests {
             paths: vec!["/w/ckpt".into(), "/w/m.json".into()],
             unmatched: vec![],
             files: vec![file("/w/ckpt/x.pt", true), file("/w/m.json", false)],
+            local_disk_full: false,
         };
         let first = ledger.record_pull(&pull).expect("record");
         pull.host = "b".into();

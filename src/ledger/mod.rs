@@ -92,6 +92,9 @@ pub struct PullRecord {
     /// The host's `instance_id` when this pull was taken: a teardown of another id refuses.
     pub instance_id: Option<String>,
     pub files: Vec<PulledFile>,
+    /// This run of the pull met a full local disk (what to do next is to free space). Not
+    /// kept in the ledger: a record read back says false.
+    pub local_disk_full: bool,
 }
 
 #[cfg(test)]

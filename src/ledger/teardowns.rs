@@ -231,6 +231,7 @@ mod tests {
                 unmatched: vec![],
                 instance_id: Some("7".into()),
                 files: vec![],
+                local_disk_full: false,
             })
             .expect("pull");
         let id = ledger

@@ -111,6 +111,7 @@ mod tests {
             paths: vec!["/w/final".into()],
             unmatched: Vec::new(),
             files,
+            local_disk_full: false,
         }
     }
 

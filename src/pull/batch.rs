@@ -20,6 +20,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
+use super::NotCopied;
 use super::copy::{Copied, disk};
 use super::local::{Start, part_paths};
 use super::names::{Words, unescape};
@@ -48,7 +49,7 @@ pub async fn copy_small(
     plan: &[(RemoteFile, PathBuf)],
     small: &[usize],
     progress: &super::Progress,
-) -> Vec<(usize, Option<Result<Copied, String>>)> {
+) -> Vec<(usize, Option<Result<Copied, NotCopied>>)> {
     let batches = split(plan, small);
     futures::stream::iter(
         batches
@@ -90,7 +91,7 @@ async fn one_batch(
     plan: &[(RemoteFile, PathBuf)],
     batch: Vec<usize>,
     progress: &super::Progress,
-) -> Vec<(usize, Option<Result<Copied, String>>)> {
+) -> Vec<(usize, Option<Result<Copied, NotCopied>>)> {
     let mut words = Words::default();
     let names: Vec<String> = batch
         .iter()
@@ -153,13 +154,13 @@ fn unpack(
     hashes: &BTreeMap<String, String>,
     dest: &Path,
     jobs: Vec<(usize, RemoteFile, PathBuf)>,
-) -> Vec<(usize, Option<Result<Copied, String>>)> {
+) -> Vec<(usize, Option<Result<Copied, NotCopied>>)> {
     let by_name: HashMap<Vec<u8>, usize> = jobs
         .iter()
         .enumerate()
         .map(|(j, (_, file, _))| (unescape(&file.path)[1..].to_vec(), j))
         .collect();
-    let mut results: Vec<Option<Result<Copied, String>>> = jobs.iter().map(|_| None).collect();
+    let mut results: Vec<Option<Result<Copied, NotCopied>>> = jobs.iter().map(|_| None).collect();
     let mut archive = tar::Archive::new(stream);
     if let Ok(entries) = archive.entries() {
         for entry in entries {
@@ -188,9 +189,9 @@ fn write_one(
     box_hash: Option<&str>,
     dest: &Path,
     local: &Path,
-) -> Result<Copied, String> {
+) -> Result<Copied, NotCopied> {
     let (part, src) = part_paths(dest, local);
-    let fail = |p: &Path, e: std::io::Error| disk(p, e).to_string();
+    let fail = |p: &Path, e: std::io::Error| NotCopied::from(disk(p, e));
     if let Some(dir) = part.parent() {
         std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
     }
@@ -221,7 +222,8 @@ fn write_one(
         return Err(format!(
             "changed on the box during the pull (tar carried {sent} of {} bytes); pull again",
             file.size
-        ));
+        )
+        .into());
     }
     let sha256 = super::local::hex(&hasher.finalize());
     // Without the box's hash (no hashing tool there) the pull's own comparison decides later.
@@ -231,7 +233,8 @@ fn write_one(
         let _ = std::fs::remove_file(&src);
         return Err(format!(
             "hash mismatch: box {expected} local {sha256} (kept out of place; pull again)"
-        ));
+        )
+        .into());
     }
     out.sync_all().map_err(|e| fail(&part, e))?;
     Ok(Copied { sent, sha256 })

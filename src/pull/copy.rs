@@ -14,10 +14,10 @@ use sha2::{Digest, Sha256};
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::OpenOptionsExt;
 
-use super::PullError;
 use super::local::{Start, part_paths, source_tag};
 use super::names::{Words, as_utf8};
 use super::remote::RemoteFile;
+use super::{NotCopied, PullError};
 use crate::transport::{Session, SftpChannel, TransportError};
 
 const FILES_AT_ONCE: usize = 8;
@@ -37,7 +37,7 @@ pub async fn copy_all(
     starts: &[Start],
     (sftp, rtt): (Opening<'_>, std::time::Duration),
     everything: &super::Progress,
-) -> Vec<Result<Option<Copied>, String>> {
+) -> Vec<Result<Option<Copied>, NotCopied>> {
     let progress = &everything.bytes_done;
     // Small fresh files go as tar streams beside the SFTP copies of the rest; whatever a batch
     // hands back goes by SFTP after, or by `tail` on an exec channel where there is no SFTP.
@@ -71,7 +71,7 @@ pub async fn copy_all(
                 _ => download_by_exec(session, file, dest, local, from, progress).await,
             };
             everything.files_copied.fetch_add(1, Ordering::Relaxed);
-            (i, result.map(Some).map_err(|e| e.file_reason()))
+            (i, result.map(Some).map_err(NotCopied::from))
         }
     };
     let each = |indices: Vec<usize>| {
@@ -83,7 +83,7 @@ pub async fn copy_all(
         super::batch::copy_small(session, dest, plan, &small, everything),
         each(rest)
     );
-    let mut results: Vec<Option<Result<Option<Copied>, String>>> =
+    let mut results: Vec<Option<Result<Option<Copied>, NotCopied>>> =
         plan.iter().map(|_| None).collect();
     let mut handed_back = Vec::new();
     for (i, result) in tarred {
@@ -97,7 +97,7 @@ pub async fn copy_all(
     }
     results
         .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err("not copied".to_string())))
+        .map(|r| r.unwrap_or_else(|| Err(NotCopied::from("not copied".to_string()))))
         .collect()
 }
 

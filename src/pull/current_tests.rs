@@ -31,6 +31,7 @@ fn record(files: Vec<PulledFile>) -> PullRecord {
         paths: vec!["/w".into()],
         unmatched: vec![],
         files,
+        local_disk_full: false,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use std::time::{Duration, Instant};
@@ -30,6 +30,34 @@ const SFTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Files at least this big are hashed one process each, by the box's fastest tool.
 const BIG_HASH: u64 = 16 << 20;
 
+/// Where a pull is: one at a time, in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Stage {
+    Starting,
+    Listing,
+    Copying,
+    Verifying,
+}
+
+impl Stage {
+    pub fn word(self) -> &'static str {
+        match self {
+            Stage::Starting => "starting",
+            Stage::Listing => "listing",
+            Stage::Copying => "copying",
+            Stage::Verifying => "verifying",
+        }
+    }
+
+    fn of(n: u8) -> Stage {
+        [Stage::Starting, Stage::Listing, Stage::Copying]
+            .into_iter()
+            .find(|s| *s as u8 == n)
+            .unwrap_or(Stage::Verifying)
+    }
+}
+
 /// Shared with whoever draws the progress bar.
 #[derive(Debug, Default)]
 pub struct Progress {
@@ -40,16 +68,18 @@ pub struct Progress {
     /// Files hashed, compared and verified.
     pub files_done: AtomicUsize,
     pub files_total: AtomicUsize,
-    pub stage: Mutex<String>,
+    stage: AtomicU8,
     copy_started: Mutex<Option<Instant>>,
 }
 
 impl Progress {
-    fn stage(&self, what: &str) {
-        if let Ok(mut s) = self.stage.lock() {
-            *s = what.to_string();
-        }
-        if what == "copying" {
+    pub fn stage(&self) -> Stage {
+        Stage::of(self.stage.load(Ordering::Relaxed))
+    }
+
+    fn set_stage(&self, stage: Stage) {
+        self.stage.store(stage as u8, Ordering::Relaxed);
+        if stage == Stage::Copying {
             if let Ok(mut started) = self.copy_started.lock() {
                 *started = Some(Instant::now());
             }
@@ -165,7 +195,7 @@ pub async fn pull(
 ) -> Result<PullRecord, PullError> {
     let (host, spec) = (job.host, job.spec);
     let started = Utc::now();
-    progress.stage("listing");
+    progress.set_stage(Stage::Listing);
     // The SFTP channel (four round trips to open) and the link's round trip (one ping) are
     // asked for while the box lists, not after: on a 100 ms link that was half a second of
     // every pull. The channel is used only if a file needs it; without it (a box with no
@@ -255,7 +285,7 @@ pub async fn pull(
         .sum();
     progress.bytes_total.store(to_send, Ordering::Relaxed);
     progress.files_total.store(plan.len(), Ordering::Relaxed);
-    progress.stage("copying");
+    progress.set_stage(Stage::Copying);
     // The link's round trip sizes the reads kept in flight (the pooled session is warm, so the
     // ping measures the link, not a login's delayed ACK).
     let rtt = rtt.unwrap_or(Duration::ZERO);
@@ -263,11 +293,12 @@ pub async fn pull(
     let hashes = remote_hashes(session, plan.iter().map(|(f, _)| f));
     let (copied, hashes) = tokio::join!(copies, hashes);
 
-    progress.stage("verifying");
+    progress.set_stage(Stage::Verifying);
     let relisted = list_remote(session, host, spec)
         .await
         .map_err(|e| format!("could not list the box again after copying: {e}"));
     let mut files = Vec::new();
+    let mut local_disk_full = false;
     for (((file, local), outcome), recorded_hash) in plan.iter().zip(copied).zip(recorded_hashes) {
         let seen = match &relisted {
             Err(e) => Seen::Unknown(e.clone()),
@@ -280,7 +311,10 @@ pub async fn pull(
             },
         };
         let record = match outcome {
-            Err(e) => failed_file(file, local, e),
+            Err(e) => {
+                local_disk_full |= e.disk_full;
+                failed_file(file, local, e.why)
+            }
             Ok(copied) => {
                 let fresh = copied.is_some();
                 // Not copied means unchanged: its bytes were just hashed equal to the record.
@@ -320,6 +354,7 @@ pub async fn pull(
         unmatched: listing.unmatched,
         instance_id: job.instance_id.map(String::from),
         files,
+        local_disk_full,
     })
 }
 

@@ -81,8 +81,33 @@ impl PullError {
     }
 }
 
-/// How a full local disk starts its message; the pull's last line looks for it to say what to do.
-pub const DISK_FULL: &str = "local disk full";
+const DISK_FULL: &str = "local disk full";
+
+/// Why one file was not copied: the words for its line and record, and whether it was the
+/// local disk filling up (then the pull's last line says to free space).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotCopied {
+    pub why: String,
+    pub disk_full: bool,
+}
+
+impl From<String> for NotCopied {
+    fn from(why: String) -> NotCopied {
+        NotCopied {
+            why,
+            disk_full: false,
+        }
+    }
+}
+
+impl From<PullError> for NotCopied {
+    fn from(e: PullError) -> NotCopied {
+        NotCopied {
+            disk_full: matches!(e, PullError::DiskFull { .. }),
+            why: e.file_reason(),
+        }
+    }
+}
 
 /// A pull as the CLI and the dashboard run it: the host's last pull and the local files it must
 /// not overwrite (`protect`) come from the ledger, and the new record goes into it (its id set).

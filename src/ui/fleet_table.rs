@@ -9,7 +9,7 @@ use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
 use super::Ctx;
 use super::app::Pane;
 use super::widgets::{age, bar, fit, known, short_age};
-use crate::clocks::{Clock, ClockKind, urgency};
+use crate::clocks::{Clock, ClockKind, Urgency};
 use crate::fleet::HostState;
 use crate::probe::sample::HostSample;
 use crate::sanitize::line as clean;
@@ -248,11 +248,11 @@ pub fn clock_word(kind: ClockKind) -> &'static str {
 }
 
 pub fn clock_style(clock: &Clock, ctx: &Ctx<'_>) -> Style {
-    match urgency(clock) {
-        "FIRED" | "SOON" => ctx.theme.crit,
-        "today" => ctx.theme.warn,
-        "accruing" => ctx.theme.billing,
-        _ => ctx.theme.text,
+    let urgency = Urgency::of(clock);
+    match urgency.severity() {
+        Some(severity) => ctx.theme.severity(Some(severity)),
+        None if urgency == Urgency::Accruing => ctx.theme.billing,
+        None => ctx.theme.text,
     }
 }
 

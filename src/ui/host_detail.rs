@@ -326,7 +326,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         lines.push(Line::styled(
             format!(
                 "  {:<8} {:<13} {:<12} {:?}: {}",
-                crate::clocks::urgency(clock),
+                crate::clocks::Urgency::of(clock).word(),
                 super::fleet_table::clock_word(clock.kind),
                 left,
                 clock.confidence,

@@ -110,7 +110,7 @@ fn pull_gauge(host: &str, progress: &crate::pull::Progress) -> String {
         (done as f64 / total as f64).clamp(0.0, 1.0)
     };
     let filled = (fraction * 20.0).round() as usize;
-    let stage = progress.stage.lock().map(|s| s.clone()).unwrap_or_default();
+    let stage = progress.stage().word();
     let speed = match progress.rate_and_eta() {
         Some((rate, Some(eta))) => format!(
             "  {}/s  ETA {}",

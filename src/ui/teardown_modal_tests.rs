@@ -61,6 +61,7 @@ fn words(files: usize, odd: &str) -> Description {
         unmatched: vec![],
         instance_id: Some("4242".into()),
         files: (0..files).map(file).collect(),
+        local_disk_full: false,
     };
     describe(&plan, Some(&pull), RunLooks::Dead)
 }

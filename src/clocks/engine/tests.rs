@@ -107,12 +107,16 @@ fn notebook_sessions_have_idle_max_and_quota_clocks() {
         kind(&clocks, ClockKind::WeeklyQuota).and_then(|c| c.remaining_secs),
         Some(22 * 3600)
     );
-    assert_eq!(urgency(&clocks[0]), "SOON");
+    assert_eq!(Urgency::of(&clocks[0]), Urgency::TenMinutes);
+    assert_eq!(Urgency::of(&clocks[0]).word(), "SOON");
     let colab = find(&profiles, "colab");
     let mut f = facts(colab, &billing);
     f.session_start = Some(now() - Duration::hours(13));
     let c = super::clocks(&f);
-    assert_eq!(kind(&c, ClockKind::MaxSession).map(urgency), Some("FIRED"));
+    assert_eq!(
+        kind(&c, ClockKind::MaxSession).map(Urgency::of),
+        Some(Urgency::Fired)
+    );
 }
 
 #[test]
@@ -389,4 +393,56 @@ fn a_vast_rental_counts_down_to_its_lifetime_end() {
         kind(&clocks(&f), ClockKind::LifetimeEnd).is_none(),
         "a date the provider let pass, the box still running"
     );
+}
+
+#[test]
+fn one_set_of_bands_for_views_events_and_alerts() {
+    use crate::signals::Severity;
+    let cases = [
+        (None, Urgency::Accruing, "accruing", None, None),
+        (Some(90_000), Urgency::Later, "later", None, None),
+        (
+            Some(86_400),
+            Urgency::Today,
+            "today",
+            Some(Severity::Warn),
+            Some("24h"),
+        ),
+        (
+            Some(3_600),
+            Urgency::Hour,
+            "SOON",
+            Some(Severity::Crit),
+            Some("1h"),
+        ),
+        (
+            Some(600),
+            Urgency::TenMinutes,
+            "SOON",
+            Some(Severity::Crit),
+            Some("10m"),
+        ),
+        (
+            Some(0),
+            Urgency::Fired,
+            "FIRED",
+            Some(Severity::Crit),
+            Some("10m"),
+        ),
+        (
+            Some(-5),
+            Urgency::Fired,
+            "FIRED",
+            Some(Severity::Crit),
+            Some("10m"),
+        ),
+    ];
+    for (left, urgency, word, severity, stage) in cases {
+        let u = Urgency::of_secs(left);
+        assert_eq!(
+            (u, u.word(), u.severity(), u.stage()),
+            (urgency, word, severity, stage)
+        );
+    }
+    assert!(Urgency::Fired > Urgency::TenMinutes && Urgency::Today > Urgency::Later);
 }
