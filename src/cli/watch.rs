@@ -102,6 +102,7 @@ pub async fn demo(args: &WatchArgs) -> color_eyre::Result<ExitCode> {
                 let seen = conditions(&state, now);
                 let notices = notices.from_state(&state, now);
                 for event in engine.step(&seen, now).into_iter().chain(notices) {
+                    let event = event.placed(state.hosts.iter().map(|h| &h.config));
                     publish(&event, args.events_file.as_deref(), &mut file_failing);
                 }
             }
@@ -234,7 +235,8 @@ async fn watch_once(
                     .map(|p| silences::load(p, now))
                     .unwrap_or_default();
                 let happened = notices.from_state(&state, now);
-                for mut event in engine.step(&seen, now).into_iter().chain(happened) {
+                for event in engine.step(&seen, now).into_iter().chain(happened) {
+                    let mut event = event.placed(&fleet.hosts);
                     event.data.silenced = silenced.contains_key(&event.host);
                     publish(&event, out.events_file, &mut file_failing);
                     if !event.data.silenced {
@@ -243,13 +245,14 @@ async fn watch_once(
                 }
             }
             () = every(digest.as_mut()) => {
-                if let Some(event) = engine.digest(Utc::now()) {
+                if let Some(event) = engine.digest(Utc::now()).map(|e| e.placed(&fleet.hosts)) {
                     publish(&event, out.events_file, &mut file_failing);
                     dispatch(fleet, &event);
                 }
             }
             _ = ledger_look.tick() => {
                 for event in ledger_news(notices, Utc::now()) {
+                    let event = event.placed(&fleet.hosts);
                     publish(&event, out.events_file, &mut file_failing);
                     dispatch(fleet, &event);
                 }

@@ -47,6 +47,7 @@ impl Alerting {
             if app.silenced.contains_key(&event.host) {
                 continue;
             }
+            let event = event.placed(state.hosts.iter().map(|h| &h.config));
             let tx = tx.clone();
             crate::alerts::sinks::dispatch(&a.rules, &event, move |why| {
                 let _ = tx.try_send(JobMsg::Notice(why));
