@@ -161,7 +161,10 @@ mod tests {
         );
         assert_eq!(firing["startsAt"], "2026-11-24T03:12:09.000Z");
         assert_eq!(firing["endsAt"], "2026-11-24T11:12:09.000Z");
-        assert_eq!(firing["annotations"]["summary"], "walltime ends in 50 min]0;owned");
+        assert_eq!(
+            firing["annotations"]["summary"],
+            "walltime ends in 50 min]0;owned"
+        );
         assert_eq!(firing["annotations"]["stage"], "1h");
         for other in alerts.iter().filter(|a| a != &firing) {
             assert_eq!(other["endsAt"], "2026-11-24T03:12:09.000Z", "{other}");
@@ -201,9 +204,11 @@ mod tests {
         assert_eq!(answer(b"\n200"), Ok(()));
         assert_eq!(
             answer(b"{\"code\":400,\"message\":\"start time must be before end time\"}\n400"),
-            Err("alertmanager answered HTTP 400: {\"code\":400,\"message\":\"start time must \
+            Err(
+                "alertmanager answered HTTP 400: {\"code\":400,\"message\":\"start time must \
                  be before end time\"}"
-                .into())
+                    .into()
+            )
         );
         assert!(answer(b"").is_err());
     }

@@ -259,5 +259,12 @@ mod tests {
             config.contains(r#"data-raw = "{\"m\": \"x\\ny\"}\n@no""#),
             "{config}"
         );
+        // Alertmanager's answer is kept for the error: no `fail`, the status after the body.
+        let config = curl_config(&rule, &[JSON], "http://u:pw@am:9093", "[]", Answer::Status);
+        assert!(!config.contains("\nfail\n"), "{config}");
+        assert!(
+            config.contains("write-out = \"\\n%{http_code}\"\n"),
+            "{config}"
+        );
     }
 }

@@ -219,8 +219,14 @@ pub(super) fn build(
 }
 
 /// The labels the Alertmanager sink sets on every alert; a rule's own `labels` may not.
-pub const ALERTMANAGER_LABELS: [&str; 6] =
-    ["alertname", "host", "kind", "severity", "platform", "subject"];
+pub const ALERTMANAGER_LABELS: [&str; 6] = [
+    "alertname",
+    "host",
+    "kind",
+    "severity",
+    "platform",
+    "subject",
+];
 
 /// Extra static labels for Alertmanager (a team, an environment to route on): Prometheus's
 /// label names, and none of the names rigwatch sets itself.
@@ -232,9 +238,10 @@ fn am_labels(
         return Ok(BTreeMap::new());
     };
     for name in labels.get_ref().keys() {
-        let valid = name.chars().enumerate().all(|(i, c)| {
-            c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit())
-        });
+        let valid = name
+            .chars()
+            .enumerate()
+            .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
         let ours = ALERTMANAGER_LABELS.contains(&name.as_str());
         if !valid || name.is_empty() || name.starts_with("__") || ours {
             return Err(at(
