@@ -219,7 +219,7 @@ pub(super) fn build(
 }
 
 /// The labels the Alertmanager sink sets on every alert; a rule's own `labels` may not.
-pub const ALERTMANAGER_LABELS: [&str; 6] = [
+const ALERTMANAGER_LABELS: [&str; 6] = [
     "alertname",
     "host",
     "kind",
