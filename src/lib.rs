@@ -1,40 +1,61 @@
 //! rigwatch: watches rented GPU boxes over pooled SSH and guards their teardown.
 //!
-//! Module map (data flows down this list, never up):
-//! - `glob`      — `*`/`?` matching for every pattern a user writes, and which part of a pull
-//!   path is a pattern; imports nothing.
-//! - `config`    — fleet.toml and `ssh -G` resolution; imports `glob` (pull paths' patterns).
-//! - `clocks`    — platform profiles as data; imports `config` (for located errors).
-//! - `sanitize`  — remote text made safe for terminals; imports nothing else of ours.
-//! - `process`   — a local command in its own process group, with a timeout that ends the whole
-//!   group and an output cap; imports nothing else of ours.
-//! - `queue`     — sweep queue files, cell progress from logs, roster reconciliation; pure, imports
-//!   only `glob`.
-//! - `probe`     — the probe script and pure parsers: text in, typed samples or located errors
-//!   out; imports `sanitize`, `queue` (the queue sections' listing).
-//! - `transport` — the SSH pool, sessions, streams, known_hosts, link state; imports `config`,
-//!   `sanitize`.
-//! - `provider`  — read-only provider CLIs (vast.ai, RunPod): state and price; imports `sanitize`,
-//!   `process`.
-//! - `fleet`     — per-host ring buffers of readings; imports `probe`.
-//! - `signals`   — pure judgements of history, link and `now`; imports `config`, `fleet`,
-//!   `probe`, `transport` (for the link state type only).
-//! - `ledger`    — the SQLite record of pulls and teardowns; imports `config` (its state dir).
-//! - `pull`      — results copied home over SFTP, hashed, verified, judged current; imports
-//!   `config`, `transport`, `ledger`, `sanitize`, `process` (the user's verify commands).
-//! - `teardown`  — the guard (pure), the destroy plan, the queue note, and the one destroy path
-//!   (intent, command, provider check, outcome); imports `pull`, `clocks`, `queue`, `sanitize`,
-//!   `config`, `ledger`, `provider`, `process`.
-//! - `monitor`   — wiring: runs the probes over the pool and feeds the fleet; imports all above.
-//! - `metrics`   — the fleet's figures for Prometheus (prometheus-client) and their loopback
-//!   HTTP server; imports `monitor`'s state and `signals`.
-//! - `alerts`    — conditions read off the fleet's state, fired and resolved once each way,
-//!   silences and sinks; imports `monitor`'s state, `signals`, `config`, `sanitize`, `glob`,
-//!   `process`.
-//! - `demo`      — the demo fleet: captures replayed through monitor's readers into its state.
-//! - `ui`        — the dashboard: the only module that imports ratatui/crossterm; reads
-//!   `monitor`'s state, never touches the network.
-//! - `cli`       — subcommands; the only module that prints; imports all of the above.
+//! Module map. Data flows down this list, never up: a module imports only modules above it,
+//! exactly those its `Imports:` line names (`tests/architecture.rs` reads this map and fails on
+//! an import it does not name, or a name it does not use).
+//! - `glob` — `*`/`?` matching for every pattern a user writes, and which part of a pull path
+//!   is a pattern. Imports: nothing.
+//! - `sanitize` — remote text made safe for terminals; secrets masked for display. Imports:
+//!   nothing.
+//! - `process` — a local command in its own process group, with a timeout that ends the whole
+//!   group and an output cap. Imports: nothing.
+//! - `config` — fleet.toml and `ssh -G` resolution. Imports: `glob`.
+//! - `queue` — sweep queue files, cell progress from logs, roster reconciliation; pure.
+//!   Imports: `glob`.
+//! - `probe` — the probe script and pure parsers: text in, typed samples or located errors out.
+//!   Imports: `queue`, `sanitize`.
+//! - `provider` — read-only provider CLIs (vast.ai, RunPod): state and price. Imports:
+//!   `process`, `sanitize`.
+//! - `readings` — per-host ring buffers of readings, and what the fleet's state is told.
+//!   Imports: `probe`, `provider`.
+//! - `transport` — the SSH pool, sessions, streams, known_hosts, link state. Imports: `config`,
+//!   `glob`, `sanitize`.
+//! - `signals` — pure judgements of history, link and `now`. Imports: `config`, `probe`,
+//!   `readings`, `sanitize`, `transport` (the link state type).
+//! - `clocks` — platform profiles as data, and the danger clocks and cost computed from them.
+//!   Imports: `config`, `probe` (a Slurm job's times), `provider` (its state and price),
+//!   `signals` (fill outlook, severity).
+//! - `ledger` — the SQLite record of pulls and teardowns. Imports: `config`, `sanitize`.
+//! - `pull` — results copied home over SFTP, hashed, verified, promoted once proven. Imports:
+//!   `config`, `glob`, `ledger`, `process`, `sanitize`, `transport`.
+//! - `fleet` — the fleet's state: per host its readings and their judgement (run, signals,
+//!   clocks, cost, queue), events, and what is remembered between runs. Imports: `clocks`,
+//!   `config`, `probe`, `provider`, `queue`, `readings`, `sanitize`, `signals`, `transport`.
+//! - `teardown` — the teardown dialog's driver (pure), its executor, the destroy plan, the
+//!   queue note, and the one destroy path (intent, command, provider check, outcome). Imports:
+//!   `clocks`, `config`, `ledger`, `process`, `provider`, `pull`, `queue`, `sanitize`, `signals`.
+//! - `monitor` — wiring: runs the probes over the pool and turns their output into readings.
+//!   Imports: `config`, `ledger`, `probe`, `provider`, `queue`, `readings`, `sanitize`,
+//!   `signals`, `transport`.
+//! - `alerts` — conditions read off the fleet's state, fired and resolved once each way;
+//!   silences and sinks. Imports: `clocks`, `config`, `fleet`, `glob`, `ledger`, `process`,
+//!   `queue`, `sanitize`, `signals`.
+//! - `metrics` — the fleet's figures for Prometheus and their loopback HTTP server. Imports:
+//!   `fleet`, `signals`.
+//! - `demo` — the demo fleet: captures replayed through monitor's readers into the state.
+//!   Imports: `clocks`, `config`, `fleet`, `ledger`, `monitor`, `probe`, `pull`, `readings`,
+//!   `signals`, `transport`.
+//! - `runtime` — the one consumer of the readings: owns the fleet's state, judges it each tick,
+//!   runs alerts and sinks, saves memory; `status` is the same given one probe. Imports:
+//!   `alerts`, `clocks`, `config`, `demo`, `fleet`, `ledger`, `metrics`, `monitor`, `provider`,
+//!   `readings`, `sanitize`, `transport`.
+//! - `ui` — the dashboard: the only module that imports ratatui/crossterm; draws the runtime's
+//!   state and turns keys into actions. Imports: `alerts`, `clocks`, `config`, `demo`, `fleet`,
+//!   `ledger`, `monitor`, `probe`, `provider`, `pull`, `queue`, `readings`, `runtime`,
+//!   `sanitize`, `signals`, `teardown`, `transport`.
+//! - `cli` — subcommands; the only module that prints. Imports: `alerts`, `clocks`, `config`,
+//!   `fleet`, `glob`, `ledger`, `metrics`, `monitor`, `probe`, `provider`, `pull`, `queue`,
+//!   `readings`, `runtime`, `sanitize`, `signals`, `teardown`, `transport`, `ui`.
 
 #![forbid(unsafe_code)]
 

@@ -182,6 +182,7 @@ impl Engine {
                 &format!("{} alerts firing: {}", firing.len(), list.join(", ")),
                 2000,
             ),
+            platform: None,
             data: AlertData {
                 count: firing.len(),
                 repeat: false,
@@ -230,6 +231,7 @@ fn event(track: &Track, state: AlertState, repeat: bool, now: DateTime<Utc>) -> 
         },
         state,
         message: crate::sanitize::line(&c.message, 500),
+        platform: None,
         data: AlertData {
             count: track.starts.len().max(1),
             repeat,

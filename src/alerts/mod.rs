@@ -6,6 +6,7 @@
 //! `engine` is pure (state and `now` in, events out); `sinks` delivers; `silences` is the file
 //! `rigwatch silence` writes.
 
+pub mod alertmanager;
 pub mod engine;
 pub mod notices;
 pub mod silences;
@@ -41,7 +42,26 @@ pub struct AlertEvent {
     pub severity: Severity,
     pub state: AlertState,
     pub message: String,
+    /// The host's profile (`runpod`, `generic-ssh`, …), for sinks that route by it. The engine
+    /// knows only conditions; whoever publishes the event fills it in from the fleet (`placed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
     pub data: AlertData,
+}
+
+impl AlertEvent {
+    /// The event with its host's profile from `hosts`; None for a digest's `*` or a host no
+    /// longer in the fleet.
+    pub fn placed<'a>(
+        mut self,
+        hosts: impl IntoIterator<Item = &'a crate::config::fleet::HostConfig>,
+    ) -> Self {
+        self.platform = hosts
+            .into_iter()
+            .find(|h| h.name == self.host)
+            .map(|h| h.profile.clone());
+        self
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

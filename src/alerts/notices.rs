@@ -38,6 +38,7 @@ fn notice(
         severity,
         state: AlertState::Notice,
         message: crate::sanitize::line(&message, 500),
+        platform: None,
         data: AlertData {
             count: 1,
             repeat: false,

@@ -1,5 +1,5 @@
 //! Where an event goes: the terminal bell, a desktop notification, a program, a webhook, an
-//! ntfy topic. Every delivery runs in its own task, bounded by the rule's timeout and killed at
+//! ntfy topic, Prometheus's Alertmanager. Every delivery runs in its own task, bounded by the rule's timeout and killed at
 //! it, so a failing or hanging sink is reported and never holds up another or the watch.
 //! HTTP goes through curl, which every box and laptop has, with its TLS, proxies and
 //! certificates, rather than an HTTP stack built into rigwatch for one POST.
@@ -82,7 +82,7 @@ pub async fn deliver(rule: &AlertRule, event: &AlertEvent) -> Result<(), String>
             } else {
                 return Err("desktop sink: neither notify-send nor osascript is installed".into());
             };
-            run(program, &args, None, &[], rule).await
+            run(program, &args, None, &[], rule).await.map(drop)
         }
         Sink::Command(argv) => {
             let env = [
@@ -98,11 +98,15 @@ pub async fn deliver(rule: &AlertRule, event: &AlertEvent) -> Result<(), String>
                 ),
                 ("RIGWATCH_MESSAGE", message),
             ];
-            run(&argv[0], &argv[1..], Some(&json), &env, rule).await
+            run(&argv[0], &argv[1..], Some(&json), &env, rule)
+                .await
+                .map(drop)
         }
         Sink::Webhook(url) => {
-            let config = curl_config(rule, &["Content-Type: application/json"], url, &json);
-            run("curl", &curl_argv(), Some(&config), &[], rule).await
+            let config = curl_config(rule, &[JSON], url, &json, Answer::Fail);
+            run("curl", &curl_argv(), Some(&config), &[], rule)
+                .await
+                .map(drop)
         }
         Sink::Ntfy(url) => {
             let priority = match (event.state, event.severity) {
@@ -110,10 +114,31 @@ pub async fn deliver(rule: &AlertRule, event: &AlertEvent) -> Result<(), String>
                 _ => "Priority: default",
             };
             let title = format!("Title: {title}");
-            let config = curl_config(rule, &[&title, priority], url, &message);
-            run("curl", &curl_argv(), Some(&config), &[], rule).await
+            let config = curl_config(rule, &[&title, priority], url, &message, Answer::Fail);
+            run("curl", &curl_argv(), Some(&config), &[], rule)
+                .await
+                .map(drop)
+        }
+        Sink::Alertmanager { url, labels, hold } => {
+            let body = super::alertmanager::body(event, labels, *hold).to_string();
+            let endpoint = format!("{}/api/v2/alerts", url.trim_end_matches('/'));
+            let config = curl_config(rule, &[JSON], &endpoint, &body, Answer::Status);
+            let stdout = run("curl", &curl_argv(), Some(&config), &[], rule).await?;
+            super::alertmanager::answer(&stdout)
         }
     }
+}
+
+const JSON: &str = "Content-Type: application/json";
+
+/// What curl makes of the server's answer.
+#[derive(Clone, Copy)]
+enum Answer {
+    /// A non-2xx status fails curl (exit 22, the status on stderr); the body is dropped.
+    Fail,
+    /// The body and then, on its own line, the status on stdout, for an error that quotes the
+    /// server's own words (Alertmanager says which field it refused).
+    Status,
 }
 
 /// curl reads its whole request from stdin as a config file: a webhook's or ntfy's URL carries
@@ -124,7 +149,13 @@ fn curl_argv() -> Vec<String> {
 
 /// The request as curl's config: quoted values (backslash, quote and line breaks escaped), the
 /// body as `data-raw` so text starting with `@` is never read as a file name.
-fn curl_config(rule: &AlertRule, headers: &[&str], url: &str, body: &str) -> String {
+fn curl_config(
+    rule: &AlertRule,
+    headers: &[&str],
+    url: &str,
+    body: &str,
+    answer: Answer,
+) -> String {
     let quoted = |s: &str| {
         let escaped = s
             .replace('\\', "\\\\")
@@ -134,8 +165,12 @@ fn curl_config(rule: &AlertRule, headers: &[&str], url: &str, body: &str) -> Str
             .replace('\t', "\\t");
         format!("\"{escaped}\"")
     };
+    let answer = match answer {
+        Answer::Fail => "fail",
+        Answer::Status => "write-out = \"\\n%{http_code}\"",
+    };
     let mut config = format!(
-        "silent\nshow-error\nfail\nrequest = \"POST\"\nmax-time = {}\nurl = {}\n",
+        "silent\nshow-error\n{answer}\nrequest = \"POST\"\nmax-time = {}\nurl = {}\n",
         rule.timeout.as_secs_f64(),
         quoted(url)
     );
@@ -152,14 +187,14 @@ fn which(program: &str) -> bool {
 }
 
 /// Runs a sink program without a shell, `stdin` on its stdin; at the rule's timeout its whole
-/// process group is ended (a script's own children too).
+/// process group is ended (a script's own children too). Its stdout when it exits 0.
 async fn run(
     program: &str,
     args: &[String],
     stdin: Option<&str>,
     env: &[(&str, String)],
     rule: &AlertRule,
-) -> Result<(), String> {
+) -> Result<Vec<u8>, String> {
     let mut command = Command::new(program);
     command
         .args(args)
@@ -173,12 +208,12 @@ async fn run(
             300,
         ))
     };
-    match &done.ended {
+    match done.ended {
         Ended::TimedOut(after) => Err(format!(
             "{program}: no answer within {}s; its process group was ended",
             after.as_secs_f64()
         )),
-        Ended::Exited(status) if status.success() => Ok(()),
+        Ended::Exited(status) if status.success() => Ok(done.stdout),
         Ended::Exited(status) => Err(format!(
             "{program} exited {}: {}",
             status
@@ -211,11 +246,24 @@ mod tests {
         };
         let argv = curl_argv();
         assert!(argv.iter().all(|a| !a.contains("secret-topic")), "{argv:?}");
-        let config = curl_config(&rule, &["Title: a \"b\""], url, "{\"m\": \"x\\ny\"}\n@no");
+        let config = curl_config(
+            &rule,
+            &["Title: a \"b\""],
+            url,
+            "{\"m\": \"x\\ny\"}\n@no",
+            Answer::Fail,
+        );
         assert!(config.contains(&format!("url = \"{url}\"")), "{config}");
         assert!(config.contains(r#"header = "Title: a \"b\"""#), "{config}");
         assert!(
             config.contains(r#"data-raw = "{\"m\": \"x\\ny\"}\n@no""#),
+            "{config}"
+        );
+        // Alertmanager's answer is kept for the error: no `fail`, the status after the body.
+        let config = curl_config(&rule, &[JSON], "http://u:pw@am:9093", "[]", Answer::Status);
+        assert!(!config.contains("\nfail\n"), "{config}");
+        assert!(
+            config.contains("write-out = \"\\n%{http_code}\"\n"),
             "{config}"
         );
     }

@@ -1,5 +1,6 @@
 //! `[alerts]` timing and `[[alert]]` rules in fleet.toml: which events go to which sink.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::NaiveTime;
@@ -28,6 +29,7 @@ pub(super) struct RawRule {
     url: Option<Spanned<String>>,
     timeout_secs: Option<Spanned<f64>>,
     quiet: Option<Spanned<String>>,
+    labels: Option<Spanned<BTreeMap<String, String>>>,
 }
 
 /// How loud an event is; `min_severity` compares against it.
@@ -51,6 +53,13 @@ pub enum Sink {
     Webhook(String),
     /// An ntfy topic URL: the message as the body, title and priority as headers.
     Ntfy(String),
+    /// Prometheus's Alertmanager (its base URL): alerts POSTed to its v2 API, `labels` added
+    /// to each; a firing alert is held active for `hold` unless said again or resolved.
+    Alertmanager {
+        url: String,
+        labels: BTreeMap<String, String>,
+        hold: Duration,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -129,7 +138,7 @@ pub(super) fn build(
                     ));
                 }
             },
-            "webhook" | "ntfy" => {
+            "webhook" | "ntfy" | "alertmanager" => {
                 let Some(url) = &r.url else {
                     return Err(needs("url = \"http…\""));
                 };
@@ -142,19 +151,34 @@ pub(super) fn build(
                         ),
                     ));
                 }
-                if r.sink.get_ref() == "ntfy" {
-                    Sink::Ntfy(url.get_ref().clone())
-                } else {
-                    Sink::Webhook(url.get_ref().clone())
+                match r.sink.get_ref().as_str() {
+                    "ntfy" => Sink::Ntfy(url.get_ref().clone()),
+                    "webhook" => Sink::Webhook(url.get_ref().clone()),
+                    _ => Sink::Alertmanager {
+                        url: url.get_ref().clone(),
+                        labels: am_labels(r.labels.as_ref(), at)?,
+                        // A firing alert is said again every `repeat`; held for two of them, one
+                        // lost delivery does not resolve it, and a watch that died lets it lapse.
+                        hold: out.repeat * 2,
+                    },
                 }
             }
             other => {
                 return Err(at(
                     r.sink.span().start,
-                    format!("unknown sink {other:?}; one of bell, desktop, command, webhook, ntfy"),
+                    format!(
+                        "unknown sink {other:?}; one of bell, desktop, command, webhook, ntfy, \
+                         alertmanager"
+                    ),
                 ));
             }
         };
+        if let (Some(labels), false) = (&r.labels, matches!(sink, Sink::Alertmanager { .. })) {
+            return Err(at(
+                labels.span().start,
+                "labels are for sink = \"alertmanager\" only".into(),
+            ));
+        }
         let min_severity = match r
             .min_severity
             .as_ref()
@@ -192,6 +216,45 @@ pub(super) fn build(
         });
     }
     Ok(out)
+}
+
+/// The labels the Alertmanager sink sets on every alert; a rule's own `labels` may not.
+const ALERTMANAGER_LABELS: [&str; 6] = [
+    "alertname",
+    "host",
+    "kind",
+    "severity",
+    "platform",
+    "subject",
+];
+
+/// Extra static labels for Alertmanager (a team, an environment to route on): Prometheus's
+/// label names, and none of the names rigwatch sets itself.
+fn am_labels(
+    labels: Option<&Spanned<BTreeMap<String, String>>>,
+    at: &dyn Fn(usize, String) -> ConfigError,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let Some(labels) = labels else {
+        return Ok(BTreeMap::new());
+    };
+    for name in labels.get_ref().keys() {
+        let valid = name
+            .chars()
+            .enumerate()
+            .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
+        let ours = ALERTMANAGER_LABELS.contains(&name.as_str());
+        if !valid || name.is_empty() || name.starts_with("__") || ours {
+            return Err(at(
+                labels.span().start,
+                format!(
+                    "label {name:?} is not free to set: [A-Za-z_][A-Za-z0-9_]*, not starting \
+                     with __, and not one of {}",
+                    ALERTMANAGER_LABELS.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(labels.get_ref().clone())
 }
 
 fn quiet_hours(text: &str) -> Option<(NaiveTime, NaiveTime)> {
@@ -237,6 +300,20 @@ mod tests {
         let at = |h, m| NaiveTime::from_hms_opt(h, m, 0).expect("time");
         assert!(rule.is_quiet(at(23, 0)) && rule.is_quiet(at(6, 59)) && !rule.is_quiet(at(12, 0)));
 
+        let am = parse(
+            "[alerts]\nrepeat_hours = 2\n[[alert]]\nsink = \"alertmanager\"\n\
+             url = \"http://127.0.0.1:9093/\"\nlabels = { team = \"ml\" }\n",
+        )
+        .expect("loads");
+        assert_eq!(
+            am.rules[0].sink,
+            Sink::Alertmanager {
+                url: "http://127.0.0.1:9093/".into(),
+                labels: BTreeMap::from([("team".into(), "ml".into())]),
+                hold: Duration::from_secs(4 * 3600),
+            }
+        );
+
         for (text, says) in [
             (
                 "[[alert]]\nsink = \"pager\"\n",
@@ -257,6 +334,32 @@ mod tests {
             (
                 "[[alert]]\nsink = \"bell\"\nmin_severity = \"loud\"\n",
                 "fleet.toml:3:16: min_severity",
+            ),
+            (
+                "[[alert]]\nsink = \"alertmanager\"\n",
+                "fleet.toml:2:8: sink = \"alertmanager\" needs url",
+            ),
+            (
+                "[[alert]]\nsink = \"alertmanager\"\nurl = \"localhost:9093\"\n",
+                "fleet.toml:3:7: url \"localhost:9093\" must start with http",
+            ),
+            (
+                "[[alert]]\nsink = \"alertmanager\"\nurl = \"http://am:9093\"\n\
+                 labels = { host = \"x\" }\n",
+                "fleet.toml:4:10: label \"host\" is not free to set",
+            ),
+            (
+                "[[alert]]\nsink = \"alertmanager\"\nurl = \"http://am:9093\"\n\
+                 labels = { \"a-b\" = \"x\" }\n",
+                "fleet.toml:4:10: label \"a-b\"",
+            ),
+            (
+                "[[alert]]\nsink = \"webhook\"\nurl = \"http://h\"\nlabels = { team = \"ml\" }\n",
+                "fleet.toml:4:10: labels are for sink = \"alertmanager\" only",
+            ),
+            (
+                "[[alert]]\nsink = \"alertmanager\"\nurl = \"http://am:9093\"\nreceiver = \"x\"\n",
+                "fleet.toml:4:1: unknown field `receiver`",
             ),
         ] {
             let e = parse(text).expect_err(text);

@@ -103,6 +103,7 @@ impl Alerting {
         let happened = self.notices.from_state(state, now);
         let mut events: Vec<AlertEvent> = self.engine.step(&seen, now);
         events.extend(happened);
+        let mut events = placed(events, state);
         for event in &mut events {
             event.data.silenced = self.silenced.contains_key(&event.host);
         }
@@ -113,10 +114,14 @@ impl Alerting {
     /// The digest of everything firing.
     pub fn digest(
         &mut self,
+        state: &FleetState,
         fleet: Option<&FleetConfig>,
         now: DateTime<Utc>,
     ) -> Option<AlertEvent> {
-        let event = self.engine.digest(now)?;
+        let event = self
+            .engine
+            .digest(now)?
+            .placed(state.hosts.iter().map(|h| &h.config));
         self.send(fleet, std::slice::from_ref(&event));
         Some(event)
     }
@@ -125,6 +130,7 @@ impl Alerting {
     /// empty; one that cannot be read is reported and looked at again next time.
     pub fn ledger_news(
         &mut self,
+        state: &FleetState,
         fleet: Option<&FleetConfig>,
         now: DateTime<Utc>,
     ) -> Vec<AlertEvent> {
@@ -138,7 +144,9 @@ impl Alerting {
             Ok((Vec::new(), Vec::new()))
         };
         let events = match read {
-            Ok((pulls, teardowns)) => self.notices.from_ledger(&pulls, &teardowns, now),
+            Ok((pulls, teardowns)) => {
+                placed(self.notices.from_ledger(&pulls, &teardowns, now), state)
+            }
             Err(e) => {
                 self.report(format!("ledger {} not read: {e}", path.display()));
                 Vec::new()
@@ -182,4 +190,12 @@ impl Alerting {
     pub async fn failures(&mut self) -> Option<String> {
         self.failures.recv().await
     }
+}
+
+/// Each event with its host's platform, for sinks that route by it.
+fn placed(events: Vec<AlertEvent>, state: &FleetState) -> Vec<AlertEvent> {
+    events
+        .into_iter()
+        .map(|e| e.placed(state.hosts.iter().map(|h| &h.config)))
+        .collect()
 }

@@ -234,13 +234,14 @@ impl Runtime {
     /// The digest of everything firing (`watch --digest`), sent where this process delivers.
     pub fn digest(&mut self, now: DateTime<Utc>) -> Option<AlertEvent> {
         let fleet = self.fleet().cloned();
-        self.alerting.digest(fleet.as_deref(), now)
+        self.alerting.digest(&self.state, fleet.as_deref(), now)
     }
 
     /// Pulls and teardowns other rigwatch processes recorded since the last look.
     pub fn ledger_news(&mut self, now: DateTime<Utc>) -> Vec<AlertEvent> {
         let fleet = self.fleet().cloned();
-        self.alerting.ledger_news(fleet.as_deref(), now)
+        self.alerting
+            .ledger_news(&self.state, fleet.as_deref(), now)
     }
 
     /// Cost so far, last seen up, boots and queues written for the next run (and `status`).
