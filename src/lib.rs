@@ -22,9 +22,10 @@
 //! - `ledger`    — the SQLite record of pulls and teardowns; imports `config` (its state dir).
 //! - `pull`      — results copied home over SFTP, hashed, verified, judged current; imports
 //!   `config`, `transport`, `ledger`, `sanitize`, `process` (the user's verify commands).
-//! - `teardown`  — the guard (pure), the destroy plan, the queue note, and the one destroy path
-//!   (intent, command, provider check, outcome); imports `pull`, `clocks`, `queue`, `sanitize`,
-//!   `config`, `ledger`, `provider`, `process`.
+//! - `teardown`  — the dialog (one pure state machine), the one executor of its effects behind a
+//!   small I/O trait, the destroy plan, the queue note, and the one destroy path (intent,
+//!   command, provider check, outcome); imports `pull`, `clocks`, `queue`, `sanitize`, `config`,
+//!   `ledger`, `provider`, `process`, `transport` (the session the live checks run over).
 //! - `monitor`   — wiring: runs the probes over the pool and feeds the fleet; imports all above.
 //! - `metrics`   — the fleet's figures for Prometheus (prometheus-client) and their loopback
 //!   HTTP server; imports `monitor`'s state and `signals`.

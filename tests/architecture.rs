@@ -30,7 +30,7 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
         &["transport", "monitor", "ui", "cli", "pull", "teardown"],
     ),
     ("pull", &["monitor", "ui", "cli", "teardown", "signals"]),
-    ("teardown", &["transport", "monitor", "ui", "cli"]),
+    ("teardown", &["monitor", "ui", "cli"]),
     (
         "queue",
         &[
