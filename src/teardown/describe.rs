@@ -1,7 +1,7 @@
 //! The words of the teardown dialog, shared by the dashboard's modal and `rigwatch teardown`:
 //! what will be destroyed, what survives, the pull it relies on, the money it stops, the command.
 
-use super::driver::RunLooks;
+use super::facts::RunLooks;
 use super::plan::{Method, TeardownPlan};
 use crate::ledger::PullRecord;
 

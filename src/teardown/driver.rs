@@ -12,44 +12,12 @@
 use std::time::{Duration, Instant};
 
 use super::describe::Description;
+use super::facts::{Finished, PlanLooks, RunLooks};
 use super::queue_note::{QueueLooks, QueueNote};
-use crate::ledger::DestroyOutcome;
 use crate::pull::Currentness;
 
 /// A check shown longer than this no longer counts: it is dropped and a new one is taken.
 pub const CHECK_MAX_AGE: Duration = Duration::from_secs(30);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunLooks {
-    Alive,
-    Dead,
-    Unknown,
-}
-
-impl RunLooks {
-    pub fn of(state: &crate::signals::RunState) -> RunLooks {
-        use crate::signals::RunState;
-        match state {
-            RunState::Alive { .. } => RunLooks::Alive,
-            RunState::Dead { .. } | RunState::NotConfigured => RunLooks::Dead,
-            RunState::Unknown { .. } => RunLooks::Unknown,
-        }
-    }
-}
-
-/// Whether the destroy itself can happen, as the check found it before any name is typed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PlanLooks {
-    /// Not looked at yet.
-    Unknown,
-    /// A command whose program exists and is executable.
-    Runs,
-    /// The platform has no API: the user destroys it at the provider and says so here.
-    ByHand,
-    /// It cannot run (no instance id, the program is missing, the instance is another box's):
-    /// refused, with why.
-    Blocked(String),
-}
 
 /// Where the dialog is: one value for its whole life, from opening to closing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,25 +39,6 @@ pub enum Stage {
     /// What the destroy said.
     Finished(Finished),
     Closed,
-}
-
-/// How a destroy ended, as every front end shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ending {
-    Ran(DestroyOutcome),
-    /// Refused at the last step (no intent could be recorded, nothing to run): nothing ran.
-    Refused,
-    /// A rehearsal (the demo): the guard let it through and nothing could run.
-    Rehearsed,
-}
-
-/// What the destroy said: its output line by line, then its last line (the outcome, why, and
-/// where it is recorded, or why it is not).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finished {
-    pub ending: Ending,
-    pub output: Vec<String>,
-    pub last: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -254,13 +203,11 @@ impl Dialog {
 
     pub fn handle(&mut self, event: Event) -> Vec<Effect> {
         match (&self.stage, event) {
-            (Stage::Closed, _) => Vec::new(),
-            (Stage::Finished(_), Event::Key(_) | Event::Backspace)
-            | (Stage::Finished(_), Event::Confirm | Event::Cancel)
+            // A running destroy is waited for: its outcome is recorded and shown.
+            (Stage::Closed, _) | (Stage::Destroying { .. }, Event::Cancel) => Vec::new(),
+            (Stage::Finished(_), Event::Key(_) | Event::Backspace | Event::Confirm)
             | (_, Event::Cancel) => {
-                if !matches!(self.stage, Stage::Destroying { .. }) {
-                    self.stage = Stage::Closed;
-                }
+                self.stage = Stage::Closed;
                 Vec::new()
             }
             (Stage::Destroying { .. }, Event::Destroyed(finished)) => {

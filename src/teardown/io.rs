@@ -9,7 +9,8 @@ use futures::future::BoxFuture;
 
 use super::describe::Description;
 use super::destroy::DestroyReport;
-use super::driver::{Effect, Ending, Event, Finished, PlanLooks, RunLooks};
+use super::driver::{Effect, Event};
+use super::facts::{Ending, Finished, PlanLooks, RunLooks};
 use crate::pull::Currentness;
 
 /// What a check found: the destroy's words, whether it can run, and the pull against the box.

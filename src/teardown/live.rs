@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 
 use super::describe::{Description, describe};
 use super::destroy::{Confirming, DestroyReport, destroy, with_ledger};
-use super::driver::{Finished, PlanLooks, RunLooks};
+use super::facts::{Finished, PlanLooks, RunLooks};
 use super::io::{CheckFound, TeardownIo};
 use super::plan::plan;
 use super::ready::plan_looks;

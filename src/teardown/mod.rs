@@ -5,8 +5,9 @@
 
 mod describe;
 mod destroy;
-pub mod driver;
+mod driver;
 mod exec;
+mod facts;
 mod io;
 mod live;
 pub mod plan;
@@ -16,15 +17,11 @@ mod ready;
 pub mod scripted;
 mod unfinished;
 
-pub use describe::{Description, describe, final_check_line};
-pub use destroy::{Confirming, DestroyReport, destroy};
-pub use driver::{
-    CHECK_MAX_AGE, Dialog, Effect, Ending, Event, Finished, PlanLooks, RunLooks, Stage,
-};
-pub use exec::{BY_HAND, Ran, run_destroy};
+pub use describe::{Description, describe};
+pub use driver::{CHECK_MAX_AGE, Dialog, Effect, Event, Stage};
+pub use facts::{Ending, Finished, PlanLooks, RunLooks};
 pub use io::{CheckFound, TeardownIo, execute};
 pub use live::LiveIo;
 pub use plan::{Method, TeardownPlan, plan};
 pub use queue_note::{QueueLooks, QueueNote, QueueSeen, queue_note};
-pub use ready::{plan_looks, program_runs};
 pub use unfinished::unfinished;

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use super::driver::{Finished, RunLooks};
+use super::facts::{Finished, RunLooks};
 use super::io::{CheckFound, TeardownIo};
 use crate::pull::Currentness;
 
