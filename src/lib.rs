@@ -33,7 +33,8 @@
 //!   `config`, `probe`, `provider`, `queue`, `readings`, `sanitize`, `signals`, `transport`.
 //! - `teardown` — the teardown dialog's driver (pure), its executor, the destroy plan, the
 //!   queue note, and the one destroy path (intent, command, provider check, outcome). Imports:
-//!   `clocks`, `config`, `ledger`, `process`, `provider`, `pull`, `queue`, `sanitize`, `signals`.
+//!   `clocks`, `config`, `ledger`, `process`, `provider`, `pull`, `queue`, `sanitize`, `signals`,
+//!   `transport` (the live I/O's session).
 //! - `monitor` — wiring: runs the probes over the pool and turns their output into readings.
 //!   Imports: `config`, `ledger`, `probe`, `provider`, `queue`, `readings`, `sanitize`,
 //!   `signals`, `transport`.
@@ -44,7 +45,7 @@
 //!   `fleet`, `signals`.
 //! - `demo` — the demo fleet: captures replayed through monitor's readers into the state.
 //!   Imports: `clocks`, `config`, `fleet`, `ledger`, `monitor`, `probe`, `pull`, `readings`,
-//!   `signals`, `transport`.
+//!   `sanitize`, `signals`, `teardown` (the demo's teardown I/O), `transport`.
 //! - `runtime` — the one consumer of the readings: owns the fleet's state, judges it each tick,
 //!   runs alerts and sinks, saves memory; `status` is the same given one probe. Imports:
 //!   `alerts`, `clocks`, `config`, `demo`, `fleet`, `ledger`, `metrics`, `monitor`, `provider`,

@@ -3,11 +3,15 @@
 //! verified-current, and goes ahead only when a person types the host's name (twice over if the
 //! run still looks alive or queue cells are not done). There is no flag to skip any of it.
 
+use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use color_eyre::eyre::eyre;
+use futures::FutureExt;
+use futures::future::{BoxFuture, LocalBoxFuture};
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::one_host;
@@ -19,13 +23,11 @@ use crate::ledger::DestroyOutcome;
 use crate::ledger::{Ledger, PullRecord};
 use crate::monitor::verified::verified_cells;
 use crate::monitor::{HostProbe, probe_once, run_state_of};
-use crate::pull::{Currentness, Depth, check_host};
 use crate::queue::DoneRule;
 use crate::runtime::once::{Probed, judge};
-use crate::sanitize::mask_secrets;
 use crate::teardown::{
-    Confirming, DestroyReport, Guard, GuardEvent, GuardOutcome, Method, QueueLooks, QueueNote,
-    RunLooks, describe, destroy, final_check_line, plan, plan_looks, queue_note, unfinished,
+    Dialog, Effect, Ending, Event, Finished, LiveIo, QueueNote, QueueSeen, RunLooks, Stage,
+    TeardownIo, execute, queue_note, unfinished,
 };
 use crate::transport::LinkState;
 
@@ -43,121 +45,123 @@ pub async fn run(
     let host = one_host::host(fleet, &args.host)?;
     let profile = find(profiles, &host.profile)
         .ok_or_else(|| eyre!("{}: unknown profile {}", host.name, host.profile))?;
-    let plan = plan(host, profile, &fleet.providers);
     let ledger_path = crate::ledger::default_path()
         .ok_or_else(|| eyre!("no home or XDG_STATE_HOME holding the ledger"))?;
     let ledger = Ledger::open(&ledger_path)?;
     for line in unfinished(&ledger_path, Some((fleet, profiles))).await {
         println!("WARNING: {line}");
     }
+    // For the queue's verified cells; the dialog's own check reads the ledger again.
     let last = ledger.latest_pull(&host.name)?;
     let (pool, session) = one_host::connect(fleet, host, Duration::from_secs(30)).await?;
-    let mut guard = Guard::new(&host.name, OPENING);
-    guard.handle(GuardEvent::Plan(
-        plan_looks(&plan, host, profile, fleet).await,
-    ));
-    guard.handle(GuardEvent::Checked {
-        opening: OPENING,
-        currentness: check_host(Some(&session), host, last.as_ref(), Depth::Stat).await,
-    });
     let probe = probe_once(&session, host).await;
     let now = chrono::Utc::now();
     let run = RunLooks::of(&run_state_of(&probe, host, &fleet.thresholds, now));
-    guard.handle(GuardEvent::RunLooks(run));
-    for line in describe(&plan, last.as_ref(), run).lines() {
-        println!("{line}");
-    }
     let link = pool
         .get(&host.name)
         .map_or(LinkState::Connecting { attempt: 0 }, |l| l.state());
-    if let Some(note) = queue_of(fleet, host, link, probe, last.as_ref(), now) {
-        guard.handle(GuardEvent::Queue(note.looks));
-        if note.looks.needs_second_confirm() {
-            println!("  WARNING: {}", note.line);
-        } else {
-            println!("  {}", note.line);
-        }
-    }
-    let exit = confirm(&mut guard, || async {
-        if let Some(last) = &last {
-            println!("{}…", final_check_line(last));
-        }
-        let started = std::time::Instant::now();
-        let judged = check_host(Some(&session), host, last.as_ref(), Depth::Content).await;
-        println!(
-            "final check: done in {:.1}s",
-            started.elapsed().as_secs_f64()
-        );
-        judged
-    })
-    .await;
-    pool.shutdown().await;
-    let Some(pull_id) = exit? else {
-        return Ok(ExitCode::from(1));
+    let io = LiveIo {
+        session: Some(session),
+        host: host.clone(),
+        profile: Some(profile.clone()),
+        fleet: Arc::new(fleet.clone()),
+        ledger: Some(ledger_path),
     };
-    if let Method::Command { command } = &plan.method {
-        println!("running: {}", mask_secrets(command));
-    }
-    let confirming = Confirming::for_host(profile, fleet);
-    let report = wait_for(destroy(
+    let mut dialog = Dialog::new(&host.name, OPENING);
+    dialog.handle(Event::Run(run));
+    dialog.handle(Event::Queue(queue_of(
+        fleet,
         host,
-        &plan.method,
-        pull_id,
-        &ledger_path,
-        &confirming,
-    ))
-    .await?;
-    for line in &report.output {
-        say(line);
-    }
-    say(&report.last_line());
-    Ok(ExitCode::from(match report.word() {
-        Some(DestroyOutcome::Confirmed) => 0,
-        Some(DestroyOutcome::Unconfirmed) => EXIT_UNCONFIRMED,
-        Some(DestroyOutcome::Failed) | None => 1,
+        link,
+        probe,
+        last.as_ref(),
+        now,
+    )));
+    let walked = walk(&mut dialog, &io, &mut Terminal, &mut std::io::stdout()).await;
+    pool.shutdown().await;
+    Ok(ExitCode::from(match walked?.map(|f| f.ending) {
+        Some(Ending::Ran(DestroyOutcome::Confirmed)) => 0,
+        Some(Ending::Ran(DestroyOutcome::Unconfirmed)) => EXIT_UNCONFIRMED,
+        Some(Ending::Ran(DestroyOutcome::Failed) | Ending::Refused | Ending::Rehearsed) | None => 1,
     }))
 }
 
 /// The exit status when the destroy ran without error but the provider did not confirm it.
 pub const EXIT_UNCONFIRMED: u8 = 4;
 
-/// Waits for the destroy whatever arrives meanwhile. SIGTERM and SIGHUP are noted and rigwatch
-/// exits once the outcome is recorded (the destroy is bounded by its timeout and the confirm
-/// window). A first Ctrl-C says how to stop waiting; a second stops at once: the command goes
-/// on in its own process group, and its intent stays without an outcome for the next start to
-/// report.
-async fn wait_for(
-    destroy: impl std::future::Future<Output = DestroyReport>,
-) -> std::io::Result<DestroyReport> {
-    let mut term = signal(SignalKind::terminate())?;
-    let mut hup = signal(SignalKind::hangup())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::pin!(destroy);
-    let mut interrupted = false;
-    let waits =
-        "a destroy is running: rigwatch exits once it has ended and its outcome is recorded";
-    loop {
-        tokio::select! {
-            report = &mut destroy => return Ok(report),
-            _ = term.recv() => say(&format!("SIGTERM: {waits}")),
-            _ = hup.recv() => say(&format!("SIGHUP: {waits}")),
-            _ = int.recv() => {
-                if interrupted {
-                    say("stopped waiting: the destroy goes on by itself and its outcome is not \
-                         recorded; the next start of rigwatch says so; check the provider");
-                    std::process::exit(130);
+/// The person at the terminal: what they type, and how a running destroy is waited for.
+trait Person {
+    /// Whether a person can type at all (stdin is a terminal).
+    fn present(&self) -> bool;
+    /// The line typed after `prompt`.
+    fn answer(&mut self, prompt: &str, out: &mut dyn Write) -> std::io::Result<String>;
+    /// Waits for the destroy, whatever the person does meanwhile.
+    fn wait<'a>(
+        &'a mut self,
+        destroy: BoxFuture<'a, Event>,
+        out: &'a mut dyn Write,
+    ) -> LocalBoxFuture<'a, std::io::Result<Event>>;
+}
+
+struct Terminal;
+
+impl Person for Terminal {
+    fn present(&self) -> bool {
+        std::io::stdin().is_terminal()
+    }
+
+    fn answer(&mut self, prompt: &str, out: &mut dyn Write) -> std::io::Result<String> {
+        write!(out, "{prompt}")?;
+        out.flush()?;
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        Ok(line)
+    }
+
+    /// SIGTERM and SIGHUP are noted and rigwatch exits once the outcome is recorded (the
+    /// destroy is bounded by its timeout and the confirm window). A first Ctrl-C says how to
+    /// stop waiting; a second stops at once: the command goes on in its own process group, and
+    /// its intent stays without an outcome for the next start to report.
+    fn wait<'a>(
+        &'a mut self,
+        destroy: BoxFuture<'a, Event>,
+        out: &'a mut dyn Write,
+    ) -> LocalBoxFuture<'a, std::io::Result<Event>> {
+        async move {
+            let mut term = signal(SignalKind::terminate())?;
+            let mut hup = signal(SignalKind::hangup())?;
+            let mut int = signal(SignalKind::interrupt())?;
+            let mut destroy = destroy;
+            let mut interrupted = false;
+            let waits = "a destroy is running: rigwatch exits once it has ended and its outcome \
+                         is recorded";
+            loop {
+                tokio::select! {
+                    event = &mut destroy => return Ok(event),
+                    _ = term.recv() => say(out, &format!("SIGTERM: {waits}")),
+                    _ = hup.recv() => say(out, &format!("SIGHUP: {waits}")),
+                    _ = int.recv() => {
+                        if interrupted {
+                            say(out, "stopped waiting: the destroy goes on by itself and its \
+                                      outcome is not recorded; the next start of rigwatch says \
+                                      so; check the provider");
+                            std::process::exit(130);
+                        }
+                        interrupted = true;
+                        say(out, "a destroy is running: press Ctrl-C again to stop waiting \
+                                  (the command goes on)");
+                    }
                 }
-                interrupted = true;
-                say("a destroy is running: press Ctrl-C again to stop waiting (the command goes on)");
             }
         }
+        .boxed_local()
     }
 }
 
 /// A line for the person, once the destroy has started: after a SIGHUP the terminal may be gone,
 /// and a failed write must not stop rigwatch before the outcome is recorded.
-fn say(line: &str) {
-    let _ = writeln!(std::io::stdout(), "{line}");
+fn say(out: &mut dyn Write, line: &str) {
+    let _ = writeln!(out, "{line}");
 }
 
 /// Where the host's queue stands, from this probe reconciled the way `rigwatch roster` does it,
@@ -188,84 +192,138 @@ fn queue_of(
         timeout_secs: 30.0,
     };
     let judged = judge(&this_host, &[], &memory, verified, probed, now);
-    if let Some(u) = judged.unread.first() {
-        return Some(QueueNote {
-            looks: QueueLooks::Unread,
-            line: format!(
-                "queue: {} not read ({}), so none of its cells is accounted for",
-                crate::sanitize::line(&u.file, 200),
-                crate::sanitize::line(&u.why, 300)
-            ),
-        });
-    }
-    queue_note(true, judged.state.queue_summary(&host.name))
+    queue_note(match judged.unread.first() {
+        Some(u) => QueueSeen::Unread {
+            file: &u.file,
+            why: Some(&u.why),
+        },
+        None => match judged.state.queue_summary(&host.name) {
+            Some(summary) => QueueSeen::Read(summary),
+            None => QueueSeen::Unread {
+                file: &config.file,
+                why: None,
+            },
+        },
+    })
 }
 
 /// The CLI's one opening of the dialog.
 const OPENING: u64 = 1;
 
-/// Walks the guard with what the person types; Some(pull id) when it fired. `check` takes the
-/// fresh look the guard asks for after the last confirmation.
-async fn confirm<F, Fut>(guard: &mut Guard, check: F) -> color_eyre::Result<Option<i64>>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Currentness>,
-{
-    let blockers = guard.blockers();
-    if !blockers.is_empty() {
-        println!("REFUSED: not until:");
-        for why in blockers {
-            println!("  - {why}");
+/// Walks the dialog at the terminal: its check, the words, the refusal or the typed name (and
+/// the second confirmation where one is asked), the final look, the destroy. Some(what the
+/// destroy said) once it ran; it is printed whether or not its outcome could be recorded.
+async fn walk(
+    dialog: &mut Dialog,
+    io: &dyn TeardownIo,
+    person: &mut dyn Person,
+    out: &mut dyn Write,
+) -> color_eyre::Result<Option<Finished>> {
+    let opened = dialog.handle(Event::Opened);
+    carry_out(dialog, io, opened, person, out).await?;
+    for line in dialog.words().lines() {
+        writeln!(out, "{line}")?;
+    }
+    if let Some(note) = dialog.queue() {
+        let warn = if note.looks.needs_second_confirm() {
+            "WARNING: "
+        } else {
+            ""
+        };
+        writeln!(out, "  {warn}{}", note.line)?;
+    }
+    if let Stage::Refused(why) = dialog.stage() {
+        writeln!(out, "REFUSED: not until:")?;
+        for w in why {
+            writeln!(out, "  - {w}")?;
         }
         return Ok(None);
     }
-    if !std::io::stdin().is_terminal() {
-        println!(
+    if !person.present() {
+        writeln!(
+            out,
             "REFUSED: confirming a teardown needs a person at a terminal typing the host's name; \
              there is no flag for it"
-        );
+        )?;
         return Ok(None);
     }
-    let stdin = std::io::stdin();
-    let mut line = String::new();
-    print!("Type the host's name to destroy it (anything else cancels): ");
-    std::io::stdout().flush()?;
-    stdin.lock().read_line(&mut line)?;
-    for c in line.trim_end_matches(['\r', '\n']).chars() {
-        guard.handle(GuardEvent::Key(c));
+    let name = person.answer(
+        "Type the host's name to destroy it (anything else cancels): ",
+        out,
+    )?;
+    for c in name.trim_end_matches(['\r', '\n']).chars() {
+        dialog.handle(Event::Key(c));
     }
-    let mut outcome = guard.handle(GuardEvent::Confirm);
+    let mut effects = dialog.handle(Event::Confirm);
     loop {
-        outcome = match outcome {
-            GuardOutcome::Fire { pull_id } => return Ok(Some(pull_id)),
-            GuardOutcome::NeedsSecondConfirm => {
-                print!(
+        carry_out(dialog, io, effects, person, out).await?;
+        match dialog.stage() {
+            Stage::Finished(finished) => {
+                for line in &finished.output {
+                    say(out, line);
+                }
+                say(out, &finished.last);
+                return Ok(Some(finished.clone()));
+            }
+            Stage::AwaitingSecondConfirm => {
+                let prompt = format!(
                     "Careful: {}. Press Enter to destroy it anyway, anything else cancels: ",
-                    guard.cautions().join("; ")
+                    dialog.cautions().join("; ")
                 );
-                std::io::stdout().flush()?;
-                line.clear();
-                stdin.lock().read_line(&mut line)?;
-                if !line.trim().is_empty() {
-                    println!("cancelled");
+                if !person.answer(&prompt, out)?.trim().is_empty() {
+                    dialog.handle(Event::Cancel);
+                    writeln!(out, "cancelled")?;
                     return Ok(None);
                 }
-                guard.handle(GuardEvent::Confirm)
+                effects = dialog.handle(Event::Confirm);
             }
-            // The box may have changed while the person typed or read: one more look, after
-            // the last confirmation, right before acting.
-            GuardOutcome::TakeFinalCheck => guard.handle(GuardEvent::FinalChecked {
-                opening: OPENING,
-                currentness: check().await,
-            }),
-            GuardOutcome::Refused(why) => {
-                println!("REFUSED:");
-                for w in why {
-                    println!("  - {w}");
+            _ => {
+                writeln!(out, "REFUSED:")?;
+                for w in dialog.messages() {
+                    writeln!(out, "  - {w}")?;
                 }
                 return Ok(None);
             }
-            GuardOutcome::Nothing | GuardOutcome::Closed => return Ok(None),
-        };
+        }
     }
 }
+
+/// Runs the dialog's effects through the one executor until it asks for nothing more, saying
+/// what the final look costs and what the destroy runs before each starts.
+async fn carry_out(
+    dialog: &mut Dialog,
+    io: &dyn TeardownIo,
+    effects: Vec<Effect>,
+    person: &mut dyn Person,
+    out: &mut dyn Write,
+) -> color_eyre::Result<()> {
+    let mut pending = VecDeque::from(effects);
+    while let Some(effect) = pending.pop_front() {
+        let event = match effect {
+            Effect::Check { .. } => execute(io, effect).await,
+            Effect::FinalCheck { .. } => {
+                let words = &dialog.words().final_check;
+                if !words.is_empty() {
+                    writeln!(out, "{words}…")?;
+                }
+                let started = std::time::Instant::now();
+                let event = execute(io, effect).await;
+                let took = started.elapsed().as_secs_f64();
+                writeln!(out, "final check: done in {took:.1}s")?;
+                event
+            }
+            Effect::Destroy { .. } => {
+                if let Some(command) = &dialog.words().command {
+                    say(out, &format!("running: {command}"));
+                }
+                person.wait(execute(io, effect).boxed(), out).await?
+            }
+        };
+        pending.extend(dialog.handle(event));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "teardown_tests.rs"]
+mod tests;

@@ -1,12 +1,89 @@
 //! The teardown guard on the demo fleet, so a newcomer sees it work: the zombie box (a dead run
 //! on vast.ai, VRAM held, billing) has a verified pull on record and the guard accepts its typed
 //! name; every other box has none and is refused. Nothing here reads the real ledger, and
-//! nothing can run: a demo has no fleet config, hence no destroy command to carry out.
+//! nothing can run: the demo's I/O ([`DemoIo`]) walks the same dialog as a live box, and its
+//! destroy says what a real box would have run.
 
 use chrono::{DateTime, Duration, Utc};
+use futures::FutureExt;
+use futures::future::BoxFuture;
 
+use crate::clocks::Profile;
+use crate::config::HostConfig;
 use crate::ledger::{PullRecord, PulledFile};
 use crate::pull::{Currentness, NotCurrent};
+use crate::sanitize::mask_secrets;
+use crate::teardown::{
+    CheckFound, Description, Ending, Finished, Method, PlanLooks, RunLooks, TeardownIo, describe,
+    plan,
+};
+
+/// The dialog's I/O on a demo box: the demo's record of pulls instead of the ledger, the
+/// profile's plan without looking for its program, and a destroy that runs nothing.
+pub struct DemoIo {
+    pub host: HostConfig,
+    pub profile: Option<Profile>,
+}
+
+impl DemoIo {
+    /// The check as it would be taken at `now` (fixed for screenshots).
+    pub fn check_at(&self, run: RunLooks, now: DateTime<Utc>) -> CheckFound {
+        let (last, currentness) = check(&self.host.name, now);
+        let Some(profile) = &self.profile else {
+            let why = format!("unknown platform profile {}", self.host.profile);
+            return CheckFound {
+                words: Description::default(),
+                plan: PlanLooks::Blocked(why),
+                currentness,
+            };
+        };
+        let plan = plan(&self.host, profile, &Default::default());
+        let looks = match &plan.method {
+            Method::Blocked { why } => PlanLooks::Blocked(why.clone()),
+            Method::Manual { .. } => PlanLooks::ByHand,
+            Method::Command { .. } => PlanLooks::Runs,
+        };
+        CheckFound {
+            words: describe(&plan, last.as_ref(), run),
+            plan: looks,
+            currentness,
+        }
+    }
+}
+
+impl TeardownIo for DemoIo {
+    fn check(&self, run: RunLooks) -> BoxFuture<'_, CheckFound> {
+        futures::future::ready(self.check_at(run, Utc::now())).boxed()
+    }
+
+    fn final_check(&self) -> BoxFuture<'_, Currentness> {
+        futures::future::ready(check(&self.host.name, Utc::now()).1).boxed()
+    }
+
+    /// Says what a real box would have run, and that nothing was.
+    fn destroy(&self, _pull_id: i64) -> BoxFuture<'_, Finished> {
+        let method = self
+            .profile
+            .as_ref()
+            .map(|p| plan(&self.host, p, &Default::default()).method);
+        let would = match &method {
+            Some(Method::Command { command }) => format!(
+                "on a real box rigwatch would now run: {}",
+                mask_secrets(command)
+            ),
+            _ => "on a real box you would destroy it at the provider now".to_string(),
+        };
+        futures::future::ready(Finished {
+            ending: Ending::Rehearsed,
+            output: vec![
+                "demo: nothing is destroyed and nothing is recorded".into(),
+                would,
+            ],
+            last: "Demo: the guard let it through; nothing was destroyed or recorded".into(),
+        })
+        .boxed()
+    }
+}
 
 /// The demo box whose results are home.
 pub const READY: &str = "h100-zombie";

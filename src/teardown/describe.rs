@@ -1,7 +1,7 @@
 //! The words of the teardown dialog, shared by the dashboard's modal and `rigwatch teardown`:
 //! what will be destroyed, what survives, the pull it relies on, the money it stops, the command.
 
-use super::guard::RunLooks;
+use super::facts::RunLooks;
 use super::plan::{Method, TeardownPlan};
 use crate::ledger::PullRecord;
 
@@ -16,6 +16,8 @@ pub struct Description {
     /// What the check after the last confirmation does and how long it may take, said before
     /// it starts (empty without a pull).
     pub final_check: String,
+    /// The destroy command as it will be said to run (secrets masked); None when no command runs.
+    pub command: Option<String>,
 }
 
 /// The final check's cost in words: it re-hashes every proven file on the box.
@@ -109,11 +111,12 @@ pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -
                 .collect();
         }
     }
+    let command = match &plan.method {
+        Method::Command { command } => Some(crate::sanitize::mask_secrets(&clean(command, 300))),
+        Method::Manual { .. } | Method::Blocked { .. } => None,
+    };
     let action = match &plan.method {
-        Method::Command { command } => format!(
-            "  will run: {}",
-            crate::sanitize::mask_secrets(&clean(command, 300))
-        ),
+        Method::Command { .. } => format!("  will run: {}", command.as_deref().unwrap_or_default()),
         Method::Manual { steps } => format!("  no API: {steps}"),
         Method::Blocked { why } => format!("  cannot run: {why}"),
     };
@@ -122,6 +125,7 @@ pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -
         files,
         action,
         final_check,
+        command,
     }
 }
 

@@ -1,21 +1,27 @@
-//! Teardown: the guard (pure), the plan (what a destroy means on this platform), and the one
-//! destroy path (intent recorded, command run once, provider asked, outcome recorded) taken
-//! when — and only when — the guard says so.
+//! Teardown: the dialog (a pure state machine, `driver`), the plan (what a destroy means on this
+//! platform), the one executor of the dialog's effects through a small I/O trait (`io`; live in
+//! `live`), and the one destroy path (intent recorded, command run once, provider asked, outcome
+//! recorded) taken when — and only when — the dialog says so.
 
 mod describe;
 mod destroy;
+mod driver;
 mod exec;
-pub mod guard;
+mod facts;
+mod io;
+mod live;
 pub mod plan;
 mod queue_note;
 mod ready;
+#[cfg(test)]
+pub mod scripted;
 mod unfinished;
 
-pub use describe::{Description, describe, final_check_line};
-pub use destroy::{Confirming, DestroyReport, destroy};
-pub use exec::{BY_HAND, Ran, run_destroy};
-pub use guard::{Guard, GuardEvent, GuardOutcome, PlanLooks, RunLooks};
+pub use describe::{Description, describe};
+pub use driver::{CHECK_MAX_AGE, Dialog, Effect, Event, Stage};
+pub use facts::{Ending, Finished, PlanLooks, RunLooks};
+pub use io::{CheckFound, TeardownIo, execute};
+pub use live::LiveIo;
 pub use plan::{Method, TeardownPlan, plan};
-pub use queue_note::{QueueLooks, QueueNote, queue_note};
-pub use ready::{plan_looks, program_runs};
+pub use queue_note::{QueueLooks, QueueNote, QueueSeen, queue_note};
 pub use unfinished::unfinished;

@@ -34,17 +34,37 @@ pub struct QueueNote {
     pub line: String,
 }
 
-/// The note for a host; None when it has no queue. `summary` is the host's roster summary, None
-/// while its queue is unread.
-pub fn queue_note(configured: bool, summary: Option<&HostSummary>) -> Option<QueueNote> {
-    if !configured {
-        return None;
-    }
-    let Some(s) = summary else {
-        return Some(QueueNote {
-            looks: QueueLooks::Unread,
-            line: "queue: not read, so none of its cells is accounted for".into(),
-        });
+/// What is known of a host's queue, wherever it was read (the dashboard's roster, the CLI's one
+/// probe).
+#[derive(Debug, Clone, Copy)]
+pub enum QueueSeen<'a> {
+    /// No queue configured.
+    NotConfigured,
+    /// A queue is configured but its cells could not be read (why, where it is known).
+    Unread {
+        file: &'a str,
+        why: Option<&'a str>,
+    },
+    Read(&'a HostSummary),
+}
+
+/// The note for a host; None when it has no queue.
+pub fn queue_note(seen: QueueSeen<'_>) -> Option<QueueNote> {
+    let s = match seen {
+        QueueSeen::NotConfigured => return None,
+        QueueSeen::Unread { file, why } => {
+            let why = why.map_or(String::new(), |w| {
+                format!(" ({})", crate::sanitize::line(w, 300))
+            });
+            return Some(QueueNote {
+                looks: QueueLooks::Unread,
+                line: format!(
+                    "queue: {} not read{why}, so none of its cells is accounted for",
+                    crate::sanitize::line(file, 200)
+                ),
+            });
+        }
+        QueueSeen::Read(s) => s,
     };
     if s.not_done() == 0 {
         let line = match s.total {
@@ -114,7 +134,7 @@ mod tests {
             start_index: 7,
             command: "bash run_queue.sh /workspace/queue.txt 7".into(),
         });
-        let note = queue_note(true, Some(&s)).expect("a queue");
+        let note = queue_note(QueueSeen::Read(&s)).expect("a queue");
         assert_eq!(note.looks, QueueLooks::NotAllDone);
         assert_eq!(
             note.line,
@@ -130,25 +150,45 @@ mod tests {
         s.running = 1;
         s.total += 1;
         assert_eq!(
-            queue_note(true, Some(&s)).map(|n| n.line),
+            queue_note(QueueSeen::Read(&s)).map(|n| n.line),
             Some("queue: 2 of 3 cells not done (1 running, 1 pending)".into())
         );
         let mut gone = summary(0, 0, 0, 0);
         (gone.missing, gone.total) = (1, 1);
         assert_eq!(
-            queue_note(true, Some(&gone)).map(|n| n.line),
+            queue_note(QueueSeen::Read(&gone)).map(|n| n.line),
             Some("queue: 1 of 1 cell not done (1 missing)".into())
         );
     }
 
     #[test]
     fn all_done_asks_once_and_no_queue_says_nothing() {
-        let note = queue_note(true, Some(&summary(12, 9, 0, 0))).expect("a queue");
+        let note = queue_note(QueueSeen::Read(&summary(12, 9, 0, 0))).expect("a queue");
         assert_eq!(note.line, "queue: all 12 cells done, 9 verified");
         assert!(!note.looks.needs_second_confirm());
-        assert_eq!(queue_note(false, Some(&summary(1, 0, 1, 0))), None);
-        let unread = queue_note(true, None).expect("a queue");
+        assert_eq!(queue_note(QueueSeen::NotConfigured), None);
+        let unread = queue_note(QueueSeen::Unread {
+            file: "/w/q.txt",
+            why: None,
+        })
+        .expect("a queue");
         assert_eq!(unread.looks, QueueLooks::Unread);
+        assert_eq!(
+            unread.line,
+            "queue: /w/q.txt not read, so none of its cells is accounted for"
+        );
+        let said = queue_note(QueueSeen::Unread {
+            file: "/w/q.txt",
+            why: Some("the box did not answer"),
+        })
+        .map(|n| n.line);
+        assert_eq!(
+            said.as_deref(),
+            Some(
+                "queue: /w/q.txt not read (the box did not answer), so none of its cells is \
+                 accounted for"
+            )
+        );
         assert!(unread.looks.needs_second_confirm());
     }
 
@@ -160,7 +200,7 @@ mod tests {
             start_index: 0,
             command: "bash run_queue.sh '/w/\u{1b}[2Jq.txt' 0".into(),
         });
-        let line = queue_note(true, Some(&s))
+        let line = queue_note(QueueSeen::Read(&s))
             .map(|n| n.line)
             .unwrap_or_default();
         assert!(!line.contains('\u{1b}'), "{line:?}");

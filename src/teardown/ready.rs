@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::guard::PlanLooks;
+use super::facts::PlanLooks;
 use super::plan::{Method, TeardownPlan};
 use crate::clocks::Profile;
 use crate::config::{FleetConfig, HostConfig};

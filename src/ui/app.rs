@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::teardown_modal::{ModalAction, TeardownModal};
+use super::teardown_modal::{TeardownModal, event_of};
 use crate::pull::Progress;
-use crate::teardown::GuardEvent;
+use crate::teardown::{Effect, Stage};
 
 use crate::fleet::{FleetState, HostState};
 use crate::signals::Severity;
@@ -66,15 +66,11 @@ pub enum Action {
     Teardown(String),
     /// Silence the host's alerts for two hours, or lift its silence.
     Silence(String),
-    /// The guard asks for its last look at the box, after the last confirmation.
-    FinalCheck {
+    /// What the teardown dialog asks for (a check, the final look, the destroy), for the
+    /// executor.
+    Dialog {
         host: String,
-        opening: u64,
-    },
-    /// The guard fired for this host, relying on this pull: run its destroy once.
-    Destroy {
-        host: String,
-        pull_id: i64,
+        effects: Vec<Effect>,
     },
 }
 
@@ -208,36 +204,29 @@ impl App {
             return Action::None;
         }
         if let Some(modal) = &mut self.modal {
-            let event = match key.code {
-                KeyCode::Up | KeyCode::Down | KeyCode::PageUp | KeyCode::PageDown => {
-                    modal.scroll_by(match key.code {
-                        KeyCode::Up => -1,
-                        KeyCode::Down => 1,
-                        KeyCode::PageUp => -10,
-                        _ => 10,
-                    });
-                    return Action::None;
-                }
-                KeyCode::Esc => GuardEvent::Cancel,
-                KeyCode::Enter => GuardEvent::Confirm,
-                KeyCode::Backspace => GuardEvent::Backspace,
-                KeyCode::Char(c) => GuardEvent::Key(c),
-                _ => return Action::None,
+            let lines = match key.code {
+                KeyCode::Up => -1,
+                KeyCode::Down => 1,
+                KeyCode::PageUp => -10,
+                KeyCode::PageDown => 10,
+                _ => 0,
             };
-            return match modal.key(event) {
-                ModalAction::None => Action::None,
-                ModalAction::Close => {
-                    self.modal = None;
-                    Action::None
-                }
-                ModalAction::FinalCheck { opening } => Action::FinalCheck {
-                    host: modal.host.clone(),
-                    opening,
-                },
-                ModalAction::Destroy { pull_id } => Action::Destroy {
-                    host: modal.host.clone(),
-                    pull_id,
-                },
+            if lines != 0 {
+                modal.scroll_by(lines);
+                return Action::None;
+            }
+            let Some(event) = event_of(key.code) else {
+                return Action::None;
+            };
+            let effects = modal.dialog.handle(event);
+            let host = modal.host().to_string();
+            if modal.dialog.stage() == &Stage::Closed {
+                self.modal = None;
+            }
+            return if effects.is_empty() {
+                Action::None
+            } else {
+                Action::Dialog { host, effects }
             };
         }
         if self.help {

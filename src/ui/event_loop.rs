@@ -14,12 +14,16 @@ use tokio::sync::mpsc;
 use super::alerting::toggle_silence;
 use super::app::{Action, App};
 use super::jobs::{self, JobMsg};
-use super::teardown_modal::{ModalAction, Phase, TeardownModal};
+use super::teardown_modal::TeardownModal;
 use super::theme::Theme;
 use super::{Ctx, draw};
+use crate::demo::teardown::DemoIo;
 use crate::fleet::{FleetState, HostState};
 use crate::runtime::{Runtime, Sender, Step};
-use crate::teardown::{GuardEvent, QueueNote, RunLooks, queue_note};
+use crate::teardown::{
+    Dialog, Effect, Event as DialogEvent, LiveIo, QueueNote, QueueSeen, RunLooks, Stage,
+    TeardownIo, queue_note,
+};
 
 /// The dashboard's loop over any ratatui backend and any stream of terminal events, so the
 /// same loop runs in a terminal and in tests on a `TestBackend`.
@@ -84,17 +88,7 @@ where
                         Action::Pull(host) => start_pull(&mut app, runtime, &host, &job_tx),
                         Action::Teardown(host) => open_teardown(&mut app, runtime, &host, &job_tx),
                         Action::Silence(host) => toggle_silence(&mut app, runtime.is_demo(), &host),
-                        Action::FinalCheck { host, opening } => {
-                            if let Some(h) = state.host(&host) {
-                                let demo = runtime.is_demo();
-                                jobs::spawn_final_check(runtime.session(&host), h.config.clone(), opening, demo, job_tx.clone());
-                            }
-                        }
-                        Action::Destroy { host, pull_id } => {
-                            if let Some(job) = teardown_ctx(runtime, &host) {
-                                jobs::spawn_destroy(job, pull_id, job_tx.clone());
-                            }
-                        }
+                        Action::Dialog { host, effects } => carry_out(runtime, &host, effects, &job_tx),
                     }
                     dirty = true;
                 }
@@ -123,10 +117,8 @@ where
                 dirty = true;
             }
             Some(msg) = job_rx.recv() => {
-                if let Some((host, pull_id)) = job_done(&mut app, &mut runtime.state, msg) {
-                    if let Some(job) = teardown_ctx(runtime, &host) {
-                        jobs::spawn_destroy(job, pull_id, job_tx.clone());
-                    }
+                if let Some((host, effects)) = job_done(&mut app, &mut runtime.state, msg) {
+                    carry_out(runtime, &host, effects, &job_tx);
                 }
                 dirty = true;
             }
@@ -142,30 +134,19 @@ where
     Ok(())
 }
 
-/// The open teardown dialog follows the run's state and the queue, and a check older than its
-/// limit no longer counts: it is taken again.
+/// The open teardown dialog follows the run's state and the queue, and ages its check (a check
+/// older than its limit no longer counts and is taken again).
 fn age_modal(app: &mut App, runtime: &Runtime, tx: &mpsc::Sender<JobMsg>) {
     let state = &runtime.state;
     let Some(modal) = &mut app.modal else { return };
-    let Some(h) = state.host(&modal.host) else {
+    let Some(h) = state.host(modal.host()) else {
         return;
     };
-    modal
-        .guard
-        .handle(GuardEvent::RunLooks(RunLooks::of(&h.run)));
-    modal.set_queue(queue_note_of(state, h));
-    if modal.age(std::time::Instant::now()) {
-        if let Some(job) = teardown_ctx(runtime, &modal.host) {
-            let run = RunLooks::of(&h.run);
-            jobs::spawn_check(
-                runtime.session(&modal.host),
-                job,
-                modal.guard.opening(),
-                run,
-                tx.clone(),
-            );
-        }
-    }
+    let dialog = &mut modal.dialog;
+    let mut effects = dialog.handle(DialogEvent::Run(RunLooks::of(&h.run)));
+    effects.extend(dialog.handle(DialogEvent::Queue(queue_note_of(state, h))));
+    effects.extend(dialog.handle(DialogEvent::Tick(std::time::Instant::now())));
+    carry_out(runtime, &h.config.name, effects, tx);
 }
 
 const WAITS: &str =
@@ -174,7 +155,7 @@ const WAITS: &str =
 fn destroying(app: &App) -> bool {
     app.modal
         .as_ref()
-        .is_some_and(|m| m.phase == Phase::Running)
+        .is_some_and(|m| matches!(m.dialog.stage(), Stage::Destroying { .. }))
 }
 
 /// SIGTERM or SIGHUP: true to quit now; while a destroy runs, says so and marks the loop to quit
@@ -188,14 +169,43 @@ fn stop_now(app: &mut App, after_destroy: &mut bool) -> bool {
     false
 }
 
-fn teardown_ctx(runtime: &Runtime, host: &str) -> Option<jobs::TeardownCtx> {
+/// The teardown dialog's I/O for `host`: the live box, or the demo's replay. The only place the
+/// dashboard tells them apart for a teardown.
+fn teardown_io(runtime: &Runtime, host: &str) -> Option<std::sync::Arc<dyn TeardownIo>> {
     let state = &runtime.state;
     let h = state.host(host)?;
-    Some(jobs::TeardownCtx {
-        host: h.config.clone(),
-        profile: state.profile(&h.config.profile).cloned(),
-        fleet: runtime.fleet().cloned(),
+    let profile = state.profile(&h.config.profile).cloned();
+    Some(match runtime.fleet() {
+        Some(fleet) => std::sync::Arc::new(LiveIo {
+            session: runtime.session(host),
+            host: h.config.clone(),
+            profile,
+            fleet: std::sync::Arc::clone(fleet),
+            ledger: crate::ledger::default_path(),
+        }),
+        None => std::sync::Arc::new(DemoIo {
+            host: h.config.clone(),
+            profile,
+        }),
     })
+}
+
+/// Hands the dialog's effects to the one executor, each as its own task.
+fn carry_out(runtime: &Runtime, host: &str, effects: Vec<Effect>, tx: &mpsc::Sender<JobMsg>) {
+    if effects.is_empty() {
+        return;
+    }
+    let Some(io) = teardown_io(runtime, host) else {
+        return;
+    };
+    for effect in effects {
+        jobs::spawn_teardown(
+            std::sync::Arc::clone(&io),
+            host.to_string(),
+            effect,
+            tx.clone(),
+        );
+    }
 }
 
 fn start_pull(app: &mut App, runtime: &Runtime, host: &str, tx: &mpsc::Sender<JobMsg>) {
@@ -226,60 +236,49 @@ fn start_pull(app: &mut App, runtime: &Runtime, host: &str, tx: &mpsc::Sender<Jo
     let progress = std::sync::Arc::new(crate::pull::Progress::default());
     app.pulls
         .insert(host.to_string(), std::sync::Arc::clone(&progress));
-    if let Some(modal) = &mut app.modal {
-        if modal.host == host {
-            modal.guard.handle(GuardEvent::Invalidated);
-        }
+    if let Some(modal) = app.modal.as_mut().filter(|m| m.host() == host) {
+        modal.dialog.handle(DialogEvent::Invalidated);
     }
     jobs::spawn_pull(session, h.config.clone(), progress, tx.clone());
 }
 
 fn open_teardown(app: &mut App, runtime: &Runtime, host: &str, tx: &mpsc::Sender<JobMsg>) {
     let state = &runtime.state;
-    let (Some(h), Some(job)) = (state.host(host), teardown_ctx(runtime, host)) else {
+    let Some(h) = state.host(host) else {
         return;
     };
-    let run = RunLooks::of(&h.run);
     // Each opening has its own number: a check taken for an earlier one never counts here.
     app.openings += 1;
-    let mut modal = TeardownModal::new(host, app.openings);
-    modal.guard.handle(GuardEvent::RunLooks(run));
-    modal.set_queue(queue_note_of(state, h));
-    app.modal = Some(modal);
-    jobs::spawn_check(runtime.session(host), job, app.openings, run, tx.clone());
+    let mut dialog = Dialog::new(host, app.openings);
+    dialog.handle(DialogEvent::Run(RunLooks::of(&h.run)));
+    dialog.handle(DialogEvent::Queue(queue_note_of(state, h)));
+    let effects = dialog.handle(DialogEvent::Opened);
+    app.modal = Some(TeardownModal::new(dialog));
+    carry_out(runtime, host, effects, tx);
 }
 
 fn queue_note_of(state: &FleetState, h: &HostState) -> Option<QueueNote> {
-    queue_note(
-        h.config.queue.is_some(),
-        state.queue_summary(&h.config.name),
-    )
+    queue_note(match &h.config.queue {
+        None => QueueSeen::NotConfigured,
+        Some(q) => match state.queue_summary(&h.config.name) {
+            Some(summary) => QueueSeen::Read(summary),
+            None => QueueSeen::Unread {
+                file: &q.file,
+                why: None,
+            },
+        },
+    })
 }
 
-/// Applies a job's answer; Some((host, pull id)) when the final look let the guard fire.
-fn job_done(app: &mut App, state: &mut FleetState, msg: JobMsg) -> Option<(String, i64)> {
+/// Applies a job's answer; Some((host, effects)) when the teardown dialog asks for more.
+fn job_done(app: &mut App, state: &mut FleetState, msg: JobMsg) -> Option<(String, Vec<Effect>)> {
     match msg {
         JobMsg::Notice(text) => app.notice = Some(text),
-        JobMsg::Checked {
-            host,
-            opening,
-            words,
-            plan,
-            currentness,
-        } => {
-            if let Some(modal) = app.modal.as_mut().filter(|m| m.host == host) {
-                modal.checked(opening, words, plan, currentness);
-            }
-        }
-        JobMsg::FinalChecked {
-            host,
-            opening,
-            currentness,
-        } => {
-            let modal = app.modal.as_mut().filter(|m| m.host == host)?;
-            if let ModalAction::Destroy { pull_id } = modal.final_checked(opening, currentness) {
-                return Some((host, pull_id));
-            }
+        JobMsg::Teardown { host, event } => {
+            // An answer for a dialog since closed (or another host's) has no one to go to; one
+            // for an earlier opening of this host's dialog is ignored by the dialog itself.
+            let modal = app.modal.as_mut().filter(|m| m.host() == host)?;
+            return Some((host, modal.dialog.handle(event)));
         }
         JobMsg::Pulled {
             host,
@@ -295,17 +294,6 @@ fn job_done(app: &mut App, state: &mut FleetState, msg: JobMsg) -> Option<(Strin
         JobMsg::Verified(by_host) => {
             for (host, cells) in by_host {
                 state.set_verified(&host, cells, Utc::now());
-            }
-        }
-        JobMsg::Destroyed {
-            host,
-            outcome,
-            output,
-            last,
-        } => {
-            if let Some(modal) = app.modal.as_mut().filter(|m| m.host == host) {
-                modal.phase = Phase::Finished { outcome, last };
-                modal.messages = output;
             }
         }
     }

@@ -74,25 +74,29 @@ pub fn demo_frames(theme: &Theme, width: u16, height: u16) -> Vec<(&'static str,
 }
 
 /// The teardown modal on a demo box as its check leaves it: refused without a pull on
-/// record, or asking for the typed name.
+/// record, or asking for the typed name. The dialog walks as on screen, its check taken by the
+/// demo's I/O at `now`.
 fn teardown(state: &FleetState, host: &str, now: DateTime<Utc>) -> App {
+    use crate::teardown::{Dialog, Effect, Event, RunLooks};
     let mut app = App::new(true);
     app.selected = Some(host.into());
     let Some(h) = state.host(host) else {
         return app;
     };
-    let job = super::jobs::TeardownCtx {
+    let io = crate::demo::teardown::DemoIo {
         host: h.config.clone(),
         profile: state.profile(&h.config.profile).cloned(),
-        fleet: None,
     };
-    let run = crate::teardown::RunLooks::of(&h.run);
-    let mut modal = super::teardown_modal::TeardownModal::new(host, 1);
-    modal
-        .guard
-        .handle(crate::teardown::GuardEvent::RunLooks(run));
-    let (words, looks, currentness) = super::jobs::demo_check(&job, run, now);
-    modal.checked(1, words, looks, currentness);
-    app.modal = Some(modal);
+    let mut dialog = Dialog::new(host, 1);
+    dialog.handle(Event::Run(RunLooks::of(&h.run)));
+    for effect in dialog.handle(Event::Opened) {
+        if let Effect::Check { opening, run } = effect {
+            let answer = io
+                .check_at(run, now)
+                .answer(opening, std::time::Instant::now());
+            dialog.handle(answer);
+        }
+    }
+    app.modal = Some(super::teardown_modal::TeardownModal::new(dialog));
     app
 }

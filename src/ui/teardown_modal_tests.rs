@@ -1,10 +1,18 @@
 //! The modal on `TestBackend`: what it says at 80×24 and larger, that every byte a box chose is
-//! cleaned before it reaches the screen, and that it destroys only after the final look.
+//! cleaned before it reaches the screen, and the whole dialog end to end — keys through the
+//! app, effects through the one executor with the test I/O, every step rendered.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::*;
 use crate::ledger::{PullRecord, PulledFile};
-use crate::pull::Currentness;
-use crate::teardown::{Method, QueueNote, RunLooks, TeardownPlan, describe};
+use crate::pull::{Currentness, NotCurrent};
+use crate::teardown::scripted::ScriptedIo;
+use crate::teardown::{
+    CHECK_MAX_AGE, CheckFound, Description, Effect, Finished, Method, PlanLooks, QueueLooks,
+    QueueNote, RunLooks, TeardownPlan, describe, execute,
+};
+use crate::ui::app::{Action, App};
 
 const CURRENT: Currentness = Currentness::Current {
     pull_id: 7,
@@ -12,12 +20,6 @@ const CURRENT: Currentness = Currentness::Current {
     bytes: 1,
     fingerprint: 5,
 };
-
-fn name(modal: &mut TeardownModal) {
-    for c in modal.host.clone().chars() {
-        modal.key(GuardEvent::Key(c));
-    }
-}
 
 fn words(files: usize, odd: &str) -> Description {
     let plan = TeardownPlan {
@@ -66,13 +68,35 @@ fn words(files: usize, odd: &str) -> Description {
     describe(&plan, Some(&pull), RunLooks::Dead)
 }
 
-fn screen(modal: TeardownModal, width: u16, height: u16) -> String {
+/// A modal whose check (for `opening`) found this.
+fn checked(
+    host: &str,
+    opening: u64,
+    words: Description,
+    plan: PlanLooks,
+    c: Currentness,
+) -> TeardownModal {
+    let mut dialog = Dialog::new(host, 1);
+    let found = CheckFound {
+        words,
+        plan,
+        currentness: c,
+    };
+    dialog.handle(found.answer(opening, std::time::Instant::now()));
+    TeardownModal::new(dialog)
+}
+
+fn name(modal: &mut TeardownModal) {
+    for c in modal.host().to_string().chars() {
+        modal.dialog.handle(Event::Key(c));
+    }
+}
+
+fn screen_of(app: &App, width: u16, height: u16) -> String {
     let (_, state) = crate::demo::Demo::start(chrono::Utc::now());
-    let mut app = crate::ui::app::App::new(true);
-    app.modal = Some(modal);
     let theme = crate::ui::theme::Theme::mono();
     let ctx = Ctx {
-        app: &app,
+        app,
         state: &state,
         theme: &theme,
         now: chrono::Utc::now(),
@@ -81,10 +105,15 @@ fn screen(modal: TeardownModal, width: u16, height: u16) -> String {
     crate::ui::buffer_text(&crate::ui::render_buffer(&ctx, width, height))
 }
 
+fn screen(modal: TeardownModal, width: u16, height: u16) -> String {
+    let mut app = App::new(false);
+    app.modal = Some(modal);
+    screen_of(&app, width, height)
+}
+
 #[test]
 fn at_80x24_the_verdict_command_and_prompt_stay_and_failing_files_come_first() {
-    let mut modal = TeardownModal::new("gpu-a", 1);
-    modal.checked(1, words(40, "f"), PlanLooks::Runs, CURRENT);
+    let mut modal = checked("gpu-a", 1, words(40, "f"), PlanLooks::Runs, CURRENT);
     let text = screen(modal.clone(), 80, 24);
     assert!(text.contains("will run: vastai destroy"), "{text}");
     assert!(text.contains("Type the host's name to confirm"), "{text}");
@@ -101,15 +130,15 @@ fn at_80x24_the_verdict_command_and_prompt_stay_and_failing_files_come_first() {
 
 #[test]
 fn while_the_guard_refuses_there_is_no_name_prompt() {
-    let mut modal = TeardownModal::new("gpu-a", 1);
-    modal.checked(
+    let mut modal = checked(
+        "gpu-a",
         1,
         words(2, "f"),
         PlanLooks::Blocked("vastai is not installed".into()),
         CURRENT,
     );
     name(&mut modal);
-    assert_eq!(modal.guard.typed(), "");
+    assert_eq!(modal.dialog.typed(), "");
     let text = screen(modal, 100, 30);
     assert!(text.contains("REFUSED"), "{text}");
     assert!(text.contains("vastai is not installed"), "{text}");
@@ -119,18 +148,20 @@ fn while_the_guard_refuses_there_is_no_name_prompt() {
 #[test]
 fn no_byte_a_box_chose_reaches_the_screen_raw() {
     let osc = "\u{1b}]0;pwned\u{7}\u{1b}]52;c;cGF5bG9hZA==\u{7}\u{202e}gpj";
-    let mut modal = TeardownModal::new("gpu-a", 1);
-    modal.checked(
+    let mut modal = checked(
+        "gpu-a",
         1,
         words(4, osc),
         PlanLooks::Blocked(format!("vastai lists no instance {osc}")),
-        Currentness::NotCurrent(vec![crate::pull::NotCurrent::NewOnBox(format!("/w/{osc}"))]),
+        Currentness::NotCurrent(vec![NotCurrent::NewOnBox(format!("/w/{osc}"))]),
     );
-    modal.set_queue(Some(QueueNote {
+    modal.dialog.handle(Event::Queue(Some(QueueNote {
         looks: QueueLooks::NotAllDone,
         line: format!("queue: {osc}"),
-    }));
-    modal.messages = vec![format!("sftp: {osc}")];
+    })));
+    // Enter: the refusal's reasons, the box's names among them, become the messages.
+    modal.dialog.handle(Event::Confirm);
+    assert!(modal.dialog.messages().iter().any(|m| m.contains("pwned")));
     let text = screen(modal, 120, 50);
     assert!(text.contains("pwned"), "the text itself is shown:\n{text}");
     assert!(
@@ -143,27 +174,27 @@ fn no_byte_a_box_chose_reaches_the_screen_raw() {
 
 #[test]
 fn a_check_from_an_earlier_opening_is_ignored() {
-    let mut modal = TeardownModal::new("gpu-a", 2);
-    modal.checked(1, words(1, "f"), PlanLooks::Runs, CURRENT);
-    assert_eq!(modal.phase, Phase::Checking);
+    let mut modal = checked("gpu-a", 2, words(1, "f"), PlanLooks::Runs, CURRENT);
+    assert_eq!(modal.dialog.stage(), &Stage::Checking);
     name(&mut modal);
-    assert!(matches!(modal.key(GuardEvent::Confirm), ModalAction::None));
+    assert_eq!(modal.dialog.handle(Event::Confirm), vec![]);
+    let text = screen(modal, 100, 30);
+    assert!(text.contains("checking the last pull"), "{text}");
 }
 
 #[test]
 fn cells_not_done_ask_twice_and_the_destroy_waits_for_the_final_look() {
-    let mut modal = TeardownModal::new("b", 1);
-    modal.set_queue(Some(QueueNote {
+    let mut modal = checked("b", 1, Description::default(), PlanLooks::Runs, CURRENT);
+    modal.dialog.handle(Event::Queue(Some(QueueNote {
         looks: QueueLooks::NotAllDone,
         line: "queue: 1 of 3 cells not done (1 failed)".into(),
-    }));
-    modal.checked(1, Description::default(), PlanLooks::Runs, CURRENT);
+    })));
     name(&mut modal);
-    assert_eq!(modal.key(GuardEvent::Confirm), ModalAction::None);
+    assert_eq!(modal.dialog.handle(Event::Confirm), vec![]);
     assert!(
-        modal.messages[0].starts_with("Careful: not every queue cell is done."),
+        modal.dialog.messages()[0].starts_with("Careful: not every queue cell is done."),
         "{:?}",
-        modal.messages
+        modal.dialog.messages()
     );
     let text = screen(modal.clone(), 120, 40);
     assert!(
@@ -171,22 +202,149 @@ fn cells_not_done_ask_twice_and_the_destroy_waits_for_the_final_look() {
         "{text}"
     );
     assert_eq!(
-        modal.key(GuardEvent::Confirm),
-        ModalAction::FinalCheck { opening: 1 }
+        modal.dialog.handle(Event::Confirm),
+        vec![Effect::FinalCheck { opening: 1 }]
     );
     assert_eq!(
-        modal.final_checked(1, CURRENT),
-        ModalAction::Destroy { pull_id: 7 }
+        modal.dialog.handle(Event::FinalChecked {
+            opening: 1,
+            currentness: CURRENT
+        }),
+        vec![Effect::Destroy { pull_id: 7 }]
     );
 }
 
 #[test]
 fn an_aged_check_no_longer_counts() {
-    let mut modal = TeardownModal::new("b", 1);
-    modal.checked(1, Description::default(), PlanLooks::Runs, CURRENT);
+    let mut modal = checked("b", 1, Description::default(), PlanLooks::Runs, CURRENT);
     name(&mut modal);
-    let later = std::time::Instant::now() + CHECK_MAX_AGE + Duration::from_secs(1);
-    assert!(modal.age(later));
-    assert_eq!(modal.guard.typed(), "");
-    assert!(matches!(modal.key(GuardEvent::Confirm), ModalAction::None));
+    let later = std::time::Instant::now() + CHECK_MAX_AGE + std::time::Duration::from_secs(1);
+    assert_eq!(
+        modal.dialog.handle(Event::Tick(later)),
+        vec![Effect::Check {
+            opening: 1,
+            run: RunLooks::Unknown
+        }]
+    );
+    assert_eq!(modal.dialog.typed(), "");
+    let text = screen(modal.clone(), 100, 30);
+    assert!(text.contains("the check got old"), "{text}");
+    assert!(text.contains("checking the last pull"), "{text}");
+    assert_eq!(modal.dialog.handle(Event::Confirm), vec![]);
+}
+
+fn press(app: &mut App, code: KeyCode) -> Vec<Effect> {
+    let (_, state) = crate::demo::Demo::start(chrono::Utc::now());
+    match app.handle_key(KeyEvent::new(code, KeyModifiers::NONE), &state) {
+        Action::Dialog { effects, .. } => effects,
+        _ => Vec::new(),
+    }
+}
+
+/// What the event loop does with the dialog's effects: each through the one executor, its
+/// answer back into the dialog, until nothing more is asked.
+async fn carry_out(app: &mut App, io: &ScriptedIo, effects: Vec<Effect>) {
+    let mut pending = effects;
+    while let Some(effect) = pending.pop() {
+        let event = execute(io, effect).await;
+        if let Some(modal) = app.modal.as_mut() {
+            pending.extend(modal.dialog.handle(event));
+        }
+    }
+}
+
+fn scripted(currentness: Currentness) -> ScriptedIo {
+    ScriptedIo::new(
+        CheckFound {
+            words: words(2, "f"),
+            plan: PlanLooks::Runs,
+            currentness: currentness.clone(),
+        },
+        currentness,
+        Finished {
+            ending: Ending::Ran(DestroyOutcome::Confirmed),
+            output: vec!["destroying instance 4242.".into()],
+            last: "confirmed: vastai no longer lists instance 4242; OUTCOME NOT RECORDED: \
+                   database is locked"
+                .into(),
+        },
+    )
+}
+
+fn opened(host: &str) -> (App, Vec<Effect>) {
+    let mut app = App::new(false);
+    let mut dialog = Dialog::new(host, 1);
+    dialog.handle(Event::Run(RunLooks::Alive));
+    let effects = dialog.handle(Event::Opened);
+    app.modal = Some(TeardownModal::new(dialog));
+    (app, effects)
+}
+
+#[tokio::test]
+async fn the_dialog_end_to_end_open_check_name_second_confirm_final_look_destroy() {
+    let io = scripted(CURRENT);
+    let (mut app, effects) = opened("gpu-a");
+    let text = screen_of(&app, 120, 40);
+    assert!(text.contains("checking the last pull"), "{text}");
+    carry_out(&mut app, &io, effects).await;
+    let text = screen_of(&app, 120, 40);
+    assert!(
+        text.contains("Type the host's name to confirm: ▏"),
+        "{text}"
+    );
+    for c in "gpu-a".chars() {
+        assert_eq!(press(&mut app, KeyCode::Char(c)), vec![]);
+    }
+    assert!(screen_of(&app, 120, 40).contains("Type the host's name to confirm: gpu-a▏"));
+    // The run still looks alive: the first Enter asks again and asks for nothing yet.
+    assert_eq!(press(&mut app, KeyCode::Enter), vec![]);
+    let text = screen_of(&app, 120, 40);
+    assert!(
+        text.contains("Careful: the run still looks alive on this box"),
+        "{text}"
+    );
+    assert_eq!(io.asked(), vec!["check"]);
+    let effects = press(&mut app, KeyCode::Enter);
+    assert_eq!(effects, vec![Effect::FinalCheck { opening: 1 }]);
+    let text = screen_of(&app, 120, 40);
+    assert!(text.contains("taking a last look at the box"), "{text}");
+    carry_out(&mut app, &io, effects).await;
+    assert_eq!(io.asked(), vec!["check", "final check", "destroy #7"]);
+    let text = screen_of(&app, 120, 40);
+    assert!(text.contains("destroying instance 4242."), "{text}");
+    assert!(
+        text.contains("OUTCOME NOT RECORDED: database is locked. Any key closes."),
+        "what the destroy said is shown though its outcome was not recorded:\n{text}"
+    );
+    press(&mut app, KeyCode::Char('x'));
+    assert!(app.modal.is_none(), "any key closes");
+}
+
+#[tokio::test]
+async fn the_dialog_end_to_end_refused_takes_no_name_and_runs_nothing() {
+    let io = scripted(Currentness::NotCurrent(vec![NotCurrent::NeverPulled]));
+    let (mut app, effects) = opened("gpu-a");
+    carry_out(&mut app, &io, effects).await;
+    for code in [
+        KeyCode::Char('g'),
+        KeyCode::Enter,
+        KeyCode::Char('g'),
+        KeyCode::Enter,
+    ] {
+        assert_eq!(press(&mut app, code), vec![]);
+    }
+    let text = screen_of(&app, 120, 40);
+    assert!(text.contains("REFUSED — not until:"), "{text}");
+    assert!(
+        text.contains(&NotCurrent::NeverPulled.to_string()),
+        "{text}"
+    );
+    assert!(!text.contains("Type the host's name to confirm"), "{text}");
+    assert!(
+        text.contains("type the host's name, gpu-a, to confirm"),
+        "{text}"
+    );
+    assert_eq!(io.asked(), vec!["check"]);
+    press(&mut app, KeyCode::Esc);
+    assert!(app.modal.is_none());
 }

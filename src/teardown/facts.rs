@@ -1,0 +1,55 @@
+//! What the dialog is told besides keys and checks: how the run looks, whether the destroy can
+//! run, and what the destroy said.
+
+use crate::ledger::DestroyOutcome;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunLooks {
+    Alive,
+    Dead,
+    Unknown,
+}
+
+impl RunLooks {
+    pub fn of(state: &crate::signals::RunState) -> RunLooks {
+        use crate::signals::RunState;
+        match state {
+            RunState::Alive { .. } => RunLooks::Alive,
+            RunState::Dead { .. } | RunState::NotConfigured => RunLooks::Dead,
+            RunState::Unknown { .. } => RunLooks::Unknown,
+        }
+    }
+}
+
+/// Whether the destroy itself can happen, as the check found it before any name is typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanLooks {
+    /// Not looked at yet.
+    Unknown,
+    /// A command whose program exists and is executable.
+    Runs,
+    /// The platform has no API: the user destroys it at the provider and says so here.
+    ByHand,
+    /// It cannot run (no instance id, the program is missing, the instance is another box's):
+    /// refused, with why.
+    Blocked(String),
+}
+
+/// How a destroy ended, as every front end shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    Ran(DestroyOutcome),
+    /// Refused at the last step (no intent could be recorded, nothing to run): nothing ran.
+    Refused,
+    /// A rehearsal (the demo): the guard let it through and nothing could run.
+    Rehearsed,
+}
+
+/// What the destroy said: its output line by line, then its last line (the outcome, why, and
+/// where it is recorded, or why it is not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    pub ending: Ending,
+    pub output: Vec<String>,
+    pub last: String,
+}

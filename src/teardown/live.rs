@@ -1,0 +1,116 @@
+//! The dialog's I/O on a real box, for the dashboard and `rigwatch teardown` alike: the pull
+//! checked over the host's pooled session against the ledger's last pull, the plan's readiness
+//! asked of the provider, and the one destroy path.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
+use super::describe::{Description, describe};
+use super::destroy::{Confirming, DestroyReport, destroy, with_ledger};
+use super::facts::{Finished, PlanLooks, RunLooks};
+use super::io::{CheckFound, TeardownIo};
+use super::plan::plan;
+use super::ready::plan_looks;
+use crate::clocks::Profile;
+use crate::config::{FleetConfig, HostConfig};
+use crate::ledger::PullRecord;
+use crate::pull::{Currentness, Depth, NotCurrent, check_host};
+use crate::transport::Session;
+
+pub struct LiveIo {
+    /// The host's pooled session; None while its link is down (the check then refuses).
+    pub session: Option<Arc<Session>>,
+    pub host: HostConfig,
+    /// None for a profile the fleet names but rigwatch does not know: refused.
+    pub profile: Option<Profile>,
+    /// For the provider CLIs, the ssh config and the teardown tuning.
+    pub fleet: Arc<FleetConfig>,
+    /// None without a state dir: nothing is pulled on record, and no destroy can be recorded.
+    pub ledger: Option<PathBuf>,
+}
+
+impl LiveIo {
+    /// The ledger's last pull of this host; an unreadable ledger is said, not taken for "none".
+    async fn last_pull(&self) -> Result<Option<PullRecord>, NotCurrent> {
+        let unreadable = |why: String| NotCurrent::Failed {
+            path: "the ledger".into(),
+            why,
+        };
+        let path = self
+            .ledger
+            .as_ref()
+            .ok_or_else(|| unreadable("no state dir holds it".into()))?;
+        let name = self.host.name.clone();
+        with_ledger(path, move |l| l.latest_pull(&name))
+            .await
+            .map_err(unreadable)
+    }
+
+    async fn look(&self, depth: Depth) -> (Option<PullRecord>, Currentness) {
+        match self.last_pull().await {
+            Ok(last) => {
+                let seen =
+                    check_host(self.session.as_deref(), &self.host, last.as_ref(), depth).await;
+                (last, seen)
+            }
+            Err(why) => (None, Currentness::NotCurrent(vec![why])),
+        }
+    }
+
+    fn unknown_profile(&self) -> String {
+        format!("unknown platform profile {}", self.host.profile)
+    }
+}
+
+impl TeardownIo for LiveIo {
+    fn check(&self, run: RunLooks) -> BoxFuture<'_, CheckFound> {
+        async move {
+            let (last, currentness) = self.look(Depth::Stat).await;
+            let Some(profile) = &self.profile else {
+                return CheckFound {
+                    words: Description::default(),
+                    plan: PlanLooks::Blocked(self.unknown_profile()),
+                    currentness,
+                };
+            };
+            let plan = plan(&self.host, profile, &self.fleet.providers);
+            CheckFound {
+                plan: plan_looks(&plan, &self.host, profile, &self.fleet).await,
+                words: describe(&plan, last.as_ref(), run),
+                currentness,
+            }
+        }
+        .boxed()
+    }
+
+    fn final_check(&self) -> BoxFuture<'_, Currentness> {
+        async move { self.look(Depth::Content).await.1 }.boxed()
+    }
+
+    fn destroy(&self, pull_id: i64) -> BoxFuture<'_, Finished> {
+        async move {
+            let refused = |why: String| DestroyReport {
+                command: None,
+                output: Vec::new(),
+                outcome: Err(why),
+                recorded: Err("nothing ran".into()),
+            };
+            let report = match (&self.profile, &self.ledger) {
+                (None, _) => refused(self.unknown_profile()),
+                (Some(_), None) => {
+                    refused("no state dir for the ledger, so the intent cannot be recorded".into())
+                }
+                (Some(profile), Some(ledger)) => {
+                    let method = plan(&self.host, profile, &self.fleet.providers).method;
+                    let confirming = Confirming::for_host(profile, &self.fleet);
+                    destroy(&self.host, &method, pull_id, ledger, &confirming).await
+                }
+            };
+            Finished::from(report)
+        }
+        .boxed()
+    }
+}
