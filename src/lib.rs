@@ -47,12 +47,14 @@
 //!   Imports: `clocks`, `config`, `fleet`, `ledger`, `monitor`, `probe`, `pull`, `readings`,
 //!   `sanitize`, `signals`, `teardown` (the demo's teardown I/O), `transport`.
 //! - `runtime` — the one consumer of the readings: owns the fleet's state, judges it each tick,
-//!   runs alerts and sinks, saves memory; `status` is the same given one probe. Imports:
-//!   `alerts`, `clocks`, `config`, `demo`, `fleet`, `ledger`, `metrics`, `monitor`, `provider`,
-//!   `readings`, `sanitize`, `transport`.
+//!   runs alerts and sinks, saves memory, and runs the slow work a front end asks for (pulls,
+//!   the teardown dialog's effects, live or demo); `status` is the same given one probe.
+//!   Imports: `alerts`, `clocks`, `config`, `demo`, `fleet`, `ledger`, `metrics`, `monitor`,
+//!   `provider`, `pull`, `queue`, `readings`, `sanitize`, `teardown`, `transport`.
 //! - `ui` — the dashboard: the only module that imports ratatui/crossterm; draws the runtime's
-//!   state and turns keys into actions. Imports: `alerts`, `clocks`, `config`, `demo`, `fleet`,
-//!   `ledger`, `monitor`, `probe`, `provider`, `pull`, `queue`, `readings`, `runtime`,
+//!   state and turns keys into actions, which the runtime carries out: it never touches the
+//!   network, and names other modules only for their data types. Imports: `alerts`, `clocks`,
+//!   `demo`, `fleet`, `ledger`, `probe`, `provider`, `pull`, `queue`, `readings`, `runtime`,
 //!   `sanitize`, `signals`, `teardown`, `transport`.
 //! - `cli` — subcommands; the only module that prints. Imports: `alerts`, `clocks`, `config`,
 //!   `fleet`, `glob`, `ledger`, `metrics`, `monitor`, `probe`, `provider`, `pull`, `queue`,

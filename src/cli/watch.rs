@@ -172,7 +172,8 @@ async fn watch(
                     }
                 }
                 Step::Notice(why) => eprintln!("rigwatch: {why}"),
-                Step::Readings => {}
+                // A watch starts no pulls or teardowns.
+                Step::Readings | Step::Pulled { .. } | Step::Teardown { .. } => {}
             },
             () = every(digest.as_mut()) => {
                 if let Some(event) = runtime.digest(Utc::now()) {

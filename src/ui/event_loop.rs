@@ -1,5 +1,6 @@
 //! One loop, one `select!`: terminal input, the runtime's steps (readings, link changes, the
-//! 1 Hz judgement for countdowns and ages), jobs' answers, and SIGTERM/SIGHUP. Drain what is
+//! 1 Hz judgement for countdowns and ages, pulls' and the teardown's answers), and
+//! SIGTERM/SIGHUP. Drain what is
 //! pending, draw once; no fixed frame rate, and nothing here waits on the network.
 
 use std::time::Duration;
@@ -9,20 +10,16 @@ use crossterm::event::{Event, KeyEventKind};
 use futures::{Stream, StreamExt};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
-use tokio::sync::mpsc;
 
 use super::alerting::toggle_silence;
 use super::app::{Action, App};
-use super::jobs::{self, JobMsg};
 use super::teardown_modal::TeardownModal;
 use super::theme::Theme;
 use super::{Ctx, draw};
-use crate::demo::teardown::DemoIo;
 use crate::fleet::{FleetState, HostState};
 use crate::runtime::{Runtime, Sender, Step};
 use crate::teardown::{
-    Dialog, Effect, Event as DialogEvent, LiveIo, QueueNote, QueueSeen, RunLooks, Stage,
-    TeardownIo, queue_note,
+    Dialog, Event as DialogEvent, QueueNote, QueueSeen, RunLooks, Stage, queue_note,
 };
 
 /// The dashboard's loop over any ratatui backend and any stream of terminal events, so the
@@ -41,17 +38,6 @@ where
 {
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
-    let (job_tx, mut job_rx) = mpsc::channel::<JobMsg>(64);
-    if let Some(fleet) = runtime.fleet() {
-        let hosts = runtime
-            .state
-            .hosts
-            .iter()
-            .map(|h| h.config.clone())
-            .collect();
-        jobs::spawn_verified(hosts, job_tx.clone());
-        jobs::spawn_unfinished(std::sync::Arc::clone(fleet), &runtime.state, job_tx.clone());
-    }
     let mut dirty = true;
     // Data arriving faster than this is drawn together; keys are drawn at once.
     let frame_gap = Duration::from_millis(50);
@@ -85,10 +71,10 @@ where
                         Action::Quit => break,
                         Action::None => {}
                         Action::Refresh => app.notice = Some(runtime.refresh(Utc::now()).into()),
-                        Action::Pull(host) => start_pull(&mut app, runtime, &host, &job_tx),
-                        Action::Teardown(host) => open_teardown(&mut app, runtime, &host, &job_tx),
+                        Action::Pull(host) => start_pull(&mut app, runtime, &host),
+                        Action::Teardown(host) => open_teardown(&mut app, runtime, &host),
                         Action::Silence(host) => toggle_silence(&mut app, runtime.is_demo(), &host),
-                        Action::Dialog { host, effects } => carry_out(runtime, &host, effects, &job_tx),
+                        Action::Dialog { host, effects } => runtime.teardown(&host, effects),
                     }
                     dirty = true;
                 }
@@ -100,6 +86,18 @@ where
                 match step {
                     Step::Notice(why) => app.notice = Some(why),
                     Step::Readings => {}
+                    Step::Pulled { host, summary } => {
+                        app.pulls.remove(&host);
+                        app.notice = Some(summary);
+                    }
+                    Step::Teardown { host, event } => {
+                        // An answer for a dialog since closed (or another host's) has no one to
+                        // go to; one for an earlier opening is ignored by the dialog itself.
+                        if let Some(modal) = app.modal.as_mut().filter(|m| m.host() == host) {
+                            let effects = modal.dialog.handle(event);
+                            runtime.teardown(&host, effects);
+                        }
+                    }
                     Step::Ticked(_) => {
                         app.silenced = runtime.silenced().clone();
                         let sender = runtime.sender().clone();
@@ -111,14 +109,8 @@ where
                             }
                             told_sender = Some(sender);
                         }
-                        age_modal(&mut app, runtime, &job_tx);
+                        age_modal(&mut app, runtime);
                     }
-                }
-                dirty = true;
-            }
-            Some(msg) = job_rx.recv() => {
-                if let Some((host, effects)) = job_done(&mut app, &mut runtime.state, msg) {
-                    carry_out(runtime, &host, effects, &job_tx);
                 }
                 dirty = true;
             }
@@ -136,7 +128,7 @@ where
 
 /// The open teardown dialog follows the run's state and the queue, and ages its check (a check
 /// older than its limit no longer counts and is taken again).
-fn age_modal(app: &mut App, runtime: &Runtime, tx: &mpsc::Sender<JobMsg>) {
+fn age_modal(app: &mut App, runtime: &Runtime) {
     let state = &runtime.state;
     let Some(modal) = &mut app.modal else { return };
     let Some(h) = state.host(modal.host()) else {
@@ -146,7 +138,7 @@ fn age_modal(app: &mut App, runtime: &Runtime, tx: &mpsc::Sender<JobMsg>) {
     let mut effects = dialog.handle(DialogEvent::Run(RunLooks::of(&h.run)));
     effects.extend(dialog.handle(DialogEvent::Queue(queue_note_of(state, h))));
     effects.extend(dialog.handle(DialogEvent::Tick(std::time::Instant::now())));
-    carry_out(runtime, &h.config.name, effects, tx);
+    runtime.teardown(&h.config.name, effects);
 }
 
 const WAITS: &str =
@@ -169,80 +161,23 @@ fn stop_now(app: &mut App, after_destroy: &mut bool) -> bool {
     false
 }
 
-/// The teardown dialog's I/O for `host`: the live box, or the demo's replay. The only place the
-/// dashboard tells them apart for a teardown.
-fn teardown_io(runtime: &Runtime, host: &str) -> Option<std::sync::Arc<dyn TeardownIo>> {
-    let state = &runtime.state;
-    let h = state.host(host)?;
-    let profile = state.profile(&h.config.profile).cloned();
-    Some(match runtime.fleet() {
-        Some(fleet) => std::sync::Arc::new(LiveIo {
-            session: runtime.session(host),
-            host: h.config.clone(),
-            profile,
-            fleet: std::sync::Arc::clone(fleet),
-            ledger: crate::ledger::default_path(),
-        }),
-        None => std::sync::Arc::new(DemoIo {
-            host: h.config.clone(),
-            profile,
-        }),
-    })
-}
-
-/// Hands the dialog's effects to the one executor, each as its own task.
-fn carry_out(runtime: &Runtime, host: &str, effects: Vec<Effect>, tx: &mpsc::Sender<JobMsg>) {
-    if effects.is_empty() {
-        return;
-    }
-    let Some(io) = teardown_io(runtime, host) else {
-        return;
-    };
-    for effect in effects {
-        jobs::spawn_teardown(
-            std::sync::Arc::clone(&io),
-            host.to_string(),
-            effect,
-            tx.clone(),
-        );
-    }
-}
-
-fn start_pull(app: &mut App, runtime: &Runtime, host: &str, tx: &mpsc::Sender<JobMsg>) {
-    let Some(h) = runtime.state.host(host) else {
-        return;
-    };
+fn start_pull(app: &mut App, runtime: &Runtime, host: &str) {
     if app.pulls.contains_key(host) {
         app.notice = Some(format!("pull {host}: already running"));
         return;
     }
-    if h.config.pull.is_none() {
-        app.notice = Some(format!(
-            "pull {host}: no [host.pull] paths in fleet.toml say what to bring home"
-        ));
-        return;
-    }
-    let Some(session) = runtime.session(host) else {
-        app.notice = Some(format!(
-            "pull {host}: {}",
-            if runtime.is_demo() {
-                "demo boxes are replays: there is nothing to pull"
-            } else {
-                "the link is down; it resumes from the .part files once it is back"
+    match runtime.pull(host) {
+        Err(why) => app.notice = Some(format!("pull {host}: {why}")),
+        Ok(progress) => {
+            app.pulls.insert(host.to_string(), progress);
+            if let Some(modal) = app.modal.as_mut().filter(|m| m.host() == host) {
+                modal.dialog.handle(DialogEvent::Invalidated);
             }
-        ));
-        return;
-    };
-    let progress = std::sync::Arc::new(crate::pull::Progress::default());
-    app.pulls
-        .insert(host.to_string(), std::sync::Arc::clone(&progress));
-    if let Some(modal) = app.modal.as_mut().filter(|m| m.host() == host) {
-        modal.dialog.handle(DialogEvent::Invalidated);
+        }
     }
-    jobs::spawn_pull(session, h.config.clone(), progress, tx.clone());
 }
 
-fn open_teardown(app: &mut App, runtime: &Runtime, host: &str, tx: &mpsc::Sender<JobMsg>) {
+fn open_teardown(app: &mut App, runtime: &Runtime, host: &str) {
     let state = &runtime.state;
     let Some(h) = state.host(host) else {
         return;
@@ -254,7 +189,7 @@ fn open_teardown(app: &mut App, runtime: &Runtime, host: &str, tx: &mpsc::Sender
     dialog.handle(DialogEvent::Queue(queue_note_of(state, h)));
     let effects = dialog.handle(DialogEvent::Opened);
     app.modal = Some(TeardownModal::new(dialog));
-    carry_out(runtime, host, effects, tx);
+    runtime.teardown(host, effects);
 }
 
 fn queue_note_of(state: &FleetState, h: &HostState) -> Option<QueueNote> {
@@ -268,34 +203,4 @@ fn queue_note_of(state: &FleetState, h: &HostState) -> Option<QueueNote> {
             },
         },
     })
-}
-
-/// Applies a job's answer; Some((host, effects)) when the teardown dialog asks for more.
-fn job_done(app: &mut App, state: &mut FleetState, msg: JobMsg) -> Option<(String, Vec<Effect>)> {
-    match msg {
-        JobMsg::Notice(text) => app.notice = Some(text),
-        JobMsg::Teardown { host, event } => {
-            // An answer for a dialog since closed (or another host's) has no one to go to; one
-            // for an earlier opening of this host's dialog is ignored by the dialog itself.
-            let modal = app.modal.as_mut().filter(|m| m.host() == host)?;
-            return Some((host, modal.dialog.handle(event)));
-        }
-        JobMsg::Pulled {
-            host,
-            summary,
-            verified,
-        } => {
-            app.pulls.remove(&host);
-            app.notice = Some(summary);
-            if let Some(cells) = verified {
-                state.set_verified(&host, cells, Utc::now());
-            }
-        }
-        JobMsg::Verified(by_host) => {
-            for (host, cells) in by_host {
-                state.set_verified(&host, cells, Utc::now());
-            }
-        }
-    }
-    None
 }

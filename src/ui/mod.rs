@@ -10,7 +10,6 @@ mod frames;
 mod header;
 mod help;
 mod host_detail;
-mod jobs;
 mod queue_views;
 pub mod svg;
 pub mod teardown_modal;

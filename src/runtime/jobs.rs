@@ -1,6 +1,7 @@
-//! The dashboard's slow work, off the event loop: pulls, and the teardown dialog's effects (run
-//! by the one executor, `teardown::execute`). Each runs as a task and reports back over one
-//! channel.
+//! The slow work a front end asks of the runtime, off its loop: pulls, the teardown dialog's
+//! effects (run by the one executor, `teardown::execute`, through the live box or the demo's
+//! replay), and what the ledger says at start. Each runs as a task and reports back over one
+//! channel, which `Runtime::step` reads.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -29,12 +30,12 @@ pub enum JobMsg {
     },
     /// The ledger's verified cells per queue host, read once at start.
     Verified(BTreeMap<String, BTreeSet<String>>),
-    /// Something to say in the status bar (an alert that could not be delivered).
+    /// Something to say (an unfinished destroy found at start).
     Notice(String),
 }
 
 /// Carries out one of the teardown dialog's effects through `io`, off the event loop.
-pub fn spawn_teardown(
+pub(super) fn spawn_teardown(
     io: Arc<dyn TeardownIo>,
     host: String,
     effect: Effect,
@@ -51,7 +52,7 @@ fn ledger() -> Result<Ledger, String> {
     Ledger::open(&path).map_err(|e| e.to_string())
 }
 
-pub fn spawn_pull(
+pub(super) fn spawn_pull(
     session: Arc<Session>,
     host: HostConfig,
     progress: Arc<Progress>,
@@ -105,7 +106,7 @@ pub fn spawn_pull(
 }
 
 /// Reads which queue cells the ledger's pulls verified, off the event loop.
-pub fn spawn_verified(hosts: Vec<HostConfig>, tx: mpsc::Sender<JobMsg>) {
+pub(super) fn spawn_verified(hosts: Vec<HostConfig>, tx: mpsc::Sender<JobMsg>) {
     if hosts.iter().all(|h| h.queue.is_none()) {
         return;
     }
@@ -121,7 +122,11 @@ pub fn spawn_verified(hosts: Vec<HostConfig>, tx: mpsc::Sender<JobMsg>) {
 
 /// Destroys rigwatch was stopped in the middle of, said once at start (and what the provider
 /// sees now recorded, where it can be asked).
-pub fn spawn_unfinished(fleet: Arc<FleetConfig>, state: &FleetState, tx: mpsc::Sender<JobMsg>) {
+pub(super) fn spawn_unfinished(
+    fleet: Arc<FleetConfig>,
+    state: &FleetState,
+    tx: mpsc::Sender<JobMsg>,
+) {
     let profiles: Vec<Profile> = state
         .hosts
         .iter()
