@@ -130,7 +130,7 @@ fn event(host: &str, state: AlertState) -> AlertEvent {
         v: SCHEMA_VERSION,
         at: Utc::now(),
         host: host.into(),
-        kind: "run_dead".into(),
+        kind: rigwatch::alerts::AlertKind::Signal(rigwatch::signals::SignalKind::RunDead),
         severity: if state == AlertState::Resolved {
             Severity::Info
         } else {

@@ -266,3 +266,69 @@ fn queues_show_in_the_overview_the_detail_and_the_roster() {
         "{detail}"
     );
 }
+
+/// The real dashboard loop (`ui::run`) on a `TestBackend`, fed by the demo runtime and a scripted
+/// stream of keys: the teardown of the demo's ready box goes open → checked → name typed →
+/// confirmed → last look → the guard lets it through, all through the same runtime and driver
+/// as a live box (the demo's I/O rehearses the destroy). A refused box never asks for the name.
+#[tokio::test]
+async fn the_dashboard_loop_walks_a_teardown_on_a_test_backend() {
+    use crossterm::event::Event;
+    use rigwatch::demo::teardown::READY;
+    use rigwatch::runtime::Runtime;
+    use std::time::Duration;
+
+    async fn walk(host: &str, keys: Vec<KeyCode>) -> String {
+        let mut runtime = Runtime::demo(1, chrono::Duration::seconds(2), chrono::Utc::now());
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 48)).expect("terminal");
+        let mut app = App::new(true);
+        app.selected = Some(host.to_string());
+        // Each key waits for the dialog's answers (the demo answers at once) before the next;
+        // a second after the last, the stream ends, which ends the loop.
+        let stream = futures::stream::unfold(keys.into_iter(), |mut keys| async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            match keys.next() {
+                Some(code) => Some((Ok(Event::Key(key(code))), keys)),
+                None => {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    None
+                }
+            }
+        });
+        let ran = tokio::time::timeout(
+            Duration::from_secs(30),
+            rigwatch::ui::run(
+                &mut terminal,
+                Box::pin(stream),
+                app,
+                &mut runtime,
+                Theme::mono(),
+                DEMO_POLL,
+            ),
+        )
+        .await;
+        assert!(matches!(ran, Ok(Ok(()))), "the loop ended by itself");
+        buffer_text(terminal.backend().buffer())
+    }
+
+    let mut keys = vec![KeyCode::Char('T')];
+    keys.extend(READY.chars().map(KeyCode::Char));
+    // One Enter: the demo's ready box has a dead run and no queue, so nothing asks twice (a
+    // second key would close the finished dialog).
+    keys.push(KeyCode::Enter);
+    let screen = walk(READY, keys).await;
+    assert!(
+        screen.contains("Demo: the guard let it through; nothing was destroyed or recorded"),
+        "{screen}"
+    );
+
+    let refused = "h100-rebooted";
+    let mut keys = vec![KeyCode::Char('T')];
+    keys.extend(refused.chars().map(KeyCode::Char));
+    keys.push(KeyCode::Enter);
+    let screen = walk(refused, keys).await;
+    assert!(screen.contains("REFUSED — not until:"), "{screen}");
+    assert!(!screen.contains("Type the host's name"), "{screen}");
+    assert!(!screen.contains("guard let it through"), "{screen}");
+}

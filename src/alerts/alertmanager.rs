@@ -56,9 +56,12 @@ fn alert(
         .iter()
         .map(|(k, v)| (k.as_str(), text(v, 200)))
         .collect();
-    labels.insert("alertname", format!("rigwatch_{}", text(&event.kind, 100)));
+    labels.insert(
+        "alertname",
+        format!("rigwatch_{}", text(&event.kind.to_string(), 100)),
+    );
     labels.insert("host", text(&event.host, 200));
-    labels.insert("kind", text(&event.kind, 100));
+    labels.insert("kind", text(&event.kind.to_string(), 100));
     labels.insert("severity", severity_word(severity).into());
     if let Some(platform) = &event.platform {
         labels.insert("platform", text(platform, 100));
@@ -122,7 +125,7 @@ mod tests {
             v: SCHEMA_VERSION,
             at: "2026-11-24T03:12:09Z".parse().expect("time"),
             host: "gpu-\u{1b}[31m1\u{7}".into(),
-            kind: "clock_walltime".into(),
+            kind: crate::alerts::AlertKind::Clock(crate::clocks::ClockKind::Walltime),
             severity,
             state,
             message: "walltime ends in 50 min\u{1b}]0;owned\u{7}".into(),

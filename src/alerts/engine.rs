@@ -58,7 +58,7 @@ struct Track {
 #[derive(Debug, Default)]
 pub struct Engine {
     timing: Timing,
-    tracks: BTreeMap<(String, String, Option<String>), Track>,
+    tracks: BTreeMap<(String, super::AlertKind, Option<String>), Track>,
 }
 
 impl Engine {
@@ -91,7 +91,7 @@ impl Engine {
             if held(c) {
                 continue;
             }
-            let key = (c.host.clone(), c.kind.clone(), c.subject.clone());
+            let key = (c.host.clone(), c.kind, c.subject.clone());
             present.insert(key.clone());
             let track = self.tracks.entry(key).or_insert_with(|| Track {
                 condition: c.clone(),
@@ -175,7 +175,7 @@ impl Engine {
             } else {
                 "*".into()
             },
-            kind: "digest".into(),
+            kind: super::AlertKind::Digest,
             severity: worst,
             state: AlertState::Firing,
             message: crate::sanitize::line(
@@ -207,7 +207,7 @@ impl Engine {
         for t in tracks {
             let c = &t.condition;
             self.tracks
-                .insert((c.host.clone(), c.kind.clone(), c.subject.clone()), t);
+                .insert((c.host.clone(), c.kind, c.subject.clone()), t);
         }
     }
 
@@ -223,7 +223,7 @@ fn event(track: &Track, state: AlertState, repeat: bool, now: DateTime<Utc>) -> 
         v: SCHEMA_VERSION,
         at: now,
         host: c.host.clone(),
-        kind: c.kind.clone(),
+        kind: c.kind,
         severity: if state == AlertState::Resolved {
             Severity::Info
         } else {

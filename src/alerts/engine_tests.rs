@@ -14,7 +14,7 @@ fn at(secs: i64) -> DateTime<Utc> {
 fn cond(host: &str, kind: &str) -> Condition {
     Condition {
         host: host.into(),
-        kind: kind.into(),
+        kind: crate::alerts::AlertKind::parse(kind).expect("a known kind"),
         severity: Severity::Crit,
         message: format!("{kind} on {host}"),
         stage: None,
@@ -35,7 +35,10 @@ fn seen(conditions: &[Condition], frozen: BTreeSet<String>) -> Seen {
 }
 
 fn states(events: &[AlertEvent]) -> Vec<(String, AlertState)> {
-    events.iter().map(|e| (e.kind.clone(), e.state)).collect()
+    events
+        .iter()
+        .map(|e| (e.kind.to_string(), e.state))
+        .collect()
 }
 
 #[test]

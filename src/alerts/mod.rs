@@ -8,9 +8,12 @@
 
 pub mod alertmanager;
 pub mod engine;
+pub mod kind;
 pub mod notices;
 pub mod silences;
 pub mod sinks;
+
+pub use kind::{AlertKind, News};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -37,8 +40,9 @@ pub struct AlertEvent {
     pub v: u32,
     pub at: DateTime<Utc>,
     pub host: String,
-    /// A signal's kind (`run_dead`, `link_down`, `zombie_vram`, …) or `clock_<kind>`.
-    pub kind: String,
+    /// A signal's kind (`run_dead`, `link_down`, `zombie_vram`, …), `clock_<kind>`, a piece of
+    /// news (`pull_done`, …) or `digest`; on the wire, its name.
+    pub kind: AlertKind,
     pub severity: Severity,
     pub state: AlertState,
     pub message: String,
@@ -83,7 +87,7 @@ pub struct AlertData {
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Condition {
     pub host: String,
-    pub kind: String,
+    pub kind: AlertKind,
     pub severity: Severity,
     pub message: String,
     pub stage: Option<String>,
@@ -93,10 +97,7 @@ pub struct Condition {
 impl Condition {
     /// Conditions about reaching the host: never frozen, and they inhibit the host's others.
     pub fn is_link(&self) -> bool {
-        matches!(
-            self.kind.as_str(),
-            "link_down" | "login_refused" | "host_key_refused"
-        )
+        self.kind.is_link()
     }
 }
 
@@ -129,7 +130,7 @@ pub fn conditions(state: &FleetState, now: DateTime<Utc>) -> Seen {
         for s in h.signals.iter().filter(|s| s.severity >= Severity::Warn) {
             out.push(Condition {
                 host: name.clone(),
-                kind: word(&s.kind),
+                kind: AlertKind::Signal(s.kind),
                 severity: s.severity,
                 message: s.message.clone(),
                 stage: None,
@@ -146,7 +147,7 @@ pub fn conditions(state: &FleetState, now: DateTime<Utc>) -> Seen {
             };
             out.push(Condition {
                 host: name.clone(),
-                kind: format!("clock_{}", word(&c.kind)),
+                kind: AlertKind::Clock(c.kind),
                 severity,
                 message: c.message.clone(),
                 stage: Some(band.to_string()),
@@ -159,7 +160,7 @@ pub fn conditions(state: &FleetState, now: DateTime<Utc>) -> Seen {
         if cell.state == crate::queue::CellState::Failed {
             out.push(Condition {
                 host: cell.host.clone(),
-                kind: "queue_cell_failed".into(),
+                kind: AlertKind::QueueCellFailed,
                 severity: Severity::Warn,
                 message: format!(
                     "queue cell {} ({}) failed: {}",
@@ -177,12 +178,4 @@ pub fn conditions(state: &FleetState, now: DateTime<Utc>) -> Seen {
         frozen,
         link_unknown,
     }
-}
-
-/// A serde enum's wire name (`ZombieVram` → `zombie_vram`).
-fn word<T: Serialize>(value: &T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default()
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 
-use super::{AlertData, AlertEvent, AlertState, SCHEMA_VERSION};
+use super::{AlertData, AlertEvent, AlertKind, AlertState, News, SCHEMA_VERSION};
 use crate::fleet::FleetState;
 use crate::ledger::{DestroyOutcome, PullRecord, TeardownRecord};
 use crate::queue::CellState;
@@ -25,7 +25,7 @@ pub struct Notices {
 fn notice(
     at: DateTime<Utc>,
     host: &str,
-    kind: &str,
+    kind: News,
     severity: Severity,
     subject: Option<String>,
     message: String,
@@ -34,7 +34,7 @@ fn notice(
         v: SCHEMA_VERSION,
         at,
         host: host.to_string(),
-        kind: kind.to_string(),
+        kind: AlertKind::News(kind),
         severity,
         state: AlertState::Notice,
         message: crate::sanitize::line(&message, 500),
@@ -69,7 +69,7 @@ impl Notices {
                 out.push(notice(
                     now,
                     &h.config.name,
-                    "run_started",
+                    News::RunStarted,
                     Severity::Info,
                     None,
                     format!("run started: {how}"),
@@ -88,7 +88,7 @@ impl Notices {
                     out.push(notice(
                         now,
                         host,
-                        "queue_cell_done",
+                        News::QueueCellDone,
                         Severity::Info,
                         Some(name.clone()),
                         format!("queue cell {} done", crate::sanitize::line(name, 80)),
@@ -123,7 +123,7 @@ impl Notices {
             out.push(notice(
                 now,
                 &p.host,
-                if ok { "pull_done" } else { "pull_failed" },
+                if ok { News::PullDone } else { News::PullFailed },
                 if ok { Severity::Info } else { Severity::Warn },
                 Some(format!("#{}", p.id)),
                 format!(
@@ -149,7 +149,7 @@ impl Notices {
             out.push(notice(
                 now,
                 &t.host,
-                "teardown_done",
+                News::TeardownDone,
                 match outcome {
                     DestroyOutcome::Confirmed => Severity::Info,
                     DestroyOutcome::Unconfirmed => Severity::Warn,
@@ -207,21 +207,21 @@ mod tests {
         let unconfirmed = teardown(DestroyOutcome::Unconfirmed, minutes(5));
         let failed = teardown(DestroyOutcome::Failed, minutes(6));
         let news = n.from_ledger(&[], &[old, unconfirmed, failed], t0());
-        let said: Vec<(&str, Severity, &str)> = news
+        let said: Vec<(AlertKind, Severity, &str)> = news
             .iter()
-            .map(|e| (e.kind.as_str(), e.severity, e.message.as_str()))
+            .map(|e| (e.kind, e.severity, e.message.as_str()))
             .collect();
         let why = "the destroy command exited 0, but vastai still lists instance 4242";
         assert_eq!(
             said,
             [
                 (
-                    "teardown_done",
+                    AlertKind::News(News::TeardownDone),
                     Severity::Warn,
                     &*format!("teardown UNCONFIRMED: {why}")
                 ),
                 (
-                    "teardown_done",
+                    AlertKind::News(News::TeardownDone),
                     Severity::Crit,
                     &*format!("teardown FAILED: {why}")
                 ),

@@ -24,7 +24,7 @@ pub fn wants(rule: &AlertRule, event: &AlertEvent) -> bool {
     let any = |globs: &[String], text: &str| {
         globs.is_empty() || globs.iter().any(|g| crate::glob::matches(g, text))
     };
-    loud_enough && any(&rule.kinds, &event.kind) && any(&rule.hosts, &event.host)
+    loud_enough && any(&rule.kinds, &event.kind.to_string()) && any(&rule.hosts, &event.host)
 }
 
 /// Each rule that wants the event gets it from its own task, outside its quiet hours; a
@@ -87,7 +87,7 @@ pub async fn deliver(rule: &AlertRule, event: &AlertEvent) -> Result<(), String>
         Sink::Command(argv) => {
             let env = [
                 ("RIGWATCH_HOST", event.host.clone()),
-                ("RIGWATCH_KIND", event.kind.clone()),
+                ("RIGWATCH_KIND", event.kind.to_string()),
                 (
                     "RIGWATCH_SEVERITY",
                     format!("{:?}", event.severity).to_lowercase(),

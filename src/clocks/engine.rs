@@ -11,7 +11,9 @@ use crate::probe::SlurmJob;
 use crate::provider::{InstanceState, ProviderState};
 use crate::signals::Severity;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ClockKind {
     AutoRelease,
