@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-60}
-bin=target/release/rigwatch
+bin=${RIGWATCH:-target/release/rigwatch}   # RIGWATCH=path measures another build
 [ -x "$bin" ] || { echo "build first: cargo build --release" >&2; exit 2; }
 sock="rigwatch-cost-$$"
 tmux -L "$sock" -f /dev/null new-session -d -x 160 -y 48 "$bin demo --copies 13"

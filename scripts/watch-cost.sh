@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-30}
-bin=target/release/rigwatch
+bin=${RIGWATCH:-target/release/rigwatch}   # RIGWATCH=path measures another build
 [ -x "$bin" ] || { echo "build first: cargo build --release" >&2; exit 2; }
 hz=$(getconf CLK_TCK)
 

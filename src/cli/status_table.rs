@@ -28,8 +28,17 @@ fn pct(used: Option<u64>, total: Option<u64>) -> Option<f64> {
 }
 
 /// The mount closest to full on either dimension.
-fn worst_mount(mounts: &[MountReport]) -> String {
-    let scored = mounts.iter().map(|m| {
+fn worst_mount(mounts: &[MountReport]) -> Option<&MountReport> {
+    scored(mounts)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, m, _, _)| m)
+}
+
+/// Each mount with how full it is: the fuller of bytes and inodes, and each (None unknown).
+fn scored(
+    mounts: &[MountReport],
+) -> impl Iterator<Item = (f64, &MountReport, Option<f64>, Option<f64>)> {
+    mounts.iter().map(|m| {
         let bytes = pct(
             m.bytes_used,
             m.bytes_used.zip(m.bytes_avail).map(|(u, a)| u + a),
@@ -41,8 +50,11 @@ fn worst_mount(mounts: &[MountReport]) -> String {
             bytes,
             inodes,
         )
-    });
-    match scored.max_by(|a, b| a.0.total_cmp(&b.0)) {
+    })
+}
+
+fn mount_cell(mount: Option<&MountReport>) -> String {
+    match mount.and_then(|m| scored(std::slice::from_ref(m)).next()) {
         Some((_, m, bytes, inodes)) => {
             let show = |p: Option<f64>| p.map_or("?".into(), |p| format!("{p:.0}%"));
             format!(
@@ -82,8 +94,19 @@ fn write_host(out: &mut String, host: &HostStatus, width: usize) {
         host.link.state,
         host.run.word(),
         gpu,
-        worst_mount(&host.mounts)
+        mount_cell(worst_mount(&host.mounts))
     );
+    // When the fullest disk fills, in the words the dashboard's detail uses (one reading is too
+    // little to tell, and it says so).
+    if let Some(m) = worst_mount(&host.mounts) {
+        let _ = writeln!(
+            out,
+            "{:width$}    disk {}: {}",
+            "",
+            line(&m.path, 60),
+            m.fill.describe()
+        );
+    }
     if let Some(error) = &host.link.error {
         let _ = writeln!(out, "{:width$}    link: {}", "", line(error, 300));
     }

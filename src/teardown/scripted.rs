@@ -6,8 +6,10 @@ use std::sync::Mutex;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use super::facts::{Finished, RunLooks};
+use super::Description;
+use super::facts::{Ending, Finished, PlanLooks, RunLooks};
 use super::io::{CheckFound, TeardownIo};
+use crate::ledger::DestroyOutcome;
 use crate::pull::Currentness;
 
 pub struct ScriptedIo {
@@ -26,6 +28,27 @@ impl ScriptedIo {
             finished,
             asked: Mutex::new(Vec::new()),
         }
+    }
+
+    /// A box whose check finds `words` and a plan that runs, whose last look says `currentness`,
+    /// and whose destroy of vast.ai instance 4242 is confirmed but whose outcome could not be
+    /// recorded: the hardest ending for a front end to show honestly.
+    pub fn unrecorded_destroy(words: Description, currentness: Currentness) -> ScriptedIo {
+        ScriptedIo::new(
+            CheckFound {
+                words,
+                plan: PlanLooks::Runs,
+                currentness: currentness.clone(),
+            },
+            currentness,
+            Finished {
+                ending: Ending::Ran(DestroyOutcome::Confirmed),
+                output: vec!["destroying instance 4242.".into()],
+                last: "confirmed: vastai no longer lists instance 4242; OUTCOME NOT RECORDED: \
+                       database is locked"
+                    .into(),
+            },
+        )
     }
 
     pub fn asked(&self) -> Vec<String> {
