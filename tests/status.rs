@@ -319,7 +319,7 @@ fn table_output_names_states_and_signals_and_down_hosts_are_not_dead_runs() {
     );
     // One reading is too little to tell when a disk fills: said in the dashboard's words.
     assert!(
-        stdout.contains("disk /: growth not known yet (0m of data, 1 readings; needs 10m and 5)"),
+        stdout.contains("disk /: growth not known yet (0s of data, 1 readings; needs 10m and 5)"),
         "{stdout}"
     );
     let gone_line = stdout
