@@ -43,7 +43,8 @@ pub async fn live(
     }
     // Cost so far and "last seen up" carry over between runs, shared with `status`.
     let mut runtime = Runtime::live(Pool::start(fleet), fleet, &profiles, "rigwatch dashboard");
-    let shown = crate::ui::run_terminal(App::new(false), &mut runtime, theme, fleet.poll).await;
+    let shown =
+        crate::ui::run_terminal(App::new(runtime.is_demo()), &mut runtime, theme, fleet.poll).await;
     let (_, saved) = runtime.shutdown().await;
     shown.wrap_err("terminal I/O")?;
     saved.map_err(|why| color_eyre::eyre::eyre!(why))?;
@@ -56,7 +57,8 @@ pub async fn demo(theme: Theme, copies: usize) -> color_eyre::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let mut runtime = Runtime::demo(copies, chrono::Duration::seconds(30), Utc::now());
-    let shown = crate::ui::run_terminal(App::new(true), &mut runtime, theme, DEMO_POLL).await;
+    let shown =
+        crate::ui::run_terminal(App::new(runtime.is_demo()), &mut runtime, theme, DEMO_POLL).await;
     // The demo saves nothing, so there is no failure to report.
     let _ = runtime.shutdown().await;
     shown.wrap_err("terminal I/O")?;

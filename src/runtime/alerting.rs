@@ -178,6 +178,31 @@ impl Alerting {
         }
     }
 
+    /// `S`: silences `host` for two hours in the file every rigwatch reads, or lifts its
+    /// silence; what happened, in a line. The demo has nothing to silence and writes nothing.
+    pub fn toggle_silence(&mut self, host: &str, now: DateTime<Utc>) -> String {
+        let Some(path) = silences::path().filter(|_| self.delivery.is_some()) else {
+            return "demo: nothing to silence; `rigwatch watch` obeys S on a live fleet".into();
+        };
+        let mut all = silences::load(&path, now);
+        let said = if all.remove(host).is_some() {
+            format!("{host}: silence lifted")
+        } else {
+            let until = now + chrono::Duration::hours(2);
+            all.insert(host.to_string(), until);
+            format!(
+                "{host}: alerts silenced until {} (S again lifts it)",
+                until.format("%H:%M UTC")
+            )
+        };
+        let said = match silences::save(&path, &all) {
+            Ok(()) => said,
+            Err(e) => format!("silence not saved to {}: {e}", path.display()),
+        };
+        self.silenced = all;
+        said
+    }
+
     pub fn retime(&mut self, fleet: &FleetConfig) {
         self.engine.retime(Timing::of(&fleet.alerts));
     }

@@ -187,6 +187,11 @@ impl Runtime {
         self.alerting.sender()
     }
 
+    /// `S` on a host: its alerts silenced for two hours, or the silence lifted; in a line.
+    pub fn toggle_silence(&mut self, host: &str) -> String {
+        self.alerting.toggle_silence(host, Utc::now())
+    }
+
     /// The silences in force, as of the last tick.
     pub fn silenced(&self) -> &BTreeMap<String, DateTime<Utc>> {
         self.alerting.silenced()

@@ -11,7 +11,6 @@ use futures::{Stream, StreamExt};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
 
-use super::alerting::toggle_silence;
 use super::app::{Action, App};
 use super::teardown_modal::TeardownModal;
 use super::theme::Theme;
@@ -73,7 +72,10 @@ where
                         Action::Refresh => app.notice = Some(runtime.refresh(Utc::now()).into()),
                         Action::Pull(host) => start_pull(&mut app, runtime, &host),
                         Action::Teardown(host) => open_teardown(&mut app, runtime, &host),
-                        Action::Silence(host) => toggle_silence(&mut app, runtime.is_demo(), &host),
+                        Action::Silence(host) => {
+                            app.notice = Some(runtime.toggle_silence(&host));
+                            app.silenced = runtime.silenced().clone();
+                        }
                         Action::Dialog { host, effects } => runtime.teardown(&host, effects),
                     }
                     dirty = true;

@@ -1,7 +1,6 @@
 //! The dashboard: the only module that imports ratatui or crossterm. Views borrow the state and
 //! never mutate it; keys become actions; the event loop owns the state and does the I/O.
 
-mod alerting;
 mod alerts;
 pub mod app;
 mod event_loop;
