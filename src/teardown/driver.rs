@@ -69,6 +69,10 @@ pub enum Event {
     Queue(Option<QueueNote>),
     Key(char),
     Backspace,
+    /// Ctrl-U, as in a shell: what was typed is gone.
+    ClearName,
+    /// Ctrl-W: the last word of what was typed is gone (a name's words end at `-`, `_`, `.`).
+    DeleteWord,
     Confirm,
     Cancel,
     Destroyed(Finished),
@@ -195,7 +199,8 @@ impl Dialog {
         if self.stage == Stage::FinalChecking {
             why.push("taking the last look at the box; wait".to_string());
         }
-        if self.typed != self.host {
+        // While the evidence refuses, no name is asked for: typing it would change nothing.
+        if why.is_empty() && self.typed != self.host {
             why.push(format!("type the host's name, {}, to confirm", self.host));
         }
         why
@@ -269,7 +274,10 @@ impl Dialog {
                 self.queue = note;
                 Vec::new()
             }
-            (Stage::FinalChecking, Event::Key(_) | Event::Backspace) => Vec::new(),
+            (
+                Stage::FinalChecking,
+                Event::Key(_) | Event::Backspace | Event::ClearName | Event::DeleteWord,
+            ) => Vec::new(),
             (_, Event::Key(c)) => {
                 self.messages.clear();
                 if self.takes_name() && !c.is_control() && self.typed.chars().count() < 256 {
@@ -278,9 +286,22 @@ impl Dialog {
                 }
                 Vec::new()
             }
-            (_, Event::Backspace) => {
+            (_, edit @ (Event::Backspace | Event::ClearName | Event::DeleteWord)) => {
                 self.messages.clear();
-                self.typed.pop();
+                match edit {
+                    Event::ClearName => self.typed.clear(),
+                    Event::DeleteWord => {
+                        let word = |c: char| c.is_alphanumeric();
+                        let keep = self
+                            .typed
+                            .trim_end_matches(|c| !word(c))
+                            .trim_end_matches(word);
+                        self.typed.truncate(keep.len());
+                    }
+                    _ => {
+                        self.typed.pop();
+                    }
+                }
                 if self.stage == Stage::AwaitingSecondConfirm {
                     self.stage = Stage::AwaitingName;
                 }
@@ -290,7 +311,9 @@ impl Dialog {
         }
     }
 
-    fn takes_name(&self) -> bool {
+    /// Whether the dialog takes the host's name now (and Enter can confirm): never while the
+    /// evidence refuses, the check runs, or the destroy is under way or over.
+    pub fn takes_name(&self) -> bool {
         matches!(
             self.stage,
             Stage::AwaitingName | Stage::AwaitingSecondConfirm
@@ -324,6 +347,10 @@ impl Dialog {
     fn confirm(&mut self) -> Vec<Effect> {
         let why = self.refusals();
         if !why.is_empty() {
+            // A wrong name does not linger to be corrected: it is typed again, in full.
+            if self.takes_name() && self.typed != self.host {
+                self.typed.clear();
+            }
             self.messages = why;
             return Vec::new();
         }

@@ -112,7 +112,8 @@ fn destroys_once_only_after_a_final_check_that_saw_the_same_box() {
     let mut d = ready("box-1");
     typed(&mut d, "box-");
     refused(&mut d);
-    typed(&mut d, "1");
+    assert_eq!(d.typed(), "", "a wrong name is typed again, in full");
+    typed(&mut d, "box-1");
     assert_eq!(d.handle(Event::Confirm), vec![FINAL]);
     assert_eq!(d.stage(), &Stage::FinalChecking);
     typed(&mut d, "x");
@@ -347,4 +348,41 @@ fn a_refused_box_never_asks_for_the_name_whatever_is_pressed() {
         assert!(matches!(d.stage(), Stage::Refused(_)), "{:?}", d.stage());
     }
     assert_eq!(d.typed(), "");
+}
+
+#[test]
+fn a_refusal_never_asks_for_the_name_in_its_reasons() {
+    let mut d = Dialog::new("box-1", OPENING);
+    d.handle(checked(Currentness::NotCurrent(vec![
+        NotCurrent::NeverPulled,
+    ])));
+    let why = refused(&mut d);
+    assert!(
+        why.iter().all(|w| !w.contains("type the host's name")),
+        "{why:?}"
+    );
+    assert!(!d.takes_name());
+}
+
+#[test]
+fn the_name_is_edited_as_in_a_shell_and_a_wrong_one_is_cleared_on_enter() {
+    let mut d = ready("h100-zombie");
+    assert!(d.takes_name());
+    typed(&mut d, "h100-zom");
+    d.handle(Event::DeleteWord);
+    assert_eq!(d.typed(), "h100-", "Ctrl-W takes the last word");
+    d.handle(Event::DeleteWord);
+    assert_eq!(d.typed(), "", "and the one before it, with its dash");
+    typed(&mut d, "h100-zombi");
+    d.handle(Event::ClearName);
+    assert_eq!(d.typed(), "", "Ctrl-U clears the line");
+    typed(&mut d, "h100-zombe");
+    let why = refused(&mut d);
+    assert_eq!(d.typed(), "", "a wrong name does not stay after Enter");
+    assert!(
+        why[0].contains("type the host's name, h100-zombie"),
+        "{why:?}"
+    );
+    typed(&mut d, "h100-zombie");
+    assert_eq!(d.handle(Event::Confirm), vec![FINAL]);
 }

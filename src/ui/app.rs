@@ -215,7 +215,7 @@ impl App {
                 modal.scroll_by(lines);
                 return Action::None;
             }
-            let Some(event) = event_of(key.code) else {
+            let Some(event) = event_of(key) else {
                 return Action::None;
             };
             let effects = modal.dialog.handle(event);

@@ -34,13 +34,19 @@ impl TeardownModal {
     }
 }
 
-/// What a key means to the dialog; None for a key it does not take.
-pub fn event_of(key: crossterm::event::KeyCode) -> Option<Event> {
-    use crossterm::event::KeyCode;
-    match key {
+/// What a key means to the dialog, with line editing as in a shell (Ctrl-U, Ctrl-W); None for
+/// a key it does not take (no other control key types a letter).
+pub fn event_of(key: crossterm::event::KeyEvent) -> Option<Event> {
+    use crossterm::event::{KeyCode, KeyModifiers};
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    match key.code {
         KeyCode::Esc => Some(Event::Cancel),
         KeyCode::Enter => Some(Event::Confirm),
+        KeyCode::Backspace if ctrl => Some(Event::DeleteWord),
         KeyCode::Backspace => Some(Event::Backspace),
+        KeyCode::Char('u') if ctrl => Some(Event::ClearName),
+        KeyCode::Char('w') if ctrl => Some(Event::DeleteWord),
+        KeyCode::Char(_) if ctrl || key.modifiers.contains(KeyModifiers::ALT) => None,
         KeyCode::Char(c) => Some(Event::Key(c)),
         _ => None,
     }
@@ -113,8 +119,16 @@ fn footer<'a>(dialog: &'a Dialog, t: &super::theme::Theme) -> Vec<Line<'a>> {
             t.warn,
         ));
     }
+    // Enter is offered only where it can confirm: not while the evidence refuses.
     lines.push(Line::styled(
-        " Enter confirm · Esc cancel · ↑↓ PgUp PgDn scroll the files",
+        match dialog.stage() {
+            _ if dialog.takes_name() => {
+                " Enter confirm · Ctrl-U clear · Esc cancel · ↑↓ PgUp PgDn scroll the files"
+            }
+            Stage::Destroying { .. } => " the destroy runs: its outcome is shown here when it ends",
+            Stage::Finished(_) => " any key closes",
+            _ => " Esc close · ↑↓ PgUp PgDn scroll the files",
+        },
         t.stale,
     ));
     lines

@@ -326,11 +326,35 @@ async fn the_dialog_end_to_end_refused_takes_no_name_and_runs_nothing() {
         "{text}"
     );
     assert!(!text.contains("Type the host's name to confirm"), "{text}");
+    // Enter on a refused box says why it refuses, never to type the name.
     assert!(
-        text.contains("type the host's name, gpu-a, to confirm"),
+        !text.contains("type the host's name, gpu-a, to confirm"),
         "{text}"
     );
     assert_eq!(io.asked(), vec!["check"]);
     press(&mut app, KeyCode::Esc);
     assert!(app.modal.is_none());
+}
+
+#[test]
+fn control_keys_edit_the_name_and_never_type_their_letter() {
+    use crossterm::event::KeyModifiers as M;
+    let ctrl = |c| KeyEvent::new(KeyCode::Char(c), M::CONTROL);
+    assert_eq!(event_of(ctrl('u')), Some(Event::ClearName));
+    assert_eq!(event_of(ctrl('w')), Some(Event::DeleteWord));
+    assert_eq!(event_of(ctrl('x')), None);
+    assert_eq!(
+        event_of(KeyEvent::new(KeyCode::Char('u'), M::NONE)),
+        Some(Event::Key('u'))
+    );
+}
+
+#[tokio::test]
+async fn a_refused_box_offers_no_enter_to_confirm() {
+    let io = scripted(Currentness::NotCurrent(vec![NotCurrent::NeverPulled]));
+    let (mut app, effects) = opened("gpu-a");
+    carry_out(&mut app, &io, effects).await;
+    let text = screen_of(&app, 120, 40);
+    assert!(text.contains("Esc close"), "{text}");
+    assert!(!text.contains("Enter confirm"), "{text}");
 }
