@@ -121,6 +121,21 @@ fn keys_move_filter_sort_open_detail_and_quit() {
     assert_eq!(names, sorted);
     app.handle_key(key(KeyCode::Tab), &state);
     assert_eq!(app.pane, Pane::Alerts);
+    // Enter in the events pane opens the host of the event under the cursor, not the fleet's
+    // selected host.
+    let fleet_pick = app.selected.clone();
+    app.handle_key(key(KeyCode::Down), &state);
+    let event_host = state.events[1].host.clone();
+    assert_ne!(
+        Some(&event_host),
+        fleet_pick.as_ref(),
+        "a case that tells them apart"
+    );
+    app.handle_key(key(KeyCode::Enter), &state);
+    assert_eq!(app.view, View::Detail);
+    assert_eq!(app.selected.as_ref(), Some(&event_host));
+    app.handle_key(key(KeyCode::Esc), &state);
+    assert_eq!(app.view, View::Fleet);
     app.handle_key(key(KeyCode::Char('?')), &state);
     assert!(app.help);
     assert_eq!(

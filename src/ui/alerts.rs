@@ -15,10 +15,13 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let rows = usize::from(area.height.saturating_sub(2));
     // Time, host and severity take 30 columns; the text gets what is left inside the border.
     let room = usize::from(area.width.saturating_sub(2 + 30));
-    let skip = ctx
+    // The cursor (the event Enter opens) stays on screen: the window follows it.
+    let cursor = ctx
         .app
         .alerts_scroll
-        .min(ctx.state.events.len().saturating_sub(rows));
+        .min(ctx.state.events.len().saturating_sub(1));
+    let skip = cursor.saturating_sub(rows.saturating_sub(1));
+    let focused = ctx.app.pane == Pane::Alerts;
     let lines: Vec<Line> = if ctx.state.events.is_empty() {
         vec![Line::styled(
             " nothing has changed since rigwatch started",
@@ -28,23 +31,30 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         ctx.state
             .events
             .iter()
+            .enumerate()
             .skip(skip)
             .take(rows)
-            .map(|e| {
+            .map(|(i, e)| {
+                let here = focused && i == cursor;
+                let style = t.severity(Some(e.severity));
                 Line::styled(
                     format!(
-                        " {} {:<14} {:<4} {}",
+                        "{}{} {:<14} {:<4} {}",
+                        if here { "›" } else { " " },
                         e.at.format("%H:%M:%S"),
                         clean(&e.host, 14),
                         e.severity.word(),
                         fit(&clean(&e.text, 300), room)
                     ),
-                    t.severity(Some(e.severity)),
+                    if here {
+                        style.patch(t.selection)
+                    } else {
+                        style
+                    },
                 )
             })
             .collect()
     };
-    let focused = ctx.app.pane == Pane::Alerts;
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(

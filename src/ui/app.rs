@@ -253,6 +253,17 @@ impl App {
                 self.detail_scroll = 0;
             }
             KeyCode::Esc if !self.filter.is_empty() => self.filter.clear(),
+            // In the events pane, Enter opens the host the event under the cursor is about.
+            KeyCode::Enter if self.view == View::Fleet && self.pane == Pane::Alerts => {
+                let last = state.events.len().saturating_sub(1);
+                if let Some(event) = state.events.get(self.alerts_scroll.min(last))
+                    && state.host(&event.host).is_some()
+                {
+                    self.selected = Some(event.host.clone());
+                    self.detail_scroll = 0;
+                    self.view = View::Detail;
+                }
+            }
             KeyCode::Enter if !visible.is_empty() => {
                 self.select(&visible, index);
                 self.view = View::Detail;
@@ -312,6 +323,7 @@ impl App {
                     self.detail_scroll.saturating_sub(1)
                 };
             }
+            // The events pane's cursor: the event Enter opens.
             (View::Fleet, Pane::Alerts) => {
                 self.alerts_scroll = if delta > 0 {
                     self.alerts_scroll.saturating_add(1)

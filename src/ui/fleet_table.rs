@@ -32,16 +32,19 @@ enum Col {
     Queue,
 }
 
-/// Columns with their width, most important first; the narrowest terminals get the head.
+/// Columns with their width, most important first. As the terminal narrows they drop from the
+/// end of this list, one at a time and always in this order (README says it): a column never
+/// comes back at a narrower width. The host's width here is the least it gets; it grows to the
+/// names (see `name_width`).
 const COLUMNS: &[(Col, &str, u16)] = &[
     (Col::Name, "HOST", 14),
     (Col::Link, "LINK", 10),
     (Col::Run, "RUN", 9),
     (Col::Signal, "NEEDS YOU", 24),
     (Col::Queue, "QUEUE", 24),
-    (Col::Danger, "NEXT CLOCK", 17),
+    (Col::Danger, "NEXT CLOCK", 16),
     (Col::Clock, "SM CLOCK/MAX", 14),
-    (Col::Vram, "VRAM", 11),
+    (Col::Vram, "VRAM (GPUS)", 12),
     (Col::Disk, "DISK B/INODE", 13),
     (Col::Power, "POWER/CAP", 14),
     (Col::Util, "UTIL", 5),
@@ -63,19 +66,37 @@ const DISPLAY_ORDER: [Col; 12] = [
     Col::Signal,
 ];
 
-/// Columns that fit `width`; the queue column only when some host has a queue, so a fleet
-/// without queues looks exactly as before.
-fn fitted(width: u16, queues: bool) -> Vec<(Col, &'static str, u16)> {
-    let mut chosen = Vec::new();
+/// The host column's width: the longest name, from 14 up to a fifth of the table (names longer
+/// than that are shortened in the middle, where they differ least).
+fn name_width<'a>(names: impl Iterator<Item = &'a str>, width: u16) -> u16 {
+    let longest = names.map(|n| n.chars().count()).max().unwrap_or(0);
+    let most = (width / 5).max(14);
+    u16::try_from(longest).unwrap_or(u16::MAX).clamp(14, most)
+}
+
+/// Columns that fit `width`, taken from the head of [`COLUMNS`] until one does not fit; the
+/// queue column only when some host has a queue, and the platform column always while the
+/// table is sorted by it (a sort must show its key).
+fn fitted(
+    width: u16,
+    queues: bool,
+    names: u16,
+    by_platform: bool,
+) -> Vec<(Col, &'static str, u16)> {
+    let wanted = |c: &Col| (queues || *c != Col::Queue) && !(by_platform && *c == Col::Platform);
+    let mut chosen: Vec<(Col, &'static str, u16)> = Vec::new();
     let mut used = 2u16;
-    for &(col, title, w) in COLUMNS
-        .iter()
-        .filter(|(c, _, _)| queues || *c != Col::Queue)
+    let forced = by_platform.then_some((Col::Platform, "PLATFORM", 11));
+    for (col, title, w) in forced
+        .into_iter()
+        .chain(COLUMNS.iter().copied().filter(|(c, _, _)| wanted(c)))
     {
-        if used + w < width || col == Col::Name {
-            chosen.push((col, title, w));
-            used += w + 1;
+        let w = if col == Col::Name { names } else { w };
+        if used + w >= width && col != Col::Name && Some((col, title, w)) != forced {
+            break;
         }
+        chosen.push((col, title, w));
+        used += w + 1;
     }
     let mut ordered: Vec<(Col, &str, u16)> = DISPLAY_ORDER
         .iter()
@@ -86,6 +107,23 @@ fn fitted(width: u16, queues: bool) -> Vec<(Col, &'static str, u16)> {
         last.2 += width.saturating_sub(used);
     }
     ordered
+}
+
+/// `name` in `width` characters: whole when it fits, else its head and tail around a `…`, so
+/// `h100-rebooted-12` and `h100-rebooted-13` stay told apart by the suffix that differs.
+fn middle_cut(name: &str, width: usize) -> String {
+    let n = name.chars().count();
+    if n <= width {
+        return name.to_string();
+    }
+    if width < 3 {
+        return name.chars().take(width).collect();
+    }
+    let tail = (width - 1) / 2;
+    let head = width - 1 - tail;
+    let start: String = name.chars().take(head).collect();
+    let end: String = name.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
 }
 
 pub fn is_stale(h: &HostState, ctx: &Ctx<'_>) -> bool {
@@ -180,13 +218,15 @@ fn gpu_cells(h: &HostState, ctx: &Ctx<'_>, col: Col, width: u16) -> Span<'static
             let total: Option<u64> = (0..n)
                 .map(|i| known(&h.history, i, |g| g.mem_total_mib))
                 .sum();
+            // The GPU count after the sizes, in brackets (the header says so): "8×557/640G"
+            // read as a multiplication.
             let gpus = if n > 1 {
-                format!("{n}×")
+                format!(" ({n})")
             } else {
                 String::new()
             };
             Span::raw(format!(
-                "{gpus}{:.0}/{}G",
+                "{:.0}/{}G{gpus}",
                 used as f64 / 1024.0,
                 total.map_or("?".into(), |t| format!("{:.0}", t as f64 / 1024.0))
             ))
@@ -330,9 +370,16 @@ fn needs_you<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool, width: u16) -> Span<
 
 pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let t = ctx.theme;
+    let width = area.width.saturating_sub(2);
+    let names = name_width(
+        ctx.state.hosts.iter().map(|h| h.config.name.as_str()),
+        width,
+    );
     let columns = fitted(
-        area.width.saturating_sub(2),
+        width,
         super::queue_views::any_queue(ctx),
+        names,
+        ctx.app.sort == super::app::SortKey::Profile,
     );
     let visible = ctx.app.visible(ctx.state);
     let selected = ctx.app.selected_index(&visible);
@@ -353,7 +400,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
                 .map(|(col, _, w)| {
                     let span = match col {
                         Col::Name => Span::styled(
-                            clean(&h.config.name, 40),
+                            middle_cut(&clean(&h.config.name, 200), usize::from(*w)),
                             t.text.add_modifier(Modifier::BOLD),
                         ),
                         Col::Platform => Span::styled(clean(&h.config.profile, 20), t.text),
@@ -417,4 +464,60 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         table_state.select(Some(selected - first));
     }
     frame.render_stateful_widget(table, area, &mut table_state);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cols(width: u16, queues: bool, by_platform: bool) -> Vec<Col> {
+        fitted(width, queues, 14, by_platform)
+            .into_iter()
+            .map(|(c, _, _)| c)
+            .collect()
+    }
+
+    #[test]
+    fn columns_drop_in_one_order_and_never_come_back_narrower() {
+        for queues in [false, true] {
+            for width in 30..260u16 {
+                let (narrow, wide) = (cols(width, queues, false), cols(width + 1, queues, false));
+                assert!(
+                    narrow.iter().all(|c| wide.contains(c)),
+                    "a column shown at {width} but not at {}",
+                    width + 1
+                );
+                // What shows is a head of the priority list.
+                let priority: Vec<Col> = COLUMNS
+                    .iter()
+                    .map(|(c, _, _)| *c)
+                    .filter(|c| queues || *c != Col::Queue)
+                    .collect();
+                assert!(
+                    priority[..narrow.len()].iter().all(|c| narrow.contains(c)),
+                    "{width}"
+                );
+            }
+        }
+        assert!(
+            cols(80, false, true).contains(&Col::Platform),
+            "sorted by it"
+        );
+        assert!(!cols(80, false, false).contains(&Col::Platform));
+    }
+
+    #[test]
+    fn long_names_keep_the_suffix_that_tells_them_apart() {
+        let names = ["h100-rebooted-12", "h100-rebooted-13"];
+        let w = name_width(names.iter().copied(), 80);
+        assert_eq!(w, 16, "the column grows to the names");
+        assert_eq!(
+            name_width(["a-very-long-host-name-indeed-9"].into_iter(), 80),
+            16
+        );
+        let cut: Vec<String> = names.iter().map(|n| middle_cut(n, 14)).collect();
+        assert_eq!(cut, ["h100-re…ted-12", "h100-re…ted-13"]);
+        assert_eq!(middle_cut("short", 14), "short");
+        assert_eq!(middle_cut("abcdef", 2), "ab");
+    }
 }
