@@ -347,3 +347,75 @@ async fn the_dashboard_loop_walks_a_teardown_on_a_test_backend() {
     assert!(!screen.contains("Type the host's name"), "{screen}");
     assert!(!screen.contains("guard let it through"), "{screen}");
 }
+
+/// Scrolling never leaves a blank pane: `G` in the detail goes to its end and shows it, a
+/// hundred ↓ stop there, and one ↑ comes back at once. The help fits 80×24 by scrolling, and
+/// the footer keeps `? help · q quit` at 80 columns.
+#[test]
+fn scrolling_stops_at_the_end_and_the_help_and_footer_fit_80x24() {
+    let now = screenshot_time();
+    let (_, state) = Demo::start(now);
+    let theme = Theme::mono();
+    let frame = |app: &App, w: u16, h: u16| {
+        let ctx = Ctx {
+            app,
+            state: &state,
+            theme: &theme,
+            now,
+            poll: DEMO_POLL,
+        };
+        buffer_text(&render_buffer(&ctx, w, h))
+    };
+    let mut app = App::new(true);
+    app.selected = Some("h100-zombie".into());
+    app.view = View::Detail;
+    let top = frame(&app, 80, 24);
+    app.handle_key(key(KeyCode::Char('G')), &state);
+    let end = app.detail_scroll;
+    assert!(end > 0, "the detail is longer than 24 rows");
+    let bottom = frame(&app, 80, 24);
+    assert_ne!(top, bottom);
+    let filled = |screen: &str| {
+        screen
+            .lines()
+            .filter(|l| l.trim_matches(|c| c == '│' || c == ' ').len() > 2)
+            .count()
+    };
+    assert!(filled(&bottom) > 15, "not blank at the end:\n{bottom}");
+    for _ in 0..100 {
+        app.handle_key(key(KeyCode::Down), &state);
+    }
+    assert_eq!(app.detail_scroll, end, "↓ stops at the end");
+    app.handle_key(key(KeyCode::Up), &state);
+    assert_eq!(app.detail_scroll, end - 1, "one ↑ moves at once");
+
+    let mut app = App::new(true);
+    let footer = frame(&app, 80, 24);
+    assert!(
+        footer
+            .lines()
+            .last()
+            .is_some_and(|l| l.contains("? help · q quit")),
+        "{footer}"
+    );
+    app.help = true;
+    let help = frame(&app, 80, 24);
+    assert!(
+        help.contains("Esc or ? closes this"),
+        "all of it at 80×24:\n{help}"
+    );
+    assert!(help.contains("verified"), "{help}");
+    assert!(
+        help.contains("│pull)"),
+        "a long line wraps, not cut:\n{help}"
+    );
+    // Shorter than the keys: it scrolls, and says so.
+    let help = frame(&app, 80, 16);
+    assert!(help.contains("Keys · ↑↓ scroll"), "{help}");
+    assert!(!help.contains("Esc or ? closes this"), "{help}");
+    for _ in 0..40 {
+        app.handle_key(key(KeyCode::Down), &state);
+    }
+    let help = frame(&app, 80, 16);
+    assert!(help.contains("Esc or ? closes this"), "{help}");
+}

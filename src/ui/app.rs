@@ -84,8 +84,14 @@ pub struct App {
     pub editing_filter: bool,
     pub sort: SortKey,
     pub help: bool,
+    /// How far the help is scrolled (it scrolls where it does not fit).
+    pub help_scroll: u16,
     pub alerts_scroll: usize,
     pub detail_scroll: u16,
+    /// The last scroll position with something left to show, as the last frame measured it:
+    /// scrolling stops there, and `G` goes there. Written by the view that knows the wrapped
+    /// height (a Cell, so drawing stays a read of the app).
+    pub scroll_end: std::cell::Cell<u16>,
     /// A one-line message for the status bar (what a key did, or why it did nothing).
     pub notice: Option<String>,
     pub demo: bool,
@@ -108,8 +114,10 @@ impl App {
             editing_filter: false,
             sort: SortKey::Worst,
             help: false,
+            help_scroll: 0,
             alerts_scroll: 0,
             detail_scroll: 0,
+            scroll_end: std::cell::Cell::new(u16::MAX),
             notice: None,
             demo,
             modal: None,
@@ -230,11 +238,18 @@ impl App {
             };
         }
         if self.help {
-            if matches!(
-                key.code,
-                KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q')
-            ) {
-                self.help = false;
+            match key.code {
+                KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q') => {
+                    self.help = false;
+                    self.help_scroll = 0;
+                }
+                KeyCode::Down | KeyCode::Char('j') => {
+                    self.help_scroll = self.help_scroll.saturating_add(1);
+                }
+                KeyCode::Up | KeyCode::Char('k') => {
+                    self.help_scroll = self.help_scroll.saturating_sub(1);
+                }
+                _ => {}
             }
             return Action::None;
         }
@@ -284,6 +299,13 @@ impl App {
                 self.view = View::Detail;
             }
             KeyCode::Left | KeyCode::Char('h') => self.view = View::Fleet,
+            // In a scrolling view, first and last are its top and its end.
+            KeyCode::Char('g') | KeyCode::Home if self.view != View::Fleet => {
+                self.detail_scroll = 0;
+            }
+            KeyCode::Char('G') | KeyCode::End if self.view != View::Fleet => {
+                self.detail_scroll = self.scroll_end.get();
+            }
             KeyCode::Char('g') | KeyCode::Home => self.jump(&visible, 0),
             KeyCode::Char('G') | KeyCode::End => self.jump(&visible, last),
             KeyCode::Char('/') => {
@@ -318,7 +340,9 @@ impl App {
         match (self.view, self.pane) {
             (View::Detail | View::Roster, _) => {
                 self.detail_scroll = if delta > 0 {
-                    self.detail_scroll.saturating_add(1)
+                    self.detail_scroll
+                        .saturating_add(1)
+                        .min(self.scroll_end.get())
                 } else {
                     self.detail_scroll.saturating_sub(1)
                 };

@@ -3,7 +3,7 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::Ctx;
 
@@ -39,15 +39,9 @@ pub const KEYS: &[(&str, &str)] = &[
     ("q  Ctrl-C", "quit"),
 ];
 
+/// The keys, wrapped to the popup and scrolled with ↑↓ where they do not fit (80×24 included).
 pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let width = area.width.min(84);
-    let height = (KEYS.len() as u16 + 4).min(area.height);
-    let popup = Rect {
-        x: area.x + (area.width - width) / 2,
-        y: area.y + (area.height - height) / 2,
-        width,
-        height,
-    };
     let mut lines: Vec<Line> = KEYS
         .iter()
         .map(|(k, what)| {
@@ -58,14 +52,35 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         })
         .collect();
     lines.push(Line::styled(" Esc or ? closes this", ctx.theme.stale));
+    let rows = super::widgets::wrapped_rows(&lines, width.saturating_sub(2));
+    let height = u16::try_from(rows + 2).unwrap_or(u16::MAX).min(area.height);
+    let popup = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
+    let end = rows.saturating_sub(usize::from(height.saturating_sub(2)));
+    let scroll = ctx
+        .app
+        .help_scroll
+        .min(u16::try_from(end).unwrap_or(u16::MAX));
+    let title = if end > 0 {
+        " Keys · ↑↓ scroll "
+    } else {
+        " Keys "
+    };
     frame.render_widget(Clear, popup);
     frame.render_widget(
-        Paragraph::new(lines).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(" Keys ")
-                .border_style(ctx.theme.accent),
-        ),
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(title)
+                    .border_style(ctx.theme.accent),
+            ),
         popup,
     );
 }

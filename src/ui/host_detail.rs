@@ -416,6 +416,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         clean(&h.config.profile, 20),
         clean(&h.config.target.to_string(), 60)
     );
+    let scroll = super::widgets::clamp_scroll(ctx, &lines, area);
     let paragraph = Paragraph::new(lines)
         .block(
             Block::default()
@@ -424,7 +425,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
                 .border_style(t.accent),
         )
         .wrap(Wrap { trim: false })
-        .scroll((ctx.app.detail_scroll, 0));
+        .scroll((scroll, 0));
     frame.render_widget(paragraph, area);
 }
 

@@ -64,7 +64,7 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx<'_>) {
         View::Detail => host_detail::render(frame, body, ctx),
         View::Roster => queue_views::render_roster(frame, body, ctx),
     }
-    frame.render_widget(Paragraph::new(status_line(ctx)), status);
+    frame.render_widget(Paragraph::new(status_line(ctx, status.width)), status);
     if ctx.app.help {
         help::render(frame, body, ctx);
     }
@@ -73,7 +73,7 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx<'_>) {
     }
 }
 
-fn status_line<'a>(ctx: &Ctx<'a>) -> Line<'a> {
+fn status_line<'a>(ctx: &Ctx<'a>, width: u16) -> Line<'a> {
     let t = ctx.theme;
     if ctx.app.editing_filter {
         return Line::from(vec![
@@ -88,14 +88,48 @@ fn status_line<'a>(ctx: &Ctx<'a>) -> Line<'a> {
     if let Some((host, progress)) = ctx.app.pulls.iter().next() {
         return Line::styled(pull_gauge(host, progress), t.accent);
     }
-    let keys = match ctx.app.view {
-        View::Fleet => {
-            " ↑↓ select · Enter detail · Tab events · / filter · s sort · p pull · T teardown · ? help · q quit"
-        }
-        View::Detail => " ↑↓ scroll · Esc back · p pull · T teardown · ? help · q quit",
-        View::Roster => " ↑↓ scroll · Esc back · ? help · q quit",
+    Line::styled(footer_keys(ctx.app.view, usize::from(width)), t.stale)
+}
+
+/// The current view's keys, most needed first, as many as fit: `? help · q quit` always stay
+/// (as k9s's hints do), the rest drop from the end as the terminal narrows.
+fn footer_keys(view: View, width: usize) -> String {
+    let keys: &[&str] = match view {
+        View::Fleet => &[
+            "? help",
+            "q quit",
+            "↑↓ select",
+            "Enter detail",
+            "T teardown",
+            "p pull",
+            "/ filter",
+            "s sort",
+            "Tab events",
+        ],
+        View::Detail => &[
+            "? help",
+            "q quit",
+            "Esc back",
+            "↑↓ scroll",
+            "T teardown",
+            "p pull",
+            "g G top/end",
+        ],
+        View::Roster => &["? help", "q quit", "Esc back", "↑↓ scroll", "g G top/end"],
     };
-    Line::styled(keys, t.stale)
+    let mut out = String::new();
+    for key in keys {
+        let next = if out.is_empty() {
+            format!(" {key}")
+        } else {
+            format!("{out} · {key}")
+        };
+        if next.chars().count() > width && !out.is_empty() {
+            break;
+        }
+        out = next;
+    }
+    out
 }
 
 fn pull_gauge(host: &str, progress: &crate::pull::Progress) -> String {

@@ -172,15 +172,14 @@ pub fn render_roster(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         }
     }
     let cells = ctx.state.roster.as_ref().map_or(0, |r| r.cells.len());
+    let scroll = super::widgets::clamp_scroll(ctx, &lines, area);
     frame.render_widget(
-        Paragraph::new(lines)
-            .scroll((ctx.app.detail_scroll, 0))
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(format!(" Roster · {cells} cells "))
-                    .border_style(t.accent),
-            ),
+        Paragraph::new(lines).scroll((scroll, 0)).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(format!(" Roster · {cells} cells "))
+                .border_style(t.accent),
+        ),
         area,
     );
 }

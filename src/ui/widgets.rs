@@ -102,6 +102,28 @@ pub fn short_age(since: DateTime<Utc>, now: DateTime<Utc>) -> String {
     }
 }
 
+/// How far `lines`, word-wrapped in `area` (inside its border), can scroll before they show
+/// nothing: their wrapped rows (as ratatui wraps them) less the rows that fit. Records it in the
+/// app for the keys and gives the scroll to draw with, so a view never scrolls into a blank pane.
+pub fn clamp_scroll(
+    ctx: &super::Ctx<'_>,
+    lines: &[ratatui::text::Line<'_>],
+    area: ratatui::layout::Rect,
+) -> u16 {
+    let end = wrapped_rows(lines, area.width.saturating_sub(2))
+        .saturating_sub(usize::from(area.height.saturating_sub(2)));
+    let end = u16::try_from(end).unwrap_or(u16::MAX);
+    ctx.app.scroll_end.set(end);
+    ctx.app.detail_scroll.min(end)
+}
+
+/// Rows `lines` take when word-wrapped to `width`.
+pub fn wrapped_rows(lines: &[ratatui::text::Line<'_>], width: u16) -> usize {
+    ratatui::widgets::Paragraph::new(lines.to_vec())
+        .wrap(ratatui::widgets::Wrap { trim: false })
+        .line_count(width.max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
