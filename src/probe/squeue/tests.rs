@@ -74,9 +74,12 @@ fn a_running_job_with_every_field() {
     assert_eq!(job.node_list.as_deref(), Some("gpu[01-02]"));
 }
 
+/// What a table row expects of the parsed job.
+type Check = dyn Fn(&SqueueRow) -> bool;
+
 #[test]
 fn states_times_gpus_and_exit_codes_in_every_spelling() {
-    let cases: &[(usize, &str, &dyn Fn(&SqueueRow) -> bool)] = &[
+    let cases: &[(usize, &str, &Check)] = &[
         (2, "OUT_OF_MEMORY", &|r| r.state == JobState::OutOfMemory),
         (2, "NODE_FAIL", &|r| r.state == JobState::NodeFail),
         (2, "PREEMPTED", &|r| r.state == JobState::Preempted),
