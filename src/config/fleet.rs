@@ -6,10 +6,11 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::connection::connection;
 use super::error::{ConfigError, Located};
 use super::paths::expand_tilde;
+use super::pull::RawPull;
 pub use super::pull::{PullConfig, VerifyCommands};
-use super::pull::{RawPull, pull_config};
 pub use super::target::SshTarget;
 
 #[derive(Debug, Deserialize)]
@@ -39,6 +40,8 @@ struct RawFleet {
     alert: Vec<super::alerts::RawRule>,
     #[serde(default)]
     host: Vec<RawHost>,
+    #[serde(default)]
+    slurm: Vec<super::slurm::RawSlurm>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -185,6 +188,8 @@ pub struct FleetConfig {
     /// What `rigwatch watch` sends where.
     pub alerts: super::alerts::AlertsConfig,
     pub hosts: Vec<HostConfig>,
+    /// Slurm clusters: each a login node and which of its jobs are watched.
+    pub slurm: Vec<super::slurm::SlurmConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -303,23 +308,17 @@ fn parse_checked(
     // Where each pull dest really is, worked out once: every later host is compared with all.
     let mut places: Vec<(String, super::pull::Place)> = Vec::new();
     for h in raw.host {
-        let name = h.name.get_ref().trim().to_string();
-        if name.is_empty() || name.chars().any(|c| c.is_control()) {
-            return Err(at(
-                h.name.span().start,
-                format!(
-                    "host name {:?} must be non-empty printable text",
-                    h.name.get_ref()
-                ),
-            ));
-        }
-        if hosts.iter().any(|o| o.name == name) {
-            return Err(at(
-                h.name.span().start,
-                format!("duplicate host name {name:?}; each [[host]] needs a unique name"),
-            ));
-        }
-        let target = SshTarget::parse(h.ssh.get_ref()).map_err(|e| at(h.ssh.span().start, e))?;
+        let taken: Vec<&str> = hosts.iter().map(|o| o.name.as_str()).collect();
+        let conn = connection(
+            &h.name,
+            &h.ssh,
+            h.identity.as_ref(),
+            h.accept_new,
+            global_accept_new,
+            &taken,
+        )
+        .map_err(|(offset, m)| at(offset, m))?;
+        let (name, target) = (conn.name, conn.target);
         let profile = match &h.profile {
             None => "generic-ssh".to_string(),
             Some(p) if !is_profile_name(p.get_ref()) => {
@@ -340,20 +339,9 @@ fn parse_checked(
             }
             Some(p) => p.get_ref().clone(),
         };
-        let pull = match h.pull {
-            None => None,
-            Some(p) => {
-                let table = p.span().start;
-                let pull = pull_config(&name, table, p.into_inner())
-                    .map_err(|(offset, m)| at(offset, m))?;
-                let this_machine = profile == "local" || target.is_loopback();
-                let place = super::pull::Place::of(&pull.dest);
-                super::pull::dest_problem(&pull, &place, this_machine, &places)
-                    .map_err(|m| at(table, m))?;
-                places.push((name.clone(), place));
-                Some(pull)
-            }
-        };
+        let this_machine = profile == "local" || target.is_loopback();
+        let pull = super::connection::pull(&name, h.pull, this_machine, &mut places)
+            .map_err(|(offset, m)| at(offset, m))?;
         let carried = [
             ("log", h.log.as_deref()),
             ("ckpt_dir", h.ckpt_dir.as_deref()),
@@ -392,9 +380,9 @@ fn parse_checked(
         hosts.push(HostConfig {
             name,
             target,
-            identity: h.identity.map(|i| expand_tilde(i.get_ref())),
+            identity: conn.identity,
             profile,
-            accept_new: h.accept_new.unwrap_or(global_accept_new),
+            accept_new: conn.accept_new,
             mounts: h.mounts.unwrap_or_default(),
             run: h.run.map(Spanned::into_inner).filter(|r| !r.is_empty()),
             run_process: h.run_process.filter(|r| !r.trim().is_empty()),
@@ -417,6 +405,8 @@ fn parse_checked(
             walltime: false,
         });
     }
+    let slurm = super::slurm::build(raw.slurm, &hosts, &mut places, global_accept_new)
+        .map_err(|(offset, m)| at(offset, m))?;
     let poll = secs(&raw.poll_secs, "poll_secs")?.unwrap_or(Duration::from_secs(2));
     let alerts = super::alerts::build(raw.alerts, raw.alert, &at)?;
     let teardown = super::teardown::build(&raw.teardown).map_err(|(offset, m)| at(offset, m))?;
@@ -444,6 +434,7 @@ fn parse_checked(
         },
         teardown,
         hosts,
+        slurm,
     })
 }
 

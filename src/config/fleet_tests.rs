@@ -276,3 +276,14 @@ fn a_probe_too_big_for_the_box_is_refused_at_load() {
     let ok = host(&format!("mounts = [{}]", few.join(", ")));
     assert!(parse(Path::new("fleet.toml"), &ok).is_ok());
 }
+
+#[test]
+fn a_slurm_cluster_loads() {
+    let text = r#"
+[[slurm]]
+name = "cluster"
+ssh = "ana@login.example.org"
+"#;
+    let fleet = parse(Path::new("f.toml"), text).expect("a [[slurm]] entry loads");
+    assert!(fleet.hosts.is_empty(), "a cluster is not a box");
+}

@@ -1,11 +1,13 @@
 //! Configuration: `fleet.toml` and what `~/.ssh/config` says about each host.
 
 pub mod alerts;
+mod connection;
 pub mod error;
 pub mod fleet;
 pub mod paths;
 pub mod pull;
 pub mod ranges;
+pub mod slurm;
 pub mod ssh;
 mod target;
 mod teardown;
@@ -15,4 +17,5 @@ pub use fleet::{
     Billing, FleetConfig, HostConfig, LinkTuning, ProviderPrograms, PullConfig, QueueConfig,
     SshTarget, Thresholds,
 };
+pub use slurm::SlurmConfig;
 pub use teardown::TeardownTuning;

@@ -17,6 +17,8 @@ pub const RANGES: &[(&str, f64, f64, &str)] = &[
     ("alerts.group_wait_secs", 1.0, 3600.0, "seconds"),
     ("alerts.repeat_hours", 0.1, 720.0, "hours"),
     ("alert.timeout_secs", 1.0, 600.0, "seconds"),
+    // One squeue call per period; clusters ask users not to poll the controller hard.
+    ("slurm.period_secs", 10.0, 3600.0, "seconds"),
 ];
 
 /// `value` checked against `key`'s range in [`RANGES`]; Err is (offset, message).

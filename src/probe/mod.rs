@@ -9,7 +9,9 @@
 //! One file per tool: `gpu` (`nvidia-smi --query-gpu`), `reasons` (clock event bitmask),
 //! `gpu_list` (`nvidia-smi -L`), `apps` (`--query-compute-apps`), `df` (bytes and inodes),
 //! `proc` (uptime, loadavg, meminfo, boot id), `tmux` (`tmux ls`, `pgrep -af`), `kernel`
-//! (Xid and OOM lines), `slurm` (`squeue`: the job's time left). Tests against the real captures in tests/fixtures live in `tests/`.
+//! (Xid and OOM lines), `slurm` (`squeue`: the job's time left for a box inside a job), `squeue`
+//! (a cluster's jobs, every field, for `[[slurm]]`). Tests against the real captures in
+//! tests/fixtures live in `tests/`.
 
 mod apps;
 mod df;
@@ -24,6 +26,7 @@ mod reasons;
 pub mod sample;
 pub mod script;
 mod slurm;
+pub mod squeue;
 mod text;
 mod tmux;
 

@@ -1,0 +1,65 @@
+//! Against a real one-node Slurm (tests/support/slurm.rs): the cluster itself, the squeue
+//! command rigwatch runs, and what it reads from it.
+
+mod support;
+
+use std::time::Duration;
+
+use support::slurm::Slurm;
+
+#[test]
+fn a_real_cluster_runs_and_fails_a_job() {
+    let slurm = Slurm::start();
+    let failed = slurm.sbatch(&["-J", "fails", "--wrap", "exit 3"]);
+    slurm.wait_for_state(&failed, "FAILED", Duration::from_secs(60));
+    let exit = slurm.run(
+        "squeue",
+        &["-h", "-t", "all", "-j", &failed, "-O", "exit_code:|"],
+    );
+    // 22.05 prints the wait status: exit 3 is 3 << 8.
+    assert_eq!(exit.trim(), "768|");
+}
+
+/// The command rigwatch runs, run for real here, and every job state read back through the
+/// parser: what the cluster says, not what a capture said once.
+#[test]
+fn the_squeue_command_reads_every_state_from_a_real_cluster() {
+    use rigwatch::probe::squeue::{
+        JobState, SqueueQuery, parse_squeue_rows, separator, squeue_command,
+    };
+    let slurm = Slurm::start();
+    let runs = slurm.sbatch(&["-J", "runs", "--requeue", "--wrap", "sleep 300"]);
+    let fails = slurm.sbatch(&["-J", "fails", "--wrap", "exit 3"]);
+    let times_out = slurm.sbatch(&["-J", "times-out", "-t", "1", "--wrap", "sleep 300"]);
+    let later = slurm.sbatch(&["-J", "later", "--begin=now+1hour", "--wrap", "true"]);
+    let cancelled = slurm.sbatch(&["-J", "cancelled", "--begin=now+1hour", "--wrap", "true"]);
+    slurm.run("scancel", &[&cancelled]);
+    slurm.wait_for_state(&runs, "RUNNING", Duration::from_secs(30));
+    slurm.run("scontrol", &["requeue", &runs]);
+    // Slurm checks limits about every 30 s; -t 1 ends within ~100 s.
+    slurm.wait_for_state(&times_out, "TIMEOUT", Duration::from_secs(150));
+    let sep = separator("0123456789abcdef");
+    let query = SqueueQuery {
+        user: None,
+        partition: None,
+    };
+    let out = slurm.run("sh", &["-c", &squeue_command(&query, &sep)]);
+    let rows = parse_squeue_rows(&out, &sep).expect("real squeue output parses");
+    let row = |id: &str| {
+        rows.iter()
+            .find(|r| r.id == id)
+            .unwrap_or_else(|| panic!("job {id} missing from {rows:?}"))
+    };
+    assert_eq!(row(&fails).state, JobState::Failed);
+    assert_eq!(row(&fails).exit.map(|e| e.code), Some(3));
+    assert_eq!(row(&times_out).state, JobState::Timeout);
+    assert_eq!(row(&later).reason.as_deref(), Some("BeginTime"));
+    assert_eq!(row(&cancelled).state, JobState::Cancelled);
+    let requeued = row(&runs);
+    assert_eq!((requeued.restarts, requeued.requeue), (Some(1), Some(true)));
+    assert_eq!(
+        requeued.state,
+        JobState::Pending,
+        "a requeued job pends again"
+    );
+}
