@@ -74,6 +74,21 @@ impl Slurm {
         let node = short_hostname();
         let conf = at("slurm.conf");
         std::fs::write(&conf, slurm_conf(dir.path(), &node)).expect("slurm.conf");
+        // The fake GPUs are two tty devices, as in Slurm's own test suite; a machine without them
+        // (a bare container) gets them made, or the test says why it cannot run.
+        for n in [10, 11] {
+            let dev = format!("/dev/tty{n}");
+            if !std::path::Path::new(&dev).exists() {
+                let made = std::process::Command::new("mknod")
+                    .args([dev.as_str(), "c", "4", &n.to_string()])
+                    .status()
+                    .is_ok_and(|s| s.success());
+                assert!(
+                    made,
+                    "{dev} is missing and mknod could not make it: the test cluster's fake GPUs need it"
+                );
+            }
+        }
         std::fs::write(
             at("gres.conf"),
             format!("NodeName={node} Name=gpu Type=fake File=/dev/tty[10-11]\n"),
