@@ -87,11 +87,15 @@ fn the_dashboard_modal_refuses_then_pulls_then_destroys_once() {
     );
     tmux.keys(&["b", "o", "x", "Enter"]);
     let screen = tmux.wait_for("the refusal again", Duration::from_secs(10), |sc| {
-        sc.contains("never pulled") && sc.contains("type the host's name, box")
+        sc.contains("never pulled") && sc.contains("Esc close")
     });
     assert!(
         !screen.contains("Type the host's name to confirm"),
         "no name prompt while refused: {screen}"
+    );
+    assert!(
+        !screen.contains("type the host's name, box") && !screen.contains("Enter confirm"),
+        "a refused box never asks for the name, nor offers Enter: {screen}"
     );
     assert!(
         s.changes().is_empty(),

@@ -419,3 +419,24 @@ fn scrolling_stops_at_the_end_and_the_help_and_footer_fit_80x24() {
     let help = frame(&app, 80, 16);
     assert!(help.contains("Esc or ? closes this"), "{help}");
 }
+
+/// One demo box, one story: the box whose teardown the demo lets through has pull paths in its
+/// detail, not "no [host.pull] paths configured".
+#[test]
+fn the_demo_box_ready_for_teardown_has_its_pull_paths_everywhere() {
+    let frames = demo_frames(&Theme::mono(), 160, 48);
+    let detail = frames
+        .iter()
+        .find(|(name, _)| *name == "detail")
+        .map(|(_, b)| buffer_text(b))
+        .expect("the detail frame");
+    assert!(detail.contains("h100-zombie"), "{detail}");
+    assert!(
+        !detail.contains("no [host.pull] paths configured"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("p pulls the [host.pull] paths home"),
+        "{detail}"
+    );
+}

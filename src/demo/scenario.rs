@@ -208,6 +208,13 @@ pub fn all(now: DateTime<Utc>) -> Vec<Scenario> {
     capped.run_lines = body(c::PGREP_LOAD);
     let mut zombie_host = host("h100-zombie", "vastai", Some("train"));
     zombie_host.instance_id = Some(super::teardown::READY_INSTANCE.into());
+    // The box whose results the demo's ledger has home: every screen says the same (the detail
+    // names its pull paths, T finds its pull verified-current).
+    zombie_host.pull = Some(crate::config::PullConfig {
+        paths: vec!["/workspace/run".into()],
+        dest: "~/results/{host}".into(),
+        verify: Default::default(),
+    });
     let zombie = Scenario::new(zombie_host, &[c::ZOMBIE_Q], c::ZOMBIE_APPS);
     let mut idle = Scenario::new(
         host("h100-idle", "paperspace", None),
