@@ -63,3 +63,65 @@ fn the_squeue_command_reads_every_state_from_a_real_cluster() {
         "a requeued job pends again"
     );
 }
+
+/// `rigwatch status` on a `[[slurm]]` cluster, through its login node (a loopback sshd whose
+/// `squeue` reaches the real test cluster): one squeue for all jobs, each watched job with its
+/// state, a failure with its exit code, a pending job's reason in words, and a watched id the
+/// queue no longer holds said as ended, state unknown, never running.
+#[test]
+fn status_reads_a_clusters_jobs_through_its_login_node() {
+    use std::process::Command;
+    let slurm = Slurm::start();
+    let mut lab = support::Lab::new();
+    let login = lab.start_host("login");
+    slurm.shim_squeue_on(&login);
+    let runs = slurm.sbatch(&["-J", "train-a", "--wrap", "sleep 300"]);
+    let fails = slurm.sbatch(&["-J", "train-b", "--wrap", "exit 3"]);
+    let later = slurm.sbatch(&["-J", "train-c", "--begin=now+1hour", "--wrap", "true"]);
+    let other = slurm.sbatch(&["-J", "not-watched", "--begin=now+1hour", "--wrap", "true"]);
+    slurm.wait_for_state(&runs, "RUNNING", Duration::from_secs(30));
+    slurm.wait_for_state(&fails, "FAILED", Duration::from_secs(60));
+    let cluster = format!(
+        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\njobs = [999999]\n",
+        lab.host_entry(&login)
+    );
+    let config = lab.fleet("fleet.toml", &cluster, &[]);
+    let out = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .args(["status", "--json", "--timeout", "20", "--config"])
+        .arg(&config)
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .env_remove("SSH_AUTH_SOCK")
+        .output()
+        .expect("status");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{e}: {text}{}", String::from_utf8_lossy(&out.stderr)));
+    let hpc = &json["clusters"][0];
+    assert_eq!(hpc["name"], "hpc", "{json}");
+    assert!(hpc["error"].is_null(), "{hpc}");
+    let job = |id: &str| {
+        hpc["jobs"]
+            .as_array()
+            .and_then(|jobs| jobs.iter().find(|j| j["id"] == id))
+            .cloned()
+            .unwrap_or_else(|| panic!("job {id} missing: {hpc}"))
+    };
+    assert_eq!(job(&runs)["state"], "RUNNING", "{hpc}");
+    assert_eq!(job(&fails)["state"], "FAILED", "{hpc}");
+    assert_eq!(job(&fails)["exit"]["code"], 3, "{hpc}");
+    assert_eq!(job(&later)["state"], "PENDING", "{hpc}");
+    assert_eq!(job(&later)["reason"], "BeginTime", "{hpc}");
+    assert!(
+        hpc["jobs"]
+            .as_array()
+            .is_some_and(|jobs| jobs.iter().all(|j| j["id"] != other.as_str())),
+        "only the watched jobs: {hpc}"
+    );
+    assert_eq!(hpc["ended_state_unknown"][0], "999999", "{hpc}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a job gone unseen is a probe to look at"
+    );
+    slurm.run("scancel", &[&runs]);
+}

@@ -39,12 +39,17 @@ pub async fn run(
     let memory_path = memory::path();
     let mut memory = memory::load(memory_path.as_deref());
     let verified = super::verified_cells(&fleet.hosts);
-    let judged = probe_and_judge(fleet, profiles, &memory, verified, args.timeout).await;
+    let timeout = std::time::Duration::try_from_secs_f64(args.timeout.max(0.1))
+        .unwrap_or(std::time::Duration::from_secs(30));
+    let (judged, clusters) = tokio::join!(
+        probe_and_judge(fleet, profiles, &memory, verified, args.timeout),
+        crate::runtime::clusters::read(fleet, timeout)
+    );
     judged.remember(&mut memory);
     if let Some(path) = &memory_path {
         memory::save(path, &memory).wrap_err_with(|| format!("saving {}", path.display()))?;
     }
-    let report = StatusReport::of(&judged);
+    let report = StatusReport::of(&judged, clusters);
     let code = exit_code(&report);
     if args.json {
         println!("{}", crate::sanitize::json(&report)?);
@@ -58,7 +63,13 @@ pub async fn run(
 /// answer: a host nothing was read from is never healthy), 2 something needs action now (a
 /// critical signal, or a host that is not up); 3 is a config or usage mistake (cli::run).
 fn exit_code(report: &StatusReport) -> u8 {
-    let probe_failed = report.hosts.iter().any(|h| !h.errors.is_empty());
+    // A cluster whose queue was not read, or a watched job gone from it unseen, is a probe
+    // that did not tell the whole story.
+    let probe_failed = report.hosts.iter().any(|h| !h.errors.is_empty())
+        || report
+            .clusters
+            .iter()
+            .any(|c| c.error.is_some() || !c.ended_state_unknown.is_empty());
     let worst = report
         .hosts
         .iter()

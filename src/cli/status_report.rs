@@ -21,6 +21,9 @@ pub struct StatusReport {
     /// while nothing bills. The fleet's, so said once, as the dashboard's header says it.
     pub runway: Option<Runway>,
     pub hosts: Vec<HostStatus>,
+    /// Each `[[slurm]]` cluster's watched jobs, read with one squeue through its login node.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<crate::runtime::clusters::ClusterReport>,
 }
 
 #[derive(Debug, Serialize)]
@@ -32,7 +35,10 @@ pub struct Runway {
 
 impl StatusReport {
     /// The report of a fleet judged from one probe: each host as the runtime judged it.
-    pub fn of(judged: &Judged) -> StatusReport {
+    pub fn of(
+        judged: &Judged,
+        clusters: Vec<crate::runtime::clusters::ClusterReport>,
+    ) -> StatusReport {
         let (state, now) = (&judged.state, judged.taken_at);
         let mut hosts: Vec<HostStatus> = state
             .hosts
@@ -66,6 +72,7 @@ impl StatusReport {
                     remaining_secs: (hours * 3600.0).min(1e12) as i64,
                 }),
             hosts,
+            clusters,
         }
     }
 }

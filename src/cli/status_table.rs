@@ -77,7 +77,53 @@ pub fn table(report: &StatusReport) -> String {
     for host in &report.hosts {
         write_host(&mut out, host, width);
     }
+    for cluster in &report.clusters {
+        write_cluster(&mut out, cluster);
+    }
     out
+}
+
+/// A cluster's jobs: one line each, the pending reason in words, a failure with its exit code.
+fn write_cluster(out: &mut String, cluster: &crate::runtime::clusters::ClusterReport) {
+    let _ = writeln!(out, "\ncluster {}", line(&cluster.name, 64));
+    if let Some(error) = &cluster.error {
+        let _ = writeln!(out, "  {}", line(error, 300));
+    }
+    for job in &cluster.jobs {
+        let why = job
+            .reason_words
+            .as_deref()
+            .map(|w| format!(" ({})", line(w, 120)))
+            .unwrap_or_default();
+        let exit = job
+            .exit
+            .filter(|e| e.code != 0)
+            .map(|e| format!(" exit {}", e.code))
+            .unwrap_or_default();
+        let left = job
+            .time_left()
+            .map(|d| {
+                format!(
+                    ", {} left",
+                    crate::signals::minutes(chrono::Duration::from_std(d).unwrap_or_default())
+                )
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {:>10}  {:24}  {}{exit}{why}{left}",
+            line(&job.id, 20),
+            line(&job.name, 24),
+            job.state.word()
+        );
+    }
+    for id in &cluster.ended_state_unknown {
+        let _ = writeln!(
+            out,
+            "  {:>10}  ended, state unknown: no longer in the queue",
+            line(id, 20)
+        );
+    }
 }
 
 fn write_host(out: &mut String, host: &HostStatus, width: usize) {

@@ -13,6 +13,7 @@
 //! ```
 
 mod alerting;
+pub mod clusters;
 pub mod delivery;
 mod jobs;
 pub mod once;
