@@ -6,7 +6,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use chrono::Utc;
 use tokio::sync::mpsc;
+
+use super::Step;
+use crate::demo::teardown::DemoIo;
+use crate::teardown::LiveIo;
 
 use crate::clocks::Profile;
 use crate::config::{FleetConfig, HostConfig};
@@ -141,4 +146,88 @@ pub(super) fn spawn_unfinished(
             let _ = tx.send(JobMsg::Notice(lines.join(" | "))).await;
         }
     });
+}
+
+/// What the runtime does for a front end's slow work: start it, and take its answers back.
+impl super::Runtime {
+    pub(super) fn job_done(&mut self, msg: JobMsg) -> Step {
+        let now = Utc::now();
+        match msg {
+            JobMsg::Notice(text) => Step::Notice(text),
+            JobMsg::Teardown { host, event } => Step::Teardown { host, event },
+            JobMsg::Pulled {
+                host,
+                summary,
+                verified,
+            } => {
+                if let Some(cells) = verified {
+                    self.state.set_verified(&host, cells, now);
+                }
+                Step::Pulled { host, summary }
+            }
+            JobMsg::Verified(by_host) => {
+                for (host, cells) in by_host {
+                    self.state.set_verified(&host, cells, now);
+                }
+                Step::Readings
+            }
+        }
+    }
+
+    /// Starts a pull of `host`; its end comes back as [`Step::Pulled`]. Err says why not.
+    pub fn pull(&self, host: &str) -> Result<Arc<Progress>, String> {
+        let h = self.state.host(host).ok_or("no such host")?;
+        if h.config.pull.is_none() {
+            return Err("no [host.pull] paths in fleet.toml say what to bring home".into());
+        }
+        let Some(session) = self.session(host) else {
+            return Err(if self.is_demo() {
+                "demo boxes are replays: there is nothing to pull".into()
+            } else {
+                "the link is down; it resumes from the .part files once it is back".into()
+            });
+        };
+        let progress = Arc::new(Progress::default());
+        spawn_pull(
+            session,
+            h.config.clone(),
+            Arc::clone(&progress),
+            self.jobs_tx.clone(),
+        );
+        Ok(progress)
+    }
+
+    /// Carries out a teardown dialog's effects for `host`, each as its own task, through the
+    /// live box or the demo's replay (the one place the two are told apart for a teardown);
+    /// each answer comes back as [`Step::Teardown`].
+    pub fn teardown(&self, host: &str, effects: Vec<Effect>) {
+        if effects.is_empty() {
+            return;
+        }
+        let Some(h) = self.state.host(host) else {
+            return;
+        };
+        let profile = self.state.profile(&h.config.profile).cloned();
+        let io: Arc<dyn TeardownIo> = match self.fleet() {
+            Some(fleet) => Arc::new(LiveIo {
+                session: self.session(host),
+                host: h.config.clone(),
+                profile,
+                fleet: Arc::clone(fleet),
+                ledger: crate::ledger::default_path(),
+            }),
+            None => Arc::new(DemoIo {
+                host: h.config.clone(),
+                profile,
+            }),
+        };
+        for effect in effects {
+            spawn_teardown(
+                Arc::clone(&io),
+                host.to_string(),
+                effect,
+                self.jobs_tx.clone(),
+            );
+        }
+    }
 }

@@ -30,14 +30,11 @@ use crate::alerts::AlertEvent;
 use crate::clocks::Profile;
 use crate::config::FleetConfig;
 use crate::demo::Demo;
-use crate::demo::teardown::DemoIo;
 use crate::fleet::FleetState;
 use crate::fleet::memory::{self, FleetMemory};
 use crate::metrics::Metrics;
 use crate::monitor::feed::{Feed, LinkChanges};
-use crate::pull::Progress;
 use crate::readings::Update;
-use crate::teardown::{Effect, LiveIo, TeardownIo};
 use crate::transport::{Pool, Session};
 use jobs::JobMsg;
 
@@ -231,87 +228,6 @@ impl Runtime {
                 Err(why) => Step::Notice(why),
             },
             _ = self.tick.tick() => Step::Ticked(self.judge(Utc::now())),
-        }
-    }
-
-    fn job_done(&mut self, msg: JobMsg) -> Step {
-        let now = Utc::now();
-        match msg {
-            JobMsg::Notice(text) => Step::Notice(text),
-            JobMsg::Teardown { host, event } => Step::Teardown { host, event },
-            JobMsg::Pulled {
-                host,
-                summary,
-                verified,
-            } => {
-                if let Some(cells) = verified {
-                    self.state.set_verified(&host, cells, now);
-                }
-                Step::Pulled { host, summary }
-            }
-            JobMsg::Verified(by_host) => {
-                for (host, cells) in by_host {
-                    self.state.set_verified(&host, cells, now);
-                }
-                Step::Readings
-            }
-        }
-    }
-
-    /// Starts a pull of `host`; its end comes back as [`Step::Pulled`]. Err says why not.
-    pub fn pull(&self, host: &str) -> Result<Arc<Progress>, String> {
-        let h = self.state.host(host).ok_or("no such host")?;
-        if h.config.pull.is_none() {
-            return Err("no [host.pull] paths in fleet.toml say what to bring home".into());
-        }
-        let Some(session) = self.session(host) else {
-            return Err(if self.is_demo() {
-                "demo boxes are replays: there is nothing to pull".into()
-            } else {
-                "the link is down; it resumes from the .part files once it is back".into()
-            });
-        };
-        let progress = Arc::new(Progress::default());
-        jobs::spawn_pull(
-            session,
-            h.config.clone(),
-            Arc::clone(&progress),
-            self.jobs_tx.clone(),
-        );
-        Ok(progress)
-    }
-
-    /// Carries out a teardown dialog's effects for `host`, each as its own task, through the
-    /// live box or the demo's replay (the one place the two are told apart for a teardown);
-    /// each answer comes back as [`Step::Teardown`].
-    pub fn teardown(&self, host: &str, effects: Vec<Effect>) {
-        if effects.is_empty() {
-            return;
-        }
-        let Some(h) = self.state.host(host) else {
-            return;
-        };
-        let profile = self.state.profile(&h.config.profile).cloned();
-        let io: Arc<dyn TeardownIo> = match self.fleet() {
-            Some(fleet) => Arc::new(LiveIo {
-                session: self.session(host),
-                host: h.config.clone(),
-                profile,
-                fleet: Arc::clone(fleet),
-                ledger: crate::ledger::default_path(),
-            }),
-            None => Arc::new(DemoIo {
-                host: h.config.clone(),
-                profile,
-            }),
-        };
-        for effect in effects {
-            jobs::spawn_teardown(
-                Arc::clone(&io),
-                host.to_string(),
-                effect,
-                self.jobs_tx.clone(),
-            );
         }
     }
 
