@@ -440,3 +440,48 @@ fn the_demo_box_ready_for_teardown_has_its_pull_paths_everywhere() {
         "{detail}"
     );
 }
+
+/// A fix the user must copy is never cut: a changed host key's whole message is in the detail
+/// (wrapped), and its `ssh-keygen -R …` command stands whole on a line of its own.
+#[test]
+fn a_fix_command_is_shown_whole_on_its_own_line() {
+    use rigwatch::transport::LinkState;
+    let now = screenshot_time();
+    let (_, mut state) = Demo::start(now);
+    let name = "[127.0.0.1]:2222";
+    let reason = format!(
+        "HOST KEY CHANGED for {name}: the server now presents \
+         SHA256:Xq3r5ZkVx1mJ0b9f7eW2yH4cN8pL6tG1aS5dQ0uR7vI, which does not match \
+         /home/someone-with-a-long-name/.config/rigwatch/deeply/nested/known_hosts:12. This may \
+         be an attack or a rebuilt box; rigwatch will not connect. If the box was rebuilt, \
+         remove the old entry with `ssh-keygen -R '{name}'`"
+    );
+    state.set_link(
+        "h100-train",
+        LinkState::HostkeyRefused { since: now, reason },
+        now,
+    );
+    state.tick(now);
+    let mut app = App::new(true);
+    app.selected = Some("h100-train".into());
+    app.view = View::Detail;
+    let theme = Theme::mono();
+    let ctx = Ctx {
+        app: &app,
+        state: &state,
+        theme: &theme,
+        now,
+        poll: DEMO_POLL,
+    };
+    let screen = buffer_text(&render_buffer(&ctx, 160, 48));
+    assert!(
+        screen
+            .lines()
+            .any(|l| l.contains("$ ssh-keygen -R '[127.0.0.1]:2222'")),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("box was rebuilt, remove the old entry"),
+        "the whole message: {screen}"
+    );
+}

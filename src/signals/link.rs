@@ -32,7 +32,7 @@ pub fn link_signals(f: &HostFacts<'_>) -> Vec<Signal> {
             Severity::Crit,
             format!(
                 "will not connect: {} {}",
-                sanitize::line(reason, 400),
+                sanitize::line(reason, 2000),
                 when(since)
             ),
         ),

@@ -59,11 +59,12 @@ fn link_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
             ),
             t.link_down,
         ),
-        LinkState::AuthRefused { reason, .. } => {
-            (format!("AUTH REFUSED: {}", clean(reason, 200)), t.link_down)
-        }
+        LinkState::AuthRefused { reason, .. } => (
+            format!("AUTH REFUSED: {}", clean(reason, 2000)),
+            t.link_down,
+        ),
         LinkState::HostkeyRefused { reason, .. } => (
-            format!("HOST KEY REFUSED: {}", clean(reason, 300)),
+            format!("HOST KEY REFUSED: {}", clean(reason, 2000)),
             t.link_down,
         ),
     };
@@ -304,10 +305,16 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         lines.push(Line::styled("  ✓ nothing", t.ok));
     }
     for s in &h.signals {
+        // Wrapped, never cut: a signal says what to do, and the commands it names are copied.
+        let message = clean(&s.message, 2000);
         lines.push(Line::styled(
-            format!("  {:<4} {}", s.severity.word(), clean(&s.message, 300)),
+            format!("  {:<4} {message}", s.severity.word()),
             t.severity(Some(s.severity)),
         ));
+        // Each command again on a line of its own, so wrapping never splits it.
+        for command in commands_in(&message) {
+            lines.push(Line::styled(format!("       $ {command}"), t.accent));
+        }
     }
     lines.push(heading("Danger clocks and cost", ctx));
     if h.clocks.is_empty() {
@@ -456,4 +463,15 @@ fn provider_line(report: &crate::provider::ProviderReport, ctx: &Ctx<'_>) -> Lin
             ctx.theme.stale,
         ),
     }
+}
+
+/// The commands a message names between backticks (`ssh-keygen -R …`): text with a space in
+/// it, so a lone `word` in quotes is not taken for one.
+fn commands_in(message: &str) -> Vec<&str> {
+    message
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|c| c.contains(' '))
+        .collect()
 }
