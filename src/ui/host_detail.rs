@@ -423,6 +423,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         clean(&h.config.profile, 20),
         clean(&h.config.target.to_string(), 60)
     );
+    let lines = super::widgets::indent_wrapped(lines, usize::from(area.width.saturating_sub(2)));
     let scroll = super::widgets::clamp_scroll(ctx, &lines, area);
     let paragraph = Paragraph::new(lines)
         .block(

@@ -124,9 +124,71 @@ pub fn wrapped_rows(lines: &[ratatui::text::Line<'_>], width: u16) -> usize {
         .line_count(width.max(1))
 }
 
+/// Lines of one span wrapped at words to `width`, each continuation indented two past the
+/// line's own indent, so a wrapped paragraph stays under its heading (ratatui's wrap starts
+/// continuations at the margin). Lines of several spans are left to the paragraph's wrap.
+pub fn indent_wrapped(
+    lines: Vec<ratatui::text::Line<'_>>,
+    width: usize,
+) -> Vec<ratatui::text::Line<'_>> {
+    use ratatui::text::Line;
+    let mut out = Vec::with_capacity(lines.len());
+    for line in lines {
+        if line.spans.len() != 1 || line.width() <= width || width < 8 {
+            out.push(line);
+            continue;
+        }
+        let style = line.spans[0].style.patch(line.style);
+        let text = line.spans[0].content.to_string();
+        let indent = text.chars().take_while(|c| *c == ' ').count() + 2;
+        let pad = " ".repeat(indent.min(width / 2));
+        let mut current = String::new();
+        for word in text.split_inclusive(' ') {
+            let room = width.saturating_sub(current.chars().count());
+            if word.trim_end().chars().count() > room && !current.trim().is_empty() {
+                out.push(Line::styled(current.trim_end().to_string(), style));
+                current = pad.clone();
+            }
+            current.push_str(word);
+        }
+        if !current.trim().is_empty() {
+            out.push(Line::styled(current.trim_end().to_string(), style));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapped_lines_keep_their_indent() {
+        use ratatui::text::Line;
+        let lines = vec![Line::raw(
+            "  CRIT will not connect: the server now presents another key; remove the old entry",
+        )];
+        let wrapped: Vec<String> = indent_wrapped(lines, 40)
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        assert!(wrapped.len() > 1, "{wrapped:?}");
+        assert!(
+            wrapped.iter().all(|l| l.chars().count() <= 40),
+            "{wrapped:?}"
+        );
+        assert!(
+            wrapped[1..]
+                .iter()
+                .all(|l| l.starts_with("    ") && !l.starts_with("     ")),
+            "continuations under the text, two past the indent: {wrapped:?}"
+        );
+        let text: Vec<&str> = wrapped.iter().flat_map(|l| l.split_whitespace()).collect();
+        assert_eq!(
+            text.join(" "),
+            "CRIT will not connect: the server now presents another key; remove the old entry"
+        );
+    }
 
     #[test]
     fn text_is_cut_at_a_word_with_an_ellipsis() {
