@@ -514,3 +514,45 @@ fn a_timeout_is_the_whole_wait_not_one_per_step() {
     assert_ne!(out.status.code(), Some(0), "{said}");
     assert!(took < 7.5, "took {took:.1}s for --timeout 5:\n{said}");
 }
+
+/// A peer that accepts TCP and never speaks SSH, with a connect timeout (10 s) longer than
+/// `--timeout 3`: status ends by 3 s (plus starting and the goodbye), the host is not up, and
+/// its error states the wait that really passed instead of nothing or another timeout's figure.
+#[test]
+fn a_peer_that_never_speaks_ssh_ends_status_by_its_timeout_saying_how_long() {
+    let lab = Lab::new();
+    let peer = support::silent::SilentPeer::start();
+    let entry = format!(
+        "ssh = \"{}@127.0.0.1:{}\"\nidentity = \"{}\"",
+        lab.user,
+        peer.port,
+        lab.client_key.display()
+    );
+    let fleet = lab.fleet("fleet.toml", "", &[("mute", entry)]);
+    let text = std::fs::read_to_string(&fleet).expect("fleet");
+    std::fs::write(
+        &fleet,
+        text.replace("connect_timeout_secs = 3", "connect_timeout_secs = 10"),
+    )
+    .expect("fleet");
+    let started = std::time::Instant::now();
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["status", "--json", "--timeout", "3"])
+        .output()
+        .expect("status");
+    let took = started.elapsed().as_secs_f64();
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let link = &host(&json, "mute")["link"];
+    assert_ne!(out.status.code(), Some(0), "{json}");
+    assert!(took <= 3.0 + 1.5, "took {took:.1}s for --timeout 3: {link}");
+    assert_ne!(link["state"], "up", "{link}");
+    let error = link["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error: {link}"));
+    let said = support::silent::stated_secs(error).unwrap_or_else(|| panic!("no figure: {link}"));
+    assert!(
+        (said - took).abs() <= 1.0,
+        "said {said}s, took {took:.1}s: {error}"
+    );
+}

@@ -2,6 +2,7 @@
 
 mod auth;
 mod banner;
+mod budget;
 mod bytes;
 mod error;
 mod handler;

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod delay;
+pub mod silent;
 mod standin;
 pub mod tmux;
 pub mod vast_box;
