@@ -556,3 +556,57 @@ fn a_peer_that_never_speaks_ssh_ends_status_by_its_timeout_saying_how_long() {
         "said {said}s, took {took:.1}s: {error}"
     );
 }
+
+/// 2 000 mounts: what the probe carries to the box no longer grows its command line (the list
+/// goes on the probe's stdin), so the host still reports. The box's `df` lists every one; the
+/// section is cut at its bound and said to be, and the mount at 97 % inodes in what was kept is
+/// still found.
+#[test]
+fn a_host_with_two_thousand_mounts_still_reports_and_says_where_it_was_cut() {
+    let mut lab = Lab::new();
+    let sshd = lab.start_host("wide");
+    // GNU df's `--output` shape, one row per mount asked for; the eighth at 97 % inodes.
+    sshd.shim_script(
+        "df",
+        "#!/bin/sh\nprintf 'Filesystem Type 1B-blocks Used Avail Use%% Inodes IUsed IFree IUse%% Mounted on\\n'\n\
+         for m in \"$@\"; do case $m in -*) continue;; esac\n\
+         if [ \"$m\" = /mnt/d0007 ]; then i='1000 970 30 97%'; else i='1000 10 990 1%'; fi\n\
+         printf 'srv:/x nfs 1000000000 1000 999999000 1%% %s %s\\n' \"$i\" \"$m\"; done\n",
+    );
+    let mounts: Vec<String> = (0..2000).map(|i| format!("\"/mnt/d{i:04}\"")).collect();
+    let entry = format!(
+        "{}\nmounts = [{}]",
+        lab.host_entry(&sshd),
+        mounts.join(", ")
+    );
+    let fleet = lab.fleet("fleet.toml", "", &[("wide", entry)]);
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["status", "--json", "--timeout", "20"])
+        .output()
+        .expect("status");
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+                .chars()
+                .take(600)
+                .collect::<String>()
+        )
+    });
+    let h = host(&json, "wide");
+    assert_eq!(h["link"]["state"], "up", "{}", h["link"]);
+    let said = h["signals"].to_string();
+    assert!(
+        said.contains("df") && said.contains("cut at 64 KiB"),
+        "the df section's cut is said: {said}"
+    );
+    let seen = h["mounts"].as_array().expect("mounts");
+    assert!(seen.len() > 100, "{} mounts read", seen.len());
+    assert!(
+        kinds(h).iter().any(|k| k.contains("inode")),
+        "the mount at 97 % inodes is found: {:?}",
+        kinds(h)
+    );
+    assert_ne!(out.status.code(), Some(0));
+}

@@ -257,22 +257,26 @@ fn every_number_has_a_range_checked_at_load() {
     }
 }
 
-/// What a host's probe carries to the box is bounded whatever the config says: 2 000 mounts
-/// (the probe's one argument would pass Linux's 128 KiB, and the box would print nothing) or a
-/// 10 MB log path are refused at load, naming the host and the bound.
+/// What a host's probe carries to the box is bounded whatever the config says. 2 000 mounts load
+/// (they go on the probe's stdin); mounts past what df takes as its arguments, a 10 MB log path
+/// (longer than any path a box has) and a newline in a path (one line of the probe's stdin is
+/// one value) are refused at load, naming the host and the bound.
 #[test]
 fn a_probe_too_big_for_the_box_is_refused_at_load() {
     let host = |extra: &str| format!("[[host]]\nname = \"a\"\nssh = \"x\"\n{extra}\n");
-    let many: Vec<String> = (0..2000).map(|i| format!("\"/mnt/data{i:04}\"")).collect();
-    let e = err(&host(&format!("mounts = [{}]", many.join(", "))));
-    assert!(e.contains("host \"a\": mounts lists 2000 paths"), "{e}");
+    let mounts = |n: usize| {
+        let each: Vec<String> = (0..n).map(|i| format!("\"/mnt/data{i:06}\"")).collect();
+        host(&format!("mounts = [{}]", each.join(", ")))
+    };
+    assert!(parse(Path::new("fleet.toml"), &mounts(2000)).is_ok());
+    let e = err(&mounts(100_000));
+    assert!(e.contains("host \"a\": mounts lists 100000 paths"), "{e}");
     let e = err(&host(&format!("log = \"/{}\"", "x".repeat(10 << 20))));
     assert!(
         e.contains("log is 10485761 bytes long"),
         "{}",
         &e[..e.len().min(300)]
     );
-    let few: Vec<String> = (0..100).map(|i| format!("\"/mnt/d{i}\"")).collect();
-    let ok = host(&format!("mounts = [{}]", few.join(", ")));
-    assert!(parse(Path::new("fleet.toml"), &ok).is_ok());
+    let e = err(&host("ckpt_dir = \"/w/a\\nb\""));
+    assert!(e.contains("ckpt_dir") && e.contains("newline"), "{e}");
 }

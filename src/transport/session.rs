@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use russh::ChannelMsg;
 use russh::client::{self, Handle};
-use russh::keys::Algorithm;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
+use super::algorithms::{cipher_order, preferred_host_key_algorithms};
 use super::auth::authenticate;
 use super::banner::{BannerTap, Duplex};
 use super::budget::Budget;
@@ -23,36 +23,6 @@ use crate::config::ssh::ResolvedHost;
 /// 162 MiB/s there). It is permission, not memory: every channel's data is read as it arrives.
 pub const WINDOW_BYTES: u32 = 64 * 1024 * 1024;
 
-/// AES-GCM first where the CPU has AES instructions (ring's AES-GCM then costs a fraction of
-/// ChaCha20-Poly1305's CPU per byte, which decides a bulk pull's speed); ChaCha20 first where
-/// it does not, as OpenSSH orders them.
-fn cipher_order() -> &'static [russh::cipher::Name] {
-    use russh::cipher::{AES_128_CTR, AES_128_GCM, AES_256_CTR, AES_256_GCM, CHACHA20_POLY1305};
-    #[cfg(target_arch = "x86_64")]
-    let aes = std::arch::is_x86_feature_detected!("aes")
-        && std::arch::is_x86_feature_detected!("pclmulqdq");
-    #[cfg(target_arch = "aarch64")]
-    let aes = std::arch::is_aarch64_feature_detected!("aes");
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    let aes = false;
-    if aes {
-        &[
-            AES_128_GCM,
-            AES_256_GCM,
-            CHACHA20_POLY1305,
-            AES_256_CTR,
-            AES_128_CTR,
-        ]
-    } else {
-        &[
-            CHACHA20_POLY1305,
-            AES_128_GCM,
-            AES_256_GCM,
-            AES_256_CTR,
-            AES_128_CTR,
-        ]
-    }
-}
 /// Refused channel opens tried again (25, 50, 100 ms apart) before the refusal is reported.
 const OPEN_RETRIES: u32 = 3;
 
@@ -277,8 +247,28 @@ impl Session {
         command: &str,
         limits: ExecLimits,
     ) -> Result<ExecOutput, TransportError> {
+        self.exec_with_input(command, &[], limits).await
+    }
+
+    /// As `exec`, with `input` on the command's stdin, then its end: how lists the user or the
+    /// box makes long reach a command, never in its command line (which sshd hands to the login
+    /// shell as one argument, capped by Linux at 128 KiB).
+    pub async fn exec_with_input(
+        &self,
+        command: &str,
+        input: &[u8],
+        limits: ExecLimits,
+    ) -> Result<ExecOutput, TransportError> {
         let budget = Budget::new(limits.timeout);
         let (permit, mut channel) = self.start_command(command, Some(&budget)).await?;
+        if !input.is_empty() {
+            budget
+                .step("sending the command's input", channel.data(input))
+                .await??;
+            budget
+                .step("sending the command's input", channel.eof())
+                .await??;
+        }
         let mut out = ExecOutput {
             stdout: Vec::new(),
             stderr: Vec::new(),
@@ -391,22 +381,4 @@ fn keep(buf: &mut Vec<u8>, data: &[u8], cap: usize, truncated: &mut bool) {
         *truncated = true;
     }
     buf.extend_from_slice(&data[..data.len().min(room)]);
-}
-
-/// Maps known_hosts key types to the host-key algorithms to ask for, in recorded order.
-fn preferred_host_key_algorithms(recorded: &[String]) -> Vec<Algorithm> {
-    let mut out = Vec::new();
-    for name in recorded {
-        if name == "ssh-rsa" {
-            out.push(Algorithm::Rsa {
-                hash: Some(russh::keys::HashAlg::Sha512),
-            });
-            out.push(Algorithm::Rsa {
-                hash: Some(russh::keys::HashAlg::Sha256),
-            });
-        } else if let Ok(alg) = Algorithm::new(name) {
-            out.push(alg);
-        }
-    }
-    out
 }
