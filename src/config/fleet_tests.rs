@@ -280,3 +280,19 @@ fn a_probe_too_big_for_the_box_is_refused_at_load() {
     let e = err(&host("ckpt_dir = \"/w/a\\nb\""));
     assert!(e.contains("ckpt_dir") && e.contains("newline"), "{e}");
 }
+
+/// Pull paths go into the listing's one command (a stanza each): more than fits under the bound
+/// a box's shell takes is refused at load, naming the host, not a listing the box cannot start.
+#[test]
+fn too_many_pull_paths_for_one_listing_are_refused_at_load() {
+    let paths = |n: usize| {
+        let each: Vec<String> = (0..n).map(|i| format!("\"/w/run{i:04}\"")).collect();
+        format!(
+            "[[host]]\nname = \"a\"\nssh = \"x\"\n[host.pull]\npaths = [{}]\ndest = \"/tmp/rw-dest\"\n",
+            each.join(", ")
+        )
+    };
+    assert!(parse(Path::new("fleet.toml"), &paths(20)).is_ok());
+    let e = err(&paths(2000));
+    assert!(e.contains("host \"a\"") && e.contains("pull paths"), "{e}");
+}
