@@ -610,3 +610,49 @@ fn a_host_with_two_thousand_mounts_still_reports_and_says_where_it_was_cut() {
     );
     assert_ne!(out.status.code(), Some(0));
 }
+
+/// A box that floods the sections judgements need whole: df lists 20 000 mounts, nvidia-smi
+/// 20 000 compute apps. Each judgement says it could not judge (a warning of its own kind, in
+/// status --json), instead of judging the part that was kept, and status is not healthy.
+#[test]
+fn a_cut_section_makes_its_judgements_say_they_could_not_judge() {
+    let mut lab = Lab::new();
+    let sshd = lab.start_host("flood");
+    sshd.shim_script(
+        "df",
+        "#!/bin/sh\nprintf 'Filesystem Type 1B-blocks Used Avail Use%% Inodes IUsed IFree IUse%% Mounted on\\n'\n\
+         i=0; while [ $i -lt 20000 ]; do printf 'srv:/x nfs 1000 10 990 1%% 1000 10 990 1%% /mnt/m%s\\n' $i; i=$((i + 1)); done\n",
+    );
+    sshd.shim_script(
+        "nvidia-smi",
+        "#!/bin/sh\ncase \"$*\" in *compute-apps*)\n\
+         printf 'pid, process_name, used_gpu_memory [MiB], gpu_uuid\\n'\n\
+         i=0; while [ $i -lt 20000 ]; do printf '%s, python, 100 MiB, GPU-1\\n' $((i + 100)); i=$((i + 1)); done; exit 0;; esac\n\
+         exit 127\n",
+    );
+    let fleet = lab.fleet("fleet.toml", "", &[("flood", lab.host_entry(&sshd))]);
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["status", "--json", "--timeout", "30"])
+        .output()
+        .expect("status");
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let h = host(&json, "flood");
+    let unjudged: Vec<String> = h["signals"]
+        .as_array()
+        .expect("signals")
+        .iter()
+        .filter(|s| s["kind"] == "not_judged")
+        .map(|s| format!("{} {}", s["severity"], s["message"]))
+        .collect();
+    for what in ["disks: could not judge", "VRAM holders: could not judge"] {
+        assert!(
+            unjudged
+                .iter()
+                .any(|u| u.contains(what) && u.contains("warn")),
+            "{what}: {unjudged:?}\n{}",
+            h["signals"]
+        );
+    }
+    assert_ne!(out.status.code(), Some(0));
+}
