@@ -4,8 +4,8 @@
 
 use super::*;
 use crate::pull::{Currentness, NotCurrent};
+use crate::teardown::Description;
 use crate::teardown::scripted::ScriptedIo;
-use crate::teardown::{CheckFound, Description, PlanLooks};
 
 const CURRENT: Currentness = Currentness::Current {
     pull_id: 7,

@@ -124,12 +124,7 @@ pub const COMMAND_BYTES: usize = 64 * 1024;
 /// is not UTF-8 is rebuilt with printf, four bytes per byte) stay within [`COMMAND_BYTES`]; each
 /// name is counted `uses` times, as often as a command names it. A name longer than the bound
 /// alone is a batch of its own (no path on a box is: PATH_MAX is 4096).
-pub fn batches<'a, T>(
-    items: &'a [T],
-    name: impl Fn(&T) -> &str,
-    most: usize,
-    uses: usize,
-) -> Vec<&'a [T]> {
+pub fn batches<T>(items: &[T], name: impl Fn(&T) -> &str, most: usize, uses: usize) -> Vec<&[T]> {
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (i, item) in items.iter().enumerate() {

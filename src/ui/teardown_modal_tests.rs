@@ -9,8 +9,8 @@ use crate::ledger::{PullRecord, PulledFile};
 use crate::pull::{Currentness, NotCurrent};
 use crate::teardown::scripted::ScriptedIo;
 use crate::teardown::{
-    CHECK_MAX_AGE, CheckFound, Description, Effect, Finished, Method, PlanLooks, QueueLooks,
-    QueueNote, RunLooks, TeardownPlan, describe, execute,
+    CHECK_MAX_AGE, CheckFound, Description, Effect, Method, PlanLooks, QueueLooks, QueueNote,
+    RunLooks, TeardownPlan, describe, execute,
 };
 use crate::ui::app::{Action, App};
 
