@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use rigwatch::config::{HostConfig, fleet};
 use rigwatch::monitor::commands::{new_nonce, probe_command};
 use rigwatch::monitor::live;
+use rigwatch::probe::script::sh_quote;
 use rigwatch::readings::Observation;
 use rigwatch::transport::Pool;
 use support::{GpuShim, Lab, Sshd};
@@ -28,9 +29,12 @@ use tokio::sync::mpsc;
 const PERIOD: Duration = Duration::from_secs(2);
 const WINDOW: Duration = Duration::from_secs(30);
 
-/// The one-shot probe a script would run per poll: the GPU query and the probe script.
+/// The one-shot probe a script would run per poll: the GPU query and the probe script, its
+/// settings piped to its stdin as rigwatch sends them.
 fn one_shot(host: &HostConfig) -> String {
-    probe_command(host, &new_nonce(), None)
+    let probe = probe_command(host, &new_nonce(), None);
+    let input = String::from_utf8_lossy(&probe.input);
+    format!("printf %s {} | {}", sh_quote(&input), probe.line)
 }
 
 /// With RIGWATCH_BENCH_BREAKDOWN set: CPU ticks per process on `host` since `before`.

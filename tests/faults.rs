@@ -247,3 +247,37 @@ async fn wrong_user_and_wrong_key_are_auth_refused_with_the_reason() {
     }
     pool.shutdown().await;
 }
+
+/// A peer that accepts TCP and never speaks SSH. The connect timeout (3 s in the lab's fleet) is
+/// the whole wait for a connection, whatever stage it hangs in: the host is down by then, not
+/// after a second attempt, and the message states the time that really passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_never_speaks_ssh_is_down_after_the_timeout_saying_how_long() {
+    let lab = Lab::new();
+    let peer = support::silent::SilentPeer::start();
+    let entry = format!(
+        "ssh = \"{}@127.0.0.1:{}\"\nidentity = \"{}\"",
+        lab.user,
+        peer.port,
+        lab.client_key.display()
+    );
+    let path = lab.fleet("fleet.toml", "", &[("mute", entry)]);
+    let started = Instant::now();
+    let pool = Pool::start(&fleet::load(&path).expect("fleet"));
+    let states = pool.settle(Duration::from_secs(20)).await;
+    let took = started.elapsed().as_secs_f64();
+    let LinkState::Down { reason, .. } = &states[0].1 else {
+        panic!("not down after {took:.1}s: {states:?}")
+    };
+    assert!(
+        took <= 3.0 + 1.0,
+        "took {took:.1}s for a 3 s timeout: {reason}"
+    );
+    let said =
+        support::silent::stated_secs(reason).unwrap_or_else(|| panic!("no figure: {reason}"));
+    assert!(
+        (said - took).abs() <= 1.0,
+        "said {said}s, took {took:.1}s: {reason}"
+    );
+    pool.shutdown().await;
+}

@@ -8,7 +8,7 @@ use rigwatch::probe::frame::{CycleAssembler, parse_once};
 use rigwatch::probe::sample::HostSample;
 use rigwatch::probe::script::{
     FAST_SECTIONS, KERNEL_EVERY, KERNEL_SECTION, ProbeTargets, QUEUE_SECTIONS, QueueTargets,
-    SLOW_EVERY, SLOW_SECTIONS, command_line, periodic_script,
+    SLOW_EVERY, SLOW_SECTIONS, command_line, periodic_script, settings, sh_quote,
 };
 use rigwatch::probe::{GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY};
 
@@ -20,14 +20,14 @@ fn run_sh(targets: &ProbeTargets, nonce: &str, period: Option<Duration>, cycles:
         GPU_QUERY_FIELDS,
         GPU_QUERY_FIELDS_LEGACY,
     );
-    let line = command_line(targets, &script);
     // Stop a looping script after `cycles` cycles: `head` closes the pipe on it.
     let pipeline = match period {
         // The loop waits for a line on stdin between cycles, as rigwatch sends one a period.
         Some(_) => format!(
-            "yes '' | {{ {line}; }} | awk '{{print}} /done$/ {{n++; if (n == {cycles}) exit}}'"
+            "{} | awk '{{print}} /done$/ {{n++; if (n == {cycles}) exit}}'",
+            fed(targets, "yes ''", &script)
         ),
-        None => line,
+        None => fed(targets, ":", &script),
     };
     let out = Command::new("sh")
         .arg("-c")
@@ -35,6 +35,17 @@ fn run_sh(targets: &ProbeTargets, nonce: &str, period: Option<Duration>, cycles:
         .output()
         .expect("sh");
     String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// The probe's command with its settings first on its stdin, then what `feed` prints, as
+/// rigwatch sends them over the channel.
+fn fed(targets: &ProbeTargets, feed: &str, script: &str) -> String {
+    let input = String::from_utf8(settings(targets)).expect("utf-8");
+    format!(
+        "{{ printf %s {}; {feed}; }} | {{ {}; }}",
+        sh_quote(&input),
+        command_line(script)
+    )
 }
 
 fn temp_targets() -> (tempfile::TempDir, ProbeTargets) {
@@ -176,9 +187,10 @@ fn the_run_is_looked_up_again_at_once_when_its_process_ends() {
         GPU_QUERY_FIELDS_LEGACY,
     );
     // A line on stdin every 200 ms paces the loop, as rigwatch does over the channel.
-    let paced = format!(
-        "while :; do echo || exit; sleep 0.2; done | {}",
-        command_line(&targets, &script)
+    let paced = fed(
+        &targets,
+        "while :; do echo || exit; sleep 0.2; done",
+        &script,
     );
     let mut probe = Command::new("sh")
         .arg("-c")

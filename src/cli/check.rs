@@ -52,7 +52,7 @@ pub async fn run(fleet: &FleetConfig, args: &CheckArgs) -> color_eyre::Result<Ex
     if args.json {
         println!("{}", crate::sanitize::json(&report)?);
     } else {
-        print!("{}", table(&report, timeout));
+        print!("{}", table(&report));
     }
     pool.shutdown().await;
     Ok(if all_up {
@@ -62,7 +62,7 @@ pub async fn run(fleet: &FleetConfig, args: &CheckArgs) -> color_eyre::Result<Ex
     })
 }
 
-fn table(report: &Report<'_>, timeout: Duration) -> String {
+fn table(report: &Report<'_>) -> String {
     let width = super::name_width(report.hosts.iter().map(|h| h.name));
     let mut out = format!("{:width$}  {:15}  {:>8}  DETAIL\n", "HOST", "LINK", "RTT");
     for host in &report.hosts {
@@ -79,12 +79,8 @@ fn table(report: &Report<'_>, timeout: Duration) -> String {
                 reason,
                 ..
             } => format!("{reason} · {banner} · {auth}"),
-            LinkState::Connecting { .. } => {
-                format!(
-                    "no answer within {}",
-                    crate::transport::fmt_duration(timeout)
-                )
-            }
+            // settle reports a host still connecting at the timeout as down, with the wait.
+            LinkState::Connecting { .. } => String::new(),
             LinkState::Down { reason, .. }
             | LinkState::AuthRefused { reason, .. }
             | LinkState::HostkeyRefused { reason, .. } => reason.clone(),

@@ -343,6 +343,8 @@ fn parse_checked(
         let pull = super::connection::pull(&name, h.pull, this_machine, &mut places)
             .map_err(|(offset, m)| at(offset, m))?;
         let carried = [
+            ("run", h.run.as_ref().map(|r| r.get_ref().as_str())),
+            ("instance_id", h.instance_id.as_deref()),
             ("log", h.log.as_deref()),
             ("ckpt_dir", h.ckpt_dir.as_deref()),
             ("run_process", h.run_process.as_deref()),

@@ -257,24 +257,44 @@ fn every_number_has_a_range_checked_at_load() {
     }
 }
 
-/// What a host's probe carries to the box is bounded whatever the config says: 2 000 mounts
-/// (the probe's one argument would pass Linux's 128 KiB, and the box would print nothing) or a
-/// 10 MB log path are refused at load, naming the host and the bound.
+/// What a host's probe carries to the box is bounded whatever the config says. 2 000 mounts load
+/// (they go on the probe's stdin); mounts past what df takes as its arguments, a 10 MB log path
+/// (longer than any path a box has) and a newline in a path (one line of the probe's stdin is
+/// one value) are refused at load, naming the host and the bound.
 #[test]
 fn a_probe_too_big_for_the_box_is_refused_at_load() {
     let host = |extra: &str| format!("[[host]]\nname = \"a\"\nssh = \"x\"\n{extra}\n");
-    let many: Vec<String> = (0..2000).map(|i| format!("\"/mnt/data{i:04}\"")).collect();
-    let e = err(&host(&format!("mounts = [{}]", many.join(", "))));
-    assert!(e.contains("host \"a\": mounts lists 2000 paths"), "{e}");
+    let mounts = |n: usize| {
+        let each: Vec<String> = (0..n).map(|i| format!("\"/mnt/data{i:06}\"")).collect();
+        host(&format!("mounts = [{}]", each.join(", ")))
+    };
+    assert!(parse(Path::new("fleet.toml"), &mounts(2000)).is_ok());
+    let e = err(&mounts(100_000));
+    assert!(e.contains("host \"a\": mounts lists 100000 paths"), "{e}");
     let e = err(&host(&format!("log = \"/{}\"", "x".repeat(10 << 20))));
     assert!(
         e.contains("log is 10485761 bytes long"),
         "{}",
         &e[..e.len().min(300)]
     );
-    let few: Vec<String> = (0..100).map(|i| format!("\"/mnt/d{i}\"")).collect();
-    let ok = host(&format!("mounts = [{}]", few.join(", ")));
-    assert!(parse(Path::new("fleet.toml"), &ok).is_ok());
+    let e = err(&host("ckpt_dir = \"/w/a\\nb\""));
+    assert!(e.contains("ckpt_dir") && e.contains("newline"), "{e}");
+}
+
+/// Pull paths go into the listing's one command (a stanza each): more than fits under the bound
+/// a box's shell takes is refused at load, naming the host, not a listing the box cannot start.
+#[test]
+fn too_many_pull_paths_for_one_listing_are_refused_at_load() {
+    let paths = |n: usize| {
+        let each: Vec<String> = (0..n).map(|i| format!("\"/w/run{i:04}\"")).collect();
+        format!(
+            "[[host]]\nname = \"a\"\nssh = \"x\"\n[host.pull]\npaths = [{}]\ndest = \"/tmp/rw-dest\"\n",
+            each.join(", ")
+        )
+    };
+    assert!(parse(Path::new("fleet.toml"), &paths(20)).is_ok());
+    let e = err(&paths(2000));
+    assert!(e.contains("host \"a\"") && e.contains("pull paths"), "{e}");
 }
 
 #[test]

@@ -15,6 +15,8 @@ pub(super) struct RawPull {
     verify: Option<Spanned<RawVerify>>,
 }
 
+/// The most the pull paths may add to the listing's command line.
+const LISTING_BYTES: usize = 64 * 1024;
 /// `verify = "cmd {file}"` (every file, the old form) or `[host.pull.verify]` with a glob per
 /// command.
 #[derive(Debug, Deserialize)]
@@ -79,6 +81,21 @@ pub(super) fn pull_config(
 ) -> Result<PullConfig, (usize, String)> {
     if raw.paths.is_empty() {
         return Err((table, format!("host {host:?}: [host.pull] paths is empty")));
+    }
+    // Each pull path is a stanza of the listing's one command (about 1 KiB with the path), which
+    // sshd hands to the login shell as one argument that Linux caps at 128 KiB: past half of
+    // that the listing is refused here, not left to a box that cannot start it.
+    let listing: usize = raw.paths.iter().map(|p| p.get_ref().len() + 1024).sum();
+    if listing > LISTING_BYTES {
+        return Err((
+            table,
+            format!(
+                "host {host:?}: [host.pull] paths lists {} pull paths, more than one listing \
+                 command carries (at most {} KiB: about 60 paths); pull a folder above them",
+                raw.paths.len(),
+                LISTING_BYTES / 1024
+            ),
+        ));
     }
     for p in &raw.paths {
         let path = p.get_ref();

@@ -46,13 +46,14 @@ pub fn checked_whole(value: &Spanned<u32>, key: &str) -> Result<u32, (usize, Str
 
 /// The longest path a box's tools take (Linux's PATH_MAX).
 const PATH_BYTES: usize = 4096;
-/// Mounts listed for df: their names go into the probe's one `sh -c` argument (three times),
-/// which Linux caps at 128 KiB; past it the box cannot even start the probe.
-const MOUNTS: usize = 256;
-const MOUNT_BYTES: usize = 24 * 1024;
+/// Mounts listed for df. They reach the box on the probe's stdin, not its command line, but df
+/// takes them as its arguments, which Linux caps at about 2 MiB in all: half of that, so the
+/// environment and df's own options always fit.
+const MOUNT_BYTES: usize = 1024 * 1024;
 
 /// The paths and patterns a host's probe carries to the box, bounded whatever the config says:
-/// `(key, value)` pairs and the mounts. Err says which and the bound.
+/// `(key, value)` pairs and the mounts. Each goes to the probe as one line of its stdin, so a
+/// newline (or NUL, which no path holds) in one is refused. Err says which and the bound.
 pub fn probe_paths<'a>(
     single: impl IntoIterator<Item = (&'a str, &'a str)>,
     mounts: &[String],
@@ -63,20 +64,27 @@ pub fn probe_paths<'a>(
             value.len()
         )
     };
-    for (key, value) in single {
+    let single: Vec<(&str, &str)> = single.into_iter().collect();
+    let every = single
+        .iter()
+        .copied()
+        .chain(mounts.iter().map(|m| ("a mount", m.as_str())));
+    for (key, value) in every {
         if value.len() > PATH_BYTES {
             return Err(long(key, value));
         }
+        if value.contains(['\n', '\0']) {
+            return Err(format!(
+                "{key} {:?} holds a newline or NUL, which the probe cannot carry",
+                value.chars().take(200).collect::<String>()
+            ));
+        }
     }
-    if let Some(m) = mounts.iter().find(|m| m.len() > PATH_BYTES) {
-        return Err(long("a mount", m));
-    }
-    let bytes: usize = mounts.iter().map(String::len).sum();
-    if mounts.len() > MOUNTS || bytes > MOUNT_BYTES {
+    let bytes: usize = mounts.iter().map(|m| m.len() + 1).sum();
+    if bytes > MOUNT_BYTES {
         return Err(format!(
-            "mounts lists {} paths ({bytes} bytes): at most {MOUNTS} paths and {} KiB, or the \
-             probe's command line passes what a box accepts (list the mounts that matter; \
-             without `mounts` every filesystem is read)",
+            "mounts lists {} paths ({bytes} bytes): at most {} KiB, which df takes as its \
+             arguments (list the mounts that matter; without `mounts` every filesystem is read)",
             mounts.len(),
             MOUNT_BYTES / 1024
         ));

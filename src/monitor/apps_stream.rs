@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::commands::NOT_FOUND;
-use crate::probe::sample::{HostSample, SectionError};
+use crate::probe::sample::{Cut, HostSample, SectionError};
 use crate::probe::{APPS_QUERY_FIELDS, GpuProcess, parse_apps_csv};
 use crate::readings::{Observation, Update};
 use crate::transport::{Session, StreamEvent};
@@ -32,6 +32,8 @@ pub struct AppsSeen {
     processes: Option<Vec<GpuProcess>>,
     missing: bool,
     error: Option<String>,
+    /// The batch was cut at its bound: how, in words.
+    cut: Option<String>,
 }
 
 pub type SharedApps = Arc<Mutex<AppsSeen>>;
@@ -43,6 +45,12 @@ pub fn apply(seen: &SharedApps, sample: &mut HostSample) {
         sample.nvidia_smi_missing = true;
     } else if let Some(processes) = &seen.processes {
         sample.gpu_processes = Some(processes.clone());
+    }
+    if let Some(why) = &seen.cut {
+        sample.cut.push(Cut {
+            section: "apps".into(),
+            why: why.clone(),
+        });
     }
     if let Some(message) = &seen.error {
         sample.errors.push(SectionError {
@@ -159,7 +167,7 @@ fn close(batch: &mut Batch, seen: &SharedApps) {
             let cut = (dropped > 0).then(|| {
                 format!(
                     "showing {} of {} processes: the box listed more than rigwatch holds \
-                     ({} KiB a batch); who holds VRAM is not complete",
+                     ({} KiB a batch)",
                     processes.len(),
                     processes.len() + dropped,
                     MAX_BATCH / 1024
@@ -167,7 +175,7 @@ fn close(batch: &mut Batch, seen: &SharedApps) {
             });
             *s = AppsSeen {
                 processes: Some(processes),
-                error: cut,
+                cut,
                 ..AppsSeen::default()
             }
         }),
@@ -252,7 +260,7 @@ mod tests {
         apply(&seen, &mut sample);
         let shown = sample.gpu_processes.as_ref().map_or(0, Vec::len);
         assert!(shown > 1000 && shown < 100_000, "{shown}");
-        let said = &sample.errors[0].message;
+        let said = &sample.cut[0].why;
         assert!(
             said.contains(&format!("showing {shown} of 100000 processes")),
             "{said}"

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::config::HostConfig;
 use crate::probe::script::{
-    ProbeTargets, QueueTargets, SlurmTarget, command_line, periodic_script, sh_quote,
+    ProbeTargets, QueueTargets, SlurmTarget, command_line, periodic_script, settings, sh_quote,
 };
 use crate::probe::{
     GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, GpuSample, ParseError, parse_gpu_csv,
@@ -37,8 +37,15 @@ pub fn new_nonce() -> String {
     format!("{:016x}", fastrand::u64(..))
 }
 
+/// The probe's command line and what goes first on its stdin (the host's paths and mounts):
+/// the command is the same size whatever the config lists.
+pub struct ProbeCommand {
+    pub line: String,
+    pub input: Vec<u8>,
+}
+
 /// The periodic probe, looping every `period`, or once when `period` is None.
-pub fn probe_command(host: &HostConfig, nonce: &str, period: Option<Duration>) -> String {
+pub fn probe_command(host: &HostConfig, nonce: &str, period: Option<Duration>) -> ProbeCommand {
     let targets = targets(host);
     let script = periodic_script(
         &targets,
@@ -47,7 +54,10 @@ pub fn probe_command(host: &HostConfig, nonce: &str, period: Option<Duration>) -
         GPU_QUERY_FIELDS,
         GPU_QUERY_FIELDS_LEGACY,
     );
-    command_line(&targets, &script)
+    ProbeCommand {
+        line: command_line(&script),
+        input: settings(&targets),
+    }
 }
 
 /// The GPU stream: `nvidia-smi --query-gpu` with the header on (columns are read by name),

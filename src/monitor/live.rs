@@ -194,11 +194,13 @@ async fn probe_stream(
     tx: mpsc::Sender<Update>,
 ) -> Duration {
     let nonce = new_nonce();
-    let (mut rx, ticks) = match session
-        .stream_with_input(&probe_command(&host, &nonce, Some(period)), MAX_LINE)
-        .await
-    {
-        Ok(both) => both,
+    let command = probe_command(&host, &nonce, Some(period));
+    let (mut rx, ticks) = match session.stream_with_input(&command.line, MAX_LINE).await {
+        Ok(both) => {
+            // The host's paths and mounts first: the script reads them before its first cycle.
+            let _ = both.1.send(command.input).await;
+            both
+        }
         Err(e) => {
             send(
                 &tx,

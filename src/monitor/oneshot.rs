@@ -35,8 +35,9 @@ pub async fn probe_once(session: &Arc<Session>, host: &HostConfig) -> HostProbe 
         errors: Vec::new(),
     };
     let nonce = new_nonce();
+    let probe_command = probe_command(host, &nonce, None);
     let out = match session
-        .exec(&probe_command(host, &nonce, None), LIMITS)
+        .exec_with_input(&probe_command.line, &probe_command.input, LIMITS)
         .await
     {
         Ok(out) => out,

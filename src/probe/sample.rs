@@ -43,6 +43,15 @@ pub struct SectionError {
     pub message: String,
 }
 
+/// A section the box printed more of than rigwatch holds: what was kept is its beginning, so a
+/// judgement that needs the whole section cannot be made from it (signals::unjudged).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cut {
+    pub section: String,
+    /// How it was cut, in words ("cut at 64 KiB").
+    pub why: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct HostSample {
     /// None when nvidia-smi is not installed: a box without GPUs, not a box with zero of them.
@@ -69,6 +78,7 @@ pub struct HostSample {
     /// The Slurm job the box runs, on hosts whose profile has a walltime.
     pub slurm_job: Option<SlurmJob>,
     pub errors: Vec<SectionError>,
+    pub cut: Vec<Cut>,
 }
 
 impl HostSample {
@@ -83,20 +93,15 @@ impl HostSample {
         };
         for section in &cycle.sections {
             if section.truncated {
-                // A cut section is never taken as the whole: said, so status and the screens
-                // warn, beside whatever its beginning shows.
-                note(
-                    &section.name,
-                    ParseError::new(
-                        "probe frame",
-                        0,
-                        format!(
-                            "cut at {} KiB (the box printed more): only its beginning is read, \
-                             so nothing judged from it is complete",
-                            super::script::SECTION_CAP_BYTES / 1024
-                        ),
+                // A cut section is never taken as the whole: the judgements that need it say
+                // they could not judge, beside whatever its beginning shows.
+                s.cut.push(Cut {
+                    section: section.name.clone(),
+                    why: format!(
+                        "cut at {} KiB (the box printed more)",
+                        super::script::SECTION_CAP_BYTES / 1024
                     ),
-                );
+                });
             }
             let body = section.body.as_str();
             let status = section.status;
@@ -385,11 +390,11 @@ mod tests {
         }
         let sample = HostSample::from_cycle(&cycle.expect("a cycle"));
         let cut = sample
-            .errors
+            .cut
             .iter()
-            .filter(|e| e.section == "apps" && e.message.contains("cut at 64 KiB"))
+            .filter(|c| c.section == "apps" && c.why.contains("cut at 64 KiB"))
             .count();
-        assert_eq!(cut, 1, "{:?}", sample.errors);
+        assert_eq!(cut, 1, "{:?}", sample.cut);
     }
 
     /// The last 15 KB of a log are tqdm updates with no newline: the pane shows the bar's last

@@ -100,19 +100,23 @@ pub fn periodic_script(
     gpu_fields: &[&str],
     legacy_fields: &[&str],
 ) -> String {
-    let mounts = targets
-        .mounts
-        .iter()
-        .map(|m| sh_quote(m))
-        .collect::<Vec<_>>()
-        .join(" ");
     let mut s = String::new();
     s.push_str("LC_ALL=C; export LC_ALL\n");
     let _ = writeln!(s, "M={}", sh_quote(&format!("@@rw-{nonce}")));
     // Every command that touches the user's files (a hung network mount blocks forever in
     // stat, ls, tail, find) runs under a timeout, so a hang never holds the probe's channel.
     s.push_str("T=''; command -v timeout >/dev/null 2>&1 && T='timeout -k 2 10'\n");
-    s.push_str("LOG=$RW_LOG; CK=$RW_CKPT; RUN=$RW_RUN; PROC=$RW_PROC; P=''\n");
+    // The paths, patterns and mounts arrive first on stdin (`settings`), one a line, so the
+    // script is the same size whatever the config lists. The mounts are kept one a line in MS
+    // and split on newlines only, unglobbed, where df takes them.
+    s.push_str("NL='\n'; P=''\n");
+    s.push_str(
+        "for v in LOG CK RUN PROC QF QD QL RW_JOB NM; do IFS= read -r \"$v\" || exit 0; done\n",
+    );
+    s.push_str("MS=''; j=0; while [ \"$j\" -lt \"$NM\" ] && IFS= read -r m; do MS=\"$MS$m$NL\"; j=$((j + 1)); done\n");
+    s.push_str(
+        "mdf() { oi=$IFS; IFS=$NL; set -f; set -- \"$@\" $MS; IFS=$oi; set +f; $T df \"$@\"; }\n",
+    );
     // Sections read nothing: their stdin is /dev/null, so the loop's own stdin carries only
     // the pacing lines (a redirection on a function call forks nothing).
     s.push_str("sec() { n=$1; shift; printf '%s begin %s\\n' \"$M\" \"$n\"; \"$@\" </dev/null 2>&1; r=$?; printf '\\n%s end %s %s\\n' \"$M\" \"$n\" \"$r\"; }\n");
@@ -122,14 +126,11 @@ pub fn periodic_script(
     // `dfi` section runs too. A df that fails on one mount still lists the rest.
     let _ = writeln!(
         s,
-        "dfb() {{ o=$($T df -B1 --output={OUTPUT_COLUMNS} {mounts} 2>&1); r=$?; \
+        "dfb() {{ o=$(mdf -B1 --output={OUTPUT_COLUMNS} 2>&1); r=$?; \
          case \"$o\" in *IUse%*) DFI=''; printf '%s\\n' \"$o\"; return $r;; esac; \
-         DFI=1; $T df -PB1 {mounts}; }}"
+         DFI=1; mdf -PB1; }}"
     );
-    let _ = writeln!(
-        s,
-        "dfi() {{ [ -n \"$DFI\" ] || return 0; $T df -Pi {mounts}; }}"
-    );
+    s.push_str("dfi() { [ -n \"$DFI\" ] || return 0; mdf -Pi; }\n");
     // Only the run's own session, named exactly (`=NAME:`; without the colon tmux 3.3 still
     // takes a prefix, `=train` finding `train2`): `tmux ls | grep` or `pgrep -f NAME` would
     // also find `train2`, or the tmux server that still carries `new -s train` in its argv.
@@ -220,7 +221,6 @@ pub fn periodic_script(
 /// globs (a cell-log pattern with spaces is not supported). pgrep's `[r]` keeps the probe from
 /// matching its own script text.
 fn queue_functions(s: &mut String) {
-    s.push_str("QF=$RW_QF; QD=$RW_QD; QL=$RW_QL\n");
     // `head -c` still bounds what is sent if the file grows between the stat and the read; `qn`,
     // not `n`: sh functions share variables, and `sec` holds the section's name in `n`.
     let _ = writeln!(
@@ -239,37 +239,51 @@ fn queue_functions(s: &mut String) {
 }
 
 /// The exec command line: the script handed to `sh -c`, so it runs under POSIX sh whatever the
-/// user's login shell is. The paths and the run pattern travel in the environment, not in the
-/// script text, so `pgrep -f` for the run never finds the probe itself.
-pub fn command_line(targets: &ProbeTargets, script: &str) -> String {
+/// user's login shell is. It carries no path, pattern or mount: those go on its stdin
+/// ([`settings`]), so the command is the same size whatever the config lists (sshd hands it to
+/// the login shell as one argument, which Linux caps at 128 KiB), and `pgrep -f` for the run
+/// never finds the probe itself.
+pub fn command_line(script: &str) -> String {
+    format!("exec sh -c {}", sh_quote(script))
+}
+
+/// What the script reads first on its stdin: the log, checkpoint folder, run session, run
+/// pattern, queue file, final folder, cell-log pattern and Slurm job, one a line (empty when
+/// not set), then the number of mounts and each mount. Config refuses a newline in any of them
+/// at load (`config::ranges::probe_paths`), so one line is one value.
+pub fn settings(targets: &ProbeTargets) -> Vec<u8> {
     let process = targets
         .run_process
         .as_deref()
         .map(self_excluding_pattern)
         .unwrap_or_default();
     let queue = targets.queue.as_ref();
-    format!(
-        "exec env RW_LOG={} RW_CKPT={} RW_RUN={} RW_PROC={} RW_QF={} RW_QD={} RW_QL={} RW_JOB={} sh -c {}",
-        sh_quote(targets.log.as_deref().unwrap_or("")),
-        sh_quote(targets.ckpt_dir.as_deref().unwrap_or("")),
-        sh_quote(targets.run.as_deref().unwrap_or("")),
-        sh_quote(&process),
-        sh_quote(queue.map_or("", |q| q.file.as_str())),
-        sh_quote(queue.map_or("", |q| q.final_dir.as_str())),
-        sh_quote(
-            &queue
-                .and_then(|q| q.cell_log.as_deref())
-                .map_or(String::new(), |l| { l.replace("{name}", "*") })
-        ),
-        sh_quote(
-            targets
-                .slurm
-                .as_ref()
-                .and_then(|j| j.job.as_deref())
-                .unwrap_or("")
-        ),
-        sh_quote(script)
-    )
+    let cell_log = queue
+        .and_then(|q| q.cell_log.as_deref())
+        .map_or(String::new(), |l| l.replace("{name}", "*"));
+    let values = [
+        targets.log.as_deref().unwrap_or(""),
+        targets.ckpt_dir.as_deref().unwrap_or(""),
+        targets.run.as_deref().unwrap_or(""),
+        &process,
+        queue.map_or("", |q| q.file.as_str()),
+        queue.map_or("", |q| q.final_dir.as_str()),
+        &cell_log,
+        targets
+            .slurm
+            .as_ref()
+            .and_then(|j| j.job.as_deref())
+            .unwrap_or(""),
+    ];
+    let mut out = String::new();
+    for value in values {
+        let _ = writeln!(out, "{value}");
+    }
+    let _ = writeln!(out, "{}", targets.mounts.len());
+    for mount in &targets.mounts {
+        let _ = writeln!(out, "{mount}");
+    }
+    out.into_bytes()
 }
 
 #[cfg(test)]
@@ -291,7 +305,13 @@ mod tests {
         };
         let script = periodic_script(&targets, "n", None, &["name"], &["name"]);
         for tool in [
-            "stat ", "tail ", "ls ", "find ", "head -c", "df -P", "tmux ls",
+            "stat ",
+            "tail ",
+            "ls ",
+            "find ",
+            "head -c",
+            "df \"$@\"",
+            "tmux ls",
         ] {
             for (i, _) in script.match_indices(tool) {
                 let before = &script[..i];

@@ -17,7 +17,7 @@ use super::promote::{Landing, Seen, finish};
 use super::protect::Protected;
 use super::remote::{
     HashOutput, Listing, RemoteFile, big_file_hash_command, hash_command, listing_command,
-    parse_hashes, parse_listing, parse_resolved, resolve_command, settle_links,
+    parse_hashes, parse_listing, parse_resolved, resolve_commands, settle_links,
 };
 use super::{PullError, names};
 use crate::config::PullConfig;
@@ -150,11 +150,17 @@ pub async fn list_remote(
     }
     let mut listing = parse_listing(&spec.paths, &out.stdout, &out.stderr);
     if !listing.pending.is_empty() {
-        let resolved = session
-            .exec(&resolve_command(&listing.pending), limits)
-            .await
-            .map(|o| parse_resolved(&o.stdout))
-            .map_err(|e| e.to_string());
+        let mut resolved = Ok(Vec::new());
+        for command in resolve_commands(&listing.pending) {
+            let out = session.exec(&command, limits).await;
+            if let (Ok(all), Ok(out)) = (&mut resolved, &out) {
+                all.extend(parse_resolved(&out.stdout));
+            }
+            if let Err(e) = out {
+                resolved = Err(e.to_string());
+                break;
+            }
+        }
         settle_links(&mut listing, resolved);
     }
     Ok(listing)
@@ -397,12 +403,20 @@ pub(super) async fn remote_hashes(
     files: impl Iterator<Item = &RemoteFile>,
 ) -> Result<BTreeMap<String, String>, String> {
     let (big, rest): (Vec<&RemoteFile>, Vec<&RemoteFile>) = files.partition(|f| f.size >= BIG_HASH);
-    let commands = big
-        .chunks(HASH_BATCH)
-        .map(|b| big_file_hash_command(&b.iter().map(|f| f.path.as_str()).collect::<Vec<_>>()))
+    // Batches bounded in size as well as count: a command names each file twice at most.
+    fn path<'x>(f: &'x &RemoteFile) -> &'x str {
+        &f.path
+    }
+    fn paths_of<'a>(b: &[&'a RemoteFile]) -> Vec<&'a str> {
+        b.iter().map(|f| f.path.as_str()).collect()
+    }
+    let commands = names::batches(&big, path, HASH_BATCH, 2)
+        .into_iter()
+        .map(|b| big_file_hash_command(&paths_of(b)))
         .chain(
-            rest.chunks(HASH_BATCH)
-                .map(|b| hash_command(&b.iter().map(|f| f.path.as_str()).collect::<Vec<_>>())),
+            names::batches(&rest, path, HASH_BATCH, 2)
+                .into_iter()
+                .map(|b| hash_command(&paths_of(b))),
         );
     let limits = ExecLimits {
         timeout: Duration::from_secs(3600),

@@ -115,6 +115,32 @@ impl Words {
     }
 }
 
+/// The most a command carrying remote names may hold: sshd hands the command to the login shell
+/// as one argument, which Linux caps at 128 KiB (past it the box cannot start it at all), so a
+/// list the box makes long (links, files to hash) is split into commands this size at most.
+pub const COMMAND_BYTES: usize = 64 * 1024;
+
+/// `names` in order, in batches of at most `most` names whose words (`Words::word`: a name that
+/// is not UTF-8 is rebuilt with printf, four bytes per byte) stay within [`COMMAND_BYTES`]; each
+/// name is counted `uses` times, as often as a command names it. A name longer than the bound
+/// alone is a batch of its own (no path on a box is: PATH_MAX is 4096).
+pub fn batches<T>(items: &[T], name: impl Fn(&T) -> &str, most: usize, uses: usize) -> Vec<&[T]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, item) in items.iter().enumerate() {
+        let cost = (name(item).len() * 4 + 16) * uses;
+        if i > start && (i - start == most || bytes + cost > COMMAND_BYTES) {
+            out.push(&items[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += cost;
+    }
+    if start < items.len() {
+        out.push(&items[start..]);
+    }
+    out
+}
+
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }

@@ -19,8 +19,11 @@ fn list(paths: &[String]) -> Listing {
     let (out, err) = sh(&listing_command(paths));
     let mut listing = parse_listing(paths, &out, &err);
     if !listing.pending.is_empty() {
-        let (out, _) = sh(&resolve_command(&listing.pending));
-        settle_links(&mut listing, Ok(parse_resolved(&out)));
+        let resolved = resolve_commands(&listing.pending)
+            .iter()
+            .flat_map(|c| parse_resolved(&sh(c).0))
+            .collect();
+        settle_links(&mut listing, Ok(resolved));
     }
     listing
 }
@@ -380,4 +383,38 @@ fn big_files_are_hashed_by_openssl_where_it_answers_right_else_as_before() {
     };
     assert_eq!(map.len(), 1, "{map:?}");
     assert_eq!(map.get(&name).map(String::as_str), Some(want));
+}
+
+/// Box-sized lists never make a command line longer than the bound: 2 000 links and 200 files
+/// with 1 000-byte names (sshd hands a command to the login shell as one argument, which Linux
+/// caps at 128 KiB; past it the box cannot start it).
+#[test]
+fn a_command_never_grows_with_the_box() {
+    let long = |i: usize| format!("/w/{i:05}/{}", "n".repeat(990));
+    let links: Vec<PendingLink> = (0..2000)
+        .map(|i| PendingLink {
+            path: long(i),
+            kind: "f".into(),
+            raw_target: String::new(),
+        })
+        .collect();
+    let commands = resolve_commands(&links);
+    for command in &commands {
+        assert!(command.len() <= 128 * 1024, "{} bytes", command.len());
+    }
+    // Every link is asked about once, in order: one record each from the box.
+    let records: usize = commands
+        .iter()
+        .map(|c| parse_resolved(&sh(c).0).len())
+        .sum();
+    assert_eq!(records, 2000);
+    let names: Vec<String> = (0..200).map(long).collect();
+    let batches = crate::pull::names::batches(&names, String::as_str, 200, 2);
+    assert!(batches.len() > 1);
+    for batch in batches {
+        let paths: Vec<&str> = batch.iter().map(String::as_str).collect();
+        for command in [hash_command(&paths), big_file_hash_command(&paths)] {
+            assert!(command.len() <= 128 * 1024, "{} bytes", command.len());
+        }
+    }
 }

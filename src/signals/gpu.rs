@@ -104,7 +104,11 @@ pub fn gpu_signals(f: &HostFacts<'_>) -> Vec<Signal> {
             // On container rentals nvidia-smi reports the host's PIDs, or none at all: the GPU's
             // own figures still show the memory held, so say where the holder is instead of
             // guessing one or claiming nothing holds it.
-            let who = if holders.is_empty() {
+            // A cut list of processes names some holders, or none, and is neither all of them
+            // nor proof that the holder is outside: said as not known (unjudged.rs says why).
+            let who = if super::unjudged::is_cut(f, "apps") {
+                "a holder rigwatch cannot name (the list of processes was cut)".to_string()
+            } else if holders.is_empty() {
                 "a process outside this container (nvidia-smi lists none here)".to_string()
             } else {
                 holders.join(", ")

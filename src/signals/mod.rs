@@ -6,6 +6,7 @@ mod fill;
 mod gpu;
 mod link;
 mod run;
+mod unjudged;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -57,6 +58,8 @@ pub enum SignalKind {
     OomKill,
     NoGpu,
     ProbeError,
+    /// A judgement that needs a whole probe section the box printed too much of.
+    NotJudged,
     LinkDown,
     LoginRefused,
     HostKeyRefused,
@@ -125,6 +128,7 @@ pub fn evaluate(facts: &HostFacts<'_>) -> (RunState, Vec<Signal>) {
     }
     signals.extend(gpu::kernel_signals(facts));
     signals.extend(disk::disk_signals(facts));
+    signals.extend(unjudged::unjudged(facts));
     if let Some(latest) = facts.history.latest_host() {
         for error in &latest.sample.errors {
             signals.push(Signal::new(

@@ -12,6 +12,8 @@ pub enum TransportError {
     Resolve(String),
     #[error("connect to {addr}: {reason}")]
     Connect { addr: String, reason: String },
+    /// `after` is the time that really passed since the wait began (budget.rs), for every step
+    /// that shared it: the figure a user compares with the timeout they set.
     #[error("{stage} timed out after {}", crate::transport::fmt_duration(*after))]
     Timeout {
         stage: &'static str,

@@ -1,7 +1,9 @@
 //! Transport: the pooled SSH connections to the boxes. The only module that talks to the network.
 
+mod algorithms;
 mod auth;
 mod banner;
+mod budget;
 mod bytes;
 mod error;
 mod handler;

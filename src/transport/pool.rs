@@ -75,6 +75,8 @@ fn describe(state: &LinkState) -> String {
 
 pub struct Pool {
     links: Vec<HostLink>,
+    /// When the first connects began: what a host still connecting has been given.
+    started: Instant,
 }
 
 impl Drop for Pool {
@@ -119,7 +121,10 @@ impl Pool {
                 }
             })
             .collect();
-        Pool { links }
+        Pool {
+            links,
+            started: Instant::now(),
+        }
     }
 
     pub fn links(&self) -> &[HostLink] {
@@ -144,24 +149,33 @@ impl Pool {
         }
     }
 
-    /// Waits until every host has a definite state (or `timeout` passes) and returns them.
+    /// Waits until every host's first attempt has ended (or `timeout` passes) and returns the
+    /// states. Each host has one attempt: its connect timeout is the whole wait for it, not one
+    /// try of several. A host still connecting when `timeout` ends is reported down, saying how
+    /// long it was given, so no caller shows a bare "connecting" or another wait's figure.
     pub async fn settle(&self, timeout: Duration) -> Vec<(String, LinkState)> {
         let deadline = tokio::time::Instant::now() + timeout;
         let waits = self.links.iter().map(|link| async move {
             let mut rx = link.watch_state();
             let _ = tokio::time::timeout_at(deadline, rx.wait_for(LinkState::is_settled)).await;
-            // A first attempt that merely timed out (a loaded box, a slow handshake) gets one
-            // more before the host is reported down; a refused connection does not.
-            let timed_out =
-                matches!(&*rx.borrow_and_update(), LinkState::Down { reason, .. } if reason.contains("timed out"));
-            if timed_out {
-                let _ = tokio::time::timeout_at(deadline, rx.changed()).await;
-            }
         });
         futures::future::join_all(waits).await;
         self.links
             .iter()
-            .map(|l| (l.name.clone(), l.state()))
+            .map(|l| {
+                let state = match l.state() {
+                    LinkState::Connecting { .. } => LinkState::Down {
+                        since: Utc::now(),
+                        reason: format!(
+                            "no SSH connection within {}: still connecting when the wait ended",
+                            super::fmt_duration(self.started.elapsed())
+                        ),
+                        retry_in_ms: 0,
+                    },
+                    settled => settled,
+                };
+                (l.name.clone(), state)
+            })
             .collect()
     }
 

@@ -6,11 +6,12 @@ use std::time::{Duration, Instant};
 
 use russh::ChannelMsg;
 use russh::client::{self, Handle};
-use russh::keys::Algorithm;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
+use super::algorithms::{cipher_order, preferred_host_key_algorithms};
 use super::auth::authenticate;
 use super::banner::{BannerTap, Duplex};
+use super::budget::Budget;
 use super::error::TransportError;
 use super::handler::ClientHandler;
 use super::known_hosts;
@@ -22,36 +23,6 @@ use crate::config::ssh::ResolvedHost;
 /// 162 MiB/s there). It is permission, not memory: every channel's data is read as it arrives.
 pub const WINDOW_BYTES: u32 = 64 * 1024 * 1024;
 
-/// AES-GCM first where the CPU has AES instructions (ring's AES-GCM then costs a fraction of
-/// ChaCha20-Poly1305's CPU per byte, which decides a bulk pull's speed); ChaCha20 first where
-/// it does not, as OpenSSH orders them.
-fn cipher_order() -> &'static [russh::cipher::Name] {
-    use russh::cipher::{AES_128_CTR, AES_128_GCM, AES_256_CTR, AES_256_GCM, CHACHA20_POLY1305};
-    #[cfg(target_arch = "x86_64")]
-    let aes = std::arch::is_x86_feature_detected!("aes")
-        && std::arch::is_x86_feature_detected!("pclmulqdq");
-    #[cfg(target_arch = "aarch64")]
-    let aes = std::arch::is_aarch64_feature_detected!("aes");
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    let aes = false;
-    if aes {
-        &[
-            AES_128_GCM,
-            AES_256_GCM,
-            CHACHA20_POLY1305,
-            AES_256_CTR,
-            AES_128_CTR,
-        ]
-    } else {
-        &[
-            CHACHA20_POLY1305,
-            AES_128_GCM,
-            AES_256_GCM,
-            AES_256_CTR,
-            AES_128_CTR,
-        ]
-    }
-}
 /// Refused channel opens tried again (25, 50, 100 ms apart) before the refusal is reported.
 const OPEN_RETRIES: u32 = 3;
 
@@ -104,11 +75,20 @@ pub struct ExecOutput {
 }
 
 impl Session {
+    /// Connects and authenticates within `opts.connect_timeout` in all: the jump hosts, TCP,
+    /// the handshake and authentication share it, and a timeout says how long really passed.
     pub async fn connect(
         host: &ResolvedHost,
         opts: &ConnectOptions,
     ) -> Result<Session, TransportError> {
-        let timeout = opts.connect_timeout;
+        Session::connect_within(host, opts, Budget::new(opts.connect_timeout)).await
+    }
+
+    async fn connect_within(
+        host: &ResolvedHost,
+        opts: &ConnectOptions,
+        budget: Budget,
+    ) -> Result<Session, TransportError> {
         let jump = match &host.proxy_jump {
             Some(jump_host) => {
                 let jump_opts = ConnectOptions {
@@ -116,7 +96,7 @@ impl Session {
                     ..opts.clone()
                 };
                 Some(Arc::new(
-                    Box::pin(Session::connect(jump_host, &jump_opts))
+                    Box::pin(Session::connect_within(jump_host, &jump_opts, budget))
                         .await
                         .map_err(|e| TransportError::Connect {
                             addr: format!("jump host {}", jump_host.original),
@@ -135,25 +115,18 @@ impl Session {
                     "127.0.0.1",
                     0,
                 );
-                let channel = tokio::time::timeout(timeout, open)
-                    .await
-                    .map_err(|_| TransportError::Timeout {
-                        stage: "jump forward",
-                        after: timeout,
-                    })?
-                    .map_err(|e| TransportError::Connect {
+                let channel = budget.step("jump forward", open).await?.map_err(|e| {
+                    TransportError::Connect {
                         addr: addr.clone(),
                         reason: e.to_string(),
-                    })?;
+                    }
+                })?;
                 Box::new(channel.into_stream())
             }
             None => {
-                let tcp = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(&addr))
-                    .await
-                    .map_err(|_| TransportError::Timeout {
-                        stage: "TCP connect",
-                        after: timeout,
-                    })?
+                let tcp = budget
+                    .step("TCP connect", tokio::net::TcpStream::connect(&addr))
+                    .await?
                     .map_err(|e| TransportError::Connect {
                         addr: addr.clone(),
                         reason: e.to_string(),
@@ -199,36 +172,27 @@ impl Session {
         };
         let (tap, banner) = BannerTap::new(stream);
         let handshake = client::connect_stream(Arc::new(config), tap, handler);
-        let mut handle = match tokio::time::timeout(timeout, handshake).await {
-            Err(_) => {
-                return Err(TransportError::Timeout {
-                    stage: "SSH handshake",
-                    after: timeout,
-                });
-            }
-            Ok(Err(e)) => {
+        let mut handle = match budget.step("SSH handshake", handshake).await? {
+            Err(e) => {
                 let refused = rejection.lock().ok().and_then(|mut r| r.take());
                 return Err(refused.unwrap_or_else(|| TransportError::Connect {
                     addr,
                     reason: e.to_string(),
                 }));
             }
-            Ok(Ok(handle)) => handle,
+            Ok(handle) => handle,
         };
         let key_files = match &opts.identity {
             Some(path) => vec![path.clone()],
             None => host.identity_files.clone(),
         };
         let identities_only = host.identities_only || opts.identity.is_some();
-        let auth = tokio::time::timeout(
-            timeout,
-            authenticate(&mut handle, &host.user, &key_files, identities_only),
-        )
-        .await
-        .map_err(|_| TransportError::Timeout {
-            stage: "authentication",
-            after: timeout,
-        })??;
+        let auth = budget
+            .step(
+                "authentication",
+                authenticate(&mut handle, &host.user, &key_files, identities_only),
+            )
+            .await??;
         let banner = banner
             .lock()
             .ok()
@@ -266,26 +230,45 @@ impl Session {
     /// One protocol round trip, no process started on the box.
     pub async fn ping(&self, timeout: Duration) -> Result<Duration, TransportError> {
         let start = Instant::now();
-        tokio::time::timeout(timeout, self.handle.send_ping())
-            .await
-            .map_err(|_| TransportError::Timeout {
-                stage: "ping",
-                after: timeout,
-            })??;
+        Budget::new(timeout)
+            .step("ping", self.handle.send_ping())
+            .await??;
         match self.lost_reason() {
             Some(reason) => Err(TransportError::Disconnected(reason)),
             None => Ok(start.elapsed()),
         }
     }
 
-    /// Runs one command on its own channel. The channel is always closed, also after a timeout,
-    /// so an abandoned command does not hold one of the server's MaxSessions slots.
+    /// Runs one command on its own channel within `limits.timeout` in all (waiting for a slot,
+    /// the channel and the output). The channel is always closed, also after a timeout, so an
+    /// abandoned command does not hold one of the server's MaxSessions slots.
     pub async fn exec(
         &self,
         command: &str,
         limits: ExecLimits,
     ) -> Result<ExecOutput, TransportError> {
-        let (permit, mut channel) = self.start_command(command, Some(limits.timeout)).await?;
+        self.exec_with_input(command, &[], limits).await
+    }
+
+    /// As `exec`, with `input` on the command's stdin, then its end: how lists the user or the
+    /// box makes long reach a command, never in its command line (which sshd hands to the login
+    /// shell as one argument, capped by Linux at 128 KiB).
+    pub async fn exec_with_input(
+        &self,
+        command: &str,
+        input: &[u8],
+        limits: ExecLimits,
+    ) -> Result<ExecOutput, TransportError> {
+        let budget = Budget::new(limits.timeout);
+        let (permit, mut channel) = self.start_command(command, Some(&budget)).await?;
+        if !input.is_empty() {
+            budget
+                .step("sending the command's input", channel.data(input))
+                .await??;
+            budget
+                .step("sending the command's input", channel.eof())
+                .await??;
+        }
         let mut out = ExecOutput {
             stdout: Vec::new(),
             stderr: Vec::new(),
@@ -293,44 +276,42 @@ impl Session {
             truncated: false,
         };
         let mut refused = false;
-        let drained = tokio::time::timeout(limits.timeout, async {
-            while let Some(msg) = channel.wait().await {
-                match msg {
-                    // The exec request's answer (want_reply): russh does not wait for it.
-                    ChannelMsg::Failure => {
-                        refused = true;
-                        break;
+        let drained = budget
+            .step("command", async {
+                while let Some(msg) = channel.wait().await {
+                    match msg {
+                        // The exec request's answer (want_reply): russh does not wait for it.
+                        ChannelMsg::Failure => {
+                            refused = true;
+                            break;
+                        }
+                        ChannelMsg::Data { data } => keep(
+                            &mut out.stdout,
+                            &data,
+                            limits.max_output,
+                            &mut out.truncated,
+                        ),
+                        ChannelMsg::ExtendedData { data, ext: 1 } => keep(
+                            &mut out.stderr,
+                            &data,
+                            limits.max_output,
+                            &mut out.truncated,
+                        ),
+                        ChannelMsg::ExitStatus { exit_status } => {
+                            out.exit_status = Some(exit_status)
+                        }
+                        ChannelMsg::Close => break,
+                        _ => {}
                     }
-                    ChannelMsg::Data { data } => keep(
-                        &mut out.stdout,
-                        &data,
-                        limits.max_output,
-                        &mut out.truncated,
-                    ),
-                    ChannelMsg::ExtendedData { data, ext: 1 } => keep(
-                        &mut out.stderr,
-                        &data,
-                        limits.max_output,
-                        &mut out.truncated,
-                    ),
-                    ChannelMsg::ExitStatus { exit_status } => out.exit_status = Some(exit_status),
-                    ChannelMsg::Close => break,
-                    _ => {}
                 }
-            }
-        })
-        .await;
+            })
+            .await;
         let _ = channel.close().await;
         drop(permit);
         if refused {
             return Err(TransportError::CommandRefused);
         }
-        if drained.is_err() {
-            return Err(TransportError::Timeout {
-                stage: "command",
-                after: limits.timeout,
-            });
-        }
+        drained?;
         if out.exit_status.is_none() {
             if let Some(reason) = self.lost_reason() {
                 return Err(TransportError::Disconnected(reason));
@@ -340,29 +321,27 @@ impl Session {
     }
 
     /// A free slot, a new channel and `command` started on it: how every command begins. Waiting
-    /// for the slot and the channel is bounded by `wait` where one is given.
+    /// for the slot and the channel is bounded by `budget` where one is given.
     pub(super) async fn start_command(
         &self,
         command: &str,
-        wait: Option<Duration>,
+        budget: Option<&Budget>,
     ) -> Result<(OwnedSemaphorePermit, russh::Channel<client::Msg>), TransportError> {
         async fn bounded<T>(
             step: impl std::future::Future<Output = T>,
-            wait: Option<Duration>,
+            budget: Option<&Budget>,
             stage: &'static str,
         ) -> Result<T, TransportError> {
-            match wait {
+            match budget {
                 None => Ok(step.await),
-                Some(after) => tokio::time::timeout(after, step)
-                    .await
-                    .map_err(|_| TransportError::Timeout { stage, after }),
+                Some(budget) => budget.step(stage, step).await,
             }
         }
         let slot = Arc::clone(&self.slots).acquire_owned();
-        let permit = bounded(slot, wait, "waiting for a free channel")
+        let permit = bounded(slot, budget, "waiting for a free channel")
             .await?
             .map_err(|_| TransportError::Disconnected("session closed".into()))?;
-        let channel = bounded(self.open_channel(), wait, "channel open").await??;
+        let channel = bounded(self.open_channel(), budget, "channel open").await??;
         channel.exec(true, command).await?;
         Ok((permit, channel))
     }
@@ -402,22 +381,4 @@ fn keep(buf: &mut Vec<u8>, data: &[u8], cap: usize, truncated: &mut bool) {
         *truncated = true;
     }
     buf.extend_from_slice(&data[..data.len().min(room)]);
-}
-
-/// Maps known_hosts key types to the host-key algorithms to ask for, in recorded order.
-fn preferred_host_key_algorithms(recorded: &[String]) -> Vec<Algorithm> {
-    let mut out = Vec::new();
-    for name in recorded {
-        if name == "ssh-rsa" {
-            out.push(Algorithm::Rsa {
-                hash: Some(russh::keys::HashAlg::Sha512),
-            });
-            out.push(Algorithm::Rsa {
-                hash: Some(russh::keys::HashAlg::Sha256),
-            });
-        } else if let Ok(alg) = Algorithm::new(name) {
-            out.push(alg);
-        }
-    }
-    out
 }

@@ -6,6 +6,7 @@ use russh::ChannelMsg;
 use russh_sftp::client::RawSftpSession;
 use tokio::sync::OwnedSemaphorePermit;
 
+use super::budget::Budget;
 use super::error::TransportError;
 use super::session::Session;
 
@@ -24,20 +25,19 @@ const NO_SFTP: &str =
 
 impl Session {
     pub async fn sftp(&self, timeout: Duration) -> Result<SftpChannel, TransportError> {
-        let timed = |stage: &'static str| TransportError::Timeout {
-            stage,
-            after: timeout,
-        };
-        let slot = tokio::time::timeout(timeout, self.slots().clone().acquire_owned())
-            .await
-            .map_err(|_| timed("waiting for a free channel"))?
+        // One budget for the whole opening, as for a command (budget.rs).
+        let budget = Budget::new(timeout);
+        let slot = budget
+            .step(
+                "waiting for a free channel",
+                self.slots().clone().acquire_owned(),
+            )
+            .await?
             .map_err(|_| TransportError::Disconnected("session closed".into()))?;
-        let mut channel = tokio::time::timeout(timeout, self.open_channel())
-            .await
-            .map_err(|_| timed("channel open"))??;
-        tokio::time::timeout(timeout, channel.request_subsystem(true, "sftp"))
-            .await
-            .map_err(|_| timed("sftp subsystem"))??;
+        let mut channel = budget.step("channel open", self.open_channel()).await??;
+        budget
+            .step("sftp subsystem", channel.request_subsystem(true, "sftp"))
+            .await??;
         // russh sends the request and returns; sshd's answer comes on the channel. A refusal
         // (no `Subsystem sftp` line) is said at once, not after the init's timeout.
         let answer = async {
@@ -51,20 +51,18 @@ impl Session {
                 }
             }
         };
-        tokio::time::timeout(timeout, answer)
-            .await
-            .map_err(|_| timed("sftp subsystem"))??;
+        budget.step("sftp subsystem", answer).await??;
         let raw = RawSftpSession::new(channel.into_stream());
         raw.set_timeout(timeout.as_secs().max(5));
-        let version = tokio::time::timeout(timeout, raw.init())
-            .await
-            .map_err(|_| timed("sftp init"))?
+        let version = budget
+            .step("sftp init", raw.init())
+            .await?
             .map_err(|e| TransportError::Ssh(format!("{NO_SFTP} ({e})")))?;
         let max_read = if version
             .extensions
             .contains_key(russh_sftp::extensions::LIMITS)
         {
-            match tokio::time::timeout(timeout, raw.limits()).await {
+            match budget.step("sftp limits", raw.limits()).await {
                 Ok(Ok(limits)) => (limits.max_read_len > 0).then_some(limits.max_read_len),
                 _ => None,
             }

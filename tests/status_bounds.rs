@@ -1,0 +1,159 @@
+//! `rigwatch status` against hostile and oversized boxes: a peer that never speaks SSH, a host
+//! configured with 2 000 mounts, a box that floods the sections judgements need whole. Each is
+//! bounded in time and says what it could not read or judge.
+
+mod support;
+
+use serde_json::Value;
+use support::{Lab, json_host as host};
+
+fn kinds(h: &Value) -> Vec<String> {
+    h["signals"]
+        .as_array()
+        .expect("signals")
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// A peer that accepts TCP and never speaks SSH, with a connect timeout (10 s) longer than
+/// `--timeout 3`: status ends by 3 s (plus starting and the goodbye), the host is not up, and
+/// its error states the wait that really passed instead of nothing or another timeout's figure.
+#[test]
+fn a_peer_that_never_speaks_ssh_ends_status_by_its_timeout_saying_how_long() {
+    let lab = Lab::new();
+    let peer = support::silent::SilentPeer::start();
+    let entry = format!(
+        "ssh = \"{}@127.0.0.1:{}\"\nidentity = \"{}\"",
+        lab.user,
+        peer.port,
+        lab.client_key.display()
+    );
+    let fleet = lab.fleet("fleet.toml", "", &[("mute", entry)]);
+    let text = std::fs::read_to_string(&fleet).expect("fleet");
+    std::fs::write(
+        &fleet,
+        text.replace("connect_timeout_secs = 3", "connect_timeout_secs = 10"),
+    )
+    .expect("fleet");
+    let started = std::time::Instant::now();
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["status", "--json", "--timeout", "3"])
+        .output()
+        .expect("status");
+    let took = started.elapsed().as_secs_f64();
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let link = &host(&json, "mute")["link"];
+    assert_ne!(out.status.code(), Some(0), "{json}");
+    assert!(took <= 3.0 + 1.5, "took {took:.1}s for --timeout 3: {link}");
+    assert_ne!(link["state"], "up", "{link}");
+    let error = link["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error: {link}"));
+    let said = support::silent::stated_secs(error).unwrap_or_else(|| panic!("no figure: {link}"));
+    assert!(
+        (said - took).abs() <= 1.0,
+        "said {said}s, took {took:.1}s: {error}"
+    );
+}
+
+/// 2 000 mounts: what the probe carries to the box no longer grows its command line (the list
+/// goes on the probe's stdin), so the host still reports. The box's `df` lists every one; the
+/// section is cut at its bound and said to be, and the mount at 97 % inodes in what was kept is
+/// still found.
+#[test]
+fn a_host_with_two_thousand_mounts_still_reports_and_says_where_it_was_cut() {
+    let mut lab = Lab::new();
+    let sshd = lab.start_host("wide");
+    // GNU df's `--output` shape, one row per mount asked for; the eighth at 97 % inodes.
+    sshd.shim_script(
+        "df",
+        "#!/bin/sh\nprintf 'Filesystem Type 1B-blocks Used Avail Use%% Inodes IUsed IFree IUse%% Mounted on\\n'\n\
+         for m in \"$@\"; do case $m in -*) continue;; esac\n\
+         if [ \"$m\" = /mnt/d0007 ]; then i='1000 970 30 97%'; else i='1000 10 990 1%'; fi\n\
+         printf 'srv:/x nfs 1000000000 1000 999999000 1%% %s %s\\n' \"$i\" \"$m\"; done\n",
+    );
+    let mounts: Vec<String> = (0..2000).map(|i| format!("\"/mnt/d{i:04}\"")).collect();
+    let entry = format!(
+        "{}\nmounts = [{}]",
+        lab.host_entry(&sshd),
+        mounts.join(", ")
+    );
+    let fleet = lab.fleet("fleet.toml", "", &[("wide", entry)]);
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["status", "--json", "--timeout", "20"])
+        .output()
+        .expect("status");
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+                .chars()
+                .take(600)
+                .collect::<String>()
+        )
+    });
+    let h = host(&json, "wide");
+    assert_eq!(h["link"]["state"], "up", "{}", h["link"]);
+    let said = h["signals"].to_string();
+    assert!(
+        said.contains("df") && said.contains("cut at 64 KiB"),
+        "the df section's cut is said: {said}"
+    );
+    let seen = h["mounts"].as_array().expect("mounts");
+    assert!(seen.len() > 100, "{} mounts read", seen.len());
+    assert!(
+        kinds(h).iter().any(|k| k.contains("inode")),
+        "the mount at 97 % inodes is found: {:?}",
+        kinds(h)
+    );
+    assert_ne!(out.status.code(), Some(0));
+}
+
+/// A box that floods the sections judgements need whole: df lists 20 000 mounts, nvidia-smi
+/// 20 000 compute apps. Each judgement says it could not judge (a warning of its own kind, in
+/// status --json), instead of judging the part that was kept, and status is not healthy.
+#[test]
+fn a_cut_section_makes_its_judgements_say_they_could_not_judge() {
+    let mut lab = Lab::new();
+    let sshd = lab.start_host("flood");
+    sshd.shim_script(
+        "df",
+        "#!/bin/sh\nprintf 'Filesystem Type 1B-blocks Used Avail Use%% Inodes IUsed IFree IUse%% Mounted on\\n'\n\
+         i=0; while [ $i -lt 20000 ]; do printf 'srv:/x nfs 1000 10 990 1%% 1000 10 990 1%% /mnt/m%s\\n' $i; i=$((i + 1)); done\n",
+    );
+    sshd.shim_script(
+        "nvidia-smi",
+        "#!/bin/sh\ncase \"$*\" in *compute-apps*)\n\
+         printf 'pid, process_name, used_gpu_memory [MiB], gpu_uuid\\n'\n\
+         i=0; while [ $i -lt 20000 ]; do printf '%s, python, 100 MiB, GPU-1\\n' $((i + 100)); i=$((i + 1)); done; exit 0;; esac\n\
+         exit 127\n",
+    );
+    let fleet = lab.fleet("fleet.toml", "", &[("flood", lab.host_entry(&sshd))]);
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["status", "--json", "--timeout", "30"])
+        .output()
+        .expect("status");
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let h = host(&json, "flood");
+    let unjudged: Vec<String> = h["signals"]
+        .as_array()
+        .expect("signals")
+        .iter()
+        .filter(|s| s["kind"] == "not_judged")
+        .map(|s| format!("{} {}", s["severity"], s["message"]))
+        .collect();
+    for what in ["disks: could not judge", "VRAM holders: could not judge"] {
+        assert!(
+            unjudged
+                .iter()
+                .any(|u| u.contains(what) && u.contains("warn")),
+            "{what}: {unjudged:?}\n{}",
+            h["signals"]
+        );
+    }
+    assert_ne!(out.status.code(), Some(0));
+}
