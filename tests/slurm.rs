@@ -75,7 +75,7 @@ fn status_reads_a_clusters_jobs_through_its_login_node() {
     let mut lab = support::Lab::new();
     let login = lab.start_host("login");
     slurm.shim_squeue_on(&login);
-    let runs = slurm.sbatch(&["-J", "train-a", "--wrap", "sleep 300"]);
+    let runs = slurm.sbatch(&["-J", "train-a", "-t", "10", "--wrap", "sleep 300"]);
     let fails = slurm.sbatch(&["-J", "train-b", "--wrap", "exit 3"]);
     let later = slurm.sbatch(&["-J", "train-c", "--begin=now+1hour", "--wrap", "true"]);
     let other = slurm.sbatch(&["-J", "not-watched", "--begin=now+1hour", "--wrap", "true"]);
@@ -107,6 +107,21 @@ fn status_reads_a_clusters_jobs_through_its_login_node() {
             .unwrap_or_else(|| panic!("job {id} missing: {hpc}"))
     };
     assert_eq!(job(&runs)["state"], "RUNNING", "{hpc}");
+    // Its walltime as a danger clock: ten minutes, less what it has run.
+    let walltime = &job(&runs)["walltime"];
+    assert_eq!(walltime["kind"], "walltime", "{hpc}");
+    let left = walltime["remaining_secs"].as_i64().unwrap_or(0);
+    assert!((1..=600).contains(&left), "{walltime}");
+    assert!(
+        walltime["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("SIGTERM, then SIGKILL after KillWait")),
+        "{walltime}"
+    );
+    assert!(
+        job(&fails)["walltime"].is_null(),
+        "an ended job has no clock: {hpc}"
+    );
     assert_eq!(job(&fails)["state"], "FAILED", "{hpc}");
     assert_eq!(job(&fails)["exit"]["code"], 3, "{hpc}");
     assert_eq!(job(&later)["state"], "PENDING", "{hpc}");

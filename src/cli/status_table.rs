@@ -89,7 +89,8 @@ fn write_cluster(out: &mut String, cluster: &crate::runtime::clusters::ClusterRe
     if let Some(error) = &cluster.error {
         let _ = writeln!(out, "  {}", line(error, 300));
     }
-    for job in &cluster.jobs {
+    for report in &cluster.jobs {
+        let job = &report.row;
         let why = job
             .reason_words
             .as_deref()

@@ -4,7 +4,12 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
+
+use crate::clocks::{Clock, ClockFacts, ClockKind, clocks};
+use crate::config::Billing;
+use crate::probe::SlurmJob;
 
 use crate::config::FleetConfig;
 use crate::config::slurm::SlurmConfig;
@@ -15,11 +20,51 @@ use crate::transport::{ExecLimits, Pool};
 #[derive(Debug, Serialize)]
 pub struct ClusterReport {
     pub name: String,
-    pub jobs: Vec<SqueueRow>,
+    pub jobs: Vec<JobReport>,
     /// Watched job ids the queue no longer holds: ended, state unknown.
     pub ended_state_unknown: Vec<String>,
     /// Why the queue could not be read, naming the cluster and the probe; None when it was.
     pub error: Option<String>,
+}
+
+/// A watched job as squeue said it, with its walltime as a danger clock while it runs.
+#[derive(Debug, Serialize)]
+pub struct JobReport {
+    #[serde(flatten)]
+    pub row: SqueueRow,
+    /// SIGTERM, then SIGKILL after KillWait: the same clock a box inside a job shows.
+    pub walltime: Option<Clock>,
+}
+
+impl JobReport {
+    fn of(row: SqueueRow, read_at: DateTime<Utc>) -> JobReport {
+        let job = SlurmJob {
+            id: row.id.clone(),
+            state: row.state.word().to_string(),
+            used: row.elapsed.known(),
+            limit: row.limit.known(),
+            left: row.time_left(),
+        };
+        let walltime = clocks(&ClockFacts {
+            profile: None,
+            billing: &Billing::default(),
+            link_up: true,
+            last_seen_up: None,
+            session_start: None,
+            last_activity: None,
+            time_to_full: None,
+            checkpoint_age: None,
+            fleet_burn_per_hour: 0.0,
+            balance: None,
+            provider: None,
+            slurm: Some((&job, read_at)),
+            week_used: None,
+            now: read_at,
+        })
+        .into_iter()
+        .find(|c| c.kind == ClockKind::Walltime);
+        JobReport { row, walltime }
+    }
 }
 
 /// Reads every cluster's queue once, within `timeout` in all (connection and squeue).
@@ -94,6 +139,7 @@ fn report(cluster: &SlurmConfig, rows: Vec<SqueueRow>, error: Option<String>) ->
         jobs: rows
             .into_iter()
             .filter(|r| cluster.watches(&r.id, &r.name))
+            .map(|r| JobReport::of(r, Utc::now()))
             .collect(),
         ended_state_unknown,
         error: error.map(|e| {
