@@ -326,12 +326,21 @@ fn weekly_quota(f: &ClockFacts<'_>, hours: u32, out: &mut Vec<Clock>) {
 /// Slurm kills the job at its walltime; a checkpoint older than the time left means the next
 /// one may not land before the kill.
 fn walltime(f: &ClockFacts<'_>, job: &SlurmJob, read_at: DateTime<Utc>, out: &mut Vec<Clock>) {
-    let Some(left) = job.left.and_then(|l| Duration::from_std(l).ok()) else {
-        return;
-    };
+    out.extend(walltime_clock(job, read_at, f.checkpoint_age, f.now));
+}
+
+/// A Slurm job's walltime as a danger clock at `now`, from squeue as read at `read_at`: for a
+/// box inside a job and for a cluster's job alike. None while no time left is known.
+pub fn walltime_clock(
+    job: &SlurmJob,
+    read_at: DateTime<Utc>,
+    checkpoint_age: Option<Duration>,
+    now: DateTime<Utc>,
+) -> Option<Clock> {
+    let left = job.left.and_then(|l| Duration::from_std(l).ok())?;
     let deadline = read_at + left;
-    let remaining = deadline - f.now;
-    let risk = match f.checkpoint_age {
+    let remaining = deadline - now;
+    let risk = match checkpoint_age {
         Some(age) if age > remaining => format!(
             "; the last checkpoint is {:.0} min old, older than the {:.0} min left: \
              the next may not land before the kill, checkpoint now",
@@ -344,15 +353,17 @@ fn walltime(f: &ClockFacts<'_>, job: &SlurmJob, read_at: DateTime<Utc>, out: &mu
         ),
         None => String::new(),
     };
-    out.push(f.clock(
-        ClockKind::Walltime,
-        deadline,
-        Confidence::Exact,
-        format!(
+    Some(Clock {
+        kind: ClockKind::Walltime,
+        deadline: Some(deadline),
+        remaining_secs: Some(remaining.num_seconds()),
+        accrued: None,
+        confidence: Confidence::Exact,
+        message: format!(
             "job {} ({}) reaches its walltime: SIGTERM, then SIGKILL after KillWait{risk}",
             job.id, job.state
         ),
-    ));
+    })
 }
 
 /// How near a clock is: the one set of bands the views colour by, the dashboard's events cross

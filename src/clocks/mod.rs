@@ -9,7 +9,7 @@ pub mod quota;
 pub mod rates;
 
 pub use cost::{Billed, CostLedger, CostReport};
-pub use engine::{Clock, ClockFacts, ClockKind, Confidence, Urgency, clocks};
+pub use engine::{Clock, ClockFacts, ClockKind, Confidence, Urgency, clocks, walltime_clock};
 pub use profiles::{Profile, load_all};
 pub use quota::SessionLog;
 pub use rates::{RateSource, Rates, billed, rates, stopped_rate};

@@ -7,8 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::clocks::{Clock, ClockFacts, ClockKind, clocks};
-use crate::config::Billing;
+use crate::clocks::{Clock, walltime_clock};
 use crate::probe::SlurmJob;
 
 use crate::config::FleetConfig;
@@ -45,24 +44,7 @@ impl JobReport {
             limit: row.limit.known(),
             left: row.time_left(),
         };
-        let walltime = clocks(&ClockFacts {
-            profile: None,
-            billing: &Billing::default(),
-            link_up: true,
-            last_seen_up: None,
-            session_start: None,
-            last_activity: None,
-            time_to_full: None,
-            checkpoint_age: None,
-            fleet_burn_per_hour: 0.0,
-            balance: None,
-            provider: None,
-            slurm: Some((&job, read_at)),
-            week_used: None,
-            now: read_at,
-        })
-        .into_iter()
-        .find(|c| c.kind == ClockKind::Walltime);
+        let walltime = walltime_clock(&job, read_at, None, read_at);
         JobReport { row, walltime }
     }
 }

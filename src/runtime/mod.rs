@@ -100,30 +100,23 @@ impl Runtime {
     /// The live fleet on `pool`: cost and last-seen taken from the last run (shared with
     /// `status`), alerts as `what` ("rigwatch watch") delivers them.
     pub fn live(pool: Pool, fleet: &FleetConfig, profiles: &[Profile], what: &str) -> Runtime {
-        let mut state = FleetState::new(fleet.hosts.clone(), fleet.thresholds.clone())
-            .with_profiles(profiles.to_vec(), fleet.balance)
-            .with_poll(fleet.poll);
-        let memory = memory::path().map(|p| {
-            let m = memory::load(Some(&p));
-            (p, m)
-        });
-        if let Some((_, m)) = &memory {
-            state.recall(m);
-        }
-        let mut feed = Feed::start(pool, fleet);
+        let Live {
+            state,
+            source,
+            updates,
+            links,
+            memory,
+        } = Live::start(pool, fleet, profiles);
         let (jobs_tx, jobs) = mpsc::channel(64);
         jobs::spawn_verified(fleet.hosts.clone(), jobs_tx.clone());
         jobs::spawn_unfinished(Arc::new(fleet.clone()), &state, jobs_tx.clone());
         Runtime {
             jobs_tx,
             jobs,
-            updates: feed.updates.take(),
-            links: feed.links.take(),
+            updates,
+            links,
             alerting: Alerting::live(fleet, what),
-            source: Source::Live {
-                feed,
-                fleet: Arc::new(fleet.clone()),
-            },
+            source,
             state,
             tick: interval(TICK),
             replay: None,
@@ -290,14 +283,17 @@ impl Runtime {
     /// remembered, and alert states carry over (a reload is no reason to fire again).
     pub async fn reload(&mut self, fleet: &FleetConfig, profiles: &[Profile]) {
         let saved = self.save_memory();
-        let mut next = Runtime::live(Pool::start(fleet), fleet, profiles, "");
-        std::mem::swap(&mut self.source, &mut next.source);
-        std::mem::swap(&mut self.state, &mut next.state);
-        std::mem::swap(&mut self.updates, &mut next.updates);
-        std::mem::swap(&mut self.links, &mut next.links);
-        std::mem::swap(&mut self.memory, &mut next.memory);
+        let next = Live::start(Pool::start(fleet), fleet, profiles);
+        let old = std::mem::replace(&mut self.source, next.source);
+        self.state = next.state;
+        self.updates = next.updates;
+        self.links = next.links;
+        self.memory = next.memory;
+        // The new fleet's queues get their verified cells, as at start; alerts, the jobs
+        // channel and the delivery lock carry over.
+        jobs::spawn_verified(fleet.hosts.clone(), self.jobs_tx.clone());
         self.alerting.retime(fleet);
-        if let Source::Live { feed, .. } = next.source {
+        if let Source::Live { feed, .. } = old {
             feed.shutdown().await;
         }
         if let Err(why) = saved {
@@ -312,6 +308,42 @@ impl Runtime {
             feed.shutdown().await;
         }
         (self.state, saved)
+    }
+}
+
+/// What a live fleet starts from: its state as the last run left it (cost, last seen, boots,
+/// queues), its feed on `pool`, and the memory file it saves to. The same at start and reload.
+struct Live {
+    state: FleetState,
+    source: Source,
+    updates: Option<mpsc::Receiver<Update>>,
+    links: Option<LinkChanges>,
+    memory: Option<(std::path::PathBuf, FleetMemory)>,
+}
+
+impl Live {
+    fn start(pool: Pool, fleet: &FleetConfig, profiles: &[Profile]) -> Live {
+        let mut state = FleetState::new(fleet.hosts.clone(), fleet.thresholds.clone())
+            .with_profiles(profiles.to_vec(), fleet.balance)
+            .with_poll(fleet.poll);
+        let memory = memory::path().map(|p| {
+            let m = memory::load(Some(&p));
+            (p, m)
+        });
+        if let Some((_, m)) = &memory {
+            state.recall(m);
+        }
+        let mut feed = Feed::start(pool, fleet);
+        Live {
+            state,
+            updates: feed.updates.take(),
+            links: feed.links.take(),
+            source: Source::Live {
+                feed,
+                fleet: Arc::new(fleet.clone()),
+            },
+            memory,
+        }
     }
 }
 
