@@ -25,12 +25,16 @@
 //! - `clocks` — platform profiles as data, and the danger clocks and cost computed from them.
 //!   Imports: `config`, `probe` (a Slurm job's times), `provider` (its state and price),
 //!   `signals` (fill outlook, severity).
+//! - `cluster` — a cluster's jobs (Slurm, Kubernetes) as fleet rows: phase, reason in words,
+//!   walltime clock, dangers; a job that left the queue is ended, state unknown. Imports:
+//!   `clocks`, `config`, `probe`, `sanitize`, `signals`.
 //! - `ledger` — the SQLite record of pulls and teardowns. Imports: `config`, `sanitize`.
 //! - `pull` — results copied home over SFTP, hashed, verified, promoted once proven. Imports:
 //!   `config`, `glob`, `ledger`, `process`, `sanitize`, `transport`.
 //! - `fleet` — the fleet's state: per host its readings and their judgement (run, signals,
-//!   clocks, cost, queue), events, and what is remembered between runs. Imports: `clocks`,
-//!   `config`, `probe`, `provider`, `queue`, `readings`, `sanitize`, `signals`, `transport`.
+//!   clocks, cost, queue), each cluster's jobs, events, and what is remembered between runs.
+//!   Imports: `clocks`, `cluster`, `config`, `probe`, `provider`, `queue`, `readings`,
+//!   `sanitize`, `signals`, `transport`.
 //! - `teardown` — the teardown dialog's driver (pure), its executor, the destroy plan, the
 //!   queue note, and the one destroy path (intent, command, provider check, outcome). Imports:
 //!   `clocks`, `config`, `ledger`, `process`, `provider`, `pull`, `queue`, `sanitize`, `signals`,
@@ -49,16 +53,16 @@
 //! - `runtime` — the one consumer of the readings: owns the fleet's state, judges it each tick,
 //!   runs alerts and sinks, saves memory, and runs the slow work a front end asks for (pulls,
 //!   the teardown dialog's effects, live or demo); `status` is the same given one probe.
-//!   Imports: `alerts`, `clocks`, `config`, `demo`, `fleet`, `ledger`, `metrics`, `monitor`,
-//!   `probe` (squeue's reader, for clusters), `provider`, `pull`, `queue`, `readings`,
-//!   `sanitize`, `teardown`, `transport`.
+//!   Imports: `alerts`, `clocks`, `cluster`, `config`, `demo`, `fleet`, `ledger`, `metrics`,
+//!   `monitor`, `probe` (squeue's reader, for clusters), `provider`, `pull`, `queue`,
+//!   `readings`, `sanitize`, `teardown`, `transport`.
 //! - `ui` — the dashboard: the only module that imports ratatui/crossterm; draws the runtime's
 //!   state and turns keys into actions, which the runtime carries out: it never touches the
 //!   network, and names other modules only for their data types. Imports: `alerts`, `clocks`,
 //!   `demo`, `fleet`, `ledger`, `probe`, `provider`, `pull`, `queue`, `readings`, `runtime`,
 //!   `sanitize`, `signals`, `teardown`, `transport`.
-//! - `cli` — subcommands; the only module that prints. Imports: `alerts`, `clocks`, `config`,
-//!   `fleet`, `glob`, `ledger`, `metrics`, `monitor`, `probe`, `provider`, `pull`, `queue`,
+//! - `cli` — subcommands; the only module that prints. Imports: `alerts`, `clocks`, `cluster`,
+//!   `config`, `fleet`, `glob`, `ledger`, `metrics`, `monitor`, `probe`, `provider`, `pull`, `queue`,
 //!   `readings`, `runtime`, `sanitize`, `signals`, `teardown`, `transport`, `ui`.
 
 #![forbid(unsafe_code)]
@@ -66,6 +70,7 @@
 pub mod alerts;
 pub mod cli;
 pub mod clocks;
+pub mod cluster;
 pub mod config;
 pub mod demo;
 pub mod fleet;

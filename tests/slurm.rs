@@ -135,8 +135,8 @@ fn status_reads_a_clusters_jobs_through_its_login_node() {
     assert_eq!(hpc["ended_state_unknown"][0], "999999", "{hpc}");
     assert_eq!(
         out.status.code(),
-        Some(1),
-        "a job gone unseen is a probe to look at"
+        Some(2),
+        "a failed job needs action now, as a critical signal on a box does"
     );
     slurm.run("scancel", &[&runs]);
 }

@@ -75,6 +75,7 @@ fn exit_code(report: &StatusReport) -> u8 {
         .iter()
         .flat_map(|h| h.signals.iter().map(|s| s.severity))
         .chain(probe_failed.then_some(Severity::Warn))
+        .chain(report.clusters.iter().map(|c| c.severity()))
         .max();
     if report.hosts.iter().any(|h| h.link.state != "up") || worst == Some(Severity::Crit) {
         2

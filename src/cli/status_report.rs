@@ -23,7 +23,7 @@ pub struct StatusReport {
     pub hosts: Vec<HostStatus>,
     /// Each `[[slurm]]` cluster's watched jobs, read with one squeue through its login node.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub clusters: Vec<crate::runtime::clusters::ClusterReport>,
+    pub clusters: Vec<crate::cluster::ClusterReading>,
 }
 
 #[derive(Debug, Serialize)]
@@ -35,10 +35,7 @@ pub struct Runway {
 
 impl StatusReport {
     /// The report of a fleet judged from one probe: each host as the runtime judged it.
-    pub fn of(
-        judged: &Judged,
-        clusters: Vec<crate::runtime::clusters::ClusterReport>,
-    ) -> StatusReport {
+    pub fn of(judged: &Judged, clusters: Vec<crate::cluster::ClusterReading>) -> StatusReport {
         let (state, now) = (&judged.state, judged.taken_at);
         let mut hosts: Vec<HostStatus> = state
             .hosts

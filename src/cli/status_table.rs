@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::status_report::{GpuReport, HostStatus, MountReport, StatusReport};
+use crate::cluster::Phase;
 use crate::sanitize::line;
 
 fn gpu_cell(g: &GpuReport) -> String {
@@ -84,38 +85,29 @@ pub fn table(report: &StatusReport) -> String {
 }
 
 /// A cluster's jobs: one line each, the pending reason in words, a failure with its exit code.
-fn write_cluster(out: &mut String, cluster: &crate::runtime::clusters::ClusterReport) {
+fn write_cluster(out: &mut String, cluster: &crate::cluster::ClusterReading) {
     let _ = writeln!(out, "\ncluster {}", line(&cluster.name, 64));
     if let Some(error) = &cluster.error {
         let _ = writeln!(out, "  {}", line(error, 300));
     }
-    for report in &cluster.jobs {
-        let job = &report.row;
-        let why = job
-            .reason_words
-            .as_deref()
-            .map(|w| format!(" ({})", line(w, 120)))
-            .unwrap_or_default();
-        let exit = job
-            .exit
-            .filter(|e| e.code != 0)
-            .map(|e| format!(" exit {}", e.code))
-            .unwrap_or_default();
+    for job in cluster.jobs.iter().filter(|j| j.phase != Phase::Gone) {
         let left = job
-            .time_left()
-            .map(|d| {
+            .walltime
+            .as_ref()
+            .and_then(|c| c.remaining_secs)
+            .map(|s| {
                 format!(
                     ", {} left",
-                    crate::signals::minutes(chrono::Duration::from_std(d).unwrap_or_default())
+                    crate::signals::minutes(chrono::Duration::seconds(s))
                 )
             })
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "  {:>10}  {:24}  {}{exit}{why}{left}",
+            "  {:>10}  {:24}  {}{left}",
             line(&job.id, 20),
             line(&job.name, 24),
-            job.state.word()
+            line(&job.summary(), 200)
         );
     }
     for id in &cluster.ended_state_unknown {

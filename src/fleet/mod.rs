@@ -2,6 +2,7 @@
 //! signals, clocks, cost, queue), the events of what changed, and what is remembered between
 //! runs. The runtime owns the one instance and feeds it; views read it.
 
+mod clusters;
 mod host;
 pub mod memory;
 pub mod queues;

@@ -42,6 +42,8 @@ pub struct FleetState {
     pub roster: Option<Roster>,
     /// The probe's period: three of them without a reading make a host's data stale.
     pub poll: std::time::Duration,
+    /// Each cluster's last reading, in the config's order: its jobs are rows like hosts.
+    pub clusters: Vec<crate::cluster::ClusterReading>,
 }
 
 impl FleetState {
@@ -54,6 +56,7 @@ impl FleetState {
             balance: None,
             roster: None,
             poll: std::time::Duration::from_secs(2),
+            clusters: Vec::new(),
         }
     }
 
@@ -70,7 +73,13 @@ impl FleetState {
         self.hosts.iter().find(|h| h.config.name == name)
     }
 
-    fn event(&mut self, at: DateTime<Utc>, host: &str, severity: Severity, text: String) {
+    pub(super) fn event(
+        &mut self,
+        at: DateTime<Utc>,
+        host: &str,
+        severity: Severity,
+        text: String,
+    ) {
         if self.events.len() == EVENTS_KEPT {
             self.events.pop_back();
         }
@@ -191,6 +200,9 @@ impl FleetState {
             self.judge_host(i, now);
         }
         self.reconcile_queues(now);
+        for cluster in &mut self.clusters {
+            cluster.judge(now);
+        }
     }
 
     /// Re-reconciles the roster: done on the once-a-second tick, as presence moves with time.

@@ -1,136 +1,157 @@
-//! `status` on Slurm clusters: each `[[slurm]]` login node reached through the pool, one
-//! `squeue` for all of the user's jobs (never one call per job), and the watched jobs read back.
-//! A watched job id that the queue no longer holds is "ended, state unknown", never running.
+//! Clusters read for the runtime and for `status`: each `[[slurm]]` login node reached through
+//! a pool of its own, one `squeue` for all of the user's jobs at the cluster's period (never one
+//! call per job), turned into a [`ClusterReading`]. Live, every cluster is a task that sends a
+//! reading per period; `status` reads each once.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use serde::Serialize;
+use chrono::Utc;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 
-use crate::clocks::{Clock, walltime_clock};
-use crate::probe::SlurmJob;
-
+use crate::cluster::ClusterReading;
 use crate::config::FleetConfig;
 use crate::config::slurm::SlurmConfig;
-use crate::probe::squeue::{SqueueQuery, SqueueRow, parse_squeue_rows, separator, squeue_command};
-use crate::transport::{ExecLimits, Pool};
+use crate::probe::squeue::{SqueueQuery, parse_squeue_rows, separator, squeue_command};
+use crate::transport::{ExecLimits, Pool, Session};
 
-/// One cluster as `status --json` shows it.
-#[derive(Debug, Serialize)]
-pub struct ClusterReport {
-    pub name: String,
-    pub jobs: Vec<JobReport>,
-    /// Watched job ids the queue no longer holds: ended, state unknown.
-    pub ended_state_unknown: Vec<String>,
-    /// Why the queue could not be read, naming the cluster and the probe; None when it was.
-    pub error: Option<String>,
-}
+/// A whole queue's text, at most: a site's twenty thousand jobs fit.
+const MAX_QUEUE_BYTES: usize = 8 * 1024 * 1024;
 
-/// A watched job as squeue said it, with its walltime as a danger clock while it runs.
-#[derive(Debug, Serialize)]
-pub struct JobReport {
-    #[serde(flatten)]
-    pub row: SqueueRow,
-    /// SIGTERM, then SIGKILL after KillWait: the same clock a box inside a job shows.
-    pub walltime: Option<Clock>,
-}
-
-impl JobReport {
-    fn of(row: SqueueRow, read_at: DateTime<Utc>) -> JobReport {
-        let job = SlurmJob {
-            id: row.id.clone(),
-            state: row.state.word().to_string(),
-            used: row.elapsed.known(),
-            limit: row.limit.known(),
-            left: row.time_left(),
-        };
-        let walltime = walltime_clock(&job, read_at, None, read_at);
-        JobReport { row, walltime }
+/// The login nodes as hosts a pool connects to.
+fn logins(fleet: &FleetConfig) -> FleetConfig {
+    FleetConfig {
+        hosts: fleet.slurm.iter().map(|c| c.login.clone()).collect(),
+        ..fleet.clone()
     }
 }
 
+/// One read of `cluster`'s queue through `session`, within `timeout` in all.
+pub async fn read_slurm(
+    cluster: &SlurmConfig,
+    session: Option<Arc<Session>>,
+    timeout: Duration,
+) -> ClusterReading {
+    let read = async {
+        let session = session.ok_or("the login node is not reachable")?;
+        let sep = separator(&crate::monitor::commands::new_nonce());
+        let query = SqueueQuery {
+            user: cluster.user.as_deref(),
+            partition: cluster.partition.as_deref(),
+        };
+        let limits = ExecLimits {
+            timeout,
+            max_output: MAX_QUEUE_BYTES,
+        };
+        let out = session
+            .exec(&squeue_command(&query, &sep), limits)
+            .await
+            .map_err(|e| e.to_string())?;
+        if out.exit_status != Some(0) {
+            return Err(format!(
+                "exit {:?}: {}",
+                out.exit_status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        parse_squeue_rows(&String::from_utf8_lossy(&out.stdout), &sep).map_err(|e| e.to_string())
+    };
+    let (rows, error) = match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(rows)) => (rows, None),
+        Ok(Err(e)) => (Vec::new(), Some(e)),
+        Err(_) => (
+            Vec::new(),
+            Some(format!("no answer within {:.1}s", timeout.as_secs_f64())),
+        ),
+    };
+    crate::cluster::slurm::reading(cluster, rows, error, Utc::now())
+}
+
 /// Reads every cluster's queue once, within `timeout` in all (connection and squeue).
-pub async fn read(fleet: &FleetConfig, timeout: Duration) -> Vec<ClusterReport> {
+pub async fn read(fleet: &FleetConfig, timeout: Duration) -> Vec<ClusterReading> {
     if fleet.slurm.is_empty() {
         return Vec::new();
     }
     let deadline = tokio::time::Instant::now() + timeout;
-    let logins = FleetConfig {
-        hosts: fleet.slurm.iter().map(|c| c.login.clone()).collect(),
-        ..fleet.clone()
-    };
-    let pool = Pool::start(&logins);
+    let pool = Pool::start(&logins(fleet));
     pool.settle(timeout).await;
-    let reports = futures::future::join_all(fleet.slurm.iter().map(|cluster| {
+    let reads = fleet.slurm.iter().map(|cluster| {
         let session = pool.get(&cluster.login.name).and_then(|l| l.session());
-        async move {
-            let read = async {
-                let session = session.ok_or("the login node is not reachable")?;
-                let sep = separator(&crate::monitor::commands::new_nonce());
-                let query = SqueueQuery {
-                    user: cluster.user.as_deref(),
-                    partition: cluster.partition.as_deref(),
-                };
-                let limits = ExecLimits {
-                    timeout,
-                    max_output: 8 * 1024 * 1024,
-                };
-                let out = session
-                    .exec(&squeue_command(&query, &sep), limits)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if out.exit_status != Some(0) {
-                    return Err(format!(
-                        "exit {:?}: {}",
-                        out.exit_status,
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    ));
-                }
-                parse_squeue_rows(&String::from_utf8_lossy(&out.stdout), &sep)
-                    .map_err(|e| e.to_string())
-            };
-            match tokio::time::timeout_at(deadline, read).await {
-                Ok(Ok(rows)) => report(cluster, rows, None),
-                Ok(Err(e)) => report(cluster, Vec::new(), Some(e)),
-                Err(_) => report(
-                    cluster,
-                    Vec::new(),
-                    Some(format!("no answer within {:.1}s", timeout.as_secs_f64())),
-                ),
-            }
-        }
-    }))
-    .await;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        read_slurm(cluster, session, left.max(Duration::from_millis(100)))
+    });
+    let readings = futures::future::join_all(reads).await;
     pool.shutdown().await;
-    reports
+    readings
 }
 
-/// The watched jobs of `rows`, and the watched ids the queue no longer holds.
-fn report(cluster: &SlurmConfig, rows: Vec<SqueueRow>, error: Option<String>) -> ClusterReport {
-    let ended_state_unknown = match &error {
-        Some(_) => Vec::new(),
-        None => cluster
-            .jobs
+/// The live clusters: a pool of login nodes and a task per cluster sending a reading each
+/// period.
+pub struct Clusters {
+    pool: Option<Pool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Clusters {
+    /// Starts reading every cluster of `fleet`; readings arrive on the receiver.
+    pub fn start(fleet: &FleetConfig) -> (Clusters, Option<mpsc::Receiver<ClusterReading>>) {
+        if fleet.slurm.is_empty() {
+            let none = Clusters {
+                pool: None,
+                tasks: Vec::new(),
+            };
+            return (none, None);
+        }
+        let (tx, rx) = mpsc::channel(64);
+        let pool = Pool::start(&logins(fleet));
+        let tasks = fleet
+            .slurm
             .iter()
-            .filter(|id| !rows.iter().any(|r| &r.id == *id))
-            .cloned()
-            .collect(),
-    };
-    ClusterReport {
-        name: cluster.name.clone(),
-        jobs: rows
-            .into_iter()
-            .filter(|r| cluster.watches(&r.id, &r.name))
-            .map(|r| JobReport::of(r, Utc::now()))
-            .collect(),
-        ended_state_unknown,
-        error: error.map(|e| {
-            format!(
-                "{}: squeue on {}: {}",
-                cluster.name,
-                cluster.login.target,
-                crate::sanitize::line(&e, 300)
-            )
-        }),
+            .filter_map(|cluster| {
+                let sessions = pool.get(&cluster.login.name)?.watch_session();
+                Some(tokio::spawn(poll_slurm(
+                    cluster.clone(),
+                    sessions,
+                    tx.clone(),
+                )))
+            })
+            .collect();
+        let clusters = Clusters {
+            pool: Some(pool),
+            tasks,
+        };
+        (clusters, Some(rx))
+    }
+
+    pub async fn shutdown(self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        if let Some(pool) = self.pool {
+            pool.shutdown().await;
+        }
+    }
+}
+
+/// Reads the cluster each period, once its login node is up, until the receiver is gone. A
+/// read never takes more than the period, so reads never pile up.
+async fn poll_slurm(
+    cluster: SlurmConfig,
+    mut sessions: watch::Receiver<Option<Arc<Session>>>,
+    tx: mpsc::Sender<ClusterReading>,
+) {
+    let period = cluster.period.max(Duration::from_secs(1));
+    // The first read waits for the first connect (or its failure) at most one period.
+    let _ = tokio::time::timeout(period, sessions.wait_for(Option::is_some)).await;
+    let mut every = tokio::time::interval(period);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let session = sessions.borrow().clone();
+        let reading = read_slurm(&cluster, session, period).await;
+        if tx.send(reading).await.is_err() {
+            return;
+        }
     }
 }

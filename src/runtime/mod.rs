@@ -28,6 +28,7 @@ use tokio::time::{Interval, MissedTickBehavior};
 
 use crate::alerts::AlertEvent;
 use crate::clocks::Profile;
+use crate::cluster::ClusterReading;
 use crate::config::FleetConfig;
 use crate::demo::Demo;
 use crate::fleet::FleetState;
@@ -51,7 +52,11 @@ pub const DEMO_POLL: Duration = Duration::from_secs(2);
 /// Where readings come from. Only the source knows whether this is the demo: everything that
 /// differs (no network, no sinks, nothing saved) follows from it.
 pub enum Source {
-    Live { feed: Feed, fleet: Arc<FleetConfig> },
+    Live {
+        feed: Feed,
+        clusters: clusters::Clusters,
+        fleet: Arc<FleetConfig>,
+    },
     Demo(Demo),
 }
 
@@ -79,6 +84,8 @@ pub struct Runtime {
     source: Source,
     updates: Option<mpsc::Receiver<Update>>,
     links: Option<LinkChanges>,
+    /// Each cluster's queue, read at its period.
+    queues: Option<mpsc::Receiver<ClusterReading>>,
     tick: Interval,
     /// The demo's replay period; None live.
     replay: Option<Interval>,
@@ -105,6 +112,7 @@ impl Runtime {
             source,
             updates,
             links,
+            queues,
             memory,
         } = Live::start(pool, fleet, profiles);
         let (jobs_tx, jobs) = mpsc::channel(64);
@@ -115,6 +123,7 @@ impl Runtime {
             jobs,
             updates,
             links,
+            queues,
             alerting: Alerting::live(fleet, what),
             source,
             state,
@@ -138,6 +147,7 @@ impl Runtime {
             source: Source::Demo(demo),
             updates: None,
             links: None,
+            queues: None,
             tick: interval(TICK),
             replay: Some(interval(DEMO_POLL)),
             save: interval(SAVE_EVERY),
@@ -202,6 +212,10 @@ impl Runtime {
                         self.state.observe(&more.host, more.observation, now);
                     }
                 }
+                Step::Readings
+            }
+            Some(reading) = recv(self.queues.as_mut()) => {
+                self.state.observe_cluster(reading, Utc::now());
                 Step::Readings
             }
             Some((host, link)) = recv(self.links.as_mut()) => {
@@ -288,13 +302,15 @@ impl Runtime {
         self.state = next.state;
         self.updates = next.updates;
         self.links = next.links;
+        self.queues = next.queues;
         self.memory = next.memory;
         // The new fleet's queues get their verified cells, as at start; alerts, the jobs
         // channel and the delivery lock carry over.
         jobs::spawn_verified(fleet.hosts.clone(), self.jobs_tx.clone());
         self.alerting.retime(fleet);
-        if let Source::Live { feed, .. } = old {
+        if let Source::Live { feed, clusters, .. } = old {
             feed.shutdown().await;
+            clusters.shutdown().await;
         }
         if let Err(why) = saved {
             self.alerting.report(why);
@@ -304,8 +320,9 @@ impl Runtime {
     /// Saves and says goodbye on every connection; the state for a last look.
     pub async fn shutdown(mut self) -> (FleetState, Result<(), String>) {
         let saved = self.save_memory();
-        if let Source::Live { feed, .. } = self.source {
+        if let Source::Live { feed, clusters, .. } = self.source {
             feed.shutdown().await;
+            clusters.shutdown().await;
         }
         (self.state, saved)
     }
@@ -318,6 +335,7 @@ struct Live {
     source: Source,
     updates: Option<mpsc::Receiver<Update>>,
     links: Option<LinkChanges>,
+    queues: Option<mpsc::Receiver<ClusterReading>>,
     memory: Option<(std::path::PathBuf, FleetMemory)>,
 }
 
@@ -334,12 +352,15 @@ impl Live {
             state.recall(m);
         }
         let mut feed = Feed::start(pool, fleet);
+        let (clusters, queues) = clusters::Clusters::start(fleet);
         Live {
             state,
             updates: feed.updates.take(),
             links: feed.links.take(),
+            queues,
             source: Source::Live {
                 feed,
+                clusters,
                 fleet: Arc::new(fleet.clone()),
             },
             memory,

@@ -1,0 +1,226 @@
+//! A cluster's jobs as fleet rows, whatever the scheduler. Slurm's squeue rows and Kubernetes'
+//! Jobs become the same [`JobRow`]: a phase that drives colour, alerts and the guard, the
+//! scheduler's own word for the state, the reason in plain words, nodes, GPUs, restarts, the
+//! walltime as a danger clock and the dangers (a checkpoint that will not survive). Pure: rows
+//! and `now` in; [`ClusterReading::merge`] keeps a job that left the queue as "ended, state
+//! unknown", never running.
+
+pub mod slurm;
+
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::clocks::{Clock, Urgency, walltime_clock};
+use crate::probe::SlurmJob;
+use crate::signals::Severity;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheduler {
+    Slurm,
+    Kubernetes,
+}
+
+impl Scheduler {
+    pub fn word(self) -> &'static str {
+        match self {
+            Scheduler::Slurm => "slurm",
+            Scheduler::Kubernetes => "kubernetes",
+        }
+    }
+}
+
+/// Where a job is in its life, the same for every scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Pending,
+    Running,
+    /// Ending: Slurm's COMPLETING, a Kubernetes Job with `FailureTarget` whose pods still run.
+    Ending,
+    Succeeded,
+    /// Ended badly: a non-zero exit, walltime, memory, a node, preemption, a backoff limit.
+    Failed,
+    Cancelled,
+    /// Left the queue before its end state was read: ended, state unknown.
+    Gone,
+    /// A state word rigwatch does not know: shown as printed, treated as live.
+    Other,
+}
+
+impl Phase {
+    /// The job has ended (or left the queue): it no longer holds nodes or GPUs.
+    pub fn is_over(self) -> bool {
+        matches!(
+            self,
+            Phase::Succeeded | Phase::Failed | Phase::Cancelled | Phase::Gone
+        )
+    }
+}
+
+/// How a job's main process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Exit {
+    pub code: i64,
+    /// The signal that ended it, when one did.
+    pub signal: Option<u32>,
+}
+
+/// One job, as the overview, the detail, `status --json`, `watch` and `--metrics` show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobRow {
+    pub id: String,
+    pub name: String,
+    pub phase: Phase,
+    /// The scheduler's own word: RUNNING, TIMEOUT, OUT_OF_MEMORY, Failed, OOMKilled, …
+    pub state: String,
+    /// The scheduler's reason code as printed (`BeginTime`, `Unschedulable`, `OOMKilled`).
+    pub reason: Option<String>,
+    /// Why it pends or how it ended, in plain words.
+    pub reason_words: Option<String>,
+    pub exit: Option<Exit>,
+    pub nodes: Option<u32>,
+    pub node_list: Option<String>,
+    /// GPUs allocated (or asked for, while pending), all nodes together.
+    pub gpus: Option<u32>,
+    pub elapsed_secs: Option<u64>,
+    pub limit_secs: Option<u64>,
+    /// Walltime left when the queue was read; only while the job runs.
+    #[serde(skip)]
+    pub left: Option<Duration>,
+    /// Requeues (Slurm) or container restarts and failed pods (Kubernetes).
+    pub restarts: Option<u32>,
+    /// The most restarts allowed before the job fails (Kubernetes `backoffLimit`).
+    pub restart_limit: Option<u32>,
+    /// Whether Slurm may requeue it (`--requeue`).
+    pub requeue: Option<bool>,
+    /// SIGTERM, then SIGKILL after KillWait: recomputed at every judgement.
+    pub walltime: Option<Clock>,
+    /// Age of the newest checkpoint, where it was read.
+    pub checkpoint_age_secs: Option<u64>,
+    /// What will cost data, in plain words (a checkpoint path not on a PVC).
+    pub dangers: Vec<String>,
+}
+
+impl JobRow {
+    /// The walltime clock at `now`, from the queue read at `read_at`.
+    pub fn walltime_at(&self, read_at: DateTime<Utc>, now: DateTime<Utc>) -> Option<Clock> {
+        if self.phase.is_over() {
+            return None;
+        }
+        let job = SlurmJob {
+            id: self.id.clone(),
+            state: self.state.clone(),
+            used: self.elapsed_secs.map(Duration::from_secs),
+            limit: self.limit_secs.map(Duration::from_secs),
+            left: self.left,
+        };
+        let age = self
+            .checkpoint_age_secs
+            .and_then(|s| chrono::Duration::from_std(Duration::from_secs(s)).ok())
+            .map(|age| age + (now - read_at).max(chrono::Duration::zero()));
+        walltime_clock(&job, read_at, age, now)
+    }
+
+    /// How loudly the row is shown and alerted on.
+    pub fn severity(&self) -> Severity {
+        let clock = self.walltime.as_ref().map(Urgency::of);
+        match self.phase {
+            Phase::Failed => Severity::Crit,
+            _ if clock >= Some(Urgency::TenMinutes) => Severity::Crit,
+            Phase::Gone => Severity::Warn,
+            _ if !self.dangers.is_empty() || clock >= Some(Urgency::Hour) => Severity::Warn,
+            _ => Severity::Info,
+        }
+    }
+
+    /// The job in one line: state, why, and where.
+    pub fn summary(&self) -> String {
+        let mut out = self.state.clone();
+        if let Some(exit) = self.exit.filter(|e| e.code != 0 || e.signal.is_some()) {
+            out.push_str(&format!(" (exit {}", exit.code));
+            if let Some(signal) = exit.signal {
+                out.push_str(&format!(", signal {signal}"));
+            }
+            out.push(')');
+        }
+        if let Some(words) = &self.reason_words {
+            out.push_str(": ");
+            out.push_str(words);
+        }
+        out
+    }
+}
+
+/// One read of a cluster's queue: its watched jobs, or why it could not be read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClusterReading {
+    pub name: String,
+    pub scheduler: Scheduler,
+    /// Where it is read from: the login node's ssh target, or the kubeconfig context.
+    pub via: String,
+    pub jobs: Vec<JobRow>,
+    /// Watched ids the queue no longer holds: ended, state unknown.
+    pub ended_state_unknown: Vec<String>,
+    /// Why the queue could not be read, naming the cluster and the probe; None when it was.
+    pub error: Option<String>,
+    pub read_at: DateTime<Utc>,
+}
+
+impl ClusterReading {
+    /// Recomputes every job's walltime clock at `now`.
+    pub fn judge(&mut self, now: DateTime<Utc>) {
+        let read_at = self.read_at;
+        for job in &mut self.jobs {
+            job.walltime = job.walltime_at(read_at, now);
+        }
+    }
+
+    /// This reading, given what the last one showed: a job the last one showed that this
+    /// queue no longer holds stays, as ended, state unknown (a cluster that could not be read
+    /// keeps its last jobs as they were: a read error is no news about a job).
+    pub fn merge(mut self, last: Option<&ClusterReading>) -> ClusterReading {
+        let Some(last) = last else {
+            return self;
+        };
+        if self.error.is_some() {
+            self.jobs = last.jobs.clone();
+            self.ended_state_unknown = last.ended_state_unknown.clone();
+            return self;
+        }
+        for old in &last.jobs {
+            if self.jobs.iter().any(|j| j.id == old.id) {
+                continue;
+            }
+            let mut gone = old.clone();
+            if !old.phase.is_over() {
+                gone.phase = Phase::Gone;
+                gone.state = "ENDED?".into();
+                gone.reason = None;
+                gone.reason_words = Some(format!(
+                    "left the queue while {}; its end state was not read",
+                    old.state
+                ));
+                gone.left = None;
+                gone.walltime = None;
+            }
+            if gone.phase == Phase::Gone && !self.ended_state_unknown.contains(&gone.id) {
+                self.ended_state_unknown.push(gone.id.clone());
+            }
+            self.jobs.push(gone);
+        }
+        self
+    }
+
+    /// The worst row's severity; a queue that could not be read is a warning.
+    pub fn severity(&self) -> Severity {
+        let worst = self.jobs.iter().map(JobRow::severity).max();
+        let unread = self.error.is_some().then_some(Severity::Warn);
+        worst.max(unread).unwrap_or(Severity::Info)
+    }
+}
