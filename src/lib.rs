@@ -43,13 +43,13 @@
 //!   Imports: `config`, `ledger`, `probe`, `provider`, `queue`, `readings`, `sanitize`,
 //!   `signals`, `transport`.
 //! - `alerts` — conditions read off the fleet's state, fired and resolved once each way;
-//!   silences and sinks. Imports: `clocks`, `config`, `fleet`, `glob`, `ledger`, `process`,
-//!   `queue`, `sanitize`, `signals`.
+//!   silences and sinks. Imports: `clocks`, `cluster`, `config`, `fleet`, `glob`, `ledger`,
+//!   `process`, `queue`, `sanitize`, `signals`.
 //! - `metrics` — the fleet's figures for Prometheus and their loopback HTTP server. Imports:
 //!   `fleet`, `signals`.
 //! - `demo` — the demo fleet: captures replayed through monitor's readers into the state.
-//!   Imports: `clocks`, `config`, `fleet`, `ledger`, `monitor`, `probe`, `pull`, `readings`,
-//!   `sanitize`, `signals`, `teardown` (the demo's teardown I/O), `transport`.
+//!   Imports: `clocks`, `cluster`, `config`, `fleet`, `ledger`, `monitor`, `probe`, `pull`,
+//!   `readings`, `sanitize`, `signals`, `teardown` (the demo's teardown I/O), `transport`.
 //! - `runtime` — the one consumer of the readings: owns the fleet's state, judges it each tick,
 //!   runs alerts and sinks, saves memory, and runs the slow work a front end asks for (pulls,
 //!   the teardown dialog's effects, live or demo); `status` is the same given one probe.
@@ -59,8 +59,8 @@
 //! - `ui` — the dashboard: the only module that imports ratatui/crossterm; draws the runtime's
 //!   state and turns keys into actions, which the runtime carries out: it never touches the
 //!   network, and names other modules only for their data types. Imports: `alerts`, `clocks`,
-//!   `demo`, `fleet`, `ledger`, `probe`, `provider`, `pull`, `queue`, `readings`, `runtime`,
-//!   `sanitize`, `signals`, `teardown`, `transport`.
+//!   `cluster`, `demo`, `fleet`, `ledger`, `probe`, `provider`, `pull`, `queue`, `readings`,
+//!   `runtime`, `sanitize`, `signals`, `teardown`, `transport`.
 //! - `cli` — subcommands; the only module that prints. Imports: `alerts`, `clocks`, `cluster`,
 //!   `config`, `fleet`, `glob`, `ledger`, `metrics`, `monitor`, `probe`, `provider`, `pull`, `queue`,
 //!   `readings`, `runtime`, `sanitize`, `signals`, `teardown`, `transport`, `ui`.

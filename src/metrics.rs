@@ -38,6 +38,11 @@ pub struct Metrics {
     clock_left: Figure,
     cost_per_hour: Figure,
     spent: Figure,
+    cluster_read: Figure,
+    job: Figure,
+    job_gpus: Figure,
+    job_restarts: Figure,
+    job_walltime_left: Figure,
 }
 
 impl Default for Metrics {
@@ -77,6 +82,23 @@ impl Default for Metrics {
                 "cost_spent",
                 "Money spent on the host since rigwatch first saw it",
             ),
+            cluster_read: family(
+                "cluster_queue_read",
+                "1 when the cluster's queue was read at the last try",
+            ),
+            job: family(
+                "job_phase",
+                "1 for a cluster job's phase (pending, running, failed, gone, ...) and state",
+            ),
+            job_gpus: family("job_gpus", "GPUs a cluster job holds or asks for"),
+            job_restarts: family(
+                "job_restarts",
+                "Requeues or restarts of a cluster job so far",
+            ),
+            job_walltime_left: family(
+                "job_walltime_remaining_seconds",
+                "Time until the scheduler kills a running job at its walltime",
+            ),
             registry,
         }
     }
@@ -109,6 +131,11 @@ impl Metrics {
             &self.clock_left,
             &self.cost_per_hour,
             &self.spent,
+            &self.cluster_read,
+            &self.job,
+            &self.job_gpus,
+            &self.job_restarts,
+            &self.job_walltime_left,
         ] {
             f.clear();
         }
@@ -197,6 +224,41 @@ impl Metrics {
             }
             if let Some(rate) = state.rate_now(host) {
                 set(&self.cost_per_hour, &one, rate);
+            }
+        }
+        self.set_clusters(state);
+    }
+
+    /// Each cluster's queue and each of its jobs, labelled by cluster and job id.
+    fn set_clusters(&self, state: &FleetState) {
+        let set = |f: &Figure, l: &[(&str, &str)], v: f64| {
+            f.get_or_create(&labels(l)).set(v);
+        };
+        for c in &state.clusters {
+            let cluster = c.name.as_str();
+            let read = f64::from(u8::from(c.error.is_none()));
+            set(&self.cluster_read, &[("cluster", cluster)], read);
+            for j in &c.jobs {
+                let one = [("cluster", cluster), ("job", j.id.as_str())];
+                let phase = serde_json::to_value(j.phase).ok();
+                let phase = phase.as_ref().and_then(|p| p.as_str()).unwrap_or("?");
+                let l = [
+                    ("cluster", cluster),
+                    ("job", j.id.as_str()),
+                    ("name", j.name.as_str()),
+                    ("phase", phase),
+                    ("state", j.state.as_str()),
+                ];
+                set(&self.job, &l, 1.0);
+                if let Some(gpus) = j.gpus {
+                    set(&self.job_gpus, &one, f64::from(gpus));
+                }
+                if let Some(restarts) = j.restarts {
+                    set(&self.job_restarts, &one, f64::from(restarts));
+                }
+                if let Some(left) = j.walltime.as_ref().and_then(|w| w.remaining_secs) {
+                    set(&self.job_walltime_left, &one, left as f64);
+                }
             }
         }
     }

@@ -140,3 +140,112 @@ fn status_reads_a_clusters_jobs_through_its_login_node() {
     );
     slurm.run("scancel", &[&runs]);
 }
+
+/// `watch` on a `[[slurm]]` cluster: the runtime reads the queue at the cluster's period, a
+/// watched job that fails while watching is news once (critical, with its exit code), a
+/// running job's walltime is a clock, and `--metrics` carries every job's phase, GPUs and
+/// walltime left. The real cluster, through the real login node; every wait is bounded.
+#[test]
+fn watch_and_metrics_follow_a_clusters_jobs_as_they_change() {
+    use std::process::{Command, Stdio};
+    let slurm = Slurm::start();
+    let mut lab = support::Lab::new();
+    let login = lab.start_host("login");
+    slurm.shim_squeue_on(&login);
+    let fails = slurm.sbatch(&["-J", "train-fails", "--wrap", "sleep 12; exit 3"]);
+    let runs = slurm.sbatch(&[
+        "-J",
+        "train-runs",
+        "-t",
+        "30",
+        "--gres=gpu:1",
+        "--wrap",
+        "sleep 300",
+    ]);
+    slurm.wait_for_state(&runs, "RUNNING", Duration::from_secs(30));
+    let cluster = format!(
+        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\nperiod_secs = 10\n",
+        lab.host_entry(&login)
+    );
+    let config = lab.fleet("fleet.toml", &cluster, &[]);
+    let port = support::free_port();
+    let watch = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .args(["watch", "--for", "60", "--metrics"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--config")
+        .arg(&config)
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .env_remove("SSH_AUTH_SOCK")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("watch");
+    let scrape = || {
+        Command::new("curl")
+            .args(["-sS", "--max-time", "5"])
+            .arg(format!("http://127.0.0.1:{port}/metrics"))
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let failed_line = format!(
+        "rigwatch_job_phase{{cluster=\"hpc\",job=\"{fails}\",name=\"train-fails\",phase=\"failed\",state=\"FAILED\"}} 1"
+    );
+    let started = std::time::Instant::now();
+    let mut text = String::new();
+    while started.elapsed() < Duration::from_secs(50) {
+        text = scrape();
+        if text.contains(&failed_line) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let _ = Command::new("kill").arg(watch.id().to_string()).status();
+    let out = watch.wait_with_output().expect("watch output");
+    slurm.run("scancel", &[&runs]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains(&failed_line), "{text}\n{stderr}");
+    assert!(
+        text.contains(&format!(
+            "rigwatch_job_phase{{cluster=\"hpc\",job=\"{runs}\",name=\"train-runs\",phase=\"running\",state=\"RUNNING\"}} 1"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "rigwatch_job_gpus{{cluster=\"hpc\",job=\"{runs}\"}} 1"
+        )),
+        "{text}"
+    );
+    let left: f64 = text
+        .lines()
+        .find(|l| {
+            l.starts_with(&format!(
+                "rigwatch_job_walltime_remaining_seconds{{cluster=\"hpc\",job=\"{runs}\"}}"
+            ))
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no walltime for {runs}: {text}"));
+    assert!((1.0..=1800.0).contains(&left), "{left}");
+    assert!(
+        text.contains("rigwatch_cluster_queue_read{cluster=\"hpc\"} 1"),
+        "{text}"
+    );
+    let events: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let ended: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "job_ended" && e["host"] == "hpc")
+        .collect();
+    assert_eq!(ended.len(), 1, "the failure is news once: {events:?}");
+    assert_eq!(ended[0]["severity"], "crit", "{events:?}");
+    assert_eq!(ended[0]["data"]["subject"], fails.as_str(), "{events:?}");
+    let message = ended[0]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("FAILED (exit 3)") && message.contains("train-fails"),
+        "{message}"
+    );
+}

@@ -15,6 +15,10 @@ pub enum AlertKind {
     Signal(SignalKind),
     Clock(ClockKind),
     QueueCellFailed,
+    /// A cluster's queue could not be read: its jobs are as last seen.
+    ClusterUnread,
+    /// A cluster job's danger (a checkpoint path that a reschedule wipes).
+    JobDanger,
     News(News),
     Digest,
 }
@@ -28,9 +32,13 @@ pub enum News {
     PullDone,
     PullFailed,
     TeardownDone,
+    /// A cluster job ended (or left the queue) since the last look.
+    JobEnded,
 }
 
 const QUEUE_CELL_FAILED: &str = "queue_cell_failed";
+const CLUSTER_UNREAD: &str = "cluster_unread";
+const JOB_DANGER: &str = "job_danger";
 const DIGEST: &str = "digest";
 const CLOCK: &str = "clock_";
 
@@ -55,6 +63,8 @@ impl AlertKind {
     pub fn parse(name: &str) -> Option<AlertKind> {
         match name {
             QUEUE_CELL_FAILED => Some(AlertKind::QueueCellFailed),
+            CLUSTER_UNREAD => Some(AlertKind::ClusterUnread),
+            JOB_DANGER => Some(AlertKind::JobDanger),
             DIGEST => Some(AlertKind::Digest),
             _ => match name.strip_prefix(CLOCK) {
                 Some(clock) => from_name(clock).map(AlertKind::Clock),
@@ -72,6 +82,8 @@ impl fmt::Display for AlertKind {
             AlertKind::Signal(k) => f.write_str(&serde_name(k)),
             AlertKind::Clock(k) => write!(f, "{CLOCK}{}", serde_name(k)),
             AlertKind::QueueCellFailed => f.write_str(QUEUE_CELL_FAILED),
+            AlertKind::ClusterUnread => f.write_str(CLUSTER_UNREAD),
+            AlertKind::JobDanger => f.write_str(JOB_DANGER),
             AlertKind::News(n) => f.write_str(&serde_name(n)),
             AlertKind::Digest => f.write_str(DIGEST),
         }
@@ -107,6 +119,9 @@ mod tests {
             AlertKind::QueueCellFailed,
             AlertKind::News(News::PullDone),
             AlertKind::Digest,
+            AlertKind::ClusterUnread,
+            AlertKind::JobDanger,
+            AlertKind::News(News::JobEnded),
         ];
         let names: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
         assert_eq!(
@@ -119,7 +134,10 @@ mod tests {
                 "clock_disk_full",
                 "queue_cell_failed",
                 "pull_done",
-                "digest"
+                "digest",
+                "cluster_unread",
+                "job_danger",
+                "job_ended"
             ]
         );
         for k in kinds {
@@ -130,7 +148,9 @@ mod tests {
         let links: Vec<bool> = kinds.iter().map(|k| k.is_link()).collect();
         assert_eq!(
             links,
-            [false, true, true, false, false, false, false, false]
+            [
+                false, true, true, false, false, false, false, false, false, false, false
+            ]
         );
         assert_eq!(AlertKind::parse("clock_nonsense"), None);
         assert_eq!(AlertKind::parse("no_such_kind"), None);

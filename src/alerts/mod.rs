@@ -173,9 +173,55 @@ pub fn conditions(state: &FleetState, now: DateTime<Utc>) -> Seen {
             });
         }
     }
+    cluster_conditions(state, now, &mut out);
     Seen {
         conditions: out,
         frozen,
         link_unknown,
+    }
+}
+
+/// A cluster whose queue could not be read; each live job's walltime clock in its bands and
+/// its dangers. The host is the cluster, the subject the job.
+fn cluster_conditions(state: &FleetState, now: DateTime<Utc>, out: &mut Vec<Condition>) {
+    for cluster in &state.clusters {
+        if let Some(error) = &cluster.error {
+            out.push(Condition {
+                host: cluster.name.clone(),
+                kind: AlertKind::ClusterUnread,
+                severity: Severity::Warn,
+                message: format!("{error}; its jobs are as last read"),
+                stage: None,
+                subject: None,
+            });
+        }
+        for job in cluster.jobs.iter().filter(|j| !j.phase.is_over()) {
+            let subject = Some(job.id.clone());
+            if let Some(clock) = &job.walltime {
+                let urgency = crate::clocks::Urgency::of_secs(
+                    clock.deadline.map(|d| (d - now).num_seconds()),
+                );
+                if let (Some(band), Some(severity)) = (urgency.stage(), urgency.severity()) {
+                    out.push(Condition {
+                        host: cluster.name.clone(),
+                        kind: AlertKind::Clock(clock.kind),
+                        severity,
+                        message: clock.message.clone(),
+                        stage: Some(band.to_string()),
+                        subject: subject.clone(),
+                    });
+                }
+            }
+            for danger in &job.dangers {
+                out.push(Condition {
+                    host: cluster.name.clone(),
+                    kind: AlertKind::JobDanger,
+                    severity: Severity::Warn,
+                    message: format!("job {} ({}): {danger}", job.id, job.name),
+                    stage: None,
+                    subject: subject.clone(),
+                });
+            }
+        }
     }
 }

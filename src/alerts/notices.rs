@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 
 use super::{AlertData, AlertEvent, AlertKind, AlertState, News, SCHEMA_VERSION};
+use crate::cluster::Phase;
 use crate::fleet::FleetState;
 use crate::ledger::{DestroyOutcome, PullRecord, TeardownRecord};
 use crate::queue::CellState;
@@ -20,6 +21,9 @@ pub struct Notices {
     done: Option<BTreeSet<(String, String)>>,
     /// The newest pull id and teardown time seen in the ledger; None before the first look.
     ledger: Option<(i64, Option<DateTime<Utc>>)>,
+    /// Each cluster job's phase at the last look, by cluster and id; a cluster is absent until
+    /// its first reading (what had ended before watching began is not news).
+    jobs: BTreeMap<String, BTreeMap<String, Phase>>,
 }
 
 fn notice(
@@ -97,7 +101,40 @@ impl Notices {
             }
             self.done = Some(done);
         }
+        self.jobs_ended(state, now, &mut out);
         out
+    }
+
+    /// Cluster jobs that ended, or left the queue unseen, since the last look.
+    fn jobs_ended(&mut self, state: &FleetState, now: DateTime<Utc>, out: &mut Vec<AlertEvent>) {
+        for cluster in &state.clusters {
+            let phases = cluster
+                .jobs
+                .iter()
+                .map(|j| (j.id.clone(), j.phase))
+                .collect();
+            let Some(before) = self.jobs.insert(cluster.name.clone(), phases) else {
+                continue;
+            };
+            for job in cluster.jobs.iter().filter(|j| j.phase.is_over()) {
+                if before.get(&job.id).is_some_and(|p| p.is_over()) {
+                    continue;
+                }
+                let severity = match job.phase {
+                    Phase::Succeeded => Severity::Info,
+                    Phase::Failed => Severity::Crit,
+                    _ => Severity::Warn,
+                };
+                out.push(notice(
+                    now,
+                    &cluster.name,
+                    News::JobEnded,
+                    severity,
+                    Some(job.id.clone()),
+                    format!("job {} ({}) ended: {}", job.id, job.name, job.summary()),
+                ));
+            }
+        }
     }
 
     /// Pulls and teardown outcomes recorded since the last look. A failed pull is a warning; a

@@ -3,6 +3,7 @@
 //! state the dashboard must show. No config, no network.
 
 mod captures;
+mod clusters;
 mod scenario;
 pub mod teardown;
 
@@ -65,6 +66,7 @@ impl Demo {
             }
             state.set_link(&s.config.name, s.link(now), now);
         }
+        state.observe_cluster(clusters::slurm(now), now);
         state.tick(now);
         (demo, state)
     }

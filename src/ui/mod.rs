@@ -9,6 +9,7 @@ mod frames;
 mod header;
 mod help;
 mod host_detail;
+mod jobs_table;
 mod queue_views;
 pub mod svg;
 pub mod teardown_modal;
@@ -56,9 +57,22 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx<'_>) {
             } else {
                 5.min(body.height / 2)
             };
-            let [table, alerts] =
-                Layout::vertical([Constraint::Min(3), Constraint::Length(events)]).areas(body);
+            // Cluster jobs take what they need up to a third of the body, under the boxes.
+            let jobs = if ctx.state.clusters.is_empty() {
+                0
+            } else {
+                jobs_table::height(&ctx.state.clusters).min(body.height / 3)
+            };
+            let [table, jobs_area, alerts] = Layout::vertical([
+                Constraint::Min(3),
+                Constraint::Length(jobs),
+                Constraint::Length(events),
+            ])
+            .areas(body);
             fleet_table::render(frame, table, ctx);
+            if jobs > 0 {
+                jobs_table::render(frame, jobs_area, ctx);
+            }
             alerts::render(frame, alerts, ctx);
         }
         View::Detail => host_detail::render(frame, body, ctx),
