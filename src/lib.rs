@@ -26,8 +26,9 @@
 //!   Imports: `config`, `probe` (a Slurm job's times), `provider` (its state and price),
 //!   `signals` (fill outlook, severity).
 //! - `cluster` — a cluster's jobs (Slurm, Kubernetes) as fleet rows: phase, reason in words,
-//!   walltime clock, dangers; a job that left the queue is ended, state unknown. Imports:
-//!   `clocks`, `config`, `probe`, `sanitize`, `signals`.
+//!   walltime clock, dangers; a job that left the queue is ended, state unknown; and the one
+//!   read of a Slurm queue over a login session. Imports: `clocks`, `config`, `probe`,
+//!   `sanitize`, `signals`, `transport`.
 //! - `ledger` — the SQLite record of pulls and teardowns. Imports: `config`, `sanitize`.
 //! - `pull` — results copied home over SFTP, hashed, verified, promoted once proven. Imports:
 //!   `config`, `glob`, `ledger`, `process`, `sanitize`, `transport`.
@@ -37,8 +38,8 @@
 //!   `sanitize`, `signals`, `transport`.
 //! - `teardown` — the teardown dialog's driver (pure), its executor, the destroy plan, the
 //!   queue note, and the one destroy path (intent, command, provider check, outcome). Imports:
-//!   `clocks`, `config`, `ledger`, `process`, `provider`, `pull`, `queue`, `sanitize`, `signals`,
-//!   `transport` (the live I/O's session).
+//!   `clocks`, `cluster` (a job's queue read after its scancel), `config`, `ledger`, `process`,
+//!   `provider`, `pull`, `queue`, `sanitize`, `signals`, `transport` (the live I/O's session).
 //! - `monitor` — wiring: runs the probes over the pool and turns their output into readings.
 //!   Imports: `config`, `ledger`, `probe`, `provider`, `queue`, `readings`, `sanitize`,
 //!   `signals`, `transport`.
@@ -54,8 +55,7 @@
 //!   runs alerts and sinks, saves memory, and runs the slow work a front end asks for (pulls,
 //!   the teardown dialog's effects, live or demo); `status` is the same given one probe.
 //!   Imports: `alerts`, `clocks`, `cluster`, `config`, `demo`, `fleet`, `ledger`, `metrics`,
-//!   `monitor`, `probe` (squeue's reader, for clusters), `provider`, `pull`, `queue`,
-//!   `readings`, `sanitize`, `teardown`, `transport`.
+//!   `monitor`, `provider`, `pull`, `queue`, `readings`, `sanitize`, `teardown`, `transport`.
 //! - `ui` — the dashboard: the only module that imports ratatui/crossterm; draws the runtime's
 //!   state and turns keys into actions, which the runtime carries out: it never touches the
 //!   network, and names other modules only for their data types. Imports: `alerts`, `clocks`,

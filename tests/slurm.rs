@@ -74,7 +74,7 @@ fn status_reads_a_clusters_jobs_through_its_login_node() {
     let slurm = Slurm::start();
     let mut lab = support::Lab::new();
     let login = lab.start_host("login");
-    slurm.shim_squeue_on(&login);
+    slurm.shim_clients_on(&login);
     let runs = slurm.sbatch(&["-J", "train-a", "-t", "10", "--wrap", "sleep 300"]);
     let fails = slurm.sbatch(&["-J", "train-b", "--wrap", "exit 3"]);
     let later = slurm.sbatch(&["-J", "train-c", "--begin=now+1hour", "--wrap", "true"]);
@@ -151,7 +151,7 @@ fn watch_and_metrics_follow_a_clusters_jobs_as_they_change() {
     let slurm = Slurm::start();
     let mut lab = support::Lab::new();
     let login = lab.start_host("login");
-    slurm.shim_squeue_on(&login);
+    slurm.shim_clients_on(&login);
     let fails = slurm.sbatch(&["-J", "train-fails", "--wrap", "sleep 12; exit 3"]);
     let runs = slurm.sbatch(&[
         "-J",
@@ -248,4 +248,155 @@ fn watch_and_metrics_follow_a_clusters_jobs_as_they_change() {
         message.contains("FAILED (exit 3)") && message.contains("train-fails"),
         "{message}"
     );
+}
+
+/// `rigwatch teardown CLUSTER --job ID`: `scancel` only through the guard. Refused while the
+/// cluster's results were never pulled (the job keeps running); after `rigwatch pull` of
+/// `[slurm.pull]` through the login node and the cluster's name typed at a real terminal,
+/// `scancel` runs once on the login node and the outcome is confirmed only because the queue
+/// then shows the job CANCELLED. A job already ended is refused at the door (nothing to
+/// cancel), and the ledger holds one teardown, relying on the pull.
+#[test]
+fn scancel_runs_only_through_the_guard_and_the_job_must_be_seen_ended() {
+    use std::process::Command;
+    let slurm = Slurm::start();
+    let mut lab = support::Lab::new();
+    let login = lab.start_host("login");
+    slurm.shim_clients_on(&login);
+    let results = lab.path("cluster-fs/run");
+    std::fs::create_dir_all(&results).expect("results dir");
+    std::fs::write(results.join("metrics.json"), "{\"loss\": 0.12}\n").expect("metrics");
+    let runs = slurm.sbatch(&["-J", "train-a", "--wrap", "sleep 300"]);
+    slurm.wait_for_state(&runs, "RUNNING", Duration::from_secs(30));
+    let cluster = format!(
+        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\n[slurm.pull]\npaths = [\"{}\"]\n\
+         dest = \"{}\"\n",
+        lab.host_entry(&login),
+        results.display(),
+        lab.path("home-copy").display()
+    );
+    let config = lab.fleet("fleet.toml", &cluster, &[]);
+    let rigwatch = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env("XDG_STATE_HOME", lab.path("state"))
+            .env_remove("SSH_AUTH_SOCK")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("rigwatch")
+    };
+    let state_of = |id: &str| {
+        slurm
+            .run("squeue", &["-h", "-t", "all", "-j", id, "-o", "%T"])
+            .trim()
+            .to_string()
+    };
+
+    let out = rigwatch(&["teardown", "hpc", "--job", &runs]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("REFUSED"), "{text}");
+    assert!(
+        text.contains(&format!("will run on hpc: scancel '{runs}'")),
+        "{text}"
+    );
+    assert_eq!(
+        state_of(&runs),
+        "RUNNING",
+        "refused: the job must keep running"
+    );
+
+    let out = rigwatch(&["pull", "hpc"]);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = rigwatch(&["teardown", "hpc", "--job", &runs]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("needs a person at a terminal"), "{text}");
+    assert_eq!(state_of(&runs), "RUNNING");
+
+    let command = format!(
+        "env XDG_STATE_HOME='{}' {} --config {} teardown hpc --job {runs}; echo EXIT=$?; sleep 60",
+        lab.path("state").display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        config.display()
+    );
+    let tmux = support::tmux::Tmux::start("scancel", &command);
+    tmux.wait_for("the name prompt", Duration::from_secs(30), |s| {
+        s.contains("Type the host's name")
+    });
+    tmux.keys(&["hpc", "Enter"]);
+    tmux.wait_for("the second confirmation", Duration::from_secs(30), |s| {
+        s.contains("Press Enter to destroy it anyway")
+    });
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the end", Duration::from_secs(90), |s| s.contains("EXIT="));
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert!(
+        screen.contains(&format!("shows job {runs} CANCELLED")),
+        "confirmed only by the queue: {screen}"
+    );
+    assert_eq!(state_of(&runs), "CANCELLED");
+
+    let out = rigwatch(&["ledger", "hpc", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("ledger json");
+    let teardowns = doc["teardowns"].as_array().expect("teardowns");
+    assert_eq!(teardowns.len(), 1, "{doc}");
+    assert_eq!(teardowns[0]["instance_id"], runs.as_str());
+    assert_eq!(teardowns[0]["command"], format!("scancel '{runs}'"));
+    assert_eq!(teardowns[0]["outcome"], "confirmed");
+    assert_eq!(teardowns[0]["pull_id"], doc["pulls"][0]["id"]);
+
+    // An ended job has nothing to cancel: refused before any guard, nothing recorded.
+    let out = rigwatch(&["teardown", "hpc", "--job", &runs]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("has already ended (CANCELLED"), "{said}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&rigwatch(&["ledger", "hpc", "--json"]).stdout).expect("json");
+    assert_eq!(doc["teardowns"].as_array().map(Vec::len), Some(1), "{doc}");
+
+    // A scancel that exits 0 and cancels nothing: the job is still there afterwards, so the
+    // outcome is recorded as NOT confirmed, and the exit status says so.
+    let stays = slurm.sbatch(&["-J", "train-b", "--wrap", "sleep 300"]);
+    slurm.wait_for_state(&stays, "RUNNING", Duration::from_secs(30));
+    std::fs::write(login.bin.join("scancel"), "#!/bin/sh\nexit 0\n").expect("no-op scancel");
+    let short = format!("[teardown]\nconfirm_within_secs = 4\nconfirm_every_secs = 1\n{cluster}");
+    let config = lab.fleet("fleet-short.toml", &short, &[]);
+    let command = format!(
+        "env XDG_STATE_HOME='{}' {} --config {} teardown hpc --job {stays}; echo EXIT=$?; sleep 60",
+        lab.path("state").display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        config.display()
+    );
+    let tmux = support::tmux::Tmux::start("scancel-noop", &command);
+    tmux.wait_for("the name prompt", Duration::from_secs(30), |s| {
+        s.contains("Type the host's name")
+    });
+    tmux.keys(&["hpc", "Enter"]);
+    tmux.wait_for("the second confirmation", Duration::from_secs(30), |s| {
+        s.contains("Press Enter to destroy it anyway")
+    });
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the end", Duration::from_secs(90), |s| s.contains("EXIT="));
+    assert!(screen.contains("EXIT=4"), "{screen}");
+    assert!(
+        screen.contains(&format!("squeue still shows job {stays} RUNNING")),
+        "{screen}"
+    );
+    assert_eq!(state_of(&stays), "RUNNING");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&rigwatch(&["ledger", "hpc", "--json"]).stdout).expect("json");
+    let last = doc["teardowns"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["instance_id"] == stays.as_str()))
+        .cloned()
+        .unwrap_or_else(|| panic!("no teardown of {stays}: {doc}"));
+    assert_eq!(last["outcome"], "unconfirmed", "{doc}");
+    slurm.run("scancel", &[&stays]);
 }

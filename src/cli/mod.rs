@@ -13,6 +13,7 @@ mod status;
 mod status_report;
 mod status_table;
 pub mod teardown;
+mod teardown_job;
 mod watch;
 mod watch_io;
 

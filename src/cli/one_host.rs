@@ -8,9 +8,19 @@ use color_eyre::eyre::{WrapErr, eyre};
 use crate::config::{FleetConfig, HostConfig};
 use crate::transport::{LinkState, Pool, Session};
 
+/// A host by name; a `[[slurm]]` cluster's name gives its login node (its `[slurm.pull]` is
+/// pulled through it, and recorded under the cluster's name).
 pub fn host<'a>(fleet: &'a FleetConfig, name: &str) -> color_eyre::Result<&'a HostConfig> {
-    fleet.hosts.iter().find(|h| h.name == name).ok_or_else(|| {
-        let names: Vec<&str> = fleet.hosts.iter().map(|h| h.name.as_str()).collect();
+    let logins = fleet.slurm.iter().map(|c| &c.login);
+    let mut all = fleet.hosts.iter().chain(logins);
+    all.find(|h| h.name == name).ok_or_else(|| {
+        let logins = fleet.slurm.iter().map(|c| c.login.name.as_str());
+        let names: Vec<&str> = fleet
+            .hosts
+            .iter()
+            .map(|h| h.name.as_str())
+            .chain(logins)
+            .collect();
         super::usage(format!(
             "no host named {name:?} in {}; there are: {}",
             fleet.path.display(),

@@ -33,8 +33,11 @@ use crate::transport::LinkState;
 
 #[derive(Debug, clap::Args)]
 pub struct TeardownArgs {
-    /// The host, by its name in fleet.toml
+    /// The host, or the `[[slurm]]` cluster, by its name in fleet.toml
     pub host: String,
+    /// On a cluster: the job to cancel (`scancel` on its login node, through the same guard)
+    #[arg(long)]
+    pub job: Option<String>,
 }
 
 pub async fn run(
@@ -42,6 +45,15 @@ pub async fn run(
     profiles: &[Profile],
     args: &TeardownArgs,
 ) -> color_eyre::Result<ExitCode> {
+    if let Some(cluster) = fleet.slurm.iter().find(|c| c.name == args.host) {
+        return super::teardown_job::run(fleet, profiles, cluster, args.job.as_deref()).await;
+    }
+    if args.job.is_some() {
+        return Err(super::usage(format!(
+            "--job is for a [[slurm]] cluster, and {:?} is not one",
+            args.host
+        )));
+    }
     let host = one_host::host(fleet, &args.host)?;
     let profile = find(profiles, &host.profile)
         .ok_or_else(|| eyre!("{}: unknown profile {}", host.name, host.profile))?;
@@ -66,6 +78,7 @@ pub async fn run(
         profile: Some(profile.clone()),
         fleet: Arc::new(fleet.clone()),
         ledger: Some(ledger_path),
+        cluster: None,
     };
     let mut dialog = Dialog::new(&host.name, OPENING);
     dialog.handle(Event::Run(run));
@@ -90,7 +103,7 @@ pub async fn run(
 pub const EXIT_UNCONFIRMED: u8 = 4;
 
 /// The person at the terminal: what they type, and how a running destroy is waited for.
-trait Person {
+pub(super) trait Person {
     /// Whether a person can type at all (stdin is a terminal).
     fn present(&self) -> bool;
     /// The line typed after `prompt`.
@@ -103,7 +116,7 @@ trait Person {
     ) -> LocalBoxFuture<'a, std::io::Result<Event>>;
 }
 
-struct Terminal;
+pub(super) struct Terminal;
 
 impl Person for Terminal {
     fn present(&self) -> bool {
@@ -208,12 +221,12 @@ fn queue_of(
 }
 
 /// The CLI's one opening of the dialog.
-const OPENING: u64 = 1;
+pub(super) const OPENING: u64 = 1;
 
 /// Walks the dialog at the terminal: its check, the words, the refusal or the typed name (and
 /// the second confirmation where one is asked), the final look, the destroy. Some(what the
 /// destroy said) once it ran; it is printed whether or not its outcome could be recorded.
-async fn walk(
+pub(super) async fn walk(
     dialog: &mut Dialog,
     io: &dyn TeardownIo,
     person: &mut dyn Person,

@@ -1,10 +1,61 @@
 //! Slurm's squeue rows as job rows, and one read of a `[[slurm]]` cluster as a reading.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 
 use super::{ClusterReading, Exit, JobRow, Phase, Scheduler};
 use crate::config::slurm::SlurmConfig;
-use crate::probe::squeue::{JobState, SqueueRow};
+use crate::probe::squeue::{
+    JobState, SqueueQuery, SqueueRow, parse_squeue_rows, separator, squeue_command,
+};
+use crate::transport::{ExecLimits, Session};
+
+/// A whole queue's text, at most: a site's twenty thousand jobs fit.
+const MAX_QUEUE_BYTES: usize = 8 * 1024 * 1024;
+
+/// One read of `cluster`'s queue through its login node's `session`, within `timeout` in all:
+/// for the runtime, `status` and the check after a `scancel` alike.
+pub async fn read(
+    cluster: &SlurmConfig,
+    session: Option<&Session>,
+    timeout: Duration,
+) -> ClusterReading {
+    let read = async {
+        let session = session.ok_or("the login node is not reachable")?;
+        // A per-call nonce: no job name written before the call can hold the separator.
+        let sep = separator(&format!("{:016x}", fastrand::u64(..)));
+        let query = SqueueQuery {
+            user: cluster.user.as_deref(),
+            partition: cluster.partition.as_deref(),
+        };
+        let limits = ExecLimits {
+            timeout,
+            max_output: MAX_QUEUE_BYTES,
+        };
+        let out = session
+            .exec(&squeue_command(&query, &sep), limits)
+            .await
+            .map_err(|e| e.to_string())?;
+        if out.exit_status != Some(0) {
+            return Err(format!(
+                "exit {:?}: {}",
+                out.exit_status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        parse_squeue_rows(&String::from_utf8_lossy(&out.stdout), &sep).map_err(|e| e.to_string())
+    };
+    let (rows, error) = match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(rows)) => (rows, None),
+        Ok(Err(e)) => (Vec::new(), Some(e)),
+        Err(_) => (
+            Vec::new(),
+            Some(format!("no answer within {:.1}s", timeout.as_secs_f64())),
+        ),
+    };
+    reading(cluster, rows, error, Utc::now())
+}
 
 fn phase(state: &JobState) -> Phase {
     match state {

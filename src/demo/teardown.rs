@@ -41,7 +41,7 @@ impl DemoIo {
         let looks = match &plan.method {
             Method::Blocked { why } => PlanLooks::Blocked(why.clone()),
             Method::Manual { .. } => PlanLooks::ByHand,
-            Method::Command { .. } => PlanLooks::Runs,
+            Method::Command { .. } | Method::OnHost { .. } => PlanLooks::Runs,
         };
         CheckFound {
             words: describe(&plan, last.as_ref(), run),
@@ -67,7 +67,7 @@ impl TeardownIo for DemoIo {
             .as_ref()
             .map(|p| plan(&self.host, p, &Default::default()).method);
         let would = match &method {
-            Some(Method::Command { command }) => format!(
+            Some(Method::Command { command } | Method::OnHost { command }) => format!(
                 "on a real box rigwatch would now run: {}",
                 mask_secrets(command)
             ),

@@ -6,18 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::cluster::ClusterReading;
 use crate::config::FleetConfig;
 use crate::config::slurm::SlurmConfig;
-use crate::probe::squeue::{SqueueQuery, parse_squeue_rows, separator, squeue_command};
-use crate::transport::{ExecLimits, Pool, Session};
-
-/// A whole queue's text, at most: a site's twenty thousand jobs fit.
-const MAX_QUEUE_BYTES: usize = 8 * 1024 * 1024;
+use crate::transport::{Pool, Session};
 
 /// The login nodes as hosts a pool connects to.
 fn logins(fleet: &FleetConfig) -> FleetConfig {
@@ -25,47 +20,6 @@ fn logins(fleet: &FleetConfig) -> FleetConfig {
         hosts: fleet.slurm.iter().map(|c| c.login.clone()).collect(),
         ..fleet.clone()
     }
-}
-
-/// One read of `cluster`'s queue through `session`, within `timeout` in all.
-pub async fn read_slurm(
-    cluster: &SlurmConfig,
-    session: Option<Arc<Session>>,
-    timeout: Duration,
-) -> ClusterReading {
-    let read = async {
-        let session = session.ok_or("the login node is not reachable")?;
-        let sep = separator(&crate::monitor::commands::new_nonce());
-        let query = SqueueQuery {
-            user: cluster.user.as_deref(),
-            partition: cluster.partition.as_deref(),
-        };
-        let limits = ExecLimits {
-            timeout,
-            max_output: MAX_QUEUE_BYTES,
-        };
-        let out = session
-            .exec(&squeue_command(&query, &sep), limits)
-            .await
-            .map_err(|e| e.to_string())?;
-        if out.exit_status != Some(0) {
-            return Err(format!(
-                "exit {:?}: {}",
-                out.exit_status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        parse_squeue_rows(&String::from_utf8_lossy(&out.stdout), &sep).map_err(|e| e.to_string())
-    };
-    let (rows, error) = match tokio::time::timeout(timeout, read).await {
-        Ok(Ok(rows)) => (rows, None),
-        Ok(Err(e)) => (Vec::new(), Some(e)),
-        Err(_) => (
-            Vec::new(),
-            Some(format!("no answer within {:.1}s", timeout.as_secs_f64())),
-        ),
-    };
-    crate::cluster::slurm::reading(cluster, rows, error, Utc::now())
 }
 
 /// Reads every cluster's queue once, within `timeout` in all (connection and squeue).
@@ -79,7 +33,10 @@ pub async fn read(fleet: &FleetConfig, timeout: Duration) -> Vec<ClusterReading>
     let reads = fleet.slurm.iter().map(|cluster| {
         let session = pool.get(&cluster.login.name).and_then(|l| l.session());
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        read_slurm(cluster, session, left.max(Duration::from_millis(100)))
+        async move {
+            let timeout = left.max(Duration::from_millis(100));
+            crate::cluster::slurm::read(cluster, session.as_deref(), timeout).await
+        }
     });
     let readings = futures::future::join_all(reads).await;
     pool.shutdown().await;
@@ -149,7 +106,7 @@ async fn poll_slurm(
     loop {
         every.tick().await;
         let session = sessions.borrow().clone();
-        let reading = read_slurm(&cluster, session, period).await;
+        let reading = crate::cluster::slurm::read(&cluster, session.as_deref(), period).await;
         if tx.send(reading).await.is_err() {
             return;
         }

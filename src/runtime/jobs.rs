@@ -215,6 +215,7 @@ impl super::Runtime {
                 profile,
                 fleet: Arc::clone(fleet),
                 ledger: crate::ledger::default_path(),
+                cluster: None,
             }),
             None => Arc::new(DemoIo {
                 host: h.config.clone(),

@@ -112,11 +112,18 @@ pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -
         }
     }
     let command = match &plan.method {
-        Method::Command { command } => Some(crate::sanitize::mask_secrets(&clean(command, 300))),
+        Method::Command { command } | Method::OnHost { command } => {
+            Some(crate::sanitize::mask_secrets(&clean(command, 300)))
+        }
         Method::Manual { .. } | Method::Blocked { .. } => None,
     };
     let action = match &plan.method {
         Method::Command { .. } => format!("  will run: {}", command.as_deref().unwrap_or_default()),
+        Method::OnHost { .. } => format!(
+            "  will run on {}: {}",
+            clean(&plan.host, 64),
+            command.as_deref().unwrap_or_default()
+        ),
         Method::Manual { steps } => format!("  no API: {steps}"),
         Method::Blocked { why } => format!("  cannot run: {why}"),
     };

@@ -12,20 +12,25 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::exec::{BY_HAND, run_destroy};
+use super::exec::{BY_HAND, run_destroy, run_on_host};
+use super::job::job_ended;
 use super::plan::Method;
 use super::ready::{PROVIDER_TIMEOUT, provider_cli};
 use crate::clocks::Profile;
+use crate::config::slurm::SlurmConfig;
 use crate::config::{FleetConfig, HostConfig, TeardownTuning};
 use crate::ledger::{DestroyOutcome, Ledger, TeardownFinish, TeardownIntent};
 use crate::provider::{InstanceState, Provider, query};
 use crate::sanitize::mask_secrets;
+use crate::transport::Session;
 
 /// Who is asked afterwards, and how long the destroy and the asking may take.
 #[derive(Debug, Clone)]
 pub struct Confirming {
     /// The provider CLI that lists the instance; None on a platform without one.
     pub provider: Option<(Provider, PathBuf)>,
+    /// For a cluster job: its cluster, whose queue is read until it shows the job ended.
+    pub cluster: Option<SlurmConfig>,
     pub tuning: TeardownTuning,
 }
 
@@ -33,6 +38,7 @@ impl Confirming {
     pub fn for_host(profile: &Profile, fleet: &FleetConfig) -> Confirming {
         Confirming {
             provider: provider_cli(profile, fleet),
+            cluster: None,
             tuning: fleet.teardown.clone(),
         }
     }
@@ -68,13 +74,15 @@ impl DestroyReport {
     }
 }
 
-/// Carries out what the guard's Fire means for `host` (see the module's steps).
+/// Carries out what the guard's Fire means for `host` (see the module's steps); `session` is
+/// the host's pooled session, for a command that runs on it.
 pub async fn destroy(
     host: &HostConfig,
     method: &Method,
     pull_id: i64,
     ledger: &Path,
     confirming: &Confirming,
+    session: Option<&Session>,
 ) -> DestroyReport {
     let refused = |why: String| DestroyReport {
         command: None,
@@ -84,9 +92,16 @@ pub async fn destroy(
     };
     let command = match method {
         Method::Blocked { why } => return refused(why.clone()),
-        Method::Command { command } => Some(command.as_str()),
+        Method::Command { command } | Method::OnHost { command } => Some(command.as_str()),
         Method::Manual { .. } => None,
     };
+    let on_host = matches!(method, Method::OnHost { .. });
+    if on_host && session.is_none() {
+        return refused(format!(
+            "{} is not reachable, so the command cannot run on it",
+            host.name
+        ));
+    }
     let masked = command.map(mask_secrets);
     let intent = TeardownIntent {
         at: Utc::now(),
@@ -105,12 +120,17 @@ pub async fn destroy(
             ));
         }
     };
-    let (exit_status, output, failed) = match command {
-        Some(command) => {
-            let ran = run_destroy(command, confirming.tuning.destroy_timeout).await;
+    let timeout = confirming.tuning.destroy_timeout;
+    let (exit_status, output, failed) = match (command, session) {
+        (Some(command), Some(session)) if on_host => {
+            let ran = run_on_host(session, command, timeout).await;
             (ran.exit_status, ran.output, ran.failed)
         }
-        None => (None, BY_HAND.to_string(), None),
+        (Some(command), _) => {
+            let ran = run_destroy(command, timeout).await;
+            (ran.exit_status, ran.output, ran.failed)
+        }
+        (None, _) => (None, BY_HAND.to_string(), None),
     };
     let (outcome, why) = match failed {
         Some(how) => (
@@ -123,7 +143,12 @@ pub async fn destroy(
             } else {
                 "you said you destroyed it at the provider"
             };
-            ask_provider(host.instance_id.as_deref(), confirming, claim).await
+            match (&confirming.cluster, host.instance_id.as_deref()) {
+                (Some(cluster), Some(job)) => {
+                    job_ended(cluster, session, job, &confirming.tuning, claim).await
+                }
+                _ => ask_provider(host.instance_id.as_deref(), confirming, claim).await,
+            }
         }
     };
     let finish = TeardownFinish {
@@ -230,6 +255,7 @@ mod tests {
     fn confirming() -> Confirming {
         Confirming {
             provider: None,
+            cluster: None,
             tuning: TeardownTuning::default(),
         }
     }
@@ -244,7 +270,7 @@ mod tests {
             command: format!("touch '{}'", marker.display()),
         };
         let ledger = blocker.join("ledger.sqlite");
-        let report = destroy(&host(), &method, 1, &ledger, &confirming()).await;
+        let report = destroy(&host(), &method, 1, &ledger, &confirming(), None).await;
         let why = report.outcome.clone().expect_err("refused");
         assert!(why.contains("cannot record the destroy's intent"), "{why}");
         assert!(report.last_line().starts_with("REFUSED, nothing ran"));

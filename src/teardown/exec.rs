@@ -65,6 +65,51 @@ pub async fn run_destroy(command: &str, timeout: Duration) -> Ran {
     }
 }
 
+/// Runs the destroy command once on the host through its session (a cluster job's `scancel` on
+/// the login node), with the same timeout, output cap and masking as a local one.
+pub async fn run_on_host(
+    session: &crate::transport::Session,
+    command: &str,
+    timeout: Duration,
+) -> Ran {
+    tracing::warn!(
+        "teardown runs on the host: {}",
+        mask_secrets(&crate::sanitize::line(command, 500))
+    );
+    let limits = crate::transport::ExecLimits {
+        timeout,
+        max_output: OUTPUT_CAP,
+    };
+    match session.exec(command, limits).await {
+        Ok(out) => {
+            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&out.stderr));
+            let output: Vec<String> = text
+                .lines()
+                .map(|l| mask_secrets(&crate::sanitize::line(l, 500)))
+                .collect();
+            Ran {
+                exit_status: out.exit_status.and_then(|c| i32::try_from(c).ok()),
+                output: output.join("\n"),
+                failed: match out.exit_status {
+                    Some(0) => None,
+                    Some(code) => Some(format!("the command exited {code} on the host")),
+                    None => Some("the command ended without an exit status on the host".into()),
+                },
+            }
+        }
+        Err(e) => Ran {
+            exit_status: None,
+            output: String::new(),
+            failed: Some(format!(
+                "the command on the host did not finish ({}); it may or may not have taken \
+                 effect: check the queue",
+                crate::sanitize::line(&e.to_string(), 300)
+            )),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,11 +12,13 @@ use super::describe::{Description, describe};
 use super::destroy::{Confirming, DestroyReport, destroy, with_ledger};
 use super::facts::{Finished, PlanLooks, RunLooks};
 use super::io::{CheckFound, TeardownIo};
-use super::plan::plan;
+use super::plan::{Method, TeardownPlan, plan};
 use super::ready::plan_looks;
 use crate::clocks::Profile;
+use crate::config::slurm::SlurmConfig;
 use crate::config::{FleetConfig, HostConfig};
 use crate::ledger::PullRecord;
+use crate::pull::remote::shell_quote;
 use crate::pull::{Currentness, Depth, NotCurrent, check_host};
 use crate::transport::Session;
 
@@ -30,6 +32,17 @@ pub struct LiveIo {
     pub fleet: Arc<FleetConfig>,
     /// None without a state dir: nothing is pulled on record, and no destroy can be recorded.
     pub ledger: Option<PathBuf>,
+    /// For a cluster job (`host` is then its login node): the cluster, whose login node runs
+    /// the `scancel` and whose queue must show the job ended afterwards, and the job.
+    pub cluster: Option<ClusterJob>,
+}
+
+/// A Slurm job to cancel. Its results are the cluster's (`[slurm.pull]`, on the shared
+/// filesystem that outlives the job), so the pull is not tied to the job as to an instance.
+#[derive(Debug, Clone)]
+pub struct ClusterJob {
+    pub cluster: SlurmConfig,
+    pub job: String,
 }
 
 impl LiveIo {
@@ -60,6 +73,23 @@ impl LiveIo {
         }
     }
 
+    /// The destroy's plan: a cluster job's is `scancel` on its login node, whatever the
+    /// profile's local command says.
+    fn plan(&self, profile: &Profile) -> TeardownPlan {
+        let mut plan = plan(&self.host, profile, &self.fleet.providers);
+        if let Some(c) = &self.cluster {
+            plan.instance_id = Some(c.job.clone());
+            plan.method = Method::OnHost {
+                command: format!("scancel {}", shell_quote(&c.job)),
+            };
+        }
+        plan
+    }
+
+    fn method(&self, profile: &Profile) -> Method {
+        self.plan(profile).method
+    }
+
     fn unknown_profile(&self) -> String {
         format!("unknown platform profile {}", self.host.profile)
     }
@@ -76,7 +106,7 @@ impl TeardownIo for LiveIo {
                     currentness,
                 };
             };
-            let plan = plan(&self.host, profile, &self.fleet.providers);
+            let plan = self.plan(profile);
             CheckFound {
                 plan: plan_looks(&plan, &self.host, profile, &self.fleet).await,
                 words: describe(&plan, last.as_ref(), run),
@@ -104,9 +134,16 @@ impl TeardownIo for LiveIo {
                     refused("no state dir for the ledger, so the intent cannot be recorded".into())
                 }
                 (Some(profile), Some(ledger)) => {
-                    let method = plan(&self.host, profile, &self.fleet.providers).method;
-                    let confirming = Confirming::for_host(profile, &self.fleet);
-                    destroy(&self.host, &method, pull_id, ledger, &confirming).await
+                    let method = self.method(profile);
+                    let mut confirming = Confirming::for_host(profile, &self.fleet);
+                    // The intent and the check afterwards name the job.
+                    let mut host = self.host.clone();
+                    if let Some(c) = &self.cluster {
+                        confirming.cluster = Some(c.cluster.clone());
+                        host.instance_id = Some(c.job.clone());
+                    }
+                    let session = self.session.as_deref();
+                    destroy(&host, &method, pull_id, ledger, &confirming, session).await
                 }
             };
             Finished::from(report)

@@ -13,6 +13,9 @@ use crate::pull::remote::shell_quote;
 pub enum Method {
     /// Run locally, once, on confirm.
     Command { command: String },
+    /// Run once on the host itself through its pooled session, on confirm: a cluster job's
+    /// `scancel` on the cluster's login node.
+    OnHost { command: String },
     /// The platform has no API rigwatch can call: the user destroys it at the provider and
     /// confirms here that they did, which is recorded.
     Manual { steps: String },

@@ -29,6 +29,8 @@ pub async fn plan_looks(
     let command = match &plan.method {
         Method::Blocked { why } => return PlanLooks::Blocked(why.clone()),
         Method::Manual { .. } => return PlanLooks::ByHand,
+        // Checked when the session is known (the live check refuses a link that is down).
+        Method::OnHost { .. } => return PlanLooks::Runs,
         Method::Command { command } => command,
     };
     if let Err(why) = program_runs(command) {

@@ -265,19 +265,21 @@ impl Slurm {
         }
     }
 
-    /// Puts an `squeue` on `sshd`'s PATH that aims the real one at this cluster: a login
-    /// shell on the loopback sshd has no SLURM_CONF of its own.
-    pub fn shim_squeue_on(&self, sshd: &Sshd) {
-        let path = sshd.bin.join("squeue");
-        std::fs::write(
-            &path,
-            format!(
-                "#!/bin/sh\nSLURM_CONF='{}' exec /usr/bin/squeue \"$@\"\n",
-                self.conf.display()
-            ),
-        )
-        .expect("squeue shim");
-        chmod(&path, 0o755);
+    /// Puts Slurm's clients (`squeue`, `scancel`, `scontrol`) on `sshd`'s PATH, aimed at this
+    /// cluster: a login shell on the loopback sshd has no SLURM_CONF of its own.
+    pub fn shim_clients_on(&self, sshd: &Sshd) {
+        for client in ["squeue", "scancel", "scontrol"] {
+            let path = sshd.bin.join(client);
+            std::fs::write(
+                &path,
+                format!(
+                    "#!/bin/sh\nSLURM_CONF='{}' exec /usr/bin/{client} \"$@\"\n",
+                    self.conf.display()
+                ),
+            )
+            .expect("slurm client shim");
+            chmod(&path, 0o755);
+        }
     }
 }
 
