@@ -75,7 +75,16 @@ fn status_reads_a_clusters_jobs_through_its_login_node() {
     let mut lab = support::Lab::new();
     let login = lab.start_host("login");
     slurm.shim_clients_on(&login);
-    let runs = slurm.sbatch(&["-J", "train-a", "-t", "10", "--wrap", "sleep 300"]);
+    login.shim_nvidia_smi(&support::GpuShim::LOAD);
+    let runs = slurm.sbatch(&[
+        "-J",
+        "train-a",
+        "-t",
+        "10",
+        "--gres=gpu:1",
+        "--wrap",
+        "sleep 300",
+    ]);
     let fails = slurm.sbatch(&["-J", "train-b", "--wrap", "exit 3"]);
     let later = slurm.sbatch(&["-J", "train-c", "--begin=now+1hour", "--wrap", "true"]);
     let other = slurm.sbatch(&["-J", "not-watched", "--begin=now+1hour", "--wrap", "true"]);
@@ -117,6 +126,16 @@ fn status_reads_a_clusters_jobs_through_its_login_node() {
             .as_str()
             .is_some_and(|m| m.contains("SIGTERM, then SIGKILL after KillWait")),
         "{walltime}"
+    );
+    // GPU truth from inside the allocation: srun --overlap on the job's node ran nvidia-smi
+    // (the login node's shim, the H100 under load: SM 1365 MHz).
+    let truth = &job(&runs)["gpu_truth"][0];
+    assert_eq!(truth["node"], slurm.node.as_str(), "{hpc}");
+    assert!(truth["error"].is_null(), "{truth}");
+    assert_eq!(truth["gpus"][0]["sm_clock_mhz"], 1365, "{truth}");
+    assert!(
+        job(&fails)["gpu_truth"].is_null(),
+        "an ended job is not probed"
     );
     assert!(
         job(&fails)["walltime"].is_null(),

@@ -5,6 +5,8 @@
 //! and `now` in; [`ClusterReading::merge`] keeps a job that left the queue as "ended, state
 //! unknown", never running.
 
+pub mod gpus;
+pub mod hostlist;
 pub mod slurm;
 
 #[cfg(test)]
@@ -105,6 +107,9 @@ pub struct JobRow {
     pub checkpoint_age_secs: Option<u64>,
     /// What will cost data, in plain words (a checkpoint path not on a PVC).
     pub dangers: Vec<String>,
+    /// nvidia-smi inside the job's allocation, per node, while it runs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpu_truth: Vec<gpus::NodeGpus>,
 }
 
 impl JobRow {
@@ -137,6 +142,33 @@ impl JobRow {
             _ if !self.dangers.is_empty() || clock >= Some(Urgency::Hour) => Severity::Warn,
             _ => Severity::Info,
         }
+    }
+
+    /// The GPUs nvidia-smi saw in the job, in a few words: busy of all, mean SM clock, power.
+    pub fn gpu_words(&self) -> Option<String> {
+        let gpus: Vec<&crate::probe::GpuSample> =
+            self.gpu_truth.iter().flat_map(|n| &n.gpus).collect();
+        if gpus.is_empty() {
+            return self
+                .gpu_truth
+                .iter()
+                .find_map(|n| n.error.as_ref())
+                .map(|e| format!("GPUs not read: {e}"));
+        }
+        let busy = gpus
+            .iter()
+            .filter(|g| g.util_gpu_pct.is_some_and(|u| u > 0))
+            .count();
+        let power: f64 = gpus.iter().filter_map(|g| g.power_draw_w).sum();
+        let clocks: Vec<u32> = gpus.iter().filter_map(|g| g.sm_clock_mhz).collect();
+        let clock = (!clocks.is_empty())
+            .then(|| clocks.iter().map(|c| u64::from(*c)).sum::<u64>() / clocks.len() as u64);
+        let mut out = format!("{busy}/{} GPUs busy", gpus.len());
+        if let Some(c) = clock {
+            out.push_str(&format!(", SM {c} MHz"));
+        }
+        out.push_str(&format!(", {power:.0} W"));
+        Some(out)
     }
 
     /// The job in one line: state, why, and where.
@@ -208,6 +240,7 @@ impl ClusterReading {
                 ));
                 gone.left = None;
                 gone.walltime = None;
+                gone.gpu_truth.clear();
             }
             if gone.phase == Phase::Gone && !self.ended_state_unknown.contains(&gone.id) {
                 self.ended_state_unknown.push(gone.id.clone());

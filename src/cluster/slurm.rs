@@ -11,6 +11,9 @@ use crate::probe::squeue::{
 };
 use crate::transport::{ExecLimits, Session};
 
+/// The most jobs whose GPUs are read per period.
+const MAX_JOBS_PROBED: usize = 8;
+
 /// A whole queue's text, at most: a site's twenty thousand jobs fit.
 const MAX_QUEUE_BYTES: usize = 8 * 1024 * 1024;
 
@@ -54,7 +57,27 @@ pub async fn read(
             Some(format!("no answer within {:.1}s", timeout.as_secs_f64())),
         ),
     };
-    reading(cluster, rows, error, Utc::now())
+    let mut reading = reading(cluster, rows, error, Utc::now());
+    if let Some(session) = session {
+        // Whatever was read within the time is kept; the rest of the jobs wait a period.
+        let _ = tokio::time::timeout(timeout, gpu_truth(&mut reading, session, timeout)).await;
+    }
+    reading
+}
+
+/// nvidia-smi inside each running job that holds GPUs, on its first nodes; each node within a
+/// share of `timeout`.
+async fn gpu_truth(reading: &mut ClusterReading, session: &Session, timeout: Duration) {
+    let each = (timeout / 4).clamp(Duration::from_secs(2), Duration::from_secs(20));
+    for job in reading.jobs.iter_mut().take(MAX_JOBS_PROBED) {
+        let (Phase::Running, Some(nodes)) = (job.phase, &job.node_list) else {
+            continue;
+        };
+        if job.gpus.is_none_or(|n| n == 0) {
+            continue;
+        }
+        job.gpu_truth = super::gpus::read(session, &job.id, nodes, each).await;
+    }
 }
 
 fn phase(state: &JobState) -> Phase {
@@ -115,6 +138,7 @@ pub fn job_row(row: SqueueRow) -> JobRow {
         walltime: None,
         checkpoint_age_secs: None,
         dangers: Vec::new(),
+        gpu_truth: Vec::new(),
     }
 }
 

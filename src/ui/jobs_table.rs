@@ -64,6 +64,10 @@ fn row_text(cluster: &str, job: &JobRow, width: usize) -> String {
         figures = format!(" {:<14} {run:>6}{figures}", fit(&clean(&nodes, 80), 14));
     }
     let mut what = job.summary();
+    if let Some(gpus) = job.gpu_words() {
+        what.push_str(" · ");
+        what.push_str(&gpus);
+    }
     if let Some(danger) = job.dangers.first() {
         what.push_str(" · ");
         what.push_str(danger);

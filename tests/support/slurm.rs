@@ -265,10 +265,10 @@ impl Slurm {
         }
     }
 
-    /// Puts Slurm's clients (`squeue`, `scancel`, `scontrol`) on `sshd`'s PATH, aimed at this
+    /// Puts Slurm's clients (`squeue`, `scancel`, `scontrol`, `srun`, `sacct`) on `sshd`'s PATH, aimed at this
     /// cluster: a login shell on the loopback sshd has no SLURM_CONF of its own.
     pub fn shim_clients_on(&self, sshd: &Sshd) {
-        for client in ["squeue", "scancel", "scontrol"] {
+        for client in ["squeue", "scancel", "scontrol", "srun", "sacct"] {
             let path = sshd.bin.join(client);
             std::fs::write(
                 &path,
