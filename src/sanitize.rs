@@ -42,6 +42,12 @@ pub fn fit(text: &str, width: usize) -> String {
 /// controls (a lone 0x9B starts a CSI sequence in many terminals) and invisible formatting
 /// raw; here those are `\uXXXX` escapes too. Outside strings JSON is ASCII, so this touches
 /// only string contents: a box's text reaches scripts whole and the terminal harmless.
+/// `text` as one word for a POSIX shell, whatever it holds: single quotes, each `'` closed,
+/// escaped and reopened. For anything remote or user-written that goes into a command line.
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
 pub fn json<T: serde::Serialize>(value: &T) -> serde_json::Result<String> {
     Ok(escape_invisible(&serde_json::to_string_pretty(value)?))
 }

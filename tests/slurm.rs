@@ -90,9 +90,21 @@ fn status_reads_a_clusters_jobs_through_its_login_node() {
     let other = slurm.sbatch(&["-J", "not-watched", "--begin=now+1hour", "--wrap", "true"]);
     slurm.wait_for_state(&runs, "RUNNING", Duration::from_secs(30));
     slurm.wait_for_state(&fails, "FAILED", Duration::from_secs(60));
+    // train-a's newest checkpoint is two hours old, with ten minutes of walltime left.
+    let ckpt = lab.path("cluster-fs/ckpt/train-a");
+    std::fs::create_dir_all(&ckpt).expect("ckpt dir");
+    std::fs::write(ckpt.join("step_100.pt"), b"weights").expect("ckpt");
+    let touched = Command::new("touch")
+        .args(["-d", "2 hours ago"])
+        .arg(ckpt.join("step_100.pt"))
+        .status()
+        .expect("touch");
+    assert!(touched.success());
     let cluster = format!(
-        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\njobs = [999999]\n",
-        lab.host_entry(&login)
+        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\njobs = [999999]\n\
+         checkpoints = \"{}/{{name}}\"\n",
+        lab.host_entry(&login),
+        lab.path("cluster-fs/ckpt").display()
     );
     let config = lab.fleet("fleet.toml", &cluster, &[]);
     let out = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
@@ -136,6 +148,15 @@ fn status_reads_a_clusters_jobs_through_its_login_node() {
     assert!(
         job(&fails)["gpu_truth"].is_null(),
         "an ended job is not probed"
+    );
+    let age = job(&runs)["checkpoint_age_secs"].as_u64().unwrap_or(0);
+    assert!((7000..7400).contains(&age), "{hpc}");
+    let danger = job(&runs)["dangers"][0].as_str().unwrap_or("").to_string();
+    assert!(
+        danger.starts_with("newest checkpoint ")
+            && danger.contains(" old, older than the ")
+            && danger.contains("m of walltime left: the next may not land before SIGKILL"),
+        "{hpc}"
     );
     assert!(
         job(&fails)["walltime"].is_null(),

@@ -37,6 +37,9 @@ impl Scheduler {
     }
 }
 
+/// How a stale-checkpoint danger begins: recomputed at every judgement.
+const STALE_CHECKPOINT: &str = "newest checkpoint";
+
 /// Where a job is in its life, the same for every scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -205,11 +208,27 @@ pub struct ClusterReading {
 }
 
 impl ClusterReading {
-    /// Recomputes every job's walltime clock at `now`.
+    /// Recomputes every job's walltime clock at `now`, and whether its newest checkpoint is
+    /// older than the walltime left (the next may not land before the kill).
     pub fn judge(&mut self, now: DateTime<Utc>) {
         let read_at = self.read_at;
         for job in &mut self.jobs {
             job.walltime = job.walltime_at(read_at, now);
+            job.dangers.retain(|d| !d.starts_with(STALE_CHECKPOINT));
+            let left = job.walltime.as_ref().and_then(|c| c.remaining_secs);
+            let age = job
+                .checkpoint_age_secs
+                .map(|a| a as i64 + (now - read_at).num_seconds().max(0));
+            if let (Some(left), Some(age)) = (left, age)
+                && age > left
+            {
+                job.dangers.push(format!(
+                    "{STALE_CHECKPOINT} {} old, older than the {} of walltime left: the next \
+                     may not land before SIGKILL; checkpoint now or extend the job",
+                    crate::signals::minutes(chrono::Duration::seconds(age)),
+                    crate::signals::minutes(chrono::Duration::seconds(left.max(0)))
+                ));
+            }
         }
     }
 

@@ -59,10 +59,79 @@ pub async fn read(
     };
     let mut reading = reading(cluster, rows, error, Utc::now());
     if let Some(session) = session {
+        if let Some(template) = &cluster.checkpoints {
+            checkpoint_ages(&mut reading, session, template, timeout).await;
+        }
         // Whatever was read within the time is kept; the rest of the jobs wait a period.
         let _ = tokio::time::timeout(timeout, gpu_truth(&mut reading, session, timeout)).await;
+        reading.judge(Utc::now());
     }
     reading
+}
+
+/// The command that prints the cluster's clock, then `ID MTIME` per job: the newest file's
+/// modification time under the job's checkpoint folder (two levels deep), empty when none.
+pub fn checkpoint_command(template: &str, jobs: &[(&str, &str)]) -> String {
+    let mut out = String::from("date +%s");
+    for (id, name) in jobs {
+        let dir = template.replace("{job}", id).replace("{name}", name);
+        out.push_str(&format!(
+            "; printf '%s %s\\n' {} \"$(find {} -maxdepth 2 -type f -printf '%T@\\n' \
+             2>/dev/null | sort -rn | head -n1)\"",
+            crate::sanitize::shell_quote(id),
+            crate::sanitize::shell_quote(&dir)
+        ));
+    }
+    out
+}
+
+/// Reads the newest checkpoint's age of each running job (one command for all of them).
+async fn checkpoint_ages(
+    reading: &mut ClusterReading,
+    session: &Session,
+    template: &str,
+    timeout: Duration,
+) {
+    let running: Vec<(String, String)> = reading
+        .jobs
+        .iter()
+        .filter(|j| j.phase == Phase::Running)
+        .take(MAX_JOBS_PROBED)
+        .map(|j| (j.id.clone(), j.name.clone()))
+        .collect();
+    if running.is_empty() {
+        return;
+    }
+    let pairs: Vec<(&str, &str)> = running
+        .iter()
+        .map(|(i, n)| (i.as_str(), n.as_str()))
+        .collect();
+    let limits = ExecLimits {
+        timeout,
+        max_output: 64 * 1024,
+    };
+    let Ok(out) = session
+        .exec(&checkpoint_command(template, &pairs), limits)
+        .await
+    else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let Some(now) = lines.next().and_then(|l| l.trim().parse::<f64>().ok()) else {
+        return;
+    };
+    for line in lines {
+        let Some((id, mtime)) = line.split_once(' ') else {
+            continue;
+        };
+        let Ok(mtime) = mtime.trim().parse::<f64>() else {
+            continue;
+        };
+        if let Some(job) = reading.jobs.iter_mut().find(|j| j.id == id) {
+            job.checkpoint_age_secs = Some((now - mtime).max(0.0) as u64);
+        }
+    }
 }
 
 /// nvidia-smi inside each running job that holds GPUs, on its first nodes; each node within a
@@ -181,4 +250,19 @@ pub fn reading(
     };
     out.judge(now);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_name_is_only_data_in_the_checkpoint_command() {
+        let c = checkpoint_command("/scratch/me/{name}/ckpt", &[("42", "x'; rm -rf ~; '")]);
+        assert!(c.starts_with("date +%s; printf "), "{c}");
+        assert!(
+            c.contains(r"find '/scratch/me/x'\''; rm -rf ~; '\''/ckpt' -maxdepth 2"),
+            "{c}"
+        );
+    }
 }

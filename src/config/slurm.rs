@@ -24,6 +24,7 @@ pub(super) struct RawSlurm {
     names: Option<Vec<Spanned<String>>>,
     partition: Option<Spanned<String>>,
     period_secs: Option<Spanned<f64>>,
+    checkpoints: Option<Spanned<String>>,
     pull: Option<Spanned<RawPull>>,
 }
 
@@ -50,6 +51,9 @@ pub struct SlurmConfig {
     pub partition: Option<String>,
     /// How often squeue is asked: one call for all of the user's jobs.
     pub period: Duration,
+    /// Where a job writes its checkpoints on the cluster filesystem (`{job}` and `{name}`
+    /// filled in): the newest file's age is set against the walltime left.
+    pub checkpoints: Option<String>,
 }
 
 impl SlurmConfig {
@@ -135,7 +139,21 @@ pub(super) fn build(
             Some(v) => Duration::from_secs_f64(super::ranges::checked(v, "slurm.period_secs")?),
             None => Duration::from_secs(30),
         };
+        let checkpoints = match &s.checkpoints {
+            Some(c) if !c.get_ref().starts_with('/') || c.get_ref().contains(['\n', '\0']) => {
+                return Err((
+                    c.span().start,
+                    format!(
+                        "checkpoints = {:?} must be an absolute path on the cluster \
+                         ({{job}} and {{name}} are filled in)",
+                        c.get_ref()
+                    ),
+                ));
+            }
+            c => c.as_ref().map(|c| c.get_ref().clone()),
+        };
         out.push(SlurmConfig {
+            checkpoints,
             user: s
                 .user
                 .as_ref()

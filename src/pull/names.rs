@@ -141,9 +141,7 @@ pub fn batches<T>(items: &[T], name: impl Fn(&T) -> &str, most: usize, uses: usi
     out
 }
 
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
+pub use crate::sanitize::shell_quote;
 
 #[cfg(test)]
 mod tests {
