@@ -440,3 +440,76 @@ fn scancel_runs_only_through_the_guard_and_the_job_must_be_seen_ended() {
     assert_eq!(last["outcome"], "unconfirmed", "{doc}");
     slurm.run("scancel", &[&stays]);
 }
+
+/// The dashboard on a fleet with a cluster: the job is a row of the jobs pane, and `T` on it
+/// opens the same guarded modal as a box's. Refused before the cluster's results were pulled
+/// (the job keeps running); `p` pulls them through the login node; then the cluster's name,
+/// Enter, and Enter again for the live job run `scancel` once, confirmed by the queue.
+#[test]
+fn the_dashboard_cancels_a_job_through_the_modal_only_after_a_pull() {
+    let slurm = Slurm::start();
+    let mut lab = support::Lab::new();
+    let login = lab.start_host("login");
+    slurm.shim_clients_on(&login);
+    let results = lab.path("cluster-fs/run");
+    std::fs::create_dir_all(&results).expect("results dir");
+    std::fs::write(results.join("metrics.json"), "{\"loss\": 0.12}\n").expect("metrics");
+    let runs = slurm.sbatch(&["-J", "train-a", "--wrap", "sleep 300"]);
+    slurm.wait_for_state(&runs, "RUNNING", Duration::from_secs(30));
+    let cluster = format!(
+        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\nperiod_secs = 10\n\
+         [slurm.pull]\npaths = [\"{}\"]\ndest = \"{}\"\n",
+        lab.host_entry(&login),
+        results.display(),
+        lab.path("home-copy").display()
+    );
+    let config = lab.fleet("fleet.toml", &cluster, &[]);
+    let state_of = |id: &str| {
+        slurm
+            .run("squeue", &["-h", "-t", "all", "-j", id, "-o", "%T"])
+            .trim()
+            .to_string()
+    };
+    let command = format!(
+        "env XDG_STATE_HOME='{}' {} --config {}; sleep 60",
+        lab.path("state").display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        config.display()
+    );
+    let tmux = support::tmux::Tmux::start("jobs-modal", &command);
+    tmux.wait_for("the job's row", Duration::from_secs(40), |s| {
+        s.contains(&format!("hpc/{runs}")) && s.contains("train-a") && s.contains("RUNNING")
+    });
+    tmux.keys(&["Tab", "T"]);
+    let screen = tmux.wait_for("the refusal", Duration::from_secs(30), |s| {
+        s.contains("REFUSED — not until") && s.contains("never pulled")
+    });
+    assert!(
+        screen.contains(&format!("will run on hpc: scancel '{runs}'")),
+        "{screen}"
+    );
+    assert_eq!(state_of(&runs), "RUNNING", "refused: the job keeps running");
+    // Escape alone: followed at once by a key, a terminal reads the pair as Alt-key.
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the modal closed", Duration::from_secs(10), |s| {
+        !s.contains("Teardown hpc — guarded")
+    });
+    tmux.keys(&["p"]);
+    tmux.wait_for("the pull", Duration::from_secs(60), |s| {
+        s.contains("pull #1 of hpc: 1/1 files hashed and verified")
+    });
+    tmux.keys(&["T"]);
+    tmux.wait_for("a verified-current pull", Duration::from_secs(30), |s| {
+        s.contains("The last pull is verified-current")
+    });
+    tmux.keys(&["h", "p", "c", "Enter"]);
+    tmux.wait_for("the second confirmation", Duration::from_secs(30), |s| {
+        s.contains("the run still looks alive")
+    });
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the outcome", Duration::from_secs(60), |s| {
+        s.contains(&format!("shows job {runs} CANCELLED"))
+    });
+    assert!(screen.contains("confirmed"), "{screen}");
+    assert_eq!(state_of(&runs), "CANCELLED");
+}

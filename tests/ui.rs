@@ -119,6 +119,17 @@ fn keys_move_filter_sort_open_detail_and_quit() {
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(names, sorted);
+    // Tab goes through the panes: the demo's cluster jobs, then the events.
+    app.handle_key(key(KeyCode::Tab), &state);
+    assert_eq!(app.pane, Pane::Jobs);
+    assert_eq!(
+        app.handle_key(key(KeyCode::Char('T')), &state),
+        Action::TeardownJob {
+            cluster: "hpc".into(),
+            job: "10".into()
+        },
+        "T in the jobs pane is the job under the cursor"
+    );
     app.handle_key(key(KeyCode::Tab), &state);
     assert_eq!(app.pane, Pane::Alerts);
     // Enter in the events pane opens the host of the event under the cursor, not the fleet's
@@ -415,7 +426,7 @@ fn scrolling_stops_at_the_end_and_the_help_and_footer_fit_80x24() {
     );
     assert!(help.contains("verified"), "{help}");
     assert!(
-        help.contains("│pull)"),
+        help.contains("│refused without a verified pull)"),
         "a long line wraps, not cut:\n{help}"
     );
     // Shorter than the keys: it scrolls, and says so.

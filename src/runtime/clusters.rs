@@ -81,6 +81,11 @@ impl Clusters {
         (clusters, Some(rx))
     }
 
+    /// The login node's pooled session of `cluster`, when its link is up.
+    pub fn session(&self, cluster: &str) -> Option<Arc<Session>> {
+        self.pool.as_ref()?.get(cluster)?.session()
+    }
+
     pub async fn shutdown(self) {
         for task in &self.tasks {
             task.abort();

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::Step;
 use crate::demo::teardown::DemoIo;
-use crate::teardown::LiveIo;
+use crate::teardown::{ClusterJob, LiveIo};
 
 use crate::clocks::Profile;
 use crate::config::{FleetConfig, HostConfig};
@@ -176,8 +176,8 @@ impl super::Runtime {
 
     /// Starts a pull of `host`; its end comes back as [`Step::Pulled`]. Err says why not.
     pub fn pull(&self, host: &str) -> Result<Arc<Progress>, String> {
-        let h = self.state.host(host).ok_or("no such host")?;
-        if h.config.pull.is_none() {
+        let config = self.host_config(host).ok_or("no such host")?;
+        if config.pull.is_none() {
             return Err("no [host.pull] paths in fleet.toml say what to bring home".into());
         }
         let Some(session) = self.session(host) else {
@@ -188,13 +188,37 @@ impl super::Runtime {
             });
         };
         let progress = Arc::new(Progress::default());
-        spawn_pull(
-            session,
-            h.config.clone(),
-            Arc::clone(&progress),
-            self.jobs_tx.clone(),
-        );
+        spawn_pull(session, config, Arc::clone(&progress), self.jobs_tx.clone());
         Ok(progress)
+    }
+
+    /// Opens a cluster job's teardown: the dialog named for `cluster` is about `job` until
+    /// another opens; its effects then go through [`Runtime::teardown`]. Err says why not.
+    pub fn teardown_job(
+        &mut self,
+        cluster: &str,
+        job: &str,
+        effects: Vec<Effect>,
+    ) -> Result<(), String> {
+        if self.is_demo() {
+            return Err(
+                "the demo's cluster is a replay: on a live cluster T cancels the job \
+                        with scancel, through the same guard"
+                    .into(),
+            );
+        }
+        let known = self
+            .fleet()
+            .is_some_and(|f| f.slurm.iter().any(|c| c.name == cluster));
+        if !known {
+            return Err(format!(
+                "{cluster} is not a [[slurm]] cluster of this fleet"
+            ));
+        }
+        self.job_teardowns
+            .insert(cluster.to_string(), job.to_string());
+        self.teardown(cluster, effects);
+        Ok(())
     }
 
     /// Carries out a teardown dialog's effects for `host`, each as its own task, through the
@@ -204,21 +228,26 @@ impl super::Runtime {
         if effects.is_empty() {
             return;
         }
-        let Some(h) = self.state.host(host) else {
+        let Some(config) = self.host_config(host) else {
             return;
         };
-        let profile = self.state.profile(&h.config.profile).cloned();
+        let profile = self.state.profile(&config.profile).cloned();
+        let cluster = self.fleet().and_then(|f| {
+            let cluster = f.slurm.iter().find(|c| c.name == host)?.clone();
+            let job = self.job_teardowns.get(host)?.clone();
+            Some(ClusterJob { cluster, job })
+        });
         let io: Arc<dyn TeardownIo> = match self.fleet() {
             Some(fleet) => Arc::new(LiveIo {
                 session: self.session(host),
-                host: h.config.clone(),
+                host: config,
                 profile,
                 fleet: Arc::clone(fleet),
                 ledger: crate::ledger::default_path(),
-                cluster: None,
+                cluster,
             }),
             None => Arc::new(DemoIo {
-                host: h.config.clone(),
+                host: config,
                 profile,
             }),
         };

@@ -95,6 +95,8 @@ pub struct Runtime {
     metrics: Option<Arc<Mutex<Metrics>>>,
     jobs_tx: mpsc::Sender<JobMsg>,
     jobs: mpsc::Receiver<JobMsg>,
+    /// The job each open cluster teardown dialog is about, by cluster.
+    job_teardowns: BTreeMap<String, String>,
 }
 
 fn interval(every: Duration) -> Interval {
@@ -121,6 +123,7 @@ impl Runtime {
         Runtime {
             jobs_tx,
             jobs,
+            job_teardowns: BTreeMap::new(),
             updates,
             links,
             queues,
@@ -143,6 +146,7 @@ impl Runtime {
         Runtime {
             jobs_tx,
             jobs,
+            job_teardowns: BTreeMap::new(),
             state,
             source: Source::Demo(demo),
             updates: None,
@@ -175,12 +179,27 @@ impl Runtime {
         }
     }
 
-    /// The host's pooled session, when its link is up; never for the demo.
+    /// The host's pooled session (or a cluster's login node's), when its link is up; never
+    /// for the demo.
     pub fn session(&self, host: &str) -> Option<Arc<Session>> {
         match &self.source {
-            Source::Live { feed, .. } => feed.pool.get(host).and_then(|l| l.session()),
+            Source::Live { feed, clusters, .. } => feed
+                .pool
+                .get(host)
+                .and_then(|l| l.session())
+                .or_else(|| clusters.session(host)),
             Source::Demo(_) => None,
         }
+    }
+
+    /// A host's config, or a `[[slurm]]` cluster's login node (which carries its pull).
+    fn host_config(&self, host: &str) -> Option<crate::config::HostConfig> {
+        if let Some(h) = self.state.host(host) {
+            return Some(h.config.clone());
+        }
+        let fleet = self.fleet()?;
+        let cluster = fleet.slurm.iter().find(|c| c.name == host)?;
+        Some(cluster.login.clone())
     }
 
     /// Who sends the alerts; the front end shows it when it is another process.

@@ -24,6 +24,8 @@ pub enum View {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
     Hosts,
+    /// The clusters' jobs (only when the fleet has a cluster).
+    Jobs,
     Alerts,
 }
 
@@ -64,6 +66,11 @@ pub enum Action {
     Refresh,
     Pull(String),
     Teardown(String),
+    /// Cancel a cluster's job, through the same guard.
+    TeardownJob {
+        cluster: String,
+        job: String,
+    },
     /// Silence the host's alerts for two hours, or lift its silence.
     Silence(String),
     /// What the teardown dialog asks for (a check, the final look, the destroy), for the
@@ -87,6 +94,8 @@ pub struct App {
     /// How far the help is scrolled (it scrolls where it does not fit).
     pub help_scroll: u16,
     pub alerts_scroll: usize,
+    /// The jobs pane's cursor, over every cluster's jobs in order.
+    pub job_cursor: usize,
     pub detail_scroll: u16,
     /// The last scroll position with something left to show, as the last frame measured it:
     /// scrolling stops there, and `G` goes there. Written by the view that knows the wrapped
@@ -116,6 +125,7 @@ impl App {
             help: false,
             help_scroll: 0,
             alerts_scroll: 0,
+            job_cursor: 0,
             detail_scroll: 0,
             scroll_end: std::cell::Cell::new(u16::MAX),
             notice: None,
@@ -284,11 +294,21 @@ impl App {
                 self.view = View::Detail;
             }
             KeyCode::Tab | KeyCode::BackTab if self.view == View::Fleet => {
-                self.pane = if self.pane == Pane::Hosts {
-                    Pane::Alerts
-                } else {
-                    Pane::Hosts
+                let jobs = !state.clusters.is_empty();
+                self.pane = match self.pane {
+                    Pane::Hosts if jobs => Pane::Jobs,
+                    Pane::Hosts | Pane::Jobs => Pane::Alerts,
+                    Pane::Alerts => Pane::Hosts,
                 };
+            }
+            KeyCode::Down
+            | KeyCode::Up
+            | KeyCode::Home
+            | KeyCode::End
+            | KeyCode::Char('j' | 'k' | 'g' | 'G' | 'T' | 'p')
+                if self.view == View::Fleet && self.pane == Pane::Jobs =>
+            {
+                return self.job_key(key.code, state);
             }
             KeyCode::Down | KeyCode::Char('j') => self.move_by(&visible, index, 1),
             KeyCode::Up | KeyCode::Char('k') => self.move_by(&visible, index, -1),
@@ -355,6 +375,8 @@ impl App {
                     self.alerts_scroll.saturating_sub(1)
                 };
             }
+            // Its keys are the jobs pane's own (`job_key`).
+            (View::Fleet, Pane::Jobs) => {}
             (View::Fleet, Pane::Hosts) => {
                 let next = (index as i64 + delta).clamp(0, visible.len().saturating_sub(1) as i64)
                     as usize;

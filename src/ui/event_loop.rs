@@ -72,6 +72,9 @@ where
                         Action::Refresh => app.notice = Some(runtime.refresh(Utc::now()).into()),
                         Action::Pull(host) => start_pull(&mut app, runtime, &host),
                         Action::Teardown(host) => open_teardown(&mut app, runtime, &host),
+                        Action::TeardownJob { cluster, job } => {
+                            open_job_teardown(&mut app, runtime, &cluster, &job)
+                        }
                         Action::Silence(host) => {
                             app.notice = Some(runtime.toggle_silence(&host));
                             app.silenced = runtime.silenced().clone();
@@ -192,6 +195,29 @@ fn open_teardown(app: &mut App, runtime: &Runtime, host: &str) {
     let effects = dialog.handle(DialogEvent::Opened);
     app.modal = Some(TeardownModal::new(dialog));
     runtime.teardown(host, effects);
+}
+
+/// A cluster job's teardown: the same dialog, named for the cluster (whose name is typed);
+/// a job still pending or running asks again, as a live run does.
+fn open_job_teardown(app: &mut App, runtime: &mut Runtime, cluster: &str, job: &str) {
+    let live = runtime
+        .state
+        .cluster(cluster)
+        .and_then(|c| c.jobs.iter().find(|j| j.id == job))
+        .is_some_and(|j| !j.phase.is_over());
+    app.openings += 1;
+    let mut dialog = Dialog::new(cluster, app.openings);
+    dialog.handle(DialogEvent::Run(if live {
+        RunLooks::Alive
+    } else {
+        RunLooks::Dead
+    }));
+    dialog.handle(DialogEvent::Queue(None));
+    let effects = dialog.handle(DialogEvent::Opened);
+    match runtime.teardown_job(cluster, job, effects) {
+        Ok(()) => app.modal = Some(TeardownModal::new(dialog)),
+        Err(why) => app.notice = Some(why),
+    }
 }
 
 fn queue_note_of(state: &FleetState, h: &HostState) -> Option<QueueNote> {

@@ -14,7 +14,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     ("Enter  → l", "open the selected host's detail"),
     ("Esc  ← h", "back to the fleet; clear the filter"),
-    ("Tab", "switch between hosts and events"),
+    ("Tab", "switch between hosts, cluster jobs and events"),
     (
         "/",
         "filter by name, platform, link or signal (Enter keeps, Esc clears)",
@@ -26,10 +26,14 @@ pub const KEYS: &[(&str, &str)] = &[
         "R",
         "the roster: every queue's cells, failed and missing first",
     ),
-    ("p", "pull the selected host's results"),
+    (
+        "p",
+        "pull the selected host's results (a job's: its cluster's)",
+    ),
     (
         "T",
-        "teardown the selected host (guarded: refused without a verified pull)",
+        "teardown the selected host, or scancel the selected job (guarded: refused without a \
+         verified pull)",
     ),
     (
         "S",

@@ -9,6 +9,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::Ctx;
+use super::app::Pane;
 use super::widgets::fit;
 use crate::cluster::{ClusterReading, JobRow};
 use crate::sanitize::line as clean;
@@ -80,7 +81,10 @@ fn row_text(cluster: &str, job: &JobRow, width: usize) -> String {
 pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let t = ctx.theme;
     let width = usize::from(area.width.saturating_sub(2));
+    let focused = ctx.app.pane == Pane::Jobs;
+    let cursor = ctx.app.job_cursor;
     let mut lines = Vec::new();
+    let mut index = 0;
     for cluster in &ctx.state.clusters {
         if let Some(error) = &cluster.error {
             lines.push(Line::styled(
@@ -89,12 +93,31 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
             ));
         }
         for job in &cluster.jobs {
+            let style = t.severity(Some(job.severity()));
+            let here = focused && index == cursor.min(rows_len(ctx).saturating_sub(1));
+            let mut text = row_text(&cluster.name, job, width);
+            if here {
+                text.replace_range(..1, "›");
+            }
             lines.push(Line::styled(
-                row_text(&cluster.name, job, width),
-                t.severity(Some(job.severity())),
+                text,
+                if here {
+                    style.patch(t.selection)
+                } else {
+                    style
+                },
             ));
+            index += 1;
         }
     }
+    // The cursor's row stays on screen.
+    let rows = usize::from(area.height.saturating_sub(2));
+    let skip = if focused {
+        cursor.saturating_sub(rows.saturating_sub(1))
+    } else {
+        0
+    };
+    let mut lines: Vec<Line> = lines.into_iter().skip(skip).collect();
     if lines.is_empty() {
         lines.push(Line::styled(" no watched job in any queue yet", t.stale));
     }
@@ -104,8 +127,12 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         .title(format!(
             " Jobs · {jobs} · cluster/job  name  state  (nodes  run)  walltime  GPUs  restarts "
         ))
-        .border_style(t.border);
+        .border_style(if focused { t.accent } else { t.border });
     frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+fn rows_len(ctx: &Ctx<'_>) -> usize {
+    ctx.state.clusters.iter().map(|c| c.jobs.len()).sum()
 }
 
 #[cfg(test)]

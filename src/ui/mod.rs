@@ -9,6 +9,7 @@ mod frames;
 mod header;
 mod help;
 mod host_detail;
+mod job_keys;
 mod jobs_table;
 mod queue_views;
 pub mod svg;
