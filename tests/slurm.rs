@@ -513,3 +513,59 @@ fn the_dashboard_cancels_a_job_through_the_modal_only_after_a_pull() {
     assert!(screen.contains("confirmed"), "{screen}");
     assert_eq!(state_of(&runs), "CANCELLED");
 }
+
+/// A watched job the controller has already purged: squeue no longer knows it, so its end
+/// state is read from accounting (here the job completion log, `sacct -c`: the test cluster
+/// has no slurmdbd, and plain `sacct` says "accounting storage is disabled"). It is FAILED
+/// with its exit code, not "ended, state unknown", and never running.
+#[test]
+fn a_job_purged_from_the_queue_gets_its_end_state_from_accounting() {
+    use std::process::Command;
+    let slurm = Slurm::start_with_min_job_age(2);
+    let mut lab = support::Lab::new();
+    let login = lab.start_host("login");
+    slurm.shim_clients_on(&login);
+    let fails = slurm.sbatch(&["-J", "train-gone", "--wrap", "exit 3"]);
+    slurm.wait_for_state(&fails, "FAILED", Duration::from_secs(60));
+    // slurmctld purges ended jobs older than MinJobAge in a pass about once a minute.
+    let started = std::time::Instant::now();
+    while !slurm
+        .run("squeue", &["-h", "-t", "all", "-o", "%i"])
+        .lines()
+        .all(|l| l.trim() != fails)
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(200),
+            "job {fails} was never purged"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    let cluster = format!(
+        "[[slurm]]\nname = \"hpc\"\n{}\njobs = [{fails}, 999999]\n",
+        lab.host_entry(&login)
+    );
+    let config = lab.fleet("fleet.toml", &cluster, &[]);
+    let out = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .args(["status", "--json", "--timeout", "20", "--config"])
+        .arg(&config)
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .env_remove("SSH_AUTH_SOCK")
+        .output()
+        .expect("status");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    let hpc = &json["clusters"][0];
+    let job = hpc["jobs"]
+        .as_array()
+        .and_then(|jobs| jobs.iter().find(|j| j["id"] == fails.as_str()))
+        .unwrap_or_else(|| panic!("job {fails} missing: {hpc}"));
+    assert_eq!(job["state"], "FAILED", "{hpc}");
+    assert_eq!(job["exit"]["code"], 3, "{hpc}");
+    assert_eq!(job["name"], "train-gone", "{hpc}");
+    assert_eq!(
+        hpc["ended_state_unknown"],
+        serde_json::json!(["999999"]),
+        "only the job accounting does not know stays unknown: {hpc}"
+    );
+}

@@ -7,6 +7,7 @@
 
 pub mod gpus;
 pub mod hostlist;
+pub mod sacct;
 pub mod slurm;
 
 #[cfg(test)]

@@ -24,6 +24,17 @@ pub async fn read(
     session: Option<&Session>,
     timeout: Duration,
 ) -> ClusterReading {
+    read_after(cluster, session, timeout, &[]).await
+}
+
+/// As [`read`]; `vanished` (jobs the last read showed live) and the watched ids the queue does
+/// not hold are asked of accounting, so a job that left the queue gets its end state.
+pub async fn read_after(
+    cluster: &SlurmConfig,
+    session: Option<&Session>,
+    timeout: Duration,
+    vanished: &[String],
+) -> ClusterReading {
     let read = async {
         let session = session.ok_or("the login node is not reachable")?;
         // A per-call nonce: no job name written before the call can hold the separator.
@@ -58,6 +69,22 @@ pub async fn read(
         ),
     };
     let mut reading = reading(cluster, rows, error, Utc::now());
+    if let (Some(session), None) = (session, &reading.error) {
+        let mut ask: Vec<String> = reading.ended_state_unknown.clone();
+        ask.extend(
+            vanished
+                .iter()
+                .filter(|id| !reading.jobs.iter().any(|j| &j.id == *id))
+                .cloned(),
+        );
+        ask.dedup();
+        if let Ok(ended) = super::sacct::end_states(session, &ask, timeout).await {
+            reading
+                .ended_state_unknown
+                .retain(|id| !ended.iter().any(|j| &j.id == id));
+            reading.jobs.extend(ended);
+        }
+    }
     if let Some(session) = session {
         if let Some(template) = &cluster.checkpoints {
             checkpoint_ages(&mut reading, session, template, timeout).await;
@@ -149,7 +176,7 @@ async fn gpu_truth(reading: &mut ClusterReading, session: &Session, timeout: Dur
     }
 }
 
-fn phase(state: &JobState) -> Phase {
+pub(super) fn phase(state: &JobState) -> Phase {
     match state {
         JobState::Pending | JobState::Requeued | JobState::Suspended => Phase::Pending,
         JobState::Running => Phase::Running,
@@ -166,7 +193,7 @@ fn phase(state: &JobState) -> Phase {
 }
 
 /// Why an ended job ended, in words, where the state says more than its reason code.
-fn end_words(state: &JobState) -> Option<&'static str> {
+pub(super) fn end_words(state: &JobState) -> Option<&'static str> {
     Some(match state {
         JobState::Timeout => "killed at its walltime (SIGTERM, then SIGKILL after KillWait)",
         JobState::OutOfMemory => "killed for using more memory than it asked for",

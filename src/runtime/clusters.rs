@@ -108,10 +108,21 @@ async fn poll_slurm(
     let _ = tokio::time::timeout(period, sessions.wait_for(Option::is_some)).await;
     let mut every = tokio::time::interval(period);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Jobs the last read showed live: one that is gone from the next is asked of accounting.
+    let mut live: Vec<String> = Vec::new();
     loop {
         every.tick().await;
         let session = sessions.borrow().clone();
-        let reading = crate::cluster::slurm::read(&cluster, session.as_deref(), period).await;
+        let reading =
+            crate::cluster::slurm::read_after(&cluster, session.as_deref(), period, &live).await;
+        if reading.error.is_none() {
+            live = reading
+                .jobs
+                .iter()
+                .filter(|j| !j.phase.is_over())
+                .map(|j| j.id.clone())
+                .collect();
+        }
         if tx.send(reading).await.is_err() {
             return;
         }

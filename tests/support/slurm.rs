@@ -44,6 +44,12 @@ impl Slurm {
     /// Starts munged, slurmctld and slurmd and waits (bounded) until `sinfo` shows the node
     /// idle; panics with every daemon's log when it does not.
     pub fn start() -> Slurm {
+        Slurm::start_with_min_job_age(600)
+    }
+
+    /// As `start`, with ended jobs purged from the controller's memory after `secs` (Slurm
+    /// purges in a background pass about once a minute): for jobs that leave the queue.
+    pub fn start_with_min_job_age(secs: u32) -> Slurm {
         for program in [
             "/usr/sbin/munged",
             "/usr/sbin/slurmctld",
@@ -73,7 +79,7 @@ impl Slurm {
         chmod(&at("munge.key"), 0o600);
         let node = short_hostname();
         let conf = at("slurm.conf");
-        std::fs::write(&conf, slurm_conf(dir.path(), &node)).expect("slurm.conf");
+        std::fs::write(&conf, slurm_conf(dir.path(), &node, secs)).expect("slurm.conf");
         // The fake GPUs are two tty devices, as in Slurm's own test suite; a machine without them
         // (a bare container) gets them made, or the test says why it cannot run.
         for n in [10, 11] {
@@ -288,7 +294,7 @@ fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
 
-fn slurm_conf(dir: &Path, node: &str) -> String {
+fn slurm_conf(dir: &Path, node: &str, min_job_age: u32) -> String {
     let d = dir.display();
     let (ctld, slurmd) = (free_port(), free_port());
     let cpus = cpus();
@@ -304,7 +310,7 @@ fn slurm_conf(dir: &Path, node: &str) -> String {
          AccountingStorageType=accounting_storage/none\n\
          JobAcctGatherType=jobacct_gather/none\n\
          JobCompType=jobcomp/filetxt\nJobCompLoc={d}/jobcomp.txt\n\
-         MinJobAge=600\nReturnToService=2\nMpiDefault=none\nKillWait=2\n\
+         MinJobAge={min_job_age}\nReturnToService=2\nMpiDefault=none\nKillWait=2\n\
          GresTypes=gpu\n\
          NodeName={node} CPUs={cpus} Gres=gpu:fake:2 State=UNKNOWN\n\
          PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n"
