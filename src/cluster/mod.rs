@@ -5,6 +5,7 @@
 //! and `now` in; [`ClusterReading::merge`] keeps a job that left the queue as "ended, state
 //! unknown", never running.
 
+pub mod kubernetes;
 pub mod slurm;
 
 #[cfg(test)]
@@ -105,6 +106,17 @@ pub struct JobRow {
     pub checkpoint_age_secs: Option<u64>,
     /// What will cost data, in plain words (a checkpoint path not on a PVC).
     pub dangers: Vec<String>,
+    /// A Kubernetes Job's pods (Slurm: none, and left out of the JSON).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pods: Vec<PodRow>,
+}
+
+/// One pod of a Kubernetes Job: its name, phase as the API prints it, and node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PodRow {
+    pub name: String,
+    pub phase: String,
+    pub node: Option<String>,
 }
 
 impl JobRow {

@@ -64,6 +64,7 @@ pub fn job_row(row: SqueueRow) -> JobRow {
         walltime: None,
         checkpoint_age_secs: None,
         dangers: Vec::new(),
+        pods: Vec::new(),
     }
 }
 

@@ -25,6 +25,7 @@ fn row(id: &str, phase: Phase, state: &str) -> JobRow {
         walltime: None,
         checkpoint_age_secs: None,
         dangers: Vec::new(),
+        pods: Vec::new(),
     }
 }
 
