@@ -18,8 +18,9 @@
 //!   `process`, `sanitize`.
 //! - `readings` — per-host ring buffers of readings, and what the fleet's state is told.
 //!   Imports: `probe`, `provider`.
-//! - `transport` — the SSH pool, sessions, streams, known_hosts, link state. Imports: `config`,
-//!   `glob`, `sanitize`.
+//! - `transport` — the SSH pool, sessions, streams, known_hosts, link state; `kubectl` for a
+//!   Kubernetes namespace (lists, and deleting a Job with its pods). Imports: `config`, `glob`,
+//!   `process` (kubectl in its own process group), `sanitize`.
 //! - `signals` — pure judgements of history, link and `now`. Imports: `config`, `probe`,
 //!   `readings`, `sanitize`, `transport` (the link state type).
 //! - `clocks` — platform profiles as data, and the danger clocks and cost computed from them.

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod delay;
+pub mod kube;
 pub mod silent;
 pub mod slurm;
 mod standin;

@@ -1,0 +1,260 @@
+//! `[[kubernetes]]` through the real kubectl (/usr/bin/kubectl, which picks its kubectl.1.NN by
+//! the server's /version) against the fake API server of tests/support/kube.rs, serving the
+//! hand-written fixtures of tests/fixtures/kubernetes: what `status --json` reads, what kubectl
+//! asked the server for, and the teardown primitive's DELETE.
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use support::kube::FakeKube;
+
+const ALL: [&str; 6] = [
+    "running-pvc",
+    "oom-restarted",
+    "evicted",
+    "backoff-failed",
+    "unschedulable",
+    "checkpoint-emptydir",
+];
+
+/// `rigwatch status --json` on `fleet` (text), HOME the server's; (exit code, document).
+fn status(fake: &FakeKube, fleet: &str) -> (Option<i32>, serde_json::Value) {
+    let config = fake.dir.path().join("fleet.toml");
+    std::fs::write(&config, fleet).expect("fleet.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .args(["status", "--json", "--timeout", "60", "--config"])
+        .arg(&config)
+        .env("HOME", fake.home())
+        .env("XDG_STATE_HOME", fake.dir.path().join("state"))
+        .env_remove("KUBECONFIG")
+        .env_remove("RIGWATCH_CONFIG")
+        .output()
+        .expect("status");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{e}: {text}{}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), json)
+}
+
+#[test]
+fn status_reads_every_kind_of_job_through_real_kubectl() {
+    let fake = FakeKube::start(&ALL);
+    let (code, json) = status(&fake, &fake.entry("lab", "checkpoints = \"/ckpt\"\n"));
+    let lab = &json["clusters"][0];
+    assert_eq!(lab["name"], "lab", "{json}");
+    assert_eq!(lab["scheduler"], "kubernetes", "{lab}");
+    assert!(lab["error"].is_null(), "{lab}");
+    let job = |id: &str| {
+        lab["jobs"]
+            .as_array()
+            .and_then(|jobs| jobs.iter().find(|j| j["id"] == id))
+            .cloned()
+            .unwrap_or_else(|| panic!("job {id} missing: {lab}"))
+    };
+    let pvc = job("train-pvc");
+    assert_eq!(
+        (&pvc["phase"], &pvc["state"]),
+        (&"running".into(), &"Running".into())
+    );
+    assert_eq!(pvc["gpus"], 2, "{pvc}");
+    assert_eq!(pvc["node_list"], "gpu-node-1", "{pvc}");
+    assert_eq!(pvc["dangers"], serde_json::json!([]), "{pvc}");
+    assert_eq!(pvc["pods"][0]["phase"], "Running", "{pvc}");
+
+    let oom = job("train-oom");
+    assert_eq!(oom["reason"], "OOMKilled", "{oom}");
+    assert_eq!(
+        oom["reason_words"],
+        "restarted after being killed for using more than its 16Gi memory limit"
+    );
+    assert_eq!(
+        (&oom["restarts"], &oom["restart_limit"]),
+        (&2.into(), &4.into())
+    );
+
+    let evicted = job("train-evicted");
+    assert_eq!(evicted["reason"], "Evicted", "{evicted}");
+    assert!(
+        evicted["reason_words"].as_str().is_some_and(|w| w.contains(
+            "The node was low on resource: ephemeral-storage. Container train was using 20Ki"
+        )),
+        "{evicted}"
+    );
+    assert_eq!(evicted["restarts"], 1, "{evicted}");
+
+    let crash = job("train-crash");
+    assert_eq!(
+        (&crash["phase"], &crash["state"]),
+        (&"failed".into(), &"Failed".into())
+    );
+    assert_eq!(crash["reason"], "BackoffLimitExceeded", "{crash}");
+    assert_eq!(
+        crash["reason_words"],
+        "failed 3 times, past its backoff limit of 2; last: container train exited with code 3"
+    );
+    assert_eq!(crash["exit"]["code"], 3, "{crash}");
+    assert_eq!(
+        (&crash["restarts"], &crash["restart_limit"]),
+        (&3.into(), &2.into())
+    );
+
+    let big = job("train-big");
+    assert_eq!(
+        (&big["phase"], &big["reason"]),
+        (&"pending".into(), &"Unschedulable".into())
+    );
+    assert!(
+        big["reason_words"].as_str().is_some_and(|w| w.starts_with(
+            "no node can take it: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+        )),
+        "{big}"
+    );
+    assert_eq!(big["gpus"], 8, "{big}");
+
+    let scratch = job("train-scratch");
+    assert_eq!(
+        scratch["dangers"][0],
+        "checkpoints in /ckpt are on emptyDir \"scratch\": lost when the pod is rescheduled; \
+         mount a PVC there"
+    );
+    assert_eq!(lab["jobs"].as_array().map(Vec::len), Some(6), "{lab}");
+    assert_eq!(code, Some(2), "a failed Job needs action now");
+
+    // What kubectl asked: the version, then the lists with the selector, in the namespace.
+    let requests = fake.requests();
+    let gets: Vec<&str> = requests
+        .iter()
+        .filter(|r| r.method == "GET")
+        .map(|r| r.path.as_str())
+        .collect();
+    assert!(gets.iter().any(|p| p.starts_with("/version")), "{gets:?}");
+    let selector = "labelSelector=rigwatch%3Dtrain";
+    for list in [
+        "/apis/batch/v1/namespaces/ml/jobs?",
+        "/api/v1/namespaces/ml/pods?",
+    ] {
+        assert!(
+            gets.iter()
+                .any(|p| p.starts_with(list) && p.contains(selector)),
+            "no {list} with {selector}: {gets:?}"
+        );
+    }
+    assert!(
+        fake.home().join(".kube/cache").is_dir(),
+        "kubectl ran with the test's HOME, not the user's"
+    );
+    assert!(
+        requests.iter().all(|r| r.method == "GET"),
+        "reading never changes anything: {requests:?}"
+    );
+}
+
+#[test]
+fn a_kubectl_failure_names_the_cluster_the_command_and_kubectls_words() {
+    let fake = FakeKube::start(&["running-pvc"]);
+    let entry = fake
+        .entry("lab", "")
+        .replace("context = \"fake\"", "context = \"nope\"");
+    let (code, json) = status(&fake, &entry);
+    let error = json["clusters"][0]["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(error.starts_with("lab: kubectl get "), "{json}");
+    assert!(
+        error.contains("exit 1") && error.contains("nope"),
+        "{error}"
+    );
+    assert!(!error.contains('\n'), "{error}");
+    assert_eq!(code, Some(1), "a cluster not read is a warning");
+}
+
+/// The DELETE rigwatch sends carries propagationPolicy Background, and afterwards no pod of
+/// the Job is left. The library calls run in a child (the `#[ignore]`d test below) so kubectl
+/// gets this server's HOME: a test cannot change its own process's environment.
+#[test]
+fn delete_job_takes_its_pods_with_it() {
+    let fake = FakeKube::start(&["evicted", "running-pvc"]);
+    let out = Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--ignored", "--exact", "delete_job_child", "--nocapture"])
+        .env("HOME", fake.home())
+        .env("RIGWATCH_TEST_KUBECONFIG", fake.kubeconfig())
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("child");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success() && said.contains("1 passed"), "{said}");
+    let deletes: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "DELETE")
+        .collect();
+    // Two: the delete, then the child's second one, answered "not found".
+    assert_eq!(deletes.len(), 2, "{deletes:?}");
+    for delete in &deletes {
+        assert_eq!(
+            delete.path,
+            "/apis/batch/v1/namespaces/ml/jobs/train-evicted"
+        );
+        let body: serde_json::Value = serde_json::from_str(&delete.body).expect("JSON body");
+        assert_eq!(body["propagationPolicy"], "Background", "{body}");
+    }
+    assert_eq!(
+        fake.pod_names(),
+        ["train-pvc-x7k2q"],
+        "the other Job's pod stays"
+    );
+}
+
+#[tokio::test]
+#[ignore = "run by delete_job_takes_its_pods_with_it, in a child with the server's HOME"]
+async fn delete_job_child() {
+    use rigwatch::transport::kubectl::{delete_job, pods_left};
+    let kubeconfig = std::env::var("RIGWATCH_TEST_KUBECONFIG").expect("run by its parent test");
+    let cluster = rigwatch::config::KubeConfig {
+        name: "lab".into(),
+        context: "fake".into(),
+        kubeconfig: Some(kubeconfig.into()),
+        namespace: "ml".into(),
+        selector: "rigwatch=train".into(),
+        period: Duration::from_secs(30),
+        checkpoints: None,
+    };
+    let t = Duration::from_secs(60);
+    assert_eq!(pods_left(&cluster, "train-evicted", t).await, Ok(2));
+    delete_job(&cluster, "train-evicted", t)
+        .await
+        .expect("deleted");
+    assert_eq!(pods_left(&cluster, "train-evicted", t).await, Ok(0));
+    let gone = delete_job(&cluster, "train-evicted", t).await;
+    assert!(
+        gone.as_ref()
+            .is_err_and(|e| e.to_string().contains("not found")),
+        "{gone:?}"
+    );
+}
+
+/// Why the DELETE must say Background: without a body the server orphans the pods (the
+/// batch/v1 default), and the fake server does the same, so the test above can fail.
+#[test]
+fn a_bare_delete_orphans_the_pods() {
+    use std::io::{Read, Write};
+    let fake = FakeKube::start(&["running-pvc"]);
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", fake.port)).expect("connect");
+    write!(
+        conn,
+        "DELETE /apis/batch/v1/namespaces/ml/jobs/train-pvc HTTP/1.1\r\nHost: x\r\n\
+         Content-Length: 0\r\n\r\n"
+    )
+    .expect("send");
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply).expect("reply");
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert_eq!(fake.pod_names(), ["train-pvc-x7k2q"]);
+}
