@@ -21,21 +21,44 @@ const ALL: [&str; 6] = [
 
 /// `rigwatch status --json` on `fleet` (text), HOME the server's; (exit code, document).
 fn status(fake: &FakeKube, fleet: &str) -> (Option<i32>, serde_json::Value) {
+    let out = run_status(fake, fleet, &["--json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{e}: {text}{}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), json)
+}
+
+fn run_status(fake: &FakeKube, fleet: &str, args: &[&str]) -> std::process::Output {
     let config = fake.dir.path().join("fleet.toml");
     std::fs::write(&config, fleet).expect("fleet.toml");
-    let out = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
-        .args(["status", "--json", "--timeout", "60", "--config"])
+    Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .arg("status")
+        .args(args)
+        .args(["--timeout", "60", "--config"])
         .arg(&config)
         .env("HOME", fake.home())
         .env("XDG_STATE_HOME", fake.dir.path().join("state"))
         .env_remove("KUBECONFIG")
         .env_remove("RIGWATCH_CONFIG")
         .output()
-        .expect("status");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let json = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{e}: {text}{}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code(), json)
+        .expect("status")
+}
+
+/// The table says each Job's state and reason, and a danger on a line of its own.
+#[test]
+fn the_status_table_shows_reasons_and_dangers() {
+    let fake = FakeKube::start(&["checkpoint-emptydir", "unschedulable"]);
+    let out = run_status(&fake, &fake.entry("lab", "checkpoints = \"/ckpt\"\n"), &[]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("cluster lab"), "{table}");
+    assert!(
+        table.contains("Pending: no node can take it: 0/3 nodes are available"),
+        "{table}"
+    );
+    assert!(
+        table.contains("danger: checkpoints in /ckpt are on emptyDir \"scratch\""),
+        "{table}"
+    );
 }
 
 #[test]
@@ -171,14 +194,12 @@ fn a_kubectl_failure_names_the_cluster_the_command_and_kubectls_words() {
     assert_eq!(code, Some(1), "a cluster not read is a warning");
 }
 
-/// The DELETE rigwatch sends carries propagationPolicy Background, and afterwards no pod of
-/// the Job is left. The library calls run in a child (the `#[ignore]`d test below) so kubectl
-/// gets this server's HOME: a test cannot change its own process's environment.
-#[test]
-fn delete_job_takes_its_pods_with_it() {
-    let fake = FakeKube::start(&["evicted", "running-pvc"]);
+/// Runs the `#[ignore]`d test `name` of this binary in a child whose HOME is `fake`'s (a
+/// test cannot change its own process's environment), its kubeconfig in
+/// RIGWATCH_TEST_KUBECONFIG; fails when the child's test fails.
+fn in_child(fake: &FakeKube, name: &str) {
     let out = Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--ignored", "--exact", "delete_job_child", "--nocapture"])
+        .args(["--ignored", "--exact", name, "--nocapture"])
         .env("HOME", fake.home())
         .env("RIGWATCH_TEST_KUBECONFIG", fake.kubeconfig())
         .env_remove("KUBECONFIG")
@@ -190,6 +211,86 @@ fn delete_job_takes_its_pods_with_it() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success() && said.contains("1 passed"), "{said}");
+}
+
+/// The child's cluster: the fake server's context and namespace.
+fn child_cluster(period_secs: u64) -> rigwatch::config::KubeConfig {
+    let kubeconfig = std::env::var("RIGWATCH_TEST_KUBECONFIG").expect("run by its parent test");
+    rigwatch::config::KubeConfig {
+        name: "lab".into(),
+        context: "fake".into(),
+        kubeconfig: Some(kubeconfig.into()),
+        namespace: "ml".into(),
+        selector: "rigwatch=train".into(),
+        period: Duration::from_secs(period_secs),
+        checkpoints: None,
+    }
+}
+
+/// Live, the runtime reads each Kubernetes cluster at once and then every period: one
+/// `get jobs` and one `get pods` per read, never one per Job.
+#[test]
+fn the_runtime_polls_a_cluster_each_period() {
+    let fake = FakeKube::start(&["running-pvc", "backoff-failed"]);
+    in_child(&fake, "polls_child");
+    let lists = |what: &str| {
+        fake.requests()
+            .iter()
+            .filter(|r| r.method == "GET" && r.path.contains(what))
+            .count()
+    };
+    assert_eq!(
+        (lists("/jobs?"), lists("/pods?")),
+        (2, 2),
+        "{:?}",
+        fake.requests()
+    );
+}
+
+#[tokio::test]
+#[ignore = "run by the_runtime_polls_a_cluster_each_period, in a child with the server's HOME"]
+async fn polls_child() {
+    use rigwatch::runtime::clusters::Clusters;
+    let text = "poll_secs = 2\n";
+    let mut fleet =
+        rigwatch::config::fleet::parse(std::path::Path::new("f.toml"), text).expect("fleet");
+    fleet.kubernetes.push(child_cluster(10));
+    let (clusters, rx) = Clusters::start(&fleet);
+    let mut rx = rx.expect("a receiver for the Kubernetes cluster");
+    let started = std::time::Instant::now();
+    let first = next(&mut rx).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(9),
+        "the first read is at once"
+    );
+    assert_eq!(first.error, None);
+    let ids: Vec<&str> = first.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["train-pvc", "train-crash"]);
+    let second = next(&mut rx).await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(9),
+        "the next read waits its period"
+    );
+    assert_eq!(second.jobs.len(), 2);
+    clusters.shutdown().await;
+}
+
+async fn next(
+    rx: &mut tokio::sync::mpsc::Receiver<rigwatch::cluster::ClusterReading>,
+) -> rigwatch::cluster::ClusterReading {
+    tokio::time::timeout(Duration::from_secs(30), rx.recv())
+        .await
+        .expect("a reading within 30 s")
+        .expect("the channel is open")
+}
+
+/// The DELETE rigwatch sends carries propagationPolicy Background, and afterwards no pod of
+/// the Job is left. The library calls run in a child (the `#[ignore]`d test below) so kubectl
+/// gets this server's HOME: a test cannot change its own process's environment.
+#[test]
+fn delete_job_takes_its_pods_with_it() {
+    let fake = FakeKube::start(&["evicted", "running-pvc"]);
+    in_child(&fake, "delete_job_child");
     let deletes: Vec<_> = fake
         .requests()
         .into_iter()
@@ -216,16 +317,7 @@ fn delete_job_takes_its_pods_with_it() {
 #[ignore = "run by delete_job_takes_its_pods_with_it, in a child with the server's HOME"]
 async fn delete_job_child() {
     use rigwatch::transport::kubectl::{delete_job, pods_left};
-    let kubeconfig = std::env::var("RIGWATCH_TEST_KUBECONFIG").expect("run by its parent test");
-    let cluster = rigwatch::config::KubeConfig {
-        name: "lab".into(),
-        context: "fake".into(),
-        kubeconfig: Some(kubeconfig.into()),
-        namespace: "ml".into(),
-        selector: "rigwatch=train".into(),
-        period: Duration::from_secs(30),
-        checkpoints: None,
-    };
+    let cluster = child_cluster(30);
     let t = Duration::from_secs(60);
     assert_eq!(pods_left(&cluster, "train-evicted", t).await, Ok(2));
     delete_job(&cluster, "train-evicted", t)
