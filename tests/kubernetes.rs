@@ -350,3 +350,59 @@ fn a_bare_delete_orphans_the_pods() {
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     assert_eq!(fake.pod_names(), ["train-pvc-x7k2q"]);
 }
+
+/// The fake server speaks kubectl exec's WebSocket protocol (v5.channel.k8s.io): stdout
+/// arrives, and the final Status sets kubectl's exit code.
+#[test]
+fn kubectl_exec_reaches_the_pod_over_websocket() {
+    use support::kube_exec::ExecAnswer;
+    let fake = FakeKube::start(&["running-pvc"]);
+    fake.answer_exec(
+        "train-pvc-x7k2q",
+        ExecAnswer {
+            stdout: "0, 97\n".into(),
+            ..ExecAnswer::default()
+        },
+    );
+    let args = [
+        "--context=fake",
+        "-n",
+        "ml",
+        "exec",
+        "train-pvc-x7k2q",
+        "-c",
+        "train",
+        "--",
+    ];
+    let out = fake.kubectl(&[&args[..], &["nvidia-smi", "-L"]].concat());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said} {:?}", fake.requests());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0, 97\n");
+    let exec = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.path.contains("/exec?"))
+        .expect("an exec request");
+    assert!(
+        exec.path
+            .starts_with("/api/v1/namespaces/ml/pods/train-pvc-x7k2q/exec?")
+            && exec.path.contains("command=nvidia-smi&command=-L")
+            && exec.path.contains("container=train"),
+        "{exec:?}"
+    );
+    fake.answer_exec(
+        "train-pvc-x7k2q",
+        ExecAnswer {
+            stderr: "boom\n".into(),
+            code: 3,
+            ..ExecAnswer::default()
+        },
+    );
+    let out = fake.kubectl(&[&args[..], &["false"]].concat());
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(
+        fake.requests().iter().all(|r| r.method != "POST"),
+        "never the SPDY fallback: {:?}",
+        fake.requests()
+    );
+}

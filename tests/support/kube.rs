@@ -19,6 +19,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use super::kube_exec::{ExecAnswer, serve_exec};
+
 #[derive(Debug, Clone)]
 pub struct Request {
     pub method: String,
@@ -32,6 +34,8 @@ struct State {
     jobs: Vec<Value>,
     pods: Vec<Value>,
     requests: Vec<Request>,
+    /// What `kubectl exec` in each pod answers; a pod not named answers exit 127.
+    exec: std::collections::BTreeMap<String, ExecAnswer>,
 }
 
 pub struct FakeKube {
@@ -132,6 +136,12 @@ impl FakeKube {
             .collect()
     }
 
+    /// What `kubectl exec` in `pod` answers from now on.
+    pub fn answer_exec(&self, pod: &str, answer: ExecAnswer) {
+        let mut state = self.state.lock().expect("state");
+        state.exec.insert(pod.to_string(), answer);
+    }
+
     /// A `[[kubernetes]]` entry for this server.
     pub fn entry(&self, name: &str, extra: &str) -> String {
         format!(
@@ -172,7 +182,7 @@ fn serve(conn: TcpStream, state: &Mutex<State>) {
     let mut parts = first.split_whitespace();
     let method = parts.next().unwrap_or_default().to_string();
     let path = parts.next().unwrap_or_default().to_string();
-    let (mut length, mut chunked) = (0usize, false);
+    let (mut length, mut chunked, mut key) = (0usize, false, None);
     loop {
         let mut header = String::new();
         if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
@@ -185,6 +195,27 @@ fn serve(conn: TcpStream, state: &Mutex<State>) {
         if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
             chunked = true;
         }
+        if lower.starts_with("sec-websocket-key:") {
+            key = header.split_once(':').map(|(_, k)| k.trim().to_string());
+        }
+    }
+    if let Some(key) = key {
+        let answer = {
+            let mut state = state.lock().expect("state");
+            state.requests.push(Request {
+                method: method.clone(),
+                path: path.clone(),
+                body: String::new(),
+            });
+            let pod = path.split('/').nth(6).unwrap_or_default();
+            state.exec.get(pod).cloned().unwrap_or(ExecAnswer {
+                stderr: "exec: no answer set for this pod\n".into(),
+                code: 127,
+                ..ExecAnswer::default()
+            })
+        };
+        serve_exec(conn, reader, &key, &answer);
+        return;
     }
     let body = if chunked {
         read_chunked(&mut reader)
@@ -345,6 +376,12 @@ fn answer(state: &mut State, method: &str, path: &str, body: &str) -> (u16, Valu
                 .filter(|p| selected(p, &selector))
                 .cloned();
             list("PodList", "v1", items.collect())
+        }
+        ("GET", ["api", "v1", "namespaces", _, "pods", name]) => {
+            match state.pods.iter().find(|p| p["metadata"]["name"] == *name) {
+                Some(pod) => (200, pod.clone()),
+                None => not_found(&format!("pods \"{name}\"")),
+            }
         }
         ("GET", ["apis", "batch", "v1", "namespaces", _, "jobs", name]) => {
             match state.jobs.iter().find(|j| j["metadata"]["name"] == *name) {

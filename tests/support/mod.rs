@@ -5,6 +5,7 @@
 
 pub mod delay;
 pub mod kube;
+pub mod kube_exec;
 pub mod silent;
 pub mod slurm;
 mod standin;
