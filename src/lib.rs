@@ -55,8 +55,8 @@
 //!   runs alerts and sinks, saves memory, and runs the slow work a front end asks for (pulls,
 //!   the teardown dialog's effects, live or demo); `status` is the same given one probe.
 //!   Imports: `alerts`, `clocks`, `cluster`, `config`, `demo`, `fleet`, `ledger`, `metrics`,
-//!   `monitor`, `probe` (squeue's reader, for clusters), `provider`, `pull`, `queue`,
-//!   `readings`, `sanitize`, `teardown`, `transport`.
+//!   `monitor`, `probe` (squeue's and kubectl's readers, for clusters), `provider`, `pull`,
+//!   `queue`, `readings`, `sanitize`, `teardown`, `transport`.
 //! - `ui` — the dashboard: the only module that imports ratatui/crossterm; draws the runtime's
 //!   state and turns keys into actions, which the runtime carries out: it never touches the
 //!   network, and names other modules only for their data types. Imports: `alerts`, `clocks`,

@@ -224,6 +224,7 @@ fn child_cluster(period_secs: u64) -> rigwatch::config::KubeConfig {
         selector: "rigwatch=train".into(),
         period: Duration::from_secs(period_secs),
         checkpoints: None,
+        nvidia_smi: false,
     }
 }
 
@@ -404,5 +405,65 @@ fn kubectl_exec_reaches_the_pod_over_websocket() {
         fake.requests().iter().all(|r| r.method != "POST"),
         "never the SPDY fallback: {:?}",
         fake.requests()
+    );
+}
+
+/// With `nvidia_smi = true`, each running pod's GPUs are read inside it through kubectl exec
+/// (its first container): what the Job holds next to how busy it is. A pod whose exec fails
+/// says why; a pod that ended is never exec'd.
+#[test]
+fn status_reads_gpu_use_inside_running_pods() {
+    use support::kube_exec::ExecAnswer;
+    let fake = FakeKube::start(&["running-pvc", "evicted", "backoff-failed"]);
+    fake.answer_exec(
+        "train-pvc-x7k2q",
+        ExecAnswer {
+            stdout: "0, GPU-6f1c, 97, 40211, 81559\n1, GPU-8a2e, 0, 2, 81559\n".into(),
+            ..ExecAnswer::default()
+        },
+    );
+    fake.answer_exec(
+        "train-evicted-f6g8h",
+        ExecAnswer {
+            stderr: "NVIDIA-SMI has failed because it couldn't communicate with the driver\n"
+                .into(),
+            code: 9,
+            ..ExecAnswer::default()
+        },
+    );
+    let (_, json) = status(&fake, &fake.entry("lab", "nvidia_smi = true\n"));
+    let lab = &json["clusters"][0];
+    let pod = |job: &str, pod: &str| {
+        lab["jobs"]
+            .as_array()
+            .and_then(|jobs| jobs.iter().find(|j| j["id"] == job))
+            .and_then(|j| j["pods"].as_array())
+            .and_then(|pods| pods.iter().find(|p| p["name"] == pod))
+            .cloned()
+            .unwrap_or_else(|| panic!("pod {pod} missing: {lab}"))
+    };
+    let busy = pod("train-pvc", "train-pvc-x7k2q");
+    assert_eq!(busy["gpus"][0]["util_pct"], 97, "{busy}");
+    assert_eq!(busy["gpus"][0]["uuid"], "GPU-6f1c", "{busy}");
+    assert_eq!(busy["gpus"][1]["util_pct"], 0, "{busy}");
+    assert_eq!(busy["gpus"][1]["mem_total_mib"], 81559, "{busy}");
+    let broken = pod("train-evicted", "train-evicted-f6g8h");
+    let error = broken["gpu_error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("exit 9") && error.contains("couldn't communicate with the driver"),
+        "{broken}"
+    );
+    let execs: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.contains("/exec?"))
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(execs.len(), 2, "only the two running pods: {execs:?}");
+    assert!(
+        execs.iter().all(|p| p.contains("command=nvidia-smi")
+            && p.contains("container=train")
+            && p.contains("--format%3Dcsv%2Cnoheader%2Cnounits")),
+        "{execs:?}"
     );
 }

@@ -325,6 +325,8 @@ pub fn job_row(
                 name: clean(&p.metadata.name),
                 phase: clean(p.status.phase.as_deref().unwrap_or("Unknown")),
                 node: p.spec.node_name.as_deref().map(clean),
+                gpus: Vec::new(),
+                gpu_error: None,
             })
             .collect(),
     }

@@ -6,6 +6,7 @@
 //! unknown", never running.
 
 pub mod kubernetes;
+pub mod pod_gpus;
 pub mod slurm;
 
 #[cfg(test)]
@@ -112,11 +113,17 @@ pub struct JobRow {
 }
 
 /// One pod of a Kubernetes Job: its name, phase as the API prints it, and node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PodRow {
     pub name: String,
     pub phase: String,
     pub node: Option<String>,
+    /// Its GPUs as nvidia-smi inside it says (`nvidia_smi = true`, running pods only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<pod_gpus::GpuUse>,
+    /// Why its GPUs could not be read inside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_error: Option<String>,
 }
 
 impl JobRow {

@@ -24,6 +24,7 @@ pub(super) struct RawKube {
     selector: Spanned<String>,
     period_secs: Option<Spanned<f64>>,
     checkpoints: Option<Spanned<String>>,
+    nvidia_smi: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +42,9 @@ pub struct KubeConfig {
     pub period: Duration,
     /// Where the job writes checkpoints inside its container; read against the pod's volumes.
     pub checkpoints: Option<String>,
+    /// Read each running pod's GPUs inside it (`kubectl exec POD -- nvidia-smi`): off by
+    /// default, as it runs a process in the user's pods and needs the `pods/exec` right.
+    pub nvidia_smi: bool,
 }
 
 /// A value that becomes one kubectl argument: printable, non-empty text.
@@ -118,6 +122,7 @@ pub(super) fn build(raw: Vec<RawKube>, taken: &[&str]) -> Result<Vec<KubeConfig>
             selector: argument(&k.selector, "selector")?,
             period,
             checkpoints,
+            nvidia_smi: k.nvidia_smi.unwrap_or(false),
             name,
         });
     }

@@ -25,6 +25,7 @@ namespace = "research"
 selector = "app=train,team in (a,b)"
 period_secs = 60
 checkpoints = "/ckpt"
+nvidia_smi = true
 
 [[kubernetes]]
 name = "lab"
@@ -46,6 +47,7 @@ selector = "rigwatch=yes"
     assert_eq!(full.selector, "app=train,team in (a,b)");
     assert_eq!(full.period, Duration::from_secs(60));
     assert_eq!(full.checkpoints.as_deref(), Some("/ckpt"));
+    assert!(full.nvidia_smi && !plain.nvidia_smi);
     assert_eq!(
         (
             plain.kubeconfig.clone(),

@@ -50,7 +50,7 @@ pub enum KubectlError {
         command: String,
         cap: usize,
     },
-    #[error("{cluster}: job name {name:?} is not a Kubernetes name")]
+    #[error("{cluster}: {name:?} is not a Kubernetes name")]
     BadName { cluster: String, name: String },
 }
 
@@ -133,8 +133,8 @@ pub async fn get_pods(cluster: &KubeConfig, timeout: Duration) -> Result<String,
     kubectl(cluster, &["get", "pods", &selector, "-o", "json"], timeout).await
 }
 
-/// A Job's name is a DNS-1123 subdomain: checked before it reaches a command line, where a
-/// leading '-' would read as a flag.
+/// A Job's or pod's name is a DNS-1123 subdomain (a container's, a label: a subset): checked
+/// before it reaches a command line, where a leading '-' would read as a flag.
 fn job_name<'a>(cluster: &KubeConfig, job: &'a str) -> Result<&'a str, KubectlError> {
     let fine = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
     let ends = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
@@ -185,6 +185,22 @@ pub async fn pods_left(
     Ok(out.lines().filter(|l| !l.trim().is_empty()).count())
 }
 
+/// Runs `command` in `container` of pod `pod`: `kubectl exec POD -c CONTAINER -- COMMAND…`
+/// (kubectl 1.30+ speaks WebSocket to the API server); its stdout when it exits 0.
+pub async fn exec(
+    cluster: &KubeConfig,
+    pod: &str,
+    container: &str,
+    command: &[&str],
+    timeout: Duration,
+) -> Result<String, KubectlError> {
+    let pod = job_name(cluster, pod)?;
+    let container = job_name(cluster, container)?;
+    let mut args = vec!["exec", pod, "-c", container, "--"];
+    args.extend_from_slice(command);
+    kubectl(cluster, &args, timeout).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +214,7 @@ mod tests {
             selector: "app=train".into(),
             period: Duration::from_secs(30),
             checkpoints: None,
+            nvidia_smi: false,
         }
     }
 

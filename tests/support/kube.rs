@@ -313,7 +313,8 @@ fn not_found(what: &str) -> (u16, Value) {
 fn list(kind: &str, api: &str, items: Vec<Value>) -> (u16, Value) {
     (
         200,
-        json!({"kind": kind, "apiVersion": api, "metadata": {"resourceVersion": "7"}, "items": items}),
+        json!({"kind": kind, "apiVersion": api, "metadata": {"resourceVersion": "7"},
+               "items": items}),
     )
 }
 
