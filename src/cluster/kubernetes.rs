@@ -236,6 +236,9 @@ pub fn job_row(
         (Phase::Succeeded, "Complete", Some(c))
     } else if let Some(c) = job.condition("FailureTarget") {
         (Phase::Ending, "Failing", Some(c))
+    } else if job.condition("SuccessCriteriaMet").is_some() {
+        // From 1.31 the controller marks success first and adds Complete once pods ended.
+        (Phase::Ending, "Completing", None)
     } else if job.condition("Suspended").is_some() {
         (Phase::Pending, "Suspended", None)
     } else if running {

@@ -125,6 +125,24 @@ fn a_job_with_only_failure_target_is_failing_not_failed() {
 }
 
 #[test]
+fn a_job_whose_success_criteria_are_met_is_completing() {
+    let (mut jobs, mut pods) = fixture("running-pvc");
+    jobs[0]
+        .status
+        .conditions
+        .push(crate::probe::kube::Condition {
+            kind: "SuccessCriteriaMet".into(),
+            status: "True".into(),
+            ..Default::default()
+        });
+    pods[0].status.phase = Some("Succeeded".into());
+    let refs: Vec<&KubePod> = pods.iter().collect();
+    let r = job_row(&jobs[0], &refs, None, now());
+    assert_eq!((r.phase, r.state.as_str()), (Phase::Ending, "Completing"));
+    assert_eq!(r.reason_words, None);
+}
+
+#[test]
 fn other_failure_reasons_in_words() {
     let (mut jobs, pods) = fixture("backoff-failed");
     let refs: Vec<&KubePod> = pods.iter().collect();
