@@ -18,8 +18,9 @@
 //!   `process`, `sanitize`.
 //! - `readings` — per-host ring buffers of readings, and what the fleet's state is told.
 //!   Imports: `probe`, `provider`.
-//! - `transport` — the SSH pool, sessions, streams, known_hosts, link state. Imports: `config`,
-//!   `glob`, `sanitize`.
+//! - `transport` — the SSH pool, sessions, streams, known_hosts, link state; `kubectl` for a
+//!   Kubernetes namespace (lists, and deleting a Job with its pods). Imports: `config`, `glob`,
+//!   `process` (kubectl in its own process group), `sanitize`.
 //! - `signals` — pure judgements of history, link and `now`. Imports: `config`, `probe`,
 //!   `readings`, `sanitize`, `transport` (the link state type).
 //! - `clocks` — platform profiles as data, and the danger clocks and cost computed from them.
@@ -55,7 +56,8 @@
 //!   runs alerts and sinks, saves memory, and runs the slow work a front end asks for (pulls,
 //!   the teardown dialog's effects, live or demo); `status` is the same given one probe.
 //!   Imports: `alerts`, `clocks`, `cluster`, `config`, `demo`, `fleet`, `ledger`, `metrics`,
-//!   `monitor`, `provider`, `pull`, `queue`, `readings`, `sanitize`, `teardown`, `transport`.
+//!   `monitor`, `probe` (kubectl's readers, for clusters), `provider`, `pull`,
+//!   `queue`, `readings`, `sanitize`, `teardown`, `transport`.
 //! - `ui` — the dashboard: the only module that imports ratatui/crossterm; draws the runtime's
 //!   state and turns keys into actions, which the runtime carries out: it never touches the
 //!   network, and names other modules only for their data types. Imports: `alerts`, `clocks`,

@@ -109,6 +109,9 @@ fn write_cluster(out: &mut String, cluster: &crate::cluster::ClusterReading) {
             line(&job.name, 24),
             line(&job.summary(), 200)
         );
+        for danger in &job.dangers {
+            let _ = writeln!(out, "  {:>10}  danger: {}", "", line(danger, 200));
+        }
     }
     for id in &cluster.ended_state_unknown {
         let _ = writeln!(

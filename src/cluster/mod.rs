@@ -7,6 +7,8 @@
 
 pub mod gpus;
 pub mod hostlist;
+pub mod kubernetes;
+pub mod pod_gpus;
 pub mod sacct;
 pub mod slurm;
 
@@ -114,6 +116,23 @@ pub struct JobRow {
     /// nvidia-smi inside the job's allocation, per node, while it runs.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gpu_truth: Vec<gpus::NodeGpus>,
+    /// A Kubernetes Job's pods (Slurm: none, and left out of the JSON).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pods: Vec<PodRow>,
+}
+
+/// One pod of a Kubernetes Job: its name, phase as the API prints it, and node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PodRow {
+    pub name: String,
+    pub phase: String,
+    pub node: Option<String>,
+    /// Its GPUs as nvidia-smi inside it says (`nvidia_smi = true`, running pods only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<pod_gpus::GpuUse>,
+    /// Why its GPUs could not be read inside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_error: Option<String>,
 }
 
 impl JobRow {

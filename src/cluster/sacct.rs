@@ -104,6 +104,7 @@ pub fn parse(text: &str, ids: &[String]) -> Vec<JobRow> {
                 checkpoint_age_secs: None,
                 dangers: Vec::new(),
                 gpu_truth: Vec::new(),
+                pods: Vec::new(),
             })
         })
         .collect()

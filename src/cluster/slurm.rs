@@ -235,6 +235,7 @@ pub fn job_row(row: SqueueRow) -> JobRow {
         checkpoint_age_secs: None,
         dangers: Vec::new(),
         gpu_truth: Vec::new(),
+        pods: Vec::new(),
     }
 }
 

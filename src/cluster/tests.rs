@@ -26,6 +26,7 @@ fn row(id: &str, phase: Phase, state: &str) -> JobRow {
         checkpoint_age_secs: None,
         dangers: Vec::new(),
         gpu_truth: Vec::new(),
+        pods: Vec::new(),
     }
 }
 

@@ -42,6 +42,8 @@ struct RawFleet {
     host: Vec<RawHost>,
     #[serde(default)]
     slurm: Vec<super::slurm::RawSlurm>,
+    #[serde(default)]
+    kubernetes: Vec<super::kubernetes::RawKube>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -190,6 +192,8 @@ pub struct FleetConfig {
     pub hosts: Vec<HostConfig>,
     /// Slurm clusters: each a login node and which of its jobs are watched.
     pub slurm: Vec<super::slurm::SlurmConfig>,
+    /// Kubernetes namespaces: each read through kubectl, its Jobs picked by a label selector.
+    pub kubernetes: Vec<super::kubernetes::KubeConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -409,6 +413,13 @@ fn parse_checked(
     }
     let slurm = super::slurm::build(raw.slurm, &hosts, &mut places, global_accept_new)
         .map_err(|(offset, m)| at(offset, m))?;
+    let taken: Vec<&str> = hosts
+        .iter()
+        .map(|h| h.name.as_str())
+        .chain(slurm.iter().map(|c| c.name.as_str()))
+        .collect();
+    let kubernetes =
+        super::kubernetes::build(raw.kubernetes, &taken).map_err(|(offset, m)| at(offset, m))?;
     let poll = secs(&raw.poll_secs, "poll_secs")?.unwrap_or(Duration::from_secs(2));
     let alerts = super::alerts::build(raw.alerts, raw.alert, &at)?;
     let teardown = super::teardown::build(&raw.teardown).map_err(|(offset, m)| at(offset, m))?;
@@ -437,6 +448,7 @@ fn parse_checked(
         teardown,
         hosts,
         slurm,
+        kubernetes,
     })
 }
 

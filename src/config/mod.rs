@@ -4,6 +4,7 @@ pub mod alerts;
 mod connection;
 pub mod error;
 pub mod fleet;
+pub mod kubernetes;
 pub mod paths;
 pub mod pull;
 pub mod ranges;
@@ -17,5 +18,6 @@ pub use fleet::{
     Billing, FleetConfig, HostConfig, LinkTuning, ProviderPrograms, PullConfig, QueueConfig,
     SshTarget, Thresholds,
 };
+pub use kubernetes::KubeConfig;
 pub use slurm::SlurmConfig;
 pub use teardown::TeardownTuning;

@@ -19,6 +19,8 @@ pub const RANGES: &[(&str, f64, f64, &str)] = &[
     ("alert.timeout_secs", 1.0, 600.0, "seconds"),
     // One squeue call per period; clusters ask users not to poll the controller hard.
     ("slurm.period_secs", 10.0, 3600.0, "seconds"),
+    // Two kubectl calls per period (Jobs, then their pods); the API server is shared too.
+    ("kubernetes.period_secs", 10.0, 3600.0, "seconds"),
 ];
 
 /// `value` checked against `key`'s range in [`RANGES`]; Err is (offset, message).

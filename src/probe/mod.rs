@@ -10,7 +10,8 @@
 //! `gpu_list` (`nvidia-smi -L`), `apps` (`--query-compute-apps`), `df` (bytes and inodes),
 //! `proc` (uptime, loadavg, meminfo, boot id), `tmux` (`tmux ls`, `pgrep -af`), `kernel`
 //! (Xid and OOM lines), `slurm` (`squeue`: the job's time left for a box inside a job), `squeue`
-//! (a cluster's jobs, every field, for `[[slurm]]`). Tests against the real captures in
+//! (a cluster's jobs, every field, for `[[slurm]]`), `kube` (`kubectl get jobs/pods -o json`,
+//! for `[[kubernetes]]`). Tests against the real captures in
 //! tests/fixtures live in `tests/`.
 
 mod apps;
@@ -21,6 +22,7 @@ mod gpu;
 mod gpu_list;
 mod headed;
 mod kernel;
+pub mod kube;
 mod proc;
 mod reasons;
 pub mod sample;

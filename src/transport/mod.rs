@@ -1,4 +1,5 @@
-//! Transport: the pooled SSH connections to the boxes. The only module that talks to the network.
+//! Transport: the pooled SSH connections to the boxes, and `kubectl` for Kubernetes clusters.
+//! The only module that talks to the network.
 
 mod algorithms;
 mod auth;
@@ -8,6 +9,7 @@ mod bytes;
 mod error;
 mod handler;
 pub mod known_hosts;
+pub mod kubectl;
 mod link;
 mod pool;
 mod session;

@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod delay;
+pub mod kube;
+pub mod kube_exec;
 pub mod silent;
 pub mod slurm;
 mod standin;

@@ -1,7 +1,12 @@
 //! Clusters read for the runtime and for `status`: each `[[slurm]]` login node reached through
 //! a pool of its own, one `squeue` for all of the user's jobs at the cluster's period (never one
 //! call per job), turned into a [`ClusterReading`]. Live, every cluster is a task that sends a
-//! reading per period; `status` reads each once.
+//! reading per period; `status` reads each once. Each `[[kubernetes]]` namespace is read
+//! through kubectl (`kubernetes`), alongside.
+
+mod kubernetes;
+
+pub use kubernetes::read_kubernetes;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +29,19 @@ fn logins(fleet: &FleetConfig) -> FleetConfig {
 
 /// Reads every cluster's queue once, within `timeout` in all (connection and squeue).
 pub async fn read(fleet: &FleetConfig, timeout: Duration) -> Vec<ClusterReading> {
+    let kube = fleet
+        .kubernetes
+        .iter()
+        .map(|cluster| read_kubernetes(cluster, timeout));
+    let (mut readings, kube) = tokio::join!(
+        read_slurm_all(fleet, timeout),
+        futures::future::join_all(kube)
+    );
+    readings.extend(kube);
+    readings
+}
+
+async fn read_slurm_all(fleet: &FleetConfig, timeout: Duration) -> Vec<ClusterReading> {
     if fleet.slurm.is_empty() {
         return Vec::new();
     }
@@ -53,7 +71,7 @@ pub struct Clusters {
 impl Clusters {
     /// Starts reading every cluster of `fleet`; readings arrive on the receiver.
     pub fn start(fleet: &FleetConfig) -> (Clusters, Option<mpsc::Receiver<ClusterReading>>) {
-        if fleet.slurm.is_empty() {
+        if fleet.slurm.is_empty() && fleet.kubernetes.is_empty() {
             let none = Clusters {
                 pool: None,
                 tasks: Vec::new(),
@@ -61,12 +79,13 @@ impl Clusters {
             return (none, None);
         }
         let (tx, rx) = mpsc::channel(64);
-        let pool = Pool::start(&logins(fleet));
-        let tasks = fleet
+        // Kubernetes needs no pool: kubectl reaches the API server itself.
+        let pool = (!fleet.slurm.is_empty()).then(|| Pool::start(&logins(fleet)));
+        let mut tasks: Vec<JoinHandle<()>> = fleet
             .slurm
             .iter()
             .filter_map(|cluster| {
-                let sessions = pool.get(&cluster.login.name)?.watch_session();
+                let sessions = pool.as_ref()?.get(&cluster.login.name)?.watch_session();
                 Some(tokio::spawn(poll_slurm(
                     cluster.clone(),
                     sessions,
@@ -74,11 +93,12 @@ impl Clusters {
                 )))
             })
             .collect();
-        let clusters = Clusters {
-            pool: Some(pool),
-            tasks,
-        };
-        (clusters, Some(rx))
+        tasks.extend(
+            fleet.kubernetes.iter().map(|cluster| {
+                tokio::spawn(kubernetes::poll_kubernetes(cluster.clone(), tx.clone()))
+            }),
+        );
+        (Clusters { pool, tasks }, Some(rx))
     }
 
     /// The login node's pooled session of `cluster`, when its link is up.
