@@ -67,6 +67,7 @@ impl Demo {
             state.set_link(&s.config.name, s.link(now), now);
         }
         state.observe_cluster(clusters::slurm(now), now);
+        state.observe_cluster(clusters::kubernetes(now), now);
         state.tick(now);
         (demo, state)
     }
