@@ -3,9 +3,14 @@ use std::process::ExitCode;
 use clap::Parser;
 
 /// Errors reach a person as one line: what went wrong and what to do, with the causes after a
-/// colon; no source location, backtrace or colour. A usage mistake exits 2, anything else 1.
+/// colon; no source location, backtrace or colour. A usage mistake exits 2 (3 for `status`,
+/// whose 2 means "needs action now"), anything else 1.
 fn main() -> ExitCode {
-    let cli = rigwatch::cli::Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match rigwatch::cli::Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => return rigwatch::cli::args_mistake(&e, &args),
+    };
     match rigwatch::cli::run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -344,3 +344,50 @@ fn loopback_round_trips_are_measured_after_the_warm_up() {
         assert!(rtt > 0.0 && rtt < 5.0, "status: {}", host["link"]);
     }
 }
+
+/// A command-line mistake is one line with clap's own words and tip, never the usage block, and
+/// exits as every usage mistake does: 2, and 3 for `status` (whose 2 means "needs action now").
+#[test]
+fn command_line_mistakes_are_one_line_with_the_usage_exit_code() {
+    let cases: [(&[&str], i32, &str); 4] = [
+        (
+            &["status", "--jsn"],
+            3,
+            "rigwatch: unexpected argument '--jsn' found; tip: a similar argument exists: \
+             '--json'; see `rigwatch status --help`",
+        ),
+        (
+            &["--config", "/nowhere.toml", "statsu"],
+            2,
+            "rigwatch: unrecognized subcommand 'statsu'; tip: a similar subcommand exists: \
+             'status'; see `rigwatch statsu --help`",
+        ),
+        (
+            &["teardown"],
+            2,
+            "rigwatch: the following required arguments were not provided: <HOST>; see \
+             `rigwatch teardown --help`",
+        ),
+        (
+            &["watch", "--for", "soon"],
+            2,
+            "rigwatch: invalid value 'soon' for '--for <SECS>'",
+        ),
+    ];
+    for (args, code, said) in cases {
+        let out = rigwatch().args(args).output().expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: one line: {stderr}");
+        assert!(
+            stderr.starts_with(said),
+            "{args:?}:\n{stderr}\nnot:\n{said}"
+        );
+    }
+    let help = rigwatch()
+        .args(["status", "--help"])
+        .output()
+        .expect("help");
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--json"));
+}

@@ -80,6 +80,68 @@ pub fn one_line(e: &color_eyre::Report) -> String {
     crate::sanitize::line(&line.replace('\n', " "), 2000)
 }
 
+/// What clap found wrong with the command line, said as every other mistake is: one line on
+/// stderr (clap's own words and its tip, without the usage block) and the usage exit code, 3
+/// for `status`. Help and version go to stdout and exit 0, as clap prints them.
+pub fn args_mistake(e: &clap::Error, args: &[std::ffi::OsString]) -> std::process::ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    {
+        let _ = e.print();
+        return std::process::ExitCode::SUCCESS;
+    }
+    let text = e.render().to_string();
+    let said: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more"))
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .collect();
+    let command = subcommand_of(args);
+    let help = match &command {
+        Some(c) => format!("rigwatch {c} --help"),
+        None => "rigwatch --help".to_string(),
+    };
+    // A line ending in a colon introduces the next ("…were not provided: <HOST>").
+    let mut one = String::new();
+    for part in said {
+        if !one.is_empty() {
+            one.push_str(if one.ends_with(':') { " " } else { "; " });
+        }
+        one.push_str(part);
+    }
+    eprintln!(
+        "rigwatch: {}; see `{help}`",
+        crate::sanitize::line(&one, 600)
+    );
+    let status = command.as_deref() == Some("status");
+    std::process::ExitCode::from(if status {
+        EXIT_STATUS_CONFIG
+    } else {
+        EXIT_CONFIG
+    })
+}
+
+/// The subcommand named on the command line (the first word that is not an option or the
+/// value of `--config` / `--theme`).
+fn subcommand_of(args: &[std::ffi::OsString]) -> Option<String> {
+    let mut words = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned());
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "--config" | "--theme" => {
+                words.next();
+            }
+            w if w.starts_with('-') => {}
+            w => return Some(w.to_string()),
+        }
+    }
+    None
+}
+
 /// A usage mistake as a report, so `?` carries it to main.
 pub fn usage(message: String) -> color_eyre::Report {
     color_eyre::Report::new(UsageError(message))
