@@ -312,6 +312,14 @@ fn delete_job_takes_its_pods_with_it() {
         ["train-pvc-x7k2q"],
         "the other Job's pod stays"
     );
+    // --wait=false: the DELETE alone, no GET or watch of the Job until it is gone.
+    let job = "/apis/batch/v1/namespaces/ml/jobs/train-evicted";
+    let waits: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "GET" && r.path.starts_with(job))
+        .collect();
+    assert!(waits.is_empty(), "{waits:?}");
 }
 
 #[tokio::test]
@@ -466,4 +474,41 @@ fn status_reads_gpu_use_inside_running_pods() {
             && p.contains("--format%3Dcsv%2Cnoheader%2Cnounits")),
         "{execs:?}"
     );
+}
+
+/// An API server that accepts and never answers: kubectl (and the kubectl.1.NN the dispatcher
+/// started) is ended at the timeout, and the cluster says so in one line.
+#[test]
+fn a_silent_api_server_is_given_up_on_at_the_timeout() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = silent.local_addr().expect("addr").port();
+    let fake = FakeKube::start(&[]);
+    let kubeconfig = fake.dir.path().join("silent.kubeconfig");
+    let text = std::fs::read_to_string(fake.kubeconfig()).expect("kubeconfig");
+    let text = text.replace(&format!(":{}", fake.port), &format!(":{port}"));
+    std::fs::write(&kubeconfig, text).expect("write");
+    let entry = fake.entry("lab", "").replace(
+        &fake.kubeconfig().display().to_string(),
+        &kubeconfig.display().to_string(),
+    );
+    let config = fake.dir.path().join("fleet.toml");
+    std::fs::write(&config, entry).expect("fleet.toml");
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .args(["status", "--json", "--timeout", "3", "--config"])
+        .arg(&config)
+        .env("HOME", fake.home())
+        .env("XDG_STATE_HOME", fake.dir.path().join("state"))
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("status");
+    let took = started.elapsed();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let error = json["clusters"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("lab: ") && error.contains("no answer within"),
+        "{json}"
+    );
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    drop(silent);
 }

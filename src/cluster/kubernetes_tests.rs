@@ -268,3 +268,57 @@ fn hostile_text_from_kubectl_is_sanitized() {
         "a pod was evicted by the kubelet: low [2J on disk"
     );
 }
+
+/// Every field named `key`, anywhere in `value`, set to `to`.
+fn set_everywhere(value: &mut serde_json::Value, key: &str, to: &serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if let Some(v) = map.get_mut(key) {
+                *v = to.clone();
+            }
+            for v in map.values_mut() {
+                set_everywhere(v, key, to);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for v in items {
+                set_everywhere(v, key, to);
+            }
+        }
+        _ => {}
+    }
+}
+
+proptest::proptest! {
+    /// Hostile values in any field the mapping reads: whatever parses maps without a panic.
+    #[test]
+    fn mapping_never_panics(
+        name in proptest::sample::select(vec![
+            "running-pvc", "oom-restarted", "evicted", "backoff-failed", "unschedulable",
+            "checkpoint-emptydir",
+        ]),
+        key in "(phase|reason|message|exitCode|restartCount|mountPath|startTime|finishedAt|\
+                 nvidia\\.com/gpu|memory|type|status|backoffLimit|failed|nodeName|name|\
+                 lastTransitionTime|volumes|volumeMounts|containers|labels)",
+        value in "(null|0|4294967295|-1|\"\"|\"/\"|\"x\\\\u001b\\[2J\"|\"1e9\"|\"True\"|\
+                   \"2026-13-99T99:99:99Z\"|\\{\\}|\\[\\])",
+        checkpoints in "(/|/ckpt|/ckpt/|//|/ckpt/../x)",
+    ) {
+        let (jobs, pods) = crate::probe::kube::tests::fixture_lists(name);
+        let to: serde_json::Value = serde_json::from_str(&value).expect("a JSON value");
+        let mutate = |text: &str| {
+            let mut doc: serde_json::Value = serde_json::from_str(text).expect("JSON");
+            set_everywhere(&mut doc, &key, &to);
+            doc.to_string()
+        };
+        let jobs = crate::probe::kube::parse_jobs(&mutate(&jobs)).unwrap_or_default();
+        let pods = crate::probe::kube::parse_pods(&mutate(&pods)).unwrap_or_default();
+        let refs: Vec<&KubePod> = pods.iter().collect();
+        for job in &jobs {
+            let row = job_row(job, &refs, Some(&checkpoints), now());
+            let escape = '\x1b';
+            let clean = row.reason_words.iter().all(|w| !w.contains(escape));
+            proptest::prop_assert!(clean, "{:?}", row.reason_words);
+        }
+    }
+}

@@ -95,10 +95,15 @@ pub(super) fn build(raw: Vec<RawKube>, taken: &[&str]) -> Result<Vec<KubeConfig>
         let checkpoints = match &k.checkpoints {
             Some(path) => {
                 let text = argument(path, "checkpoints")?;
-                if !text.starts_with('/') {
+                // It is compared with mount paths as written: "/ckpt/../x" is not under /ckpt.
+                let dots = text.split('/').any(|part| part == "." || part == "..");
+                if !text.starts_with('/') || dots {
                     return Err((
                         path.span().start,
-                        format!("checkpoints = {text:?} must be an absolute path in the container"),
+                        format!(
+                            "checkpoints = {text:?} must be an absolute path in the container, \
+                             without '.' or '..'"
+                        ),
                     ));
                 }
                 Some(text)

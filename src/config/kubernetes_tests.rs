@@ -90,6 +90,12 @@ fn every_mistake_points_at_its_place() {
             "fleet.toml:6:15: checkpoints = \"ckpt\" must be an absolute path".into(),
         ),
         (
+            format!("[[kubernetes]]\n{PLAIN}checkpoints = \"/ckpt/../x\"\n"),
+            "fleet.toml:6:15: checkpoints = \"/ckpt/../x\" must be an absolute path in the \
+             container, without '.' or '..'"
+                .into(),
+        ),
+        (
             "[[kubernetes]]\nname = \"k\"\ncontext = \"c\"\nnamespace = \"ml\"\n".into(),
             "fleet.toml:1:1: missing field `selector`".into(),
         ),
