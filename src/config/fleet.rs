@@ -264,9 +264,7 @@ fn parse_checked(
     };
     let raw: RawFleet = toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |s| s.start);
-        let message = e
-            .message()
-            .trim()
+        let message = super::suggest::did_you_mean(e.message().trim())
             .replace("expected f64", "expected a number of seconds");
         at(
             offset,
@@ -307,6 +305,22 @@ fn parse_checked(
             .unwrap_or(defaults.reconnect_max),
         max_sessions,
     };
+    // A key file that is not there is a config mistake, not a box refusing the login.
+    if known.is_some() {
+        let keys = raw.host.iter().filter_map(|h| h.identity.as_ref());
+        for key in keys.chain(raw.slurm.iter().filter_map(|s| s.identity())) {
+            if !expand_tilde(key.get_ref()).exists() {
+                return Err(at(
+                    key.span().start,
+                    format!(
+                        "identity = {:?}: no such file; fix the path, or leave identity out to \
+                         use ssh's own keys and agent",
+                        key.get_ref()
+                    ),
+                ));
+            }
+        }
+    }
     let global_accept_new = raw.accept_new.unwrap_or(false);
     let mut hosts: Vec<HostConfig> = Vec::with_capacity(raw.host.len());
     // Where each pull dest really is, worked out once: every later host is compared with all.

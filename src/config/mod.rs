@@ -10,6 +10,7 @@ pub mod pull;
 pub mod ranges;
 pub mod slurm;
 pub mod ssh;
+mod suggest;
 mod target;
 mod teardown;
 

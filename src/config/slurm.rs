@@ -28,6 +28,12 @@ pub(super) struct RawSlurm {
     pull: Option<Spanned<RawPull>>,
 }
 
+impl RawSlurm {
+    pub(super) fn identity(&self) -> Option<&Spanned<String>> {
+        self.identity.as_ref()
+    }
+}
+
 /// `jobs = [4242, "4243_7"]`: a number, or text for an array task.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
