@@ -391,3 +391,34 @@ fn command_line_mistakes_are_one_line_with_the_usage_exit_code() {
     assert_eq!(help.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&help.stdout).contains("--json"));
 }
+
+/// `ledger HOST` for a host neither fleet.toml nor the ledger knows is a usage mistake that
+/// names the hosts there are, not "nothing yet"; a known host with nothing on record is fine.
+#[test]
+fn ledger_of_an_unknown_host_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/config/valid/minimal.toml");
+    let ledger = |host: &str| {
+        rigwatch()
+            .args(["ledger", host, "--config"])
+            .arg(&config)
+            .env("XDG_STATE_HOME", dir.path())
+            .output()
+            .expect("run")
+    };
+    let out = ledger("nosuch");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "rigwatch: no host named \"nosuch\" in fleet.toml or the ledger; there are: "
+        ),
+        "{stderr}"
+    );
+    let minimal = rigwatch::config::fleet::load(&config).expect("minimal");
+    let known = &minimal.hosts[0].name;
+    assert!(stderr.contains(known.as_str()), "{stderr}");
+    let out = ledger(known);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}

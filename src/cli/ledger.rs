@@ -18,9 +18,32 @@ pub struct LedgerArgs {
     pub json: bool,
 }
 
-pub fn run(args: &LedgerArgs) -> color_eyre::Result<ExitCode> {
+/// `fleet`: the names fleet.toml gives its hosts and clusters, when it loads; a host named on
+/// the command line that neither it nor the ledger knows is a usage mistake, not "nothing yet".
+pub fn run(args: &LedgerArgs, fleet: Option<Vec<String>>) -> color_eyre::Result<ExitCode> {
     let path = crate::ledger::default_path()
         .ok_or_else(|| eyre!("no home or XDG_STATE_HOME holding a ledger"))?;
+    if let Some(host) = &args.host {
+        let mut known = fleet.unwrap_or_default();
+        if path.exists() {
+            let ledger = Ledger::open(&path)?;
+            known.extend(ledger.pulls(None)?.into_iter().map(|p| p.host));
+            known.extend(ledger.teardowns(None)?.into_iter().map(|t| t.host));
+        }
+        known.sort();
+        known.dedup();
+        if !known.contains(host) {
+            return Err(super::usage(format!(
+                "no host named {:?} in fleet.toml or the ledger; there are: {}",
+                crate::sanitize::line(host, 80),
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    crate::sanitize::line(&known.join(", "), 400)
+                }
+            )));
+        }
+    }
     // Reading never creates: with no ledger yet there is nothing to show, and no file is made.
     if !path.exists() {
         if args.json {

@@ -300,7 +300,21 @@ fn run_command(cli: Cli) -> color_eyre::Result<ExitCode> {
         Err(e) => return Err(usage(e.to_string())),
     };
     if let Some(Command::Ledger(args)) = &cli.command {
-        return ledger::run(args);
+        // The fleet only names what may be asked about; a ledger outlives a broken config.
+        let fleet = config::paths::locate_fleet(cli.config.as_deref())
+            .ok()
+            .and_then(|path| config::fleet::load(&path).ok())
+            .map(|f| {
+                let clusters = f.slurm.iter().map(|c| c.name.clone());
+                let kube = f.kubernetes.iter().map(|c| c.name.clone());
+                f.hosts
+                    .iter()
+                    .map(|h| h.name.clone())
+                    .chain(clusters)
+                    .chain(kube)
+                    .collect()
+            });
+        return ledger::run(args, fleet);
     }
     if let Some(Command::Profiles(args)) = &cli.command {
         return Ok(profiles::run(&profiles, args));
