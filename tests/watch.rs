@@ -88,6 +88,10 @@ fn a_run_that_dies_raises_one_event_and_one_sink_call() {
     // Long enough for a repeat or a second sink call, if there were going to be one.
     std::thread::sleep(Duration::from_secs(4));
     let (events, stderr) = finish(watch);
+    assert!(
+        !stderr.contains("no [[alert]] destination"),
+        "a sink is configured: {stderr}"
+    );
     let dead = of(&events, "gpu-1", "run_dead");
     assert_eq!(dead.len(), 1, "exactly one event: {events:?}\n{stderr}");
     assert_eq!(dead[0]["state"], "firing");
@@ -140,6 +144,13 @@ fn a_box_down_all_along_alerts_once_and_never_resolves_or_fires_anything_else() 
     let watch = start_watch(&lab, &config, 60);
     std::thread::sleep(Duration::from_secs(12));
     let (events, stderr) = finish(watch);
+    // No [[alert]] here: said at start, so nobody mistakes stdout for a pager.
+    assert!(
+        stderr.contains("no [[alert]] destination in ")
+            && stderr.contains("events go to stdout and ")
+            && stderr.contains("events.jsonl only"),
+        "{stderr}"
+    );
     let gone_events: Vec<&Value> = events.iter().filter(|e| e["host"] == "box-gone").collect();
     assert_eq!(gone_events.len(), 1, "{gone_events:?}\n{stderr}");
     assert_eq!(gone_events[0]["kind"], "link_down");

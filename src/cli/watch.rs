@@ -98,6 +98,17 @@ pub async fn run(
         .events_file
         .clone()
         .or_else(|| crate::config::paths::state_dir().map(|d| d.join("events.jsonl")));
+    // Said at start: a watch nobody is told about looks like one that works.
+    if fleet.alerts.rules.is_empty() {
+        eprintln!(
+            "rigwatch: no [[alert]] destination in {}: events go to stdout and {} only; add an \
+             [[alert]] (webhook, ntfy, command, alertmanager) to be woken",
+            fleet.path.display(),
+            events_file
+                .as_deref()
+                .map_or("nowhere else".to_string(), |p| p.display().to_string())
+        );
+    }
     let mut runtime = Runtime::live(Pool::start(fleet), fleet, profiles, "rigwatch watch");
     let _server = match args.metrics {
         None => None,
