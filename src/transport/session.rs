@@ -129,7 +129,7 @@ impl Session {
                     .await?
                     .map_err(|e| TransportError::Connect {
                         addr: addr.clone(),
-                        reason: e.to_string(),
+                        reason: lookup_hint(host, e.to_string()),
                     })?;
                 let _ = tcp.set_nodelay(true);
                 Box::new(tcp)
@@ -381,4 +381,49 @@ fn keep(buf: &mut Vec<u8>, data: &[u8], cap: usize, truncated: &mut bool) {
         *truncated = true;
     }
     buf.extend_from_slice(&data[..data.len().min(room)]);
+}
+
+/// A name that does not resolve and that no `Host` block of the ssh config renamed is most
+/// likely a typo of an alias: said in those words, not only the resolver's.
+fn lookup_hint(host: &ResolvedHost, reason: String) -> String {
+    let unresolved =
+        reason.contains("failed to lookup address") || reason.contains("Name or service not known");
+    if unresolved && host.hostname == host.original {
+        format!(
+            "{reason}; {:?} is not a Host in your ssh config (`ssh -G {}` shows what ssh \
+             makes of it) and does not resolve as a name: check the spelling",
+            host.hostname, host.original
+        )
+    } else {
+        reason
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lookup_hint;
+    use crate::config::ssh::parse_ssh_g;
+
+    #[test]
+    fn an_alias_typo_is_said_as_one_and_a_renamed_host_is_not() {
+        let failed = "failed to lookup address information: Name or service not known";
+        let typo = parse_ssh_g("gpubox-typo", "user root\nhostname gpubox-typo\nport 22\n")
+            .expect("ssh -G text");
+        let said = lookup_hint(&typo, failed.to_string());
+        assert!(
+            said.ends_with(
+                "\"gpubox-typo\" is not a Host in your ssh config (`ssh -G gpubox-typo` \
+                 shows what ssh makes of it) and does not resolve as a name: check the spelling"
+            ),
+            "{said}"
+        );
+        // An alias the config renamed: the name it points at is the one that failed.
+        let alias = parse_ssh_g("gpubox", "user root\nhostname gpu.example.org\nport 22\n")
+            .expect("ssh -G text");
+        assert_eq!(lookup_hint(&alias, failed.to_string()), failed);
+        assert_eq!(
+            lookup_hint(&typo, "Connection refused".into()),
+            "Connection refused"
+        );
+    }
 }
