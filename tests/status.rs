@@ -128,6 +128,15 @@ fn every_box_shape_end_to_end_through_status_json() {
             "{}",
             h["name"]
         );
+        // The box's load and RAM, as its /proc says (the lab boxes share this machine's).
+        assert!(h["load"]["one"].as_f64().is_some_and(|l| l >= 0.0), "{h}");
+        assert!(
+            h["load"]["total_tasks"].as_u64().is_some_and(|n| n > 0),
+            "{h}"
+        );
+        let total = h["memory"]["total_bytes"].as_u64().unwrap_or(0);
+        let free = h["memory"]["available_bytes"].as_u64().unwrap_or(u64::MAX);
+        assert!(total > 0 && free <= total, "{h}");
         assert!(
             !h["mounts"].as_array().expect("mounts").is_empty(),
             "{}",

@@ -95,6 +95,8 @@ impl HostStatus {
                 .and_then(|r| r.sample.uptime.as_ref())
                 .map(|u| u.up.as_secs_f64()),
             boot_id: latest.and_then(|r| r.sample.boot_id.clone()),
+            load: latest.and_then(|r| r.sample.load),
+            memory: latest.and_then(|r| r.sample.memory),
             gpu_state: h.gpu.clone(),
             gpus: gpu_reports(&h.history),
             mounts: mount_reports(h),
@@ -123,6 +125,11 @@ pub struct HostStatus {
     pub run: RunState,
     pub uptime_secs: Option<f64>,
     pub boot_id: Option<String>,
+    /// The box's load average (`/proc/loadavg`): a data loader starving the GPU shows as low
+    /// GPU use beside high load.
+    pub load: Option<crate::probe::LoadAvg>,
+    /// The box's RAM and swap (`/proc/meminfo`).
+    pub memory: Option<crate::probe::MemInfo>,
     pub gpu_state: GpuAvailability,
     pub gpus: Vec<GpuReport>,
     pub mounts: Vec<MountReport>,

@@ -68,7 +68,41 @@ fn link_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
             t.link_down,
         ),
     };
-    vec![kv("link", text.0, text.1)]
+    let mut out = vec![kv("link", text.0, text.1)];
+    out.extend(host_load(h, ctx));
+    out
+}
+
+/// Load and RAM: a data loader starving the GPU shows here as high load beside idle GPUs.
+fn host_load<'a>(h: &HostState, ctx: &Ctx<'a>) -> Option<Line<'a>> {
+    let sample = &h.history.latest_host()?.sample;
+    let mut parts = Vec::new();
+    if let Some(l) = &sample.load {
+        parts.push(format!(
+            "load {:.2} {:.2} {:.2} ({} running of {} tasks)",
+            l.one, l.five, l.fifteen, l.runnable, l.total_tasks
+        ));
+    }
+    if let Some(m) = &sample.memory {
+        let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+        match m.available_bytes {
+            Some(free) => parts.push(format!(
+                "RAM {:.1}/{:.1} GiB used",
+                gib(m.total_bytes.saturating_sub(free)),
+                gib(m.total_bytes)
+            )),
+            None => parts.push(format!("RAM {:.1} GiB", gib(m.total_bytes))),
+        }
+        if let (Some(total), Some(free)) = (m.swap_total_bytes, m.swap_free_bytes)
+            && total > 0
+        {
+            parts.push(format!(
+                "swap {:.1} GiB used",
+                gib(total.saturating_sub(free))
+            ));
+        }
+    }
+    (!parts.is_empty()).then(|| kv("host", parts.join(" · "), ctx.theme.text))
 }
 
 fn gpu_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
