@@ -468,3 +468,55 @@ fn the_dashboard_sends_a_dead_run_to_the_sink_once() {
     );
     tmux.keys(&["q"]);
 }
+
+/// The mouse in a real terminal: an SGR click (as xterm-compatible terminals send it) on a
+/// host's row selects that host, and the wheel over the events pane moves its cursor there.
+#[test]
+fn a_click_selects_a_row_and_the_wheel_scrolls_the_pane_under_it() {
+    let tmux = Tmux::start(
+        "mouse",
+        &format!(
+            "{} demo; echo RIGWATCH-EXITED-$?; sleep 60",
+            env!("CARGO_BIN_EXE_rigwatch")
+        ),
+    );
+    let screen = tmux.wait_for("demo fleet", Duration::from_secs(20), |s| {
+        s.contains("DEMO") && s.contains("h100-idle")
+    });
+    let selected = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("│›"))
+            .map(|l| l.to_string())
+            .unwrap_or_default()
+    };
+    assert!(!selected(&screen).contains("h100-idle"), "{screen}");
+    // The host's row on screen (0-based), clicked at column 5 (SGR is 1-based).
+    let y = screen
+        .lines()
+        .position(|l| l.starts_with("│ h100-idle"))
+        .expect("h100-idle's row");
+    let click = |x: usize, y: usize| {
+        tmux.keys(&["-l", &format!("\x1b[<0;{x};{y}M")]);
+        tmux.keys(&["-l", &format!("\x1b[<0;{x};{y}m")]);
+    };
+    click(5, y + 1);
+    let screen = tmux.wait_for("the click", Duration::from_secs(10), |s| {
+        selected(s).contains("h100-idle")
+    });
+    // The wheel over the events pane focuses it and moves its cursor down one event.
+    let events = screen
+        .lines()
+        .position(|l| l.starts_with("┌ Events"))
+        .expect("the events pane");
+    tmux.keys(&["-l", &format!("\x1b[<65;5;{}M", events + 3)]);
+    tmux.wait_for("the wheel", Duration::from_secs(10), |s| {
+        s.lines()
+            .nth(events + 2)
+            .is_some_and(|l| l.starts_with("│›"))
+    });
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for("exit", Duration::from_secs(10), |s| {
+        s.contains("RIGWATCH-EXITED-")
+    });
+    assert!(screen.contains("RIGWATCH-EXITED-0"), "{screen}");
+}

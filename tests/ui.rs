@@ -426,7 +426,7 @@ fn scrolling_stops_at_the_end_and_the_help_and_footer_fit_80x24() {
     );
     assert!(help.contains("verified"), "{help}");
     assert!(
-        help.contains("│refused without a verified pull)"),
+        help.contains("│Enter (Ctrl-U clears); on a job, its scancel"),
         "a long line wraps, not cut:\n{help}"
     );
     // Shorter than the keys: it scrolls, and says so.
@@ -503,5 +503,17 @@ fn a_fix_command_is_shown_whole_on_its_own_line() {
     assert!(
         screen.contains("box was rebuilt, remove the old entry"),
         "the whole message: {screen}"
+    );
+}
+
+/// README.md's key table is the help overlay's keys, word for word: one source for both.
+#[test]
+fn the_readme_key_table_is_the_help_overlay() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let table = rigwatch::ui::help::markdown_table();
+    assert!(
+        readme.contains(&table),
+        "README.md's key table must be exactly:\n{table}"
     );
 }

@@ -111,6 +111,8 @@ pub struct App {
     pub openings: u64,
     /// Silenced hosts and until when (`rigwatch silence`, `S`), read each tick.
     pub silenced: crate::alerts::silences::Silences,
+    /// Where the last frame drew each pane, for the mouse (a Cell, so drawing stays a read).
+    pub areas: std::cell::Cell<super::mouse::Areas>,
 }
 
 impl App {
@@ -134,6 +136,7 @@ impl App {
             pulls: BTreeMap::new(),
             openings: 0,
             silenced: BTreeMap::new(),
+            areas: std::cell::Cell::new(super::mouse::Areas::default()),
         }
     }
 

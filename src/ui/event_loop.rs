@@ -83,6 +83,13 @@ where
                     }
                     dirty = true;
                 }
+                Some(Ok(Event::Mouse(mouse))) if app.modal.is_none() && !app.help => {
+                    key_pressed = true;
+                    if let Action::Quit = app.handle_mouse(mouse, &runtime.state) {
+                        break;
+                    }
+                    dirty = true;
+                }
                 Some(Ok(Event::Resize(..))) => dirty = true,
                 Some(Ok(_)) => {}
                 Some(Err(_)) | None => break,

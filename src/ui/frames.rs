@@ -24,8 +24,11 @@ pub async fn run_terminal(
     poll: Duration,
 ) -> std::io::Result<()> {
     let mut terminal = ratatui::init();
+    // Clicks and the wheel (Shift-drag still selects text in most terminals).
+    let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture);
     let keys = crossterm::event::EventStream::new();
     let result = super::run(&mut terminal, keys, app, runtime, theme, poll).await;
+    let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
     ratatui::restore();
     result
 }

@@ -7,17 +7,31 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::Ctx;
 
+/// The keys as README.md's table shows them: one source for the overlay and the README (a
+/// test holds the README to it).
+pub fn markdown_table() -> String {
+    let mut out = String::from("| key | does |\n|---|---|\n");
+    for (key, does) in KEYS {
+        let keys: Vec<String> = key.split("  ").map(|k| format!("`{}`", k.trim())).collect();
+        out.push_str(&format!("| {} | {does} |\n", keys.join(" ")));
+    }
+    out
+}
+
 pub const KEYS: &[(&str, &str)] = &[
     (
         "↑ ↓  j k",
         "move the selection (scroll in detail and events)",
     ),
-    ("Enter  → l", "open the selected host's detail"),
+    (
+        "Enter  → l",
+        "open the selected host (in the events pane: the event's host)",
+    ),
     ("Esc  ← h", "back to the fleet; clear the filter"),
     ("Tab", "switch between hosts, cluster jobs and events"),
     (
         "/",
-        "filter by name, platform, link or signal (Enter keeps, Esc clears)",
+        "filter by name, platform, link state or signal (Enter keeps, Esc clears)",
     ),
     ("s", "sort: worst first, name, GPU util, platform"),
     ("g  G", "first / last"),
@@ -28,16 +42,20 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "p",
-        "pull the selected host's results (a job's: its cluster's)",
+        "pull the selected host's results home (a gauge below); on a job, its cluster's",
     ),
     (
         "T",
-        "teardown the selected host, or scancel the selected job (guarded: refused without a \
-         verified pull)",
+        "teardown, refused without a verified-current pull: type the name, Enter (Ctrl-U \
+         clears); on a job, its scancel",
     ),
     (
         "S",
-        "silence the selected host's alerts for 2 h (again: lift)",
+        "silence the host's alerts in `watch` for 2 h (again: lift)",
+    ),
+    (
+        "mouse",
+        "click selects a row and its pane; the wheel scrolls; Shift-drag selects text",
     ),
     ("?", "this help"),
     ("q  Ctrl-C", "quit"),

@@ -7,10 +7,11 @@ mod event_loop;
 pub mod fleet_table;
 mod frames;
 mod header;
-mod help;
+pub mod help;
 mod host_detail;
 mod job_keys;
 mod jobs_table;
+mod mouse;
 mod queue_views;
 pub mod svg;
 pub mod teardown_modal;
@@ -32,6 +33,7 @@ use crate::fleet::FleetState;
 use app::{App, View};
 pub use event_loop::run;
 pub use frames::{DEMO_POLL, demo_frames, run_terminal, screenshot_time};
+pub use mouse::Areas;
 use theme::Theme;
 
 /// What every view reads from: borrowed, never mutated while drawing.
@@ -70,14 +72,25 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx<'_>) {
                 Constraint::Length(events),
             ])
             .areas(body);
+            ctx.app.areas.set(mouse::Areas {
+                table,
+                jobs: jobs_area,
+                events: alerts,
+            });
             fleet_table::render(frame, table, ctx);
             if jobs > 0 {
                 jobs_table::render(frame, jobs_area, ctx);
             }
             alerts::render(frame, alerts, ctx);
         }
-        View::Detail => host_detail::render(frame, body, ctx),
-        View::Roster => queue_views::render_roster(frame, body, ctx),
+        View::Detail => {
+            ctx.app.areas.set(mouse::Areas::default());
+            host_detail::render(frame, body, ctx);
+        }
+        View::Roster => {
+            ctx.app.areas.set(mouse::Areas::default());
+            queue_views::render_roster(frame, body, ctx);
+        }
     }
     frame.render_widget(Paragraph::new(status_line(ctx, status.width)), status);
     if ctx.app.help {

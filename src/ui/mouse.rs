@@ -1,0 +1,138 @@
+//! The mouse, as btop and k9s take it: the wheel scrolls what is under it as ↑↓ would, a click
+//! on a row selects it (a host, a job, an event) and focuses its pane. Where each pane is comes
+//! from the last frame drawn ([`Areas`]), so a click means what the person saw.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::Rect;
+
+use super::app::{Action, App, Pane, View};
+use crate::fleet::FleetState;
+
+/// Where the fleet view's panes were drawn last (empty before the first frame, or in another
+/// view).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Areas {
+    pub table: Rect,
+    pub jobs: Rect,
+    pub events: Rect,
+}
+
+fn inside(area: Rect, column: u16, row: u16) -> bool {
+    area.width > 0
+        && area.height > 0
+        && column >= area.x
+        && column < area.x + area.width
+        && row >= area.y
+        && row < area.y + area.height
+}
+
+/// The first item shown when `cursor` must stay on a window of `rows` (as the views scroll).
+fn first_shown(cursor: usize, rows: usize) -> usize {
+    cursor.saturating_sub(rows.saturating_sub(1))
+}
+
+impl App {
+    pub fn handle_mouse(&mut self, mouse: MouseEvent, state: &FleetState) -> Action {
+        let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
+        let areas = self.areas.get();
+        let (column, row) = (mouse.column, mouse.row);
+        match mouse.kind {
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
+                if self.view == View::Fleet {
+                    self.focus_under(areas, column, row);
+                }
+                let code = if mouse.kind == MouseEventKind::ScrollDown {
+                    KeyCode::Down
+                } else {
+                    KeyCode::Up
+                };
+                self.handle_key(key(code), state)
+            }
+            MouseEventKind::Down(MouseButton::Left) if self.view == View::Fleet => {
+                self.click(areas, column, row, state);
+                Action::None
+            }
+            _ => Action::None,
+        }
+    }
+
+    fn focus_under(&mut self, areas: Areas, column: u16, row: u16) {
+        if inside(areas.table, column, row) {
+            self.pane = Pane::Hosts;
+        } else if inside(areas.jobs, column, row) {
+            self.pane = Pane::Jobs;
+        } else if inside(areas.events, column, row) {
+            self.pane = Pane::Alerts;
+        }
+    }
+
+    fn click(&mut self, areas: Areas, column: u16, row: u16, state: &FleetState) {
+        self.focus_under(areas, column, row);
+        if inside(areas.table, column, row) {
+            // A border line, then the header line, then the hosts from the first shown.
+            let Some(offset) = row.checked_sub(areas.table.y + 2) else {
+                return;
+            };
+            let visible = self.visible(state);
+            let fits = usize::from(areas.table.height.saturating_sub(3)).max(1);
+            let selected = self.selected_index(&visible);
+            let first = selected
+                .saturating_sub(fits - 1)
+                .min(visible.len().saturating_sub(fits));
+            if let Some(h) = visible.get(first + usize::from(offset)) {
+                self.selected = Some(h.config.name.clone());
+                self.detail_scroll = 0;
+            }
+        } else if inside(areas.jobs, column, row) {
+            let Some(offset) = row.checked_sub(areas.jobs.y + 1) else {
+                return;
+            };
+            // The pane's lines: a cluster's error line (no job), then its jobs.
+            let lines: Vec<Option<usize>> = {
+                let mut index = 0;
+                let mut out = Vec::new();
+                for c in &state.clusters {
+                    if c.error.is_some() {
+                        out.push(None);
+                    }
+                    for _ in &c.jobs {
+                        out.push(Some(index));
+                        index += 1;
+                    }
+                }
+                out
+            };
+            let rows = usize::from(areas.jobs.height.saturating_sub(2));
+            let first = first_shown(self.job_cursor, rows);
+            if let Some(Some(job)) = lines.get(first + usize::from(offset)) {
+                self.job_cursor = *job;
+            }
+        } else if inside(areas.events, column, row) {
+            let Some(offset) = row.checked_sub(areas.events.y + 1) else {
+                return;
+            };
+            let rows = usize::from(areas.events.height.saturating_sub(2));
+            let last = state.events.len().saturating_sub(1);
+            let first = first_shown(self.alerts_scroll.min(last), rows);
+            let at = first + usize::from(offset);
+            if at <= last && !state.events.is_empty() {
+                self.alerts_scroll = at;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inside_is_the_area_and_nothing_more() {
+        let a = Rect::new(2, 3, 4, 2);
+        assert!(inside(a, 2, 3) && inside(a, 5, 4));
+        assert!(!inside(a, 6, 3) && !inside(a, 2, 5) && !inside(a, 1, 3));
+        assert!(!inside(Rect::default(), 0, 0));
+        assert_eq!(first_shown(10, 4), 7);
+        assert_eq!(first_shown(2, 4), 0);
+    }
+}
