@@ -520,3 +520,31 @@ fn a_click_selects_a_row_and_the_wheel_scrolls_the_pane_under_it() {
     });
     assert!(screen.contains("RIGWATCH-EXITED-0"), "{screen}");
 }
+
+/// `:` in a real terminal: the line shows as it is typed, Tab completes, Enter runs it.
+#[test]
+fn a_colon_command_sorts_the_fleet_in_a_real_terminal() {
+    let tmux = Tmux::start(
+        "colon",
+        &format!(
+            "{} demo; echo RIGWATCH-EXITED-$?; sleep 60",
+            env!("CARGO_BIN_EXE_rigwatch")
+        ),
+    );
+    tmux.wait_for("demo fleet", Duration::from_secs(20), |s| {
+        s.contains("sorted worst first")
+    });
+    tmux.keys(&[":", "s", "o", "r", "t", " ", "n", "Tab"]);
+    tmux.wait_for("the completed line", Duration::from_secs(10), |s| {
+        s.contains(" :sort name▏")
+    });
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the fleet sorted by name", Duration::from_secs(10), |s| {
+        s.contains("sorted by name")
+    });
+    tmux.keys(&[":", "q", "Enter"]);
+    let screen = tmux.wait_for("exit", Duration::from_secs(10), |s| {
+        s.contains("RIGWATCH-EXITED-")
+    });
+    assert!(screen.contains("RIGWATCH-EXITED-0"), "{screen}");
+}

@@ -517,3 +517,84 @@ fn the_readme_key_table_is_the_help_overlay() {
         "README.md's key table must be exactly:\n{table}"
     );
 }
+
+/// `:` commands name the actions keys do; Tab completes the command, then a host's name; an
+/// unknown command says which there are; the line shows in the status bar while it is open.
+#[test]
+fn the_command_line_runs_actions_and_completes_host_names() {
+    let (_, state) = Demo::start(screenshot_time());
+    let mut app = App::new(true);
+    let mut typed = |app: &mut App, text: &str| -> Action {
+        let mut last = app.handle_key(key(KeyCode::Char(':')), &state);
+        for c in text.chars() {
+            last = app.handle_key(
+                key(match c {
+                    '\t' => KeyCode::Tab,
+                    '\n' => KeyCode::Enter,
+                    c => KeyCode::Char(c),
+                }),
+                &state,
+            );
+        }
+        last
+    };
+    assert_eq!(typed(&mut app, "sort util\n"), Action::None);
+    assert_eq!(app.sort, SortKey::Gpu);
+    // "pu" + Tab completes the command, "h100-z" + Tab the host.
+    app.handle_key(key(KeyCode::Char(':')), &state);
+    for c in "pu".chars() {
+        app.handle_key(key(KeyCode::Char(c)), &state);
+    }
+    app.handle_key(key(KeyCode::Tab), &state);
+    assert_eq!(app.command.as_deref(), Some("pull "));
+    for c in "h100-z".chars() {
+        app.handle_key(key(KeyCode::Char(c)), &state);
+    }
+    app.handle_key(key(KeyCode::Tab), &state);
+    assert_eq!(app.command.as_deref(), Some("pull h100-zombie"));
+    let text = buffer_text(&render_buffer(
+        &Ctx {
+            app: &app,
+            state: &state,
+            theme: &Theme::mono(),
+            now: screenshot_time(),
+            poll: DEMO_POLL,
+        },
+        100,
+        30,
+    ));
+    assert!(text.contains(" :pull h100-zombie▏ Tab completes"), "{text}");
+    assert_eq!(
+        app.handle_key(key(KeyCode::Enter), &state),
+        Action::Pull("h100-zombie".into())
+    );
+    assert_eq!(app.command, None, "Enter closes the line");
+    assert_eq!(
+        typed(&mut app, "teardown h100-idle\n"),
+        Action::Teardown("h100-idle".into())
+    );
+    assert_eq!(typed(&mut app, "detail h100-down\n"), Action::None);
+    assert_eq!(
+        (app.view, app.selected.as_deref()),
+        (View::Detail, Some("h100-down"))
+    );
+    assert_eq!(typed(&mut app, "fleet\n"), Action::None);
+    assert_eq!(typed(&mut app, "pull nosuch\n"), Action::None);
+    assert_eq!(app.notice.as_deref(), Some("no host named \"nosuch\""));
+    assert_eq!(typed(&mut app, "frobnicate\n"), Action::None);
+    assert!(
+        app.notice
+            .as_deref()
+            .is_some_and(|n| n.starts_with("unknown command :frobnicate; there are: detail")),
+        "{:?}",
+        app.notice
+    );
+    typed(&mut app, "ro");
+    app.handle_key(key(KeyCode::Esc), &state);
+    assert_eq!(
+        (app.command.clone(), app.view),
+        (None, View::Fleet),
+        "Esc cancels"
+    );
+    assert_eq!(typed(&mut app, "q\n"), Action::Quit);
+}

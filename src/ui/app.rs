@@ -89,6 +89,8 @@ pub struct App {
     pub selected: Option<String>,
     pub filter: String,
     pub editing_filter: bool,
+    /// The `:` command line while it is open.
+    pub command: Option<String>,
     pub sort: SortKey,
     pub help: bool,
     /// How far the help is scrolled (it scrolls where it does not fit).
@@ -123,6 +125,7 @@ impl App {
             selected: None,
             filter: String::new(),
             editing_filter: false,
+            command: None,
             sort: SortKey::Worst,
             help: false,
             help_scroll: 0,
@@ -206,6 +209,9 @@ impl App {
     pub fn handle_key(&mut self, key: KeyEvent, state: &FleetState) -> Action {
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
             return Action::Quit;
+        }
+        if self.command.is_some() {
+            return self.command_key(key.code, state);
         }
         if self.editing_filter {
             match key.code {
@@ -331,6 +337,7 @@ impl App {
             }
             KeyCode::Char('g') | KeyCode::Home => self.jump(&visible, 0),
             KeyCode::Char('G') | KeyCode::End => self.jump(&visible, last),
+            KeyCode::Char(':') => self.command = Some(String::new()),
             KeyCode::Char('/') => {
                 self.editing_filter = true;
                 self.view = View::Fleet;

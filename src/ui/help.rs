@@ -31,7 +31,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Tab", "switch between hosts, cluster jobs and events"),
     (
         "/",
-        "filter by name, platform, link state or signal (Enter keeps, Esc clears)",
+        "filter: name, platform, link or signal (Enter keeps, Esc clears)",
     ),
     ("s", "sort: worst first, name, GPU util, platform"),
     ("g  G", "first / last"),
@@ -55,7 +55,11 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "mouse",
-        "click selects a row and its pane; the wheel scrolls; Shift-drag selects text",
+        "click selects a row; the wheel scrolls; Shift-drag selects text",
+    ),
+    (
+        ":",
+        "a command: pull, teardown, silence, detail [HOST], sort util, filter TEXT, roster, q",
     ),
     ("?", "this help"),
     ("q  Ctrl-C", "quit"),

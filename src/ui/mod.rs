@@ -3,6 +3,7 @@
 
 mod alerts;
 pub mod app;
+mod command_line;
 mod event_loop;
 pub mod fleet_table;
 mod frames;
@@ -103,6 +104,13 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx<'_>) {
 
 fn status_line<'a>(ctx: &Ctx<'a>, width: u16) -> Line<'a> {
     let t = ctx.theme;
+    if let Some(line) = &ctx.app.command {
+        return Line::from(vec![
+            Span::styled(" :", t.accent),
+            Span::raw(line.clone()),
+            Span::styled("▏ Tab completes · Enter runs · Esc cancels", t.stale),
+        ]);
+    }
     if ctx.app.editing_filter {
         return Line::from(vec![
             Span::styled(" filter /", t.accent),
