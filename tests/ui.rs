@@ -524,7 +524,7 @@ fn the_readme_key_table_is_the_help_overlay() {
 fn the_command_line_runs_actions_and_completes_host_names() {
     let (_, state) = Demo::start(screenshot_time());
     let mut app = App::new(true);
-    let mut typed = |app: &mut App, text: &str| -> Action {
+    let typed = |app: &mut App, text: &str| -> Action {
         let mut last = app.handle_key(key(KeyCode::Char(':')), &state);
         for c in text.chars() {
             last = app.handle_key(

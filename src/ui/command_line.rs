@@ -55,10 +55,10 @@ impl App {
         };
         match code {
             KeyCode::Esc => self.command = None,
+            // Backspace on an empty line closes it, as in vim.
+            KeyCode::Backspace if line.is_empty() => self.command = None,
             KeyCode::Backspace => {
-                if line.pop().is_none() {
-                    self.command = None;
-                }
+                line.pop();
             }
             KeyCode::Tab => {
                 let done = complete(line, state);
