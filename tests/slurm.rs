@@ -290,6 +290,32 @@ fn watch_and_metrics_follow_a_clusters_jobs_as_they_change() {
     );
 }
 
+/// `rigwatch teardown hpc --job JOB` at a real terminal: the cluster's name typed, Enter again
+/// for the live job; the final screen, with `EXIT=<status>`.
+fn teardown_at_a_terminal(
+    lab: &support::Lab,
+    config: &std::path::Path,
+    job: &str,
+    tag: &str,
+) -> String {
+    let command = format!(
+        "env XDG_STATE_HOME='{}' {} --config {} teardown hpc --job {job}; echo EXIT=$?; sleep 60",
+        lab.path("state").display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        config.display()
+    );
+    let tmux = support::tmux::Tmux::start(tag, &command);
+    tmux.wait_for("the name prompt", Duration::from_secs(30), |s| {
+        s.contains("Type the host's name")
+    });
+    tmux.keys(&["hpc", "Enter"]);
+    tmux.wait_for("the second confirmation", Duration::from_secs(30), |s| {
+        s.contains("Press Enter to destroy it anyway")
+    });
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the end", Duration::from_secs(90), |s| s.contains("EXIT="))
+}
+
 /// `rigwatch teardown CLUSTER --job ID`: `scancel` only through the guard. Refused while the
 /// cluster's results were never pulled (the job keeps running); after `rigwatch pull` of
 /// `[slurm.pull]` through the login node and the cluster's name typed at a real terminal,
@@ -360,22 +386,7 @@ fn scancel_runs_only_through_the_guard_and_the_job_must_be_seen_ended() {
     assert!(text.contains("needs a person at a terminal"), "{text}");
     assert_eq!(state_of(&runs), "RUNNING");
 
-    let command = format!(
-        "env XDG_STATE_HOME='{}' {} --config {} teardown hpc --job {runs}; echo EXIT=$?; sleep 60",
-        lab.path("state").display(),
-        env!("CARGO_BIN_EXE_rigwatch"),
-        config.display()
-    );
-    let tmux = support::tmux::Tmux::start("scancel", &command);
-    tmux.wait_for("the name prompt", Duration::from_secs(30), |s| {
-        s.contains("Type the host's name")
-    });
-    tmux.keys(&["hpc", "Enter"]);
-    tmux.wait_for("the second confirmation", Duration::from_secs(30), |s| {
-        s.contains("Press Enter to destroy it anyway")
-    });
-    tmux.keys(&["Enter"]);
-    let screen = tmux.wait_for("the end", Duration::from_secs(90), |s| s.contains("EXIT="));
+    let screen = teardown_at_a_terminal(&lab, &config, &runs, "scancel");
     assert!(screen.contains("EXIT=0"), "{screen}");
     assert!(
         screen.contains(&format!("shows job {runs} CANCELLED")),
@@ -408,22 +419,7 @@ fn scancel_runs_only_through_the_guard_and_the_job_must_be_seen_ended() {
     std::fs::write(login.bin.join("scancel"), "#!/bin/sh\nexit 0\n").expect("no-op scancel");
     let short = format!("[teardown]\nconfirm_within_secs = 4\nconfirm_every_secs = 1\n{cluster}");
     let config = lab.fleet("fleet-short.toml", &short, &[]);
-    let command = format!(
-        "env XDG_STATE_HOME='{}' {} --config {} teardown hpc --job {stays}; echo EXIT=$?; sleep 60",
-        lab.path("state").display(),
-        env!("CARGO_BIN_EXE_rigwatch"),
-        config.display()
-    );
-    let tmux = support::tmux::Tmux::start("scancel-noop", &command);
-    tmux.wait_for("the name prompt", Duration::from_secs(30), |s| {
-        s.contains("Type the host's name")
-    });
-    tmux.keys(&["hpc", "Enter"]);
-    tmux.wait_for("the second confirmation", Duration::from_secs(30), |s| {
-        s.contains("Press Enter to destroy it anyway")
-    });
-    tmux.keys(&["Enter"]);
-    let screen = tmux.wait_for("the end", Duration::from_secs(90), |s| s.contains("EXIT="));
+    let screen = teardown_at_a_terminal(&lab, &config, &stays, "scancel-noop");
     assert!(screen.contains("EXIT=4"), "{screen}");
     assert!(
         screen.contains(&format!("squeue still shows job {stays} RUNNING")),

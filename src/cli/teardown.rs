@@ -92,11 +92,16 @@ pub async fn run(
     )));
     let walked = walk(&mut dialog, &io, &mut Terminal, &mut std::io::stdout()).await;
     pool.shutdown().await;
-    Ok(ExitCode::from(match walked?.map(|f| f.ending) {
+    Ok(exit_code(walked?))
+}
+
+/// 0 confirmed, 4 ran but not confirmed, 1 anything else (refused, failed, cancelled).
+pub(super) fn exit_code(walked: Option<Finished>) -> ExitCode {
+    ExitCode::from(match walked.map(|f| f.ending) {
         Some(Ending::Ran(DestroyOutcome::Confirmed)) => 0,
         Some(Ending::Ran(DestroyOutcome::Unconfirmed)) => EXIT_UNCONFIRMED,
         Some(Ending::Ran(DestroyOutcome::Failed) | Ending::Refused | Ending::Rehearsed) | None => 1,
-    }))
+    })
 }
 
 /// The exit status when the destroy ran without error but the provider did not confirm it.

@@ -11,14 +11,13 @@ use std::time::Duration;
 use color_eyre::eyre::eyre;
 
 use super::one_host;
-use super::teardown::{EXIT_UNCONFIRMED, OPENING, Terminal, walk};
+use super::teardown::{OPENING, Terminal, exit_code, walk};
 use crate::clocks::Profile;
 use crate::clocks::profiles::find;
 use crate::cluster::Phase;
 use crate::config::FleetConfig;
 use crate::config::slurm::SlurmConfig;
-use crate::ledger::DestroyOutcome;
-use crate::teardown::{ClusterJob, Dialog, Ending, Event, LiveIo, RunLooks, unfinished};
+use crate::teardown::{ClusterJob, Dialog, Event, LiveIo, RunLooks, unfinished};
 
 pub async fn run(
     fleet: &FleetConfig,
@@ -96,9 +95,5 @@ pub async fn run(
     dialog.handle(Event::Queue(None));
     let walked = walk(&mut dialog, &io, &mut Terminal, &mut std::io::stdout()).await;
     pool.shutdown().await;
-    Ok(ExitCode::from(match walked?.map(|f| f.ending) {
-        Some(Ending::Ran(DestroyOutcome::Confirmed)) => 0,
-        Some(Ending::Ran(DestroyOutcome::Unconfirmed)) => EXIT_UNCONFIRMED,
-        Some(Ending::Ran(DestroyOutcome::Failed) | Ending::Refused | Ending::Rehearsed) | None => 1,
-    }))
+    Ok(exit_code(walked?))
 }
