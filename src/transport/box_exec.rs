@@ -110,9 +110,8 @@ impl KubectlBox {
     /// The whole kubectl command line: the command is one argument of `sh -c`, run by an outer
     /// `sh` that prints its status after [`EXIT_WORD`].
     fn command(&self, command: &str) -> Command {
-        let wrapper = format!(
-            "sh -c \"$1\"; s=$?; printf '\\n{EXIT_WORD} %s\\n' \"$s\" >&2; exit \"$s\""
-        );
+        let wrapper =
+            format!("sh -c \"$1\"; s=$?; printf '\\n{EXIT_WORD} %s\\n' \"$s\" >&2; exit \"$s\"");
         let rest = [
             "exec",
             self.pod.as_str(),

@@ -137,7 +137,10 @@ pub async fn get_pods(cluster: &KubeConfig, timeout: Duration) -> Result<String,
 
 /// A Job's or pod's name is a DNS-1123 subdomain (a container's, a label: a subset): checked
 /// before it reaches a command line, where a leading '-' would read as a flag.
-pub(super) fn checked_name<'a>(cluster: &KubeConfig, job: &'a str) -> Result<&'a str, KubectlError> {
+pub(super) fn checked_name<'a>(
+    cluster: &KubeConfig,
+    job: &'a str,
+) -> Result<&'a str, KubectlError> {
     let fine = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
     let ends = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     if job.len() <= 253
