@@ -32,6 +32,11 @@ impl Setup {
         std::fs::create_dir_all(&results).expect("pod folder");
         std::fs::write(results.join("metrics.json"), "{\"loss\": 0.12}\n").expect("metrics");
         std::fs::write(results.join("notes.txt"), "epoch 3 done\n").expect("notes");
+        // Over the tar batches' 1 MiB: streamed alone through `tail` on a kubectl exec.
+        let log: String = (0..60_000)
+            .map(|i| format!("step {i:08} loss 0.5\n"))
+            .collect();
+        std::fs::write(results.join("train-log.txt"), log).expect("log");
         let dest = fake.dir.path().join("home-copy");
         let pull = format!(
             "[kubernetes.pull]\npaths = [\"{}\"]\ndest = \"{}\"\n",
@@ -69,7 +74,10 @@ impl Setup {
 
     fn deletes(&self) -> Vec<support::kube::Request> {
         let requests = self.fake.requests();
-        requests.into_iter().filter(|r| r.method == "DELETE").collect()
+        requests
+            .into_iter()
+            .filter(|r| r.method == "DELETE")
+            .collect()
     }
 
     fn pull(&self) -> String {
@@ -135,8 +143,8 @@ fn a_jobs_pull_comes_through_kubectl_exec_and_the_guard_reads_the_pod() {
     assert!(setup.deletes().is_empty(), "{:?}", setup.deletes());
 
     let said = setup.pull();
-    assert!(said.contains("2 proven, 0 unproven, 0 failed"), "{said}");
-    for name in ["metrics.json", "notes.txt"] {
+    assert!(said.contains("3 proven, 0 unproven, 0 failed"), "{said}");
+    for name in ["metrics.json", "notes.txt", "train-log.txt"] {
         // A folder keeps its own name under dest.
         let home = setup.dest.join("out").join(name);
         assert_eq!(
@@ -150,7 +158,7 @@ fn a_jobs_pull_comes_through_kubectl_exec_and_the_guard_reads_the_pod() {
     assert_eq!(pull["host"], "lab", "{doc}");
     assert_eq!(pull["instance_id"], JOB, "{doc}");
     let files = pull["files"].as_array().expect("files");
-    assert_eq!(files.len(), 2, "{doc}");
+    assert_eq!(files.len(), 3, "{doc}");
     for f in files {
         let remote = Path::new(f["remote_path"].as_str().expect("remote path"));
         let want = sha256(remote);
@@ -160,9 +168,15 @@ fn a_jobs_pull_comes_through_kubectl_exec_and_the_guard_reads_the_pod() {
     }
     let execs = setup.fake.requests();
     assert!(
-        execs.iter().any(|r| r.path.contains(&format!("/pods/{POD}/exec?"))
-            && r.path.contains("container=train")),
+        execs
+            .iter()
+            .any(|r| r.path.contains(&format!("/pods/{POD}/exec?"))
+                && r.path.contains("container=train")),
         "{execs:?}"
+    );
+    assert!(
+        execs.iter().any(|r| r.path.contains("tail")),
+        "the big file streamed by tail: {execs:?}"
     );
 
     // Current now: without a terminal it stops at the prompt, nothing deleted.
@@ -176,7 +190,10 @@ fn a_jobs_pull_comes_through_kubectl_exec_and_the_guard_reads_the_pod() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("REFUSED"), "{text}");
-    assert!(text.contains("metrics.json"), "the file that changed is named: {text}");
+    assert!(
+        text.contains("metrics.json"),
+        "the file that changed is named: {text}"
+    );
     assert!(setup.deletes().is_empty(), "{:?}", setup.deletes());
 }
 
@@ -194,7 +211,10 @@ fn the_delete_runs_once_through_the_guard_and_is_confirmed_when_the_pods_are_gon
     );
     let deletes = setup.deletes();
     assert_eq!(deletes.len(), 1, "{deletes:?}");
-    assert_eq!(deletes[0].path, format!("/apis/batch/v1/namespaces/ml/jobs/{JOB}"));
+    assert_eq!(
+        deletes[0].path,
+        format!("/apis/batch/v1/namespaces/ml/jobs/{JOB}")
+    );
     let body: serde_json::Value = serde_json::from_str(&deletes[0].body).expect("JSON body");
     assert_eq!(body["propagationPolicy"], "Background", "{body}");
     assert!(setup.fake.pod_names().is_empty());
@@ -214,7 +234,10 @@ fn pods_that_survive_the_delete_leave_it_unconfirmed() {
     let screen = setup.teardown_at_a_terminal("kunconfirmed");
     assert!(screen.contains("EXIT=4"), "{screen}");
     assert!(screen.contains("UNCONFIRMED"), "{screen}");
-    assert!(screen.contains(&format!("pod(s) of Job {JOB} still exist")), "{screen}");
+    assert!(
+        screen.contains(&format!("pod(s) of Job {JOB} still exist")),
+        "{screen}"
+    );
     assert_eq!(setup.deletes().len(), 1);
     assert_eq!(setup.fake.pod_names(), [POD]);
     let doc = setup.ledger();

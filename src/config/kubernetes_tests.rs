@@ -113,8 +113,8 @@ fn every_mistake_points_at_its_place() {
             "fleet.toml:7:8: duplicate name \"k\"".into(),
         ),
         (
-            format!("[[kubernetes]]\n{PLAIN}[kubernetes.pull]\npaths = [\"/a\"]\n"),
-            "fleet.toml:6:1: MISSING".into(),
+            format!("[[kubernetes]]\n{PLAIN}[kubernetes.pull]\npaths = [\"/a\"]\nspeed = 1\n"),
+            "fleet.toml:8:1: unknown field `speed`".into(),
         ),
     ];
     for (text, want) in cases {
