@@ -130,6 +130,14 @@ fn keys_move_filter_sort_open_detail_and_quit() {
         },
         "T in the jobs pane is the job under the cursor"
     );
+    assert_eq!(
+        app.handle_key(key(KeyCode::Char('p')), &state),
+        Action::PullJob {
+            cluster: "hpc".into(),
+            job: "10".into()
+        },
+        "p in the jobs pane pulls for the job under the cursor (a Kubernetes Job's pod)"
+    );
     app.handle_key(key(KeyCode::Tab), &state);
     assert_eq!(app.pane, Pane::Alerts);
     // Enter in the events pane opens the host of the event under the cursor, not the fleet's
