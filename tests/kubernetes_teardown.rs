@@ -243,3 +243,51 @@ fn pods_that_survive_the_delete_leave_it_unconfirmed() {
     let doc = setup.ledger();
     assert_eq!(doc["teardowns"][0]["outcome"], "unconfirmed", "{doc}");
 }
+
+/// The dashboard's jobs pane: `p` pulls the Job under the cursor from its pod, and `T` opens
+/// its teardown through the same guard; the cluster's name typed, it is deleted once.
+#[test]
+fn the_dashboards_jobs_pane_pulls_a_job_then_deletes_it_through_the_guard() {
+    let setup = Setup::new("");
+    let command = format!(
+        "env HOME='{}' XDG_STATE_HOME='{}' {} --config {}; sleep 60",
+        setup.fake.home().display(),
+        setup.state().display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        setup.config.display()
+    );
+    let tmux = support::tmux::Tmux::start("kdash", &command);
+    tmux.wait_for("the Job's row", Duration::from_secs(60), |s| {
+        s.contains(JOB)
+    });
+    tmux.keys(&["Tab"]);
+    tmux.keys(&["T"]);
+    tmux.wait_for("the refusal", Duration::from_secs(60), |s| {
+        s.contains("REFUSED — not until") && s.contains("never pulled")
+    });
+    tmux.keys(&["Escape"]);
+    // Alone, so the terminal never reads Escape and p as one Alt-p.
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys(&["p"]);
+    tmux.wait_for("the pull", Duration::from_secs(60), |s| {
+        s.contains(&format!(
+            "of lab (Job {JOB}): 3/3 files hashed and verified"
+        ))
+    });
+    assert!(setup.deletes().is_empty());
+    tmux.keys(&["T"]);
+    tmux.wait_for("a verified-current pull", Duration::from_secs(60), |s| {
+        s.contains("The last pull is verified-current")
+    });
+    tmux.keys(&["l", "a", "b", "Enter"]);
+    tmux.wait_for("the second confirmation", Duration::from_secs(60), |s| {
+        s.contains("Press Enter again to destroy it anyway")
+    });
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the delete confirmed", Duration::from_secs(60), |s| {
+        s.contains(&format!("kubectl shows Job {JOB} and all its pods gone"))
+    });
+    assert_eq!(setup.deletes().len(), 1, "{:?}", setup.deletes());
+    tmux.keys(&["Escape"]);
+    tmux.keys(&["q"]);
+}
