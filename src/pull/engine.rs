@@ -22,7 +22,7 @@ use super::remote::{
 use super::{PullError, names};
 use crate::config::PullConfig;
 use crate::ledger::{PullRecord, PulledFile};
-use crate::transport::{BoxExec, ExecLimits, Session, TransportError};
+use crate::transport::{BoxExec, ExecLimits, Session};
 
 const HASH_BATCH: usize = 200;
 const HASH_BATCHES_AT_ONCE: usize = 4;
@@ -208,20 +208,9 @@ pub async fn pull(
     pull_over(session, (sftp, rtt), job, progress).await
 }
 
-/// A pull where there is no SFTP (a Job's pod, reached through `kubectl exec`): every file
-/// goes by tar batches or `tail` over exec, with the same hashing, proof and promotion.
-pub async fn pull_without_sftp<B: BoxExec>(
-    target: &B,
-    job: &PullJob<'_>,
-    progress: Arc<Progress>,
-) -> Result<PullRecord, PullError> {
-    let none: Opening<'_> = Box::pin(std::future::ready(Err(TransportError::Kubectl(
-        "no SFTP here: files go over exec".into(),
-    ))));
-    pull_over(target, (none, std::future::ready(None)), job, progress).await
-}
-
-async fn pull_over<B: BoxExec>(
+/// A pull through `session`'s commands, with its SFTP channel being opened (an error where
+/// there is none: then every file goes over exec) and its round trip being measured.
+pub(super) async fn pull_over<B: BoxExec>(
     session: &B,
     (mut sftp, rtt): (Opening<'_>, impl Future<Output = Option<Duration>>),
     job: &PullJob<'_>,

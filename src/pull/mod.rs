@@ -170,7 +170,13 @@ pub async fn pull_job_and_record(
         previous: previous.as_ref(),
         protected,
     };
-    let mut record = engine::pull_without_sftp(&pod, &pull_job, progress).await?;
+    // A pod has no SFTP: every file goes by tar batches or `tail` over exec, with the same
+    // hashing, proof and promotion as a box's.
+    let none: copy::Opening<'_> = Box::pin(std::future::ready(Err(
+        crate::transport::TransportError::Kubectl("no SFTP in a pod: files go over exec".into()),
+    )));
+    let no_rtt = std::future::ready(None);
+    let mut record = engine::pull_over(&pod, (none, no_rtt), &pull_job, progress).await?;
     record.id = ledger.record_pull(&record)?;
     Ok(record)
 }
