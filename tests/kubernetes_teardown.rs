@@ -291,3 +291,46 @@ fn the_dashboards_jobs_pane_pulls_a_job_then_deletes_it_through_the_guard() {
     tmux.keys(&["Escape"]);
     tmux.keys(&["q"]);
 }
+
+/// A Job whose pods all ended cannot be read: the pull says so plainly and nothing is exec'd;
+/// a name that is not a Kubernetes name never reaches kubectl at all.
+#[test]
+fn a_job_without_a_running_pod_or_with_a_bad_name_is_a_clear_error() {
+    let setup = Setup::new("");
+    let before = setup.fake.requests().len();
+    let out = setup.rigwatch(&["pull", "lab", "--job=-rf"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("\"-rf\" is not a Kubernetes name"), "{said}");
+    assert_eq!(setup.fake.requests().len(), before, "kubectl was never run");
+
+    let fake = FakeKube::start(&["backoff-failed"]);
+    let config = fake.dir.path().join("fleet.toml");
+    let pull = format!(
+        "[kubernetes.pull]\npaths = [\"/out\"]\ndest = \"{}\"\n",
+        setup.dest.display()
+    );
+    std::fs::write(&config, fake.entry("lab", &pull)).expect("fleet.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .arg("--config")
+        .arg(&config)
+        .args(["pull", "lab", "--job", "train-crash"])
+        .env("HOME", fake.home())
+        .env("XDG_STATE_HOME", fake.dir.path().join("state"))
+        .env_remove("KUBECONFIG")
+        .output()
+        .expect("rigwatch");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(
+            "lab: no running pod of Job train-crash: its files can only be read while a pod runs"
+        ),
+        "{said}"
+    );
+    assert!(
+        fake.requests().iter().all(|r| !r.path.contains("/exec")),
+        "{:?}",
+        fake.requests()
+    );
+}
