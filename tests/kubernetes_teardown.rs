@@ -26,8 +26,15 @@ struct Setup {
 
 impl Setup {
     fn new(teardown: &str) -> Setup {
-        let fake = FakeKube::start(&["running-pvc"]);
-        fake.answer_exec(POD, ExecAnswer::run());
+        Setup::with(&["running-pvc"], teardown)
+    }
+
+    /// As `new`, serving `fixtures`; every pod runs its commands here, on the same files.
+    fn with(fixtures: &[&str], teardown: &str) -> Setup {
+        let fake = FakeKube::start(fixtures);
+        for pod in fake.pod_names() {
+            fake.answer_exec(&pod, ExecAnswer::run());
+        }
         let results = fake.dir.path().join("pod/out");
         std::fs::create_dir_all(&results).expect("pod folder");
         std::fs::write(results.join("metrics.json"), "{\"loss\": 0.12}\n").expect("metrics");
@@ -333,4 +340,23 @@ fn a_job_without_a_running_pod_or_with_a_bad_name_is_a_clear_error() {
         "{:?}",
         fake.requests()
     );
+}
+
+/// A pull proves something only about the Job it was taken from: another Job of the same
+/// cluster, even one whose pod holds the very same files, is refused.
+#[test]
+fn a_pull_of_one_job_never_lets_another_job_be_deleted() {
+    let setup = Setup::with(&["running-pvc", "oom-restarted"], "");
+    setup.pull();
+    let out = setup.rigwatch(&["teardown", "lab", "--job", "train-oom"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("REFUSED"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "the last pull was taken for instance {JOB}, the host is now instance train-oom"
+        )),
+        "{text}"
+    );
+    assert!(setup.deletes().is_empty(), "{:?}", setup.deletes());
 }
