@@ -140,11 +140,17 @@ impl KubectlBox {
 }
 
 /// The command's own status taken off the end of `stderr`; None when kubectl never printed it.
+/// Bytes, not text: the command's own stderr may name files that are not UTF-8.
 fn take_status(stderr: &mut Vec<u8>) -> Option<u32> {
-    let text = std::str::from_utf8(stderr).ok()?;
-    let body = text.strip_suffix('\n')?;
-    let at = body.rfind(&format!("\n{EXIT_WORD} "))?;
-    let code = body[at + EXIT_WORD.len() + 2..].parse().ok()?;
+    let body = stderr.strip_suffix(b"\n")?;
+    let word = format!("\n{EXIT_WORD} ");
+    let at = body
+        .windows(word.len())
+        .rposition(|w| w == word.as_bytes())?;
+    let code = std::str::from_utf8(&body[at + word.len()..])
+        .ok()?
+        .parse()
+        .ok()?;
     stderr.truncate(at);
     Some(code)
 }
@@ -228,5 +234,8 @@ mod tests {
         assert_eq!(take_status(&mut own), None);
         let mut forged = b"rigwatch-exit 0 and more\n".to_vec();
         assert_eq!(take_status(&mut forged), None);
+        let mut bytes = b"find: '/r/\xff': Permission denied\n\nrigwatch-exit 1\n".to_vec();
+        assert_eq!(take_status(&mut bytes), Some(1));
+        assert_eq!(bytes, b"find: '/r/\xff': Permission denied\n");
     }
 }
