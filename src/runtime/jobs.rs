@@ -240,6 +240,9 @@ impl super::Runtime {
     /// [`Step::Pulled`] for the cluster.
     pub fn pull_job(&self, cluster: &str, job: &str) -> Result<Arc<Progress>, String> {
         let Some(kube) = self.kube_cluster(cluster) else {
+            if self.is_demo() && self.host_config(cluster).is_none() {
+                return Err("the demo's clusters are replays: there is nothing to pull".into());
+            }
             return self.pull(cluster);
         };
         if kube.pull.is_none() {
@@ -270,8 +273,8 @@ impl super::Runtime {
     ) -> Result<(), String> {
         if self.is_demo() {
             return Err(
-                "the demo's cluster is a replay: on a live cluster T cancels the job \
-                        with scancel, through the same guard"
+                "the demo's clusters are replays: on a live cluster T ends the job \
+                        (scancel, kubectl delete), through the same guard"
                     .into(),
             );
         }

@@ -28,11 +28,11 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "p",
-        "pull the selected host's results (a job's: its cluster's)",
+        "pull the selected host's results (a job's: cluster's or pod's)",
     ),
     (
         "T",
-        "teardown the selected host, or scancel the selected job (guarded: refused without a \
+        "teardown the selected host, or end the selected job (guarded: refused without a \
          verified pull)",
     ),
     (
