@@ -19,8 +19,9 @@
 //! - `readings` — per-host ring buffers of readings, and what the fleet's state is told.
 //!   Imports: `probe`, `provider`.
 //! - `transport` — the SSH pool, sessions, streams, known_hosts, link state; `kubectl` for a
-//!   Kubernetes namespace (lists, and deleting a Job with its pods). Imports: `config`, `glob`,
-//!   `process` (kubectl in its own process group), `sanitize`.
+//!   Kubernetes namespace (lists, and deleting a Job with its pods); `BoxExec`, where a pull's
+//!   commands run (an SSH session, or a Job's pod through `kubectl exec`). Imports: `config`,
+//!   `glob`, `process` (kubectl in its own process group), `sanitize`.
 //! - `signals` — pure judgements of history, link and `now`. Imports: `config`, `probe`,
 //!   `readings`, `sanitize`, `transport` (the link state type).
 //! - `clocks` — platform profiles as data, and the danger clocks and cost computed from them.
@@ -31,7 +32,8 @@
 //!   read of a Slurm queue over a login session. Imports: `clocks`, `config`, `probe`,
 //!   `sanitize`, `signals`, `transport`.
 //! - `ledger` — the SQLite record of pulls and teardowns. Imports: `config`, `sanitize`.
-//! - `pull` — results copied home over SFTP, hashed, verified, promoted once proven. Imports:
+//! - `pull` — results copied home over SFTP (or exec: a Job's pod has no SFTP), hashed,
+//!   verified, promoted once proven; the guard's look at a box or a pod. Imports:
 //!   `config`, `glob`, `ledger`, `process`, `sanitize`, `transport`.
 //! - `fleet` — the fleet's state: per host its readings and their judgement (run, signals,
 //!   clocks, cost, queue), each cluster's jobs, events, and what is remembered between runs.
@@ -40,7 +42,8 @@
 //! - `teardown` — the teardown dialog's driver (pure), its executor, the destroy plan, the
 //!   queue note, and the one destroy path (intent, command, provider check, outcome). Imports:
 //!   `clocks`, `cluster` (a job's queue read after its scancel), `config`, `ledger`, `process`,
-//!   `provider`, `pull`, `queue`, `sanitize`, `signals`, `transport` (the live I/O's session).
+//!   `provider`, `pull`, `queue`, `sanitize`, `signals`, `transport` (the live I/O's session, and
+//!   kubectl for a Job's delete).
 //! - `monitor` — wiring: runs the probes over the pool and turns their output into readings.
 //!   Imports: `config`, `ledger`, `probe`, `provider`, `queue`, `readings`, `sanitize`,
 //!   `signals`, `transport`.

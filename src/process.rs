@@ -118,6 +118,91 @@ pub async fn run(
     }
 }
 
+/// How a streamed command ended.
+#[derive(Debug, Default)]
+pub struct Streamed {
+    /// Its exit code; None when a signal ended it or it was ended here.
+    pub code: Option<i32>,
+    /// The first `stderr_cap` bytes of its stderr.
+    pub stderr: Vec<u8>,
+    /// The sink asked to stop; the group was ended.
+    pub stopped: bool,
+    /// Nothing arrived for `idle`; the group was ended.
+    pub stalled: bool,
+}
+
+/// Runs `command` in a new process group, handing each piece of its stdout to `sink` as it
+/// arrives (false stops it): bytes of any size pass through without being held. No bound on
+/// the whole, which a checkpoint of tens of GiB would outgrow: the group is ended when nothing
+/// arrives for `idle`, or when the sink stops. Err only when it could not start.
+pub async fn stream(
+    mut command: Command,
+    idle: Duration,
+    stderr_cap: usize,
+    sink: &mut (dyn FnMut(&[u8]) -> bool + Send),
+) -> std::io::Result<Streamed> {
+    command
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn()?;
+    let mut group = Group(
+        child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw),
+    );
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    let mut end = Streamed::default();
+    // Stderr is drained beside stdout, so a chatty child never blocks on a full pipe.
+    let stderr = tokio::spawn(read_capped(err, stderr_cap));
+    if let Some(mut out) = out {
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            match tokio::time::timeout(idle, out.read(&mut buf)).await {
+                Err(_) => {
+                    end.stalled = true;
+                    break;
+                }
+                Ok(Ok(0)) => break,
+                Ok(Ok(n)) => {
+                    if !sink(&buf[..n]) {
+                        end.stopped = true;
+                        break;
+                    }
+                }
+                Ok(Err(e)) => return Err(e),
+            }
+        }
+    }
+    if end.stopped || end.stalled {
+        // Dropping the armed group ends everything the command started.
+        drop(group);
+        child.kill().await.ok();
+    } else {
+        end.code = match tokio::time::timeout(idle, child.wait()).await {
+            Ok(status) => {
+                // It exited: what is left in its group is its own, as with `run`.
+                group.0 = None;
+                status?.code()
+            }
+            Err(_) => {
+                end.stalled = true;
+                drop(group);
+                child.kill().await.ok();
+                None
+            }
+        };
+    }
+    end.stderr = match stderr.await {
+        Ok(Ok((bytes, _))) => bytes,
+        _ => Vec::new(),
+    };
+    Ok(end)
+}
+
 /// Whether process `pid` exists (on this machine): the ledger names the rigwatch that runs a
 /// destroy, so a later start can tell a destroy in flight from one whose rigwatch was stopped.
 pub fn running(pid: u32) -> bool {

@@ -225,6 +225,7 @@ fn child_cluster(period_secs: u64) -> rigwatch::config::KubeConfig {
         period: Duration::from_secs(period_secs),
         checkpoints: None,
         nvidia_smi: false,
+        pull: None,
     }
 }
 

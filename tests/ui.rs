@@ -130,6 +130,14 @@ fn keys_move_filter_sort_open_detail_and_quit() {
         },
         "T in the jobs pane is the job under the cursor"
     );
+    assert_eq!(
+        app.handle_key(key(KeyCode::Char('p')), &state),
+        Action::PullJob {
+            cluster: "hpc".into(),
+            job: "10".into()
+        },
+        "p in the jobs pane pulls for the job under the cursor (a Kubernetes Job's pod)"
+    );
     app.handle_key(key(KeyCode::Tab), &state);
     assert_eq!(app.pane, Pane::Alerts);
     // Enter in the events pane opens the host of the event under the cursor, not the fleet's
@@ -426,7 +434,7 @@ fn scrolling_stops_at_the_end_and_the_help_and_footer_fit_80x24() {
     );
     assert!(help.contains("verified"), "{help}");
     assert!(
-        help.contains("│Enter (Ctrl-U clears); on a job, its scancel"),
+        help.contains("│Enter (Ctrl-U clears); on a job, scancel or kubectl delete"),
         "a long line wraps, not cut:\n{help}"
     );
     // Shorter than the keys: it scrolls, and says so.

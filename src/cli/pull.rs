@@ -1,5 +1,7 @@
 //! `rigwatch pull HOST`: the host's results copied home, hashed, verified and recorded in the
 //! ledger, with a progress bar on a terminal. Exit 0 when every file is good, 1 otherwise.
+//! `rigwatch pull CLUSTER --job NAME` on a `[[kubernetes]]` cluster: the same, from the Job's
+//! running pod through `kubectl exec`.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -13,18 +15,30 @@ use humansize::{BINARY, format_size};
 use super::one_host;
 use crate::config::FleetConfig;
 use crate::ledger::{Ledger, PullRecord};
-use crate::pull::{Progress, pull_and_record};
+use crate::pull::{Progress, pull_and_record, pull_job_and_record};
 
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
-    /// The host, by its name in fleet.toml
+    /// The host, or the cluster, by its name in fleet.toml
     pub host: String,
+    /// On a [[kubernetes]] cluster: the Job whose running pod holds the results
+    #[arg(long, value_name = "NAME")]
+    pub job: Option<String>,
     /// Seconds to wait for the host's link
     #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     pub timeout: f64,
 }
 
 pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<ExitCode> {
+    if let Some(cluster) = fleet.kubernetes.iter().find(|c| c.name == args.host) {
+        return pull_job(fleet, cluster, args.job.as_deref()).await;
+    }
+    if args.job.is_some() {
+        return Err(super::usage(format!(
+            "--job is for a [[kubernetes]] cluster, and {:?} is not one",
+            crate::sanitize::line(&args.host, 80)
+        )));
+    }
     let host = one_host::host(fleet, &args.host)?;
     let spec = host.pull.as_ref().ok_or_else(|| {
         eyre!(
@@ -43,6 +57,73 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
     let timeout = Duration::try_from_secs_f64(args.timeout.max(0.1)).unwrap_or(Duration::MAX);
     let (pool, session) = one_host::connect(fleet, host, timeout).await?;
     let progress = Arc::new(Progress::default());
+    let drawing = draw(&progress);
+    let result = pull_and_record(&session, host, spec, &mut ledger, progress).await;
+    drawing.finish();
+    pool.shutdown().await;
+    ended(&result?, &spec.dest)
+}
+
+/// A Kubernetes Job's pull, from its newest running pod.
+async fn pull_job(
+    fleet: &FleetConfig,
+    cluster: &crate::config::KubeConfig,
+    job: Option<&str>,
+) -> color_eyre::Result<ExitCode> {
+    let job = job.ok_or_else(|| {
+        super::usage(format!(
+            "{} is a Kubernetes cluster: name the Job to pull from with --job NAME",
+            cluster.name
+        ))
+    })?;
+    let spec = cluster.pull.as_ref().ok_or_else(|| {
+        eyre!(
+            "{}: no [kubernetes.pull] in {}: say which paths in the Job's container hold the \
+             results, e.g.\n\n  [kubernetes.pull]\n  paths = [\"/out/final_ckpts\"]\n  \
+             dest = \"~/results/{{host}}\"",
+            cluster.name,
+            fleet.path.display()
+        )
+    })?;
+    if let Some(note) = spec.verify.deprecation(&cluster.name) {
+        eprintln!("{}", crate::sanitize::line(&note, 400));
+    }
+    let ledger_path = crate::ledger::default_path()
+        .ok_or_else(|| eyre!("no home or XDG_STATE_HOME to keep the ledger in"))?;
+    let mut ledger = Ledger::open(&ledger_path)?;
+    let progress = Arc::new(Progress::default());
+    let drawing = draw(&progress);
+    let result = pull_job_and_record(cluster, job, spec, &mut ledger, progress).await;
+    drawing.finish();
+    ended(&result?, &spec.dest)
+}
+
+fn ended(record: &PullRecord, dest: &std::path::Path) -> color_eyre::Result<ExitCode> {
+    print!("{}", summary(record, &dest.display().to_string()));
+    let good = record.unmatched.is_empty() && record.files.iter().all(|f| f.is_good());
+    Ok(if good {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The progress bar, drawn while a pull runs.
+struct Drawing {
+    bar: indicatif::ProgressBar,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drawing {
+    fn finish(self) {
+        if let Some(task) = self.task {
+            task.abort();
+        }
+        self.bar.finish_and_clear();
+    }
+}
+
+fn draw(progress: &Arc<Progress>) -> Drawing {
     // indicatif draws only on a terminal (its stderr target hides itself otherwise), keeps its
     // own rate and ETA estimate, and clears the bar when done.
     let bar = indicatif::ProgressBar::new(0);
@@ -54,8 +135,8 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
         .progress_chars("#>."),
     );
-    let drawing = std::io::stderr().is_terminal().then(|| {
-        let (progress, bar) = (Arc::clone(&progress), bar.clone());
+    let task = std::io::stderr().is_terminal().then(|| {
+        let (progress, bar) = (Arc::clone(progress), bar.clone());
         tokio::spawn(async move {
             loop {
                 show(&progress, &bar);
@@ -63,20 +144,7 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
             }
         })
     });
-    let result = pull_and_record(&session, host, spec, &mut ledger, progress).await;
-    if let Some(task) = drawing {
-        task.abort();
-    }
-    bar.finish_and_clear();
-    pool.shutdown().await;
-    let record = result?;
-    print!("{}", summary(&record, &spec.dest.display().to_string()));
-    let good = record.unmatched.is_empty() && record.files.iter().all(|f| f.is_good());
-    Ok(if good {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Drawing { bar, task }
 }
 
 fn show(progress: &Progress, bar: &indicatif::ProgressBar) {

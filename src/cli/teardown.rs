@@ -33,9 +33,10 @@ use crate::transport::LinkState;
 
 #[derive(Debug, clap::Args)]
 pub struct TeardownArgs {
-    /// The host, or the `[[slurm]]` cluster, by its name in fleet.toml
+    /// The host, or the `[[slurm]]` or `[[kubernetes]]` cluster, by its name in fleet.toml
     pub host: String,
-    /// On a cluster: the job to cancel (`scancel` on its login node, through the same guard)
+    /// On a cluster: the job to end through the same guard (Slurm: `scancel` on its login
+    /// node; Kubernetes: `kubectl delete job` with its pods)
     #[arg(long)]
     pub job: Option<String>,
 }
@@ -48,9 +49,12 @@ pub async fn run(
     if let Some(cluster) = fleet.slurm.iter().find(|c| c.name == args.host) {
         return super::teardown_job::run(fleet, profiles, cluster, args.job.as_deref()).await;
     }
+    if let Some(cluster) = fleet.kubernetes.iter().find(|c| c.name == args.host) {
+        return super::teardown_job::run_kube(fleet, cluster, args.job.as_deref()).await;
+    }
     if args.job.is_some() {
         return Err(super::usage(format!(
-            "--job is for a [[slurm]] cluster, and {:?} is not one",
+            "--job is for a [[slurm]] or [[kubernetes]] cluster, and {:?} is not one",
             args.host
         )));
     }

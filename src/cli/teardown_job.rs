@@ -3,6 +3,9 @@
 //! the login node) against the cluster filesystem; the name typed is the cluster's; `scancel`
 //! runs once on the login node; afterwards the queue must show the job ended, or the outcome is
 //! recorded as NOT confirmed.
+//! On a `[[kubernetes]]` cluster the same guard reads the pull in the Job's running pod
+//! (`[kubernetes.pull]`, through `kubectl exec`), and the destroy is `kubectl delete job` with
+//! its pods, confirmed only when kubectl shows the Job and every pod of it gone.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -15,9 +18,9 @@ use super::teardown::{OPENING, Terminal, exit_code, walk};
 use crate::clocks::Profile;
 use crate::clocks::profiles::find;
 use crate::cluster::Phase;
-use crate::config::FleetConfig;
 use crate::config::slurm::SlurmConfig;
-use crate::teardown::{ClusterJob, Dialog, Event, LiveIo, RunLooks, unfinished};
+use crate::config::{FleetConfig, KubeConfig};
+use crate::teardown::{ClusterJob, Dialog, Event, KubeIo, LiveIo, RunLooks, unfinished};
 
 pub async fn run(
     fleet: &FleetConfig,
@@ -95,5 +98,59 @@ pub async fn run(
     dialog.handle(Event::Queue(None));
     let walked = walk(&mut dialog, &io, &mut Terminal, &mut std::io::stdout()).await;
     pool.shutdown().await;
+    Ok(exit_code(walked?))
+}
+
+/// A Kubernetes Job's `kubectl delete`, through the same guard and prompt.
+pub async fn run_kube(
+    fleet: &FleetConfig,
+    cluster: &KubeConfig,
+    job: Option<&str>,
+) -> color_eyre::Result<ExitCode> {
+    let job = job.ok_or_else(|| {
+        super::usage(format!(
+            "{} is a Kubernetes cluster: name the Job to delete with --job NAME",
+            cluster.name
+        ))
+    })?;
+    let ledger_path = crate::ledger::default_path()
+        .ok_or_else(|| eyre!("no home or XDG_STATE_HOME holding the ledger"))?;
+    for line in unfinished(&ledger_path, None).await {
+        println!("WARNING: {line}");
+    }
+    let reading = crate::runtime::clusters::read_kubernetes(cluster, Duration::from_secs(30)).await;
+    if let Some(error) = &reading.error {
+        return Err(eyre!("{}", crate::sanitize::line(error, 400)));
+    }
+    let Some(row) = reading.jobs.iter().find(|j| j.id == job) else {
+        return Err(super::usage(format!(
+            "Job {:?} is not among {}'s watched Jobs (deleted, or not matched by its selector): \
+             nothing to delete",
+            crate::sanitize::line(job, 80),
+            cluster.name
+        )));
+    };
+    println!(
+        "Job {} on {}: {}",
+        crate::sanitize::line(&row.id, 80),
+        cluster.name,
+        crate::sanitize::line(&row.summary(), 300)
+    );
+    // A finished Job's pods may still exist and hold nothing, yet its delete goes through the
+    // same guard: only a running pod can show the pull is current.
+    let run = match row.phase {
+        Phase::Running | Phase::Ending | Phase::Pending | Phase::Other => RunLooks::Alive,
+        _ => RunLooks::Dead,
+    };
+    let io = KubeIo {
+        cluster: cluster.clone(),
+        job: row.id.clone(),
+        fleet: Arc::new(fleet.clone()),
+        ledger: Some(ledger_path),
+    };
+    let mut dialog = Dialog::new(&cluster.name, OPENING);
+    dialog.handle(Event::Run(run));
+    dialog.handle(Event::Queue(None));
+    let walked = walk(&mut dialog, &io, &mut Terminal, &mut std::io::stdout()).await;
     Ok(exit_code(walked?))
 }

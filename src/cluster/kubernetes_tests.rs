@@ -234,6 +234,7 @@ fn a_reading_joins_pods_by_label_and_names_errors() {
         period: std::time::Duration::from_secs(30),
         checkpoints: None,
         nvidia_smi: false,
+        pull: None,
     };
     let r = reading(&cluster, Ok((jobs, pods)), now());
     assert_eq!(r.scheduler, Scheduler::Kubernetes);

@@ -432,8 +432,8 @@ fn parse_checked(
         .map(|h| h.name.as_str())
         .chain(slurm.iter().map(|c| c.name.as_str()))
         .collect();
-    let kubernetes =
-        super::kubernetes::build(raw.kubernetes, &taken).map_err(|(offset, m)| at(offset, m))?;
+    let kubernetes = super::kubernetes::build(raw.kubernetes, &taken, &mut places)
+        .map_err(|(offset, m)| at(offset, m))?;
     let poll = secs(&raw.poll_secs, "poll_secs")?.unwrap_or(Duration::from_secs(2));
     let alerts = super::alerts::build(raw.alerts, raw.alert, &at)?;
     let teardown = super::teardown::build(&raw.teardown).map_err(|(offset, m)| at(offset, m))?;

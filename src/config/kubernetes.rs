@@ -3,8 +3,8 @@
 //! argument list, never through a shell; even so an empty value or a control character is
 //! refused here, so a typo fails at load with file:line:col rather than as kubectl's error.
 //!
-//! No `[kubernetes.pull]`: the pull engine copies over SFTP from an SSH target, and a pod is
-//! reached only through kubectl; a pull key nothing would carry out is refused as unknown.
+//! `[kubernetes.pull]` has the keys of `[host.pull]`; its paths are inside a Job's pod's main
+//! (first) container, read through `kubectl exec` (`pull::pull_pod`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,7 +12,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::PullConfig;
 use super::paths::expand_tilde;
+use super::pull::{Place, RawPull};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -25,6 +27,7 @@ pub(super) struct RawKube {
     period_secs: Option<Spanned<f64>>,
     checkpoints: Option<Spanned<String>>,
     nvidia_smi: Option<bool>,
+    pull: Option<Spanned<RawPull>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +48,8 @@ pub struct KubeConfig {
     /// Read each running pod's GPUs inside it (`kubectl exec POD -- nvidia-smi`): off by
     /// default, as it runs a process in the user's pods and needs the `pods/exec` right.
     pub nvidia_smi: bool,
+    /// What a Job's results are and where they go: paths inside its pod's first container.
+    pub pull: Option<PullConfig>,
 }
 
 /// A value that becomes one kubectl argument: printable, non-empty text.
@@ -79,7 +84,11 @@ fn namespace(value: &Spanned<String>) -> Result<String, (usize, String)> {
     Ok(text.clone())
 }
 
-pub(super) fn build(raw: Vec<RawKube>, taken: &[&str]) -> Result<Vec<KubeConfig>, (usize, String)> {
+pub(super) fn build(
+    raw: Vec<RawKube>,
+    taken: &[&str],
+    places: &mut Vec<(String, Place)>,
+) -> Result<Vec<KubeConfig>, (usize, String)> {
     let mut out: Vec<KubeConfig> = Vec::with_capacity(raw.len());
     for k in raw {
         let name = argument(&k.name, "name")?.trim().to_string();
@@ -116,7 +125,10 @@ pub(super) fn build(raw: Vec<RawKube>, taken: &[&str]) -> Result<Vec<KubeConfig>
             }
             None => Duration::from_secs(30),
         };
+        // A pod is never this machine: its dest is checked as a remote box's is.
+        let pull = super::connection::pull(&name, k.pull, false, places)?;
         out.push(KubeConfig {
+            pull,
             context: argument(&k.context, "context")?,
             kubeconfig: k
                 .kubeconfig

@@ -113,12 +113,23 @@ fn every_mistake_points_at_its_place() {
             "fleet.toml:7:8: duplicate name \"k\"".into(),
         ),
         (
-            format!("[[kubernetes]]\n{PLAIN}[kubernetes.pull]\npaths = [\"/a\"]\n"),
-            "fleet.toml:6:13: unknown field `pull`".into(),
+            format!("[[kubernetes]]\n{PLAIN}[kubernetes.pull]\npaths = [\"/a\"]\nspeed = 1\n"),
+            "fleet.toml:8:1: unknown field `speed`".into(),
         ),
     ];
     for (text, want) in cases {
         let e = err(&text);
         assert!(e.starts_with(&want), "{text:?}\n got: {e}\nwant: {want}");
     }
+}
+
+#[test]
+fn a_pull_table_has_the_keys_of_a_hosts() {
+    let text = format!(
+        "[[kubernetes]]\n{PLAIN}[kubernetes.pull]\npaths = [\"/out/*.pt\"]\ndest = \"/tmp/k-res\"\n"
+    );
+    let fleet = parse(Path::new("f.toml"), &text).expect("valid");
+    let pull = fleet.kubernetes[0].pull.as_ref().expect("a pull");
+    assert_eq!(pull.paths, ["/out/*.pt"]);
+    assert_eq!(pull.dest, Path::new("/tmp/k-res"));
 }

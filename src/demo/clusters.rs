@@ -81,6 +81,7 @@ pub fn kubernetes(now: DateTime<Utc>) -> ClusterReading {
         period: std::time::Duration::from_secs(30),
         checkpoints: Some("/ckpt".into()),
         nvidia_smi: false,
+        pull: None,
     };
     let listed = parse_jobs(&list_of("Job"))
         .and_then(|jobs| Ok((jobs, parse_pods(&list_of("Pod"))?)))

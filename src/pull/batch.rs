@@ -25,7 +25,7 @@ use super::copy::{Copied, disk};
 use super::local::{Start, part_paths};
 use super::names::{Words, unescape};
 use super::remote::{HashOutput, RemoteFile, hash_command, parse_hashes};
-use crate::transport::{ExecLimits, Session};
+use crate::transport::{BoxExec, ExecLimits};
 
 /// Files up to this size go by tar; above it, SFTP's many reads in flight win.
 pub const SMALL: u64 = 1 << 20;
@@ -43,8 +43,8 @@ pub fn eligible(file: &RemoteFile, start: Start) -> bool {
 }
 
 /// One result per index in `small`: `None` hands the file back to the SFTP path.
-pub async fn copy_small(
-    session: &Session,
+pub async fn copy_small<B: BoxExec>(
+    session: &B,
     dest: &Path,
     plan: &[(RemoteFile, PathBuf)],
     small: &[usize],
@@ -85,8 +85,8 @@ fn split(plan: &[(RemoteFile, PathBuf)], small: &[usize]) -> Vec<Vec<usize>> {
     batches
 }
 
-async fn one_batch(
-    session: &Session,
+async fn one_batch<B: BoxExec>(
+    session: &B,
     dest: &Path,
     plan: &[(RemoteFile, PathBuf)],
     batch: Vec<usize>,

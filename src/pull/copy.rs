@@ -18,7 +18,7 @@ use super::local::{Start, part_paths, source_tag};
 use super::names::{Words, as_utf8};
 use super::remote::RemoteFile;
 use super::{NotCopied, PullError};
-use crate::transport::{Session, SftpChannel, TransportError};
+use crate::transport::{BoxExec, SftpChannel, TransportError};
 
 const FILES_AT_ONCE: usize = 8;
 /// A copy over an exec channel ends if the box sends nothing for this long.
@@ -30,8 +30,8 @@ pub type Opening<'a> = std::pin::Pin<
 >;
 
 /// Copies every planned file; per-file errors come back as text.
-pub async fn copy_all(
-    session: &Session,
+pub async fn copy_all<B: BoxExec>(
+    session: &B,
     dest: &Path,
     plan: &[(RemoteFile, std::path::PathBuf)],
     starts: &[Start],
@@ -103,8 +103,8 @@ pub async fn copy_all(
 
 /// A file SFTP cannot carry (a name that is not UTF-8, or a box without SFTP): `tail -c +N` on
 /// an exec channel, resumed from `from` like an SFTP copy, written and hashed as it arrives.
-async fn download_by_exec(
-    session: &Session,
+async fn download_by_exec<B: BoxExec>(
+    session: &B,
     remote: &RemoteFile,
     dest: &Path,
     local: &Path,

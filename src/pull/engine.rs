@@ -22,7 +22,7 @@ use super::remote::{
 use super::{PullError, names};
 use crate::config::PullConfig;
 use crate::ledger::{PullRecord, PulledFile};
-use crate::transport::{ExecLimits, Session};
+use crate::transport::{BoxExec, ExecLimits, Session};
 
 const HASH_BATCH: usize = 200;
 const HASH_BATCHES_AT_ONCE: usize = 4;
@@ -119,8 +119,8 @@ impl Progress {
 
 /// The box's files under the pull paths, with every link judged (see `remote`'s rule). A
 /// listing that fails, is cut or ends without a status is an error, never an empty folder.
-pub async fn list_remote(
-    session: &Session,
+pub async fn list_remote<B: BoxExec>(
+    session: &B,
     host: &str,
     spec: &PullConfig,
 ) -> Result<Listing, PullError> {
@@ -199,21 +199,28 @@ pub async fn pull(
     job: &PullJob<'_>,
     progress: Arc<Progress>,
 ) -> Result<PullRecord, PullError> {
-    let (host, spec) = (job.host, job.spec);
-    let started = Utc::now();
-    progress.set_stage(Stage::Listing);
     // The SFTP channel (four round trips to open) and the link's round trip (one ping) are
     // asked for while the box lists, not after: on a 100 ms link that was half a second of
     // every pull. The channel is used only if a file needs it; without it (a box with no
     // SFTP) files go over exec channels.
+    let sftp: Opening<'_> = Box::pin(session.sftp(SFTP_TIMEOUT));
+    let rtt = async { session.ping(Duration::from_secs(5)).await.ok() };
+    pull_over(session, (sftp, rtt), job, progress).await
+}
+
+/// A pull through `session`'s commands, with its SFTP channel being opened (an error where
+/// there is none: then every file goes over exec) and its round trip being measured.
+pub(super) async fn pull_over<B: BoxExec>(
+    session: &B,
+    (mut sftp, rtt): (Opening<'_>, impl Future<Output = Option<Duration>>),
+    job: &PullJob<'_>,
+    progress: Arc<Progress>,
+) -> Result<PullRecord, PullError> {
+    let (host, spec) = (job.host, job.spec);
+    let started = Utc::now();
+    progress.set_stage(Stage::Listing);
     // The listing does not wait for the channel: a pull of small files never needs it.
-    let mut sftp: Opening<'_> = Box::pin(session.sftp(SFTP_TIMEOUT));
-    let listed = async {
-        tokio::join!(
-            list_remote(session, host, spec),
-            session.ping(Duration::from_secs(5))
-        )
-    };
+    let listed = async { tokio::join!(list_remote(session, host, spec), rtt) };
     let ((listing, rtt), opened) = alongside(listed, &mut sftp).await;
     if let Some(opened) = opened {
         sftp = Box::pin(std::future::ready(opened));
@@ -398,8 +405,8 @@ async fn local_start(
 
 /// SHA-256 of each file as the box sees it; an empty map when the box has no hashing tool or the
 /// link failed (each file then fails with that reason).
-pub(super) async fn remote_hashes(
-    session: &Session,
+pub(super) async fn remote_hashes<B: BoxExec>(
+    session: &B,
     files: impl Iterator<Item = &RemoteFile>,
 ) -> Result<BTreeMap<String, String>, String> {
     let (big, rest): (Vec<&RemoteFile>, Vec<&RemoteFile>) = files.partition(|f| f.size >= BIG_HASH);

@@ -18,7 +18,7 @@ pub mod verify;
 pub use check::{Verification, verify as verify_local};
 pub use current::{Currentness, NotCurrent, judge};
 pub use engine::{Progress, PullJob, list_remote, pull};
-pub use recheck::{Depth, FinalCheckCost, check_host, final_check_cost, recheck};
+pub use recheck::{Depth, FinalCheckCost, check_host, check_job, final_check_cost, recheck};
 
 use std::path::PathBuf;
 
@@ -63,6 +63,8 @@ pub enum PullError {
     Remote { path: String, reason: String },
     #[error(transparent)]
     Ledger(#[from] crate::ledger::LedgerError),
+    #[error(transparent)]
+    Kubectl(#[from] crate::transport::kubectl::KubectlError),
 }
 
 impl PullError {
@@ -119,13 +121,7 @@ pub async fn pull_and_record(
     progress: std::sync::Arc<Progress>,
 ) -> Result<crate::ledger::PullRecord, PullError> {
     let previous = ledger.latest_pull(&host.name)?;
-    let claims = ledger.protected_files(&host.name)?;
-    let protected = tokio::task::spawn_blocking(move || protect::Protected::of(claims))
-        .await
-        .map_err(|e| PullError::Local {
-            path: spec.dest.clone(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
+    let protected = protected(ledger.protected_files(&host.name)?, spec).await?;
     let job = PullJob {
         host: &host.name,
         instance_id: host.instance_id.as_deref(),
@@ -134,6 +130,53 @@ pub async fn pull_and_record(
         protected,
     };
     let mut record = pull(session, &job, progress).await?;
+    record.id = ledger.record_pull(&record)?;
+    Ok(record)
+}
+
+/// The local copies a pull must not overwrite: the ledger's `claims`, looked at on disk.
+async fn protected(
+    claims: Vec<(String, String)>,
+    spec: &crate::config::PullConfig,
+) -> Result<protect::Protected, PullError> {
+    tokio::task::spawn_blocking(move || protect::Protected::of(claims))
+        .await
+        .map_err(|e| PullError::Local {
+            path: spec.dest.clone(),
+            source: std::io::Error::other(e.to_string()),
+        })
+}
+
+/// A Kubernetes Job's pull: its newest running pod's files under `[kubernetes.pull]`, copied
+/// through `kubectl exec` (no SFTP there) and recorded under the cluster's name with the Job
+/// as the instance. Only the cluster's last pull of this same Job lets files be skipped as
+/// unchanged.
+pub async fn pull_job_and_record(
+    cluster: &crate::config::KubeConfig,
+    job: &str,
+    spec: &crate::config::PullConfig,
+    ledger: &mut crate::ledger::Ledger,
+    progress: std::sync::Arc<Progress>,
+) -> Result<crate::ledger::PullRecord, PullError> {
+    let pod = crate::transport::KubectlBox::of_job(cluster, job, recheck::FIND_POD).await?;
+    let previous = ledger
+        .latest_pull(&cluster.name)?
+        .filter(|p| p.instance_id.as_deref() == Some(job));
+    let protected = protected(ledger.protected_files(&cluster.name)?, spec).await?;
+    let pull_job = PullJob {
+        host: &cluster.name,
+        instance_id: Some(job),
+        spec,
+        previous: previous.as_ref(),
+        protected,
+    };
+    // A pod has no SFTP: every file goes by tar batches or `tail` over exec, with the same
+    // hashing, proof and promotion as a box's.
+    let none: copy::Opening<'_> = Box::pin(std::future::ready(Err(
+        crate::transport::TransportError::Kubectl("no SFTP in a pod: files go over exec".into()),
+    )));
+    let no_rtt = std::future::ready(None);
+    let mut record = engine::pull_over(&pod, (none, no_rtt), &pull_job, progress).await?;
     record.id = ledger.record_pull(&record)?;
     Ok(record)
 }

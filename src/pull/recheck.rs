@@ -9,9 +9,9 @@ use super::current::{Currentness, LocalNow, NotCurrent, judge, judge_content};
 use super::engine::{list_remote, remote_hashes};
 use super::local::sha256_file;
 use super::{PullError, names};
-use crate::config::{HostConfig, PullConfig};
+use crate::config::{HostConfig, KubeConfig, PullConfig};
 use crate::ledger::PullRecord;
-use crate::transport::Session;
+use crate::transport::{BoxExec, KubectlBox, Session};
 
 /// How deep a look goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,8 +24,8 @@ pub enum Depth {
     Content,
 }
 
-pub async fn recheck(
-    session: &Session,
+pub async fn recheck<B: BoxExec>(
+    session: &B,
     host: &str,
     spec: &PullConfig,
     last: Option<&PullRecord>,
@@ -120,21 +120,52 @@ pub async fn check_host(
             .await
             .unwrap_or_else(|e| not_listed(format!("cannot list it: {e}"))),
     };
-    same_instance(judged, host, last)
+    same_instance(judged, host.instance_id.as_deref(), last)
+}
+
+/// How long finding a Job's running pod may take.
+pub const FIND_POD: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The guard's view of a Kubernetes Job: the same look as a box's, run in the Job's newest
+/// running pod through `kubectl exec`. The last pull must be of this Job (its instance id);
+/// no pull paths, no running pod or a pod that cannot be listed are "not current".
+pub async fn check_job(
+    cluster: &KubeConfig,
+    job: &str,
+    last: Option<&PullRecord>,
+    depth: Depth,
+) -> Currentness {
+    let not_listed = |why: String| {
+        Currentness::NotCurrent(vec![NotCurrent::Failed {
+            path: "the pod".into(),
+            why,
+        }])
+    };
+    let judged = match &cluster.pull {
+        None => Currentness::NotCurrent(vec![NotCurrent::NoPullPaths]),
+        Some(spec) => match KubectlBox::of_job(cluster, job, FIND_POD).await {
+            Err(e) => not_listed(e.to_string()),
+            Ok(pod) => recheck(&pod, &cluster.name, spec, last, depth)
+                .await
+                .unwrap_or_else(|e| not_listed(format!("cannot list it: {e}"))),
+        },
+    };
+    same_instance(judged, Some(job), last)
 }
 
 /// A pull proves something only about the instance it was taken on: an `instance_id` changed
-/// since (a copy-pasted id, a re-rented box under the same name) refuses.
-fn same_instance(judged: Currentness, host: &HostConfig, last: Option<&PullRecord>) -> Currentness {
+/// since (a copy-pasted id, a re-rented box under the same name, another Job of the cluster)
+/// refuses.
+fn same_instance(judged: Currentness, now: Option<&str>, last: Option<&PullRecord>) -> Currentness {
     let Some(last) = last else {
         return judged;
     };
-    if last.instance_id == host.instance_id {
+    if last.instance_id.as_deref() == now {
         return judged;
     }
     let other = NotCurrent::OtherInstance {
         pulled: last.instance_id.clone(),
-        now: host.instance_id.clone(),
+        now: now.map(String::from),
     };
     match judged {
         Currentness::Current { .. } => Currentness::NotCurrent(vec![other]),

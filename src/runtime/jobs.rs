@@ -11,14 +11,14 @@ use tokio::sync::mpsc;
 
 use super::Step;
 use crate::demo::teardown::DemoIo;
-use crate::teardown::{ClusterJob, LiveIo};
+use crate::teardown::{ClusterJob, KubeIo, LiveIo};
 
 use crate::clocks::Profile;
-use crate::config::{FleetConfig, HostConfig};
+use crate::config::{FleetConfig, HostConfig, KubeConfig};
 use crate::fleet::FleetState;
 use crate::ledger::Ledger;
 use crate::monitor::verified::{from_ledger, verified_cells};
-use crate::pull::{Progress, pull_and_record};
+use crate::pull::{Progress, pull_and_record, pull_job_and_record};
 use crate::queue::DoneRule;
 use crate::teardown::{Effect, Event, TeardownIo, execute, unfinished};
 use crate::transport::Session;
@@ -49,6 +49,49 @@ pub(super) fn spawn_teardown(
     tokio::spawn(async move {
         let event = execute(io.as_ref(), effect).await;
         let _ = tx.send(JobMsg::Teardown { host, event }).await;
+    });
+}
+
+/// A Kubernetes Job's pull from its running pod, recorded under the cluster's name.
+fn spawn_job_pull(
+    cluster: KubeConfig,
+    job: String,
+    progress: Arc<Progress>,
+    tx: mpsc::Sender<JobMsg>,
+) {
+    tokio::spawn(async move {
+        let name = crate::sanitize::line(&cluster.name, 80);
+        let job_name = crate::sanitize::line(&job, 80);
+        let summary = match (&cluster.pull, ledger()) {
+            (None, _) => format!("{name}: no [kubernetes.pull] paths in fleet.toml"),
+            (_, Err(e)) => format!("pull {name} --job {job_name} not started: ledger: {e}"),
+            (Some(spec), Ok(mut l)) => {
+                match pull_job_and_record(&cluster, &job, spec, &mut l, progress).await {
+                    Err(e) => format!(
+                        "pull {name} --job {job_name} failed: {}",
+                        crate::sanitize::line(&e.to_string(), 300)
+                    ),
+                    Ok(record) => format!(
+                        "pull #{} of {name} (Job {job_name}): {}/{} files hashed and verified{}",
+                        record.id,
+                        record.files.iter().filter(|f| f.is_good()).count(),
+                        record.files.len(),
+                        if record.unmatched.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; {} paths matched nothing", record.unmatched.len())
+                        }
+                    ),
+                }
+            }
+        };
+        let _ = tx
+            .send(JobMsg::Pulled {
+                host: cluster.name,
+                summary,
+                verified: None,
+            })
+            .await;
     });
 }
 
@@ -192,6 +235,34 @@ impl super::Runtime {
         Ok(progress)
     }
 
+    /// Starts a pull for `job` of `cluster`: a Kubernetes Job's from its running pod, else the
+    /// cluster's (a Slurm login node's) as [`Runtime::pull`]. Its end comes back as
+    /// [`Step::Pulled`] for the cluster.
+    pub fn pull_job(&self, cluster: &str, job: &str) -> Result<Arc<Progress>, String> {
+        let Some(kube) = self.kube_cluster(cluster) else {
+            if self.is_demo() && self.host_config(cluster).is_none() {
+                return Err("the demo's clusters are replays: there is nothing to pull".into());
+            }
+            return self.pull(cluster);
+        };
+        if kube.pull.is_none() {
+            return Err("no [kubernetes.pull] paths in fleet.toml say what to bring home".into());
+        }
+        let progress = Arc::new(Progress::default());
+        spawn_job_pull(
+            kube,
+            job.to_string(),
+            Arc::clone(&progress),
+            self.jobs_tx.clone(),
+        );
+        Ok(progress)
+    }
+
+    fn kube_cluster(&self, name: &str) -> Option<KubeConfig> {
+        let fleet = self.fleet()?;
+        fleet.kubernetes.iter().find(|c| c.name == name).cloned()
+    }
+
     /// Opens a cluster job's teardown: the dialog named for `cluster` is about `job` until
     /// another opens; its effects then go through [`Runtime::teardown`]. Err says why not.
     pub fn teardown_job(
@@ -202,17 +273,18 @@ impl super::Runtime {
     ) -> Result<(), String> {
         if self.is_demo() {
             return Err(
-                "the demo's cluster is a replay: on a live cluster T cancels the job \
-                        with scancel, through the same guard"
+                "the demo's clusters are replays: on a live cluster T ends the job \
+                        (scancel, kubectl delete), through the same guard"
                     .into(),
             );
         }
-        let known = self
-            .fleet()
-            .is_some_and(|f| f.slurm.iter().any(|c| c.name == cluster));
+        let known = self.fleet().is_some_and(|f| {
+            f.slurm.iter().any(|c| c.name == cluster)
+                || f.kubernetes.iter().any(|c| c.name == cluster)
+        });
         if !known {
             return Err(format!(
-                "{cluster} is not a [[slurm]] cluster of this fleet"
+                "{cluster} is not a [[slurm]] or [[kubernetes]] cluster of this fleet"
             ));
         }
         self.job_teardowns
@@ -226,6 +298,20 @@ impl super::Runtime {
     /// each answer comes back as [`Step::Teardown`].
     pub fn teardown(&self, host: &str, effects: Vec<Effect>) {
         if effects.is_empty() {
+            return;
+        }
+        let kube = self.fleet().zip(self.kube_cluster(host));
+        if let (Some((fleet, cluster)), Some(job)) = (kube, self.job_teardowns.get(host)) {
+            let io: Arc<dyn TeardownIo> = Arc::new(KubeIo {
+                cluster,
+                job: job.clone(),
+                fleet: Arc::clone(fleet),
+                ledger: crate::ledger::default_path(),
+            });
+            for effect in effects {
+                let tx = self.jobs_tx.clone();
+                spawn_teardown(Arc::clone(&io), host.to_string(), effect, tx);
+            }
             return;
         }
         let Some(config) = self.host_config(host) else {

@@ -65,6 +65,9 @@ pub enum TransportError {
     Disconnected(String),
     #[error("ssh: {0}")]
     Ssh(String),
+    /// kubectl could not run a command in a pod (its own words, sanitized, one line).
+    #[error("{0}")]
+    Kubectl(String),
 }
 
 impl TransportError {

@@ -52,6 +52,8 @@ pub enum KubectlError {
     },
     #[error("{cluster}: {name:?} is not a Kubernetes name")]
     BadName { cluster: String, name: String },
+    #[error("{cluster}: no running pod of Job {job}: its files can only be read while a pod runs")]
+    NoRunningPod { cluster: String, job: String },
 }
 
 /// kubectl's words, one line: newlines become "; ", controls and secrets go.
@@ -135,7 +137,10 @@ pub async fn get_pods(cluster: &KubeConfig, timeout: Duration) -> Result<String,
 
 /// A Job's or pod's name is a DNS-1123 subdomain (a container's, a label: a subset): checked
 /// before it reaches a command line, where a leading '-' would read as a flag.
-fn job_name<'a>(cluster: &KubeConfig, job: &'a str) -> Result<&'a str, KubectlError> {
+pub(super) fn checked_name<'a>(
+    cluster: &KubeConfig,
+    job: &'a str,
+) -> Result<&'a str, KubectlError> {
     let fine = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
     let ends = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     if job.len() <= 253
@@ -161,7 +166,7 @@ pub async fn delete_job(
     job: &str,
     timeout: Duration,
 ) -> Result<(), KubectlError> {
-    let job = job_name(cluster, job)?;
+    let job = checked_name(cluster, job)?;
     kubectl(
         cluster,
         &["delete", "job", job, "--cascade=background", "--wait=false"],
@@ -179,10 +184,23 @@ pub async fn pods_left(
     job: &str,
     timeout: Duration,
 ) -> Result<usize, KubectlError> {
-    let job = job_name(cluster, job)?;
+    let job = checked_name(cluster, job)?;
     let selector = format!("--selector=job-name={job}");
     let out = kubectl(cluster, &["get", "pods", &selector, "-o", "name"], timeout).await?;
     Ok(out.lines().filter(|l| !l.trim().is_empty()).count())
+}
+
+/// Whether Job `job` still exists: `kubectl get job NAME --ignore-not-found -o name` prints
+/// its name, or nothing once it is gone.
+pub async fn job_exists(
+    cluster: &KubeConfig,
+    job: &str,
+    timeout: Duration,
+) -> Result<bool, KubectlError> {
+    let job = checked_name(cluster, job)?;
+    let rest = ["get", "job", job, "--ignore-not-found", "-o", "name"];
+    let out = kubectl(cluster, &rest, timeout).await?;
+    Ok(!out.trim().is_empty())
 }
 
 /// Runs `command` in `container` of pod `pod`: `kubectl exec POD -c CONTAINER -- COMMAND…`
@@ -194,8 +212,8 @@ pub async fn exec(
     command: &[&str],
     timeout: Duration,
 ) -> Result<String, KubectlError> {
-    let pod = job_name(cluster, pod)?;
-    let container = job_name(cluster, container)?;
+    let pod = checked_name(cluster, pod)?;
+    let container = checked_name(cluster, container)?;
     let mut args = vec!["exec", pod, "-c", container, "--"];
     args.extend_from_slice(command);
     kubectl(cluster, &args, timeout).await
@@ -215,6 +233,7 @@ mod tests {
             period: Duration::from_secs(30),
             checkpoints: None,
             nvidia_smi: false,
+            pull: None,
         }
     }
 
@@ -236,10 +255,10 @@ mod tests {
     #[test]
     fn a_job_name_that_is_not_a_kubernetes_name_never_reaches_kubectl() {
         for bad in ["", "-rf", "Train", "a b", "a/b", "x-", &"a".repeat(254)] {
-            assert!(job_name(&cluster(), bad).is_err(), "{bad:?}");
+            assert!(checked_name(&cluster(), bad).is_err(), "{bad:?}");
         }
         for good in ["train", "train-7.a", "0"] {
-            assert_eq!(job_name(&cluster(), good), Ok(good));
+            assert_eq!(checked_name(&cluster(), good), Ok(good));
         }
     }
 

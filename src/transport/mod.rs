@@ -4,6 +4,7 @@
 mod algorithms;
 mod auth;
 mod banner;
+mod box_exec;
 mod budget;
 mod bytes;
 mod error;
@@ -18,6 +19,8 @@ mod stream;
 
 use std::time::Duration;
 
+pub use box_exec::{BoxExec, KubectlBox};
+pub use bytes::BytesEnd;
 pub use error::TransportError;
 pub use link::{LinkState, SLOW_RTT};
 pub use pool::{HostLink, Pool, backoff};

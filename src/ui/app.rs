@@ -66,6 +66,12 @@ pub enum Action {
     Refresh,
     Pull(String),
     Teardown(String),
+    /// Pull a cluster's results for the job under the cursor: a Slurm cluster's login node, a
+    /// Kubernetes Job's running pod.
+    PullJob {
+        cluster: String,
+        job: String,
+    },
     /// Cancel a cluster's job, through the same guard.
     TeardownJob {
         cluster: String,

@@ -70,7 +70,10 @@ where
                         Action::Quit => break,
                         Action::None => {}
                         Action::Refresh => app.notice = Some(runtime.refresh(Utc::now()).into()),
-                        Action::Pull(host) => start_pull(&mut app, runtime, &host),
+                        Action::Pull(host) => start_pull(&mut app, runtime, &host, None),
+                        Action::PullJob { cluster, job } => {
+                            start_pull(&mut app, runtime, &cluster, Some(&job))
+                        }
                         Action::Teardown(host) => open_teardown(&mut app, runtime, &host),
                         Action::TeardownJob { cluster, job } => {
                             open_job_teardown(&mut app, runtime, &cluster, &job)
@@ -173,12 +176,18 @@ fn stop_now(app: &mut App, after_destroy: &mut bool) -> bool {
     false
 }
 
-fn start_pull(app: &mut App, runtime: &Runtime, host: &str) {
+/// A pull of `host`, or of a cluster's `job` (a Kubernetes Job's pod; a Slurm cluster pulls
+/// its login node whatever the job).
+fn start_pull(app: &mut App, runtime: &Runtime, host: &str, job: Option<&str>) {
     if app.pulls.contains_key(host) {
         app.notice = Some(format!("pull {host}: already running"));
         return;
     }
-    match runtime.pull(host) {
+    let started = match job {
+        Some(job) => runtime.pull_job(host, job),
+        None => runtime.pull(host),
+    };
+    match started {
         Err(why) => app.notice = Some(format!("pull {host}: {why}")),
         Ok(progress) => {
             app.pulls.insert(host.to_string(), progress);

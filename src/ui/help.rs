@@ -42,12 +42,12 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "p",
-        "pull the selected host's results home (a gauge below); on a job, its cluster's",
+        "pull the selected host's results home (a gauge below); on a job, its cluster's or pod's",
     ),
     (
         "T",
         "teardown, refused without a verified-current pull: type the name, Enter (Ctrl-U \
-         clears); on a job, its scancel",
+         clears); on a job, scancel or kubectl delete",
     ),
     (
         "S",

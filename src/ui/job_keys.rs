@@ -1,5 +1,6 @@
 //! Keys in the jobs pane: the cursor over every cluster's jobs, `T` to cancel the job under it
-//! through the guard, `p` to pull its cluster's results (what the guard asks for first).
+//! through the guard, `p` to pull its results (what the guard asks for first): its Slurm
+//! cluster's, or its Kubernetes Job's pod's.
 
 use crossterm::event::KeyCode;
 
@@ -42,8 +43,11 @@ impl App {
                 None => {}
             },
             KeyCode::Char('p') => {
-                if let Some((cluster, _)) = rows.get(here) {
-                    return Action::Pull(cluster.to_string());
+                if let Some((cluster, job)) = rows.get(here) {
+                    return Action::PullJob {
+                        cluster: cluster.to_string(),
+                        job: job.id.clone(),
+                    };
                 }
             }
             _ => {}

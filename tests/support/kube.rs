@@ -4,7 +4,8 @@
 //! and the Jobs and pods of hand-written fixtures (tests/fixtures/kubernetes), filtered by an
 //! equality `labelSelector`; a GET of one Job; and a DELETE of one, which removes its pods only
 //! when the body asks for propagation Background or Foreground (the server default for a
-//! batch/v1 Job orphans them). Every request is recorded: method, path with query, body.
+//! batch/v1 Job orphans them), or never with [`FakeKube::keep_pods_on_delete`] (pods that
+//! survive their Job). Every request is recorded: method, path with query, body.
 //!
 //! Each server has its own HOME (kubectl caches discovery under `$HOME/.kube/cache`) and a
 //! kubeconfig whose context `fake` points at it. No kubectl on the machine is a failure, never
@@ -36,6 +37,8 @@ struct State {
     requests: Vec<Request>,
     /// What `kubectl exec` in each pod answers; a pod not named answers exit 127.
     exec: std::collections::BTreeMap<String, ExecAnswer>,
+    /// A DELETE of a Job leaves its pods, whatever it asks.
+    keep_pods: bool,
 }
 
 pub struct FakeKube {
@@ -142,6 +145,11 @@ impl FakeKube {
         state.exec.insert(pod.to_string(), answer);
     }
 
+    /// From now on a Job's DELETE leaves its pods running.
+    pub fn keep_pods_on_delete(&self) {
+        self.state.lock().expect("state").keep_pods = true;
+    }
+
     /// A `[[kubernetes]]` entry for this server.
     pub fn entry(&self, name: &str, extra: &str) -> String {
         format!(
@@ -214,7 +222,7 @@ fn serve(conn: TcpStream, state: &Mutex<State>) {
                 ..ExecAnswer::default()
             })
         };
-        serve_exec(conn, reader, &key, &answer);
+        serve_exec(conn, reader, &key, &path, &answer);
         return;
     }
     let body = if chunked {
@@ -279,6 +287,11 @@ fn label_selector(query: &str) -> String {
         .split('&')
         .find_map(|kv| kv.strip_prefix("labelSelector="))
         .unwrap_or("");
+    percent_decoded(raw)
+}
+
+/// A query value as Go's `url.QueryEscape` wrote it (`+` is a space).
+pub fn percent_decoded(raw: &str) -> String {
     let bytes = raw.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -404,7 +417,7 @@ fn answer(state: &mut State, method: &str, path: &str, body: &str) -> (u16, Valu
                 policy["propagationPolicy"].as_str(),
                 Some("Background") | Some("Foreground")
             );
-            if cascades {
+            if cascades && !state.keep_pods {
                 state
                     .pods
                     .retain(|p| p["metadata"]["labels"]["job-name"] != *name);

@@ -2,6 +2,9 @@
 //! (subprotocol `v5.channel.k8s.io`), then binary frames whose first byte is the channel (1
 //! stdout, 2 stderr, 3 the final Status), then a close. A Status `Success` makes kubectl exit
 //! 0; `Failure` / `NonZeroExitCode` with an `ExitCode` cause makes it exit with that code.
+//! An answer with `run` set runs the command kubectl sent on this machine, for real: its
+//! stdout streamed back on channel 1 as it comes, its stderr on 2, its exit code in the Status
+//! (a pod whose files are a temporary folder here).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -10,12 +13,74 @@ use std::time::Duration;
 use serde_json::json;
 use sha1::{Digest, Sha1};
 
-/// What one pod's exec answers: stdout, stderr, exit code.
+/// What one pod's exec answers: stdout, stderr, exit code; or, with `run`, whatever the
+/// command kubectl sent answers when run here.
 #[derive(Debug, Clone, Default)]
 pub struct ExecAnswer {
     pub stdout: String,
     pub stderr: String,
     pub code: i32,
+    pub run: bool,
+}
+
+impl ExecAnswer {
+    /// Runs each exec'd command here, for real.
+    pub fn run() -> ExecAnswer {
+        ExecAnswer {
+            run: true,
+            ..ExecAnswer::default()
+        }
+    }
+}
+
+/// The command of an exec request's query (`command=sh&command=-c&command=...`).
+fn command_of(path: &str) -> Vec<String> {
+    let query = path.split_once('?').map_or("", |(_, q)| q);
+    query
+        .split('&')
+        .filter_map(|kv| kv.strip_prefix("command="))
+        .map(super::kube::percent_decoded)
+        .collect()
+}
+
+/// Runs the command, streaming its stdout as frames while it runs; its stderr and exit code.
+fn run_here(conn: &mut TcpStream, argv: &[String]) -> (Vec<u8>, i32) {
+    use std::process::{Command, Stdio};
+    let Some((program, args)) = argv.split_first() else {
+        return (b"exec: no command\n".to_vec(), 127);
+    };
+    let child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) => return (format!("exec: {e}\n").into_bytes(), 127),
+    };
+    let mut err = child.stderr.take().expect("stderr");
+    let errors = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = err.read_to_end(&mut bytes);
+        bytes
+    });
+    let mut out = child.stdout.take().expect("stdout");
+    let mut buf = vec![0u8; 32 * 1024];
+    loop {
+        match out.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if conn.write_all(&channel(1, &buf[..n])).is_err() {
+                    // kubectl hung up (rigwatch stopped reading): end the command.
+                    let _ = child.kill();
+                    break;
+                }
+            }
+        }
+    }
+    let code = child.wait().map_or(127, |s| s.code().unwrap_or(137));
+    (errors.join().unwrap_or_default(), code)
 }
 
 /// A server frame (servers never mask): FIN + opcode, length, payload.
@@ -47,6 +112,7 @@ pub fn serve_exec(
     mut conn: TcpStream,
     mut reader: BufReader<TcpStream>,
     key: &str,
+    path: &str,
     answer: &ExecAnswer,
 ) {
     let mut hash = Sha1::new();
@@ -58,12 +124,21 @@ pub fn serve_exec(
          Sec-WebSocket-Accept: {accept}\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n"
     );
     let mut out = Vec::new();
-    if !answer.stdout.is_empty() {
-        out.extend(channel(1, answer.stdout.as_bytes()));
+    let (stderr, code) = if answer.run {
+        run_here(&mut conn, &command_of(path))
+    } else {
+        if !answer.stdout.is_empty() {
+            out.extend(channel(1, answer.stdout.as_bytes()));
+        }
+        (answer.stderr.clone().into_bytes(), answer.code)
+    };
+    if !stderr.is_empty() {
+        out.extend(channel(2, &stderr));
     }
-    if !answer.stderr.is_empty() {
-        out.extend(channel(2, answer.stderr.as_bytes()));
-    }
+    let answer = ExecAnswer {
+        code,
+        ..ExecAnswer::default()
+    };
     let status = if answer.code == 0 {
         json!({"metadata": {}, "status": "Success"})
     } else {

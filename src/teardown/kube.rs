@@ -1,0 +1,220 @@
+//! The dialog's I/O for a Kubernetes Job: the same guard as a box's. The check is the pull's
+//! currentness read in the Job's running pod through `kubectl exec` (`pull::check_job`, the
+//! same listing and re-hash code as over SSH); the destroy is `kubectl delete job` with
+//! propagation Background, through the one destroy path's steps: the intent recorded first,
+//! the delete once, then kubectl asked until the Job and all its pods are gone (else NOT
+//! confirmed), and the outcome recorded.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chrono::Utc;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
+use super::describe::{Description, describe};
+use super::destroy::{DestroyReport, with_ledger};
+use super::facts::{Finished, PlanLooks, RunLooks};
+use super::io::{CheckFound, TeardownIo};
+use super::plan::{Method, TeardownPlan};
+use crate::config::{FleetConfig, KubeConfig};
+use crate::ledger::{DestroyOutcome, PullRecord, TeardownFinish, TeardownIntent};
+use crate::pull::{Currentness, Depth, NotCurrent, check_job};
+use crate::transport::kubectl::{delete_job, job_exists, pods_left};
+
+/// How long one kubectl read may take while confirming.
+const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+pub struct KubeIo {
+    pub cluster: KubeConfig,
+    /// The Job, by its name (checked before it reaches kubectl).
+    pub job: String,
+    /// For the teardown tuning (destroy timeout, confirm window).
+    pub fleet: Arc<FleetConfig>,
+    /// None without a state dir: nothing is pulled on record, and no destroy can be recorded.
+    pub ledger: Option<PathBuf>,
+}
+
+impl KubeIo {
+    async fn last_pull(&self) -> Result<Option<PullRecord>, NotCurrent> {
+        let unreadable = |why: String| NotCurrent::Failed {
+            path: "the ledger".into(),
+            why,
+        };
+        let path = self
+            .ledger
+            .as_ref()
+            .ok_or_else(|| unreadable("no state dir holds it".into()))?;
+        let name = self.cluster.name.clone();
+        with_ledger(path, move |l| l.latest_pull(&name))
+            .await
+            .map_err(unreadable)
+    }
+
+    async fn look(&self, depth: Depth) -> (Option<PullRecord>, Currentness) {
+        match self.last_pull().await {
+            Ok(last) => {
+                let seen = check_job(&self.cluster, &self.job, last.as_ref(), depth).await;
+                (last, seen)
+            }
+            Err(why) => (None, Currentness::NotCurrent(vec![why])),
+        }
+    }
+
+    /// The command as shown and recorded (kubectl gets it as an argument list).
+    fn command(&self) -> String {
+        format!(
+            "kubectl --context={} --namespace={} delete job {} --cascade=background --wait=false",
+            self.cluster.context, self.cluster.namespace, self.job
+        )
+    }
+
+    fn plan(&self) -> TeardownPlan {
+        TeardownPlan {
+            host: self.cluster.name.clone(),
+            platform: "Kubernetes Job".into(),
+            instance_id: Some(self.job.clone()),
+            method: Method::Command {
+                command: self.command(),
+            },
+            destroyed: vec![
+                format!("Job {} and its pods", self.job),
+                "their containers' files and emptyDir volumes".into(),
+            ],
+            survives: vec![
+                "PersistentVolumeClaims".into(),
+                "the cluster and its other Jobs".into(),
+            ],
+            reversible: false,
+            still_bills: "the cluster's nodes, if they stay up: the Job's GPUs are freed for \
+                          other pods"
+                .into(),
+            stops_per_hour: None,
+            currency: String::new(),
+        }
+    }
+
+    /// Asks kubectl until the Job and every pod of it are gone, or the confirm window passed.
+    async fn gone(&self) -> (DestroyOutcome, String) {
+        let tuning = &self.fleet.teardown;
+        let claim = "kubectl delete exited 0";
+        let deadline = tokio::time::Instant::now() + tuning.confirm_within;
+        let job = &self.job;
+        loop {
+            let pods = pods_left(&self.cluster, job, READ_TIMEOUT).await;
+            let exists = job_exists(&self.cluster, job, READ_TIMEOUT).await;
+            let last = match (pods, exists) {
+                (Ok(0), Ok(false)) => {
+                    let why = format!(
+                        "kubectl shows Job {job} and all its pods gone at {}",
+                        Utc::now().format("%H:%M:%S UTC")
+                    );
+                    return (DestroyOutcome::Confirmed, why);
+                }
+                (Err(e), _) | (_, Err(e)) => format!("kubectl could not be asked ({e})"),
+                (Ok(n), exists) => format!(
+                    "{n} pod(s) of Job {job} still exist{}",
+                    if exists == Ok(true) {
+                        ", and the Job itself"
+                    } else {
+                        ""
+                    }
+                ),
+            };
+            if tokio::time::Instant::now() + tuning.confirm_every > deadline {
+                return (
+                    DestroyOutcome::Unconfirmed,
+                    format!(
+                        "{claim}, but {last} {}s after it: they may still hold their GPUs",
+                        tuning.confirm_within.as_secs()
+                    ),
+                );
+            }
+            tokio::time::sleep(tuning.confirm_every).await;
+        }
+    }
+
+    async fn destroy_job(&self, pull_id: i64) -> DestroyReport {
+        let refused = |why: String| DestroyReport {
+            command: None,
+            output: Vec::new(),
+            outcome: Err(why),
+            recorded: Err("nothing ran, so nothing was recorded".into()),
+        };
+        let Some(ledger) = &self.ledger else {
+            return refused("no state dir for the ledger, so the intent cannot be recorded".into());
+        };
+        let command = crate::sanitize::mask_secrets(&self.command());
+        let intent = TeardownIntent {
+            at: Utc::now(),
+            host: self.cluster.name.clone(),
+            instance_id: Some(self.job.clone()),
+            command: Some(command.clone()),
+            pull_id,
+            pid: std::process::id(),
+        };
+        let id = match with_ledger(ledger, move |l| l.record_intent(&intent)).await {
+            Ok(id) => id,
+            Err(e) => {
+                return refused(format!(
+                    "the ledger cannot record the destroy's intent ({e}); a destroy without a \
+                     record does not run"
+                ));
+            }
+        };
+        let timeout = self.fleet.teardown.destroy_timeout;
+        let (exit_status, output, (outcome, why)) =
+            match delete_job(&self.cluster, &self.job, timeout).await {
+                Ok(()) => (Some(0), String::new(), self.gone().await),
+                Err(e) => (
+                    None,
+                    e.to_string(),
+                    (
+                        DestroyOutcome::Failed,
+                        format!("{e}; the Job may still run and hold its GPUs"),
+                    ),
+                ),
+            };
+        let finish = TeardownFinish {
+            finished: Utc::now(),
+            exit_status,
+            output: output.clone(),
+            outcome,
+            why: why.clone(),
+        };
+        let recorded = match with_ledger(ledger, move |l| l.record_outcome(id, &finish)).await {
+            Ok(true) => Ok(ledger.clone()),
+            Ok(false) => Err("another rigwatch already recorded an outcome for it".into()),
+            Err(e) => Err(e),
+        };
+        DestroyReport {
+            command: Some(command),
+            output: output.lines().map(String::from).collect(),
+            outcome: Ok((outcome, why)),
+            recorded,
+        }
+    }
+}
+
+impl TeardownIo for KubeIo {
+    fn check(&self, run: RunLooks) -> BoxFuture<'_, CheckFound> {
+        async move {
+            let (last, currentness) = self.look(Depth::Stat).await;
+            let words: Description = describe(&self.plan(), last.as_ref(), run);
+            CheckFound {
+                words,
+                plan: PlanLooks::Runs,
+                currentness,
+            }
+        }
+        .boxed()
+    }
+
+    fn final_check(&self) -> BoxFuture<'_, Currentness> {
+        async move { self.look(Depth::Content).await.1 }.boxed()
+    }
+
+    fn destroy(&self, pull_id: i64) -> BoxFuture<'_, Finished> {
+        async move { Finished::from(self.destroy_job(pull_id).await) }.boxed()
+    }
+}
