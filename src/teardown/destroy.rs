@@ -111,46 +111,85 @@ pub async fn destroy(
         pull_id,
         pid: std::process::id(),
     };
+    let act = async {
+        let timeout = confirming.tuning.destroy_timeout;
+        let (exit_status, output, failed) = match (command, session) {
+            (Some(command), Some(session)) if on_host => {
+                let ran = run_on_host(session, command, timeout).await;
+                (ran.exit_status, ran.output, ran.failed)
+            }
+            (Some(command), _) => {
+                let ran = run_destroy(command, timeout).await;
+                (ran.exit_status, ran.output, ran.failed)
+            }
+            (None, _) => (None, BY_HAND.to_string(), None),
+        };
+        let (outcome, why) = match failed {
+            Some(how) => (
+                DestroyOutcome::Failed,
+                format!("{how}; the box may still exist and bill"),
+            ),
+            None => {
+                let claim = if command.is_some() {
+                    "the destroy command exited 0"
+                } else {
+                    "you said you destroyed it at the provider"
+                };
+                match (&confirming.cluster, host.instance_id.as_deref()) {
+                    (Some(cluster), Some(job)) => {
+                        job_ended(cluster, session, job, &confirming.tuning, claim).await
+                    }
+                    _ => ask_provider(host.instance_id.as_deref(), confirming, claim).await,
+                }
+            }
+        };
+        Acted {
+            exit_status,
+            output,
+            outcome,
+            why,
+        }
+    };
+    recorded(ledger, intent, act).await
+}
+
+/// What a destroy did: its exit, its output, and the outcome with why.
+pub(super) struct Acted {
+    pub exit_status: Option<i32>,
+    pub output: String,
+    pub outcome: DestroyOutcome,
+    pub why: String,
+}
+
+/// The one way a destroy is carried out, whatever it runs: the intent recorded first (if it
+/// cannot be, `act` never starts: a future does nothing until awaited), then `act`, then its
+/// outcome added to the intent.
+pub(super) async fn recorded(
+    ledger: &Path,
+    intent: TeardownIntent,
+    act: impl std::future::Future<Output = Acted>,
+) -> DestroyReport {
+    let command = intent.command.clone();
     let id = match with_ledger(ledger, move |l| l.record_intent(&intent)).await {
         Ok(id) => id,
         Err(e) => {
-            return refused(format!(
-                "the ledger cannot record the destroy's intent ({e}); a destroy without a record \
-                 does not run"
-            ));
-        }
-    };
-    let timeout = confirming.tuning.destroy_timeout;
-    let (exit_status, output, failed) = match (command, session) {
-        (Some(command), Some(session)) if on_host => {
-            let ran = run_on_host(session, command, timeout).await;
-            (ran.exit_status, ran.output, ran.failed)
-        }
-        (Some(command), _) => {
-            let ran = run_destroy(command, timeout).await;
-            (ran.exit_status, ran.output, ran.failed)
-        }
-        (None, _) => (None, BY_HAND.to_string(), None),
-    };
-    let (outcome, why) = match failed {
-        Some(how) => (
-            DestroyOutcome::Failed,
-            format!("{how}; the box may still exist and bill"),
-        ),
-        None => {
-            let claim = if command.is_some() {
-                "the destroy command exited 0"
-            } else {
-                "you said you destroyed it at the provider"
+            return DestroyReport {
+                command: None,
+                output: Vec::new(),
+                outcome: Err(format!(
+                    "the ledger cannot record the destroy's intent ({e}); a destroy without a \
+                     record does not run"
+                )),
+                recorded: Err("nothing ran, so nothing was recorded".into()),
             };
-            match (&confirming.cluster, host.instance_id.as_deref()) {
-                (Some(cluster), Some(job)) => {
-                    job_ended(cluster, session, job, &confirming.tuning, claim).await
-                }
-                _ => ask_provider(host.instance_id.as_deref(), confirming, claim).await,
-            }
         }
     };
+    let Acted {
+        exit_status,
+        output,
+        outcome,
+        why,
+    } = act.await;
     let finish = TeardownFinish {
         finished: Utc::now(),
         exit_status,
@@ -164,7 +203,7 @@ pub async fn destroy(
         Err(e) => Err(e),
     };
     DestroyReport {
-        command: masked,
+        command,
         output: output.lines().map(String::from).collect(),
         outcome: Ok((outcome, why)),
         recorded,

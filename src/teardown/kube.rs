@@ -13,13 +13,13 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use super::describe::{Description, describe};
-use super::destroy::{DestroyReport, with_ledger};
+use super::destroy::{Acted, DestroyReport, recorded};
 use super::facts::{Finished, PlanLooks, RunLooks};
 use super::io::{CheckFound, TeardownIo};
 use super::plan::{Method, TeardownPlan};
 use crate::config::{FleetConfig, KubeConfig};
-use crate::ledger::{DestroyOutcome, PullRecord, TeardownFinish, TeardownIntent};
-use crate::pull::{Currentness, Depth, NotCurrent, check_job};
+use crate::ledger::{DestroyOutcome, PullRecord, TeardownIntent};
+use crate::pull::{Currentness, Depth, check_job};
 use crate::transport::kubectl::{delete_job, job_exists, pods_left};
 
 /// How long one kubectl read may take while confirming.
@@ -36,23 +36,8 @@ pub struct KubeIo {
 }
 
 impl KubeIo {
-    async fn last_pull(&self) -> Result<Option<PullRecord>, NotCurrent> {
-        let unreadable = |why: String| NotCurrent::Failed {
-            path: "the ledger".into(),
-            why,
-        };
-        let path = self
-            .ledger
-            .as_ref()
-            .ok_or_else(|| unreadable("no state dir holds it".into()))?;
-        let name = self.cluster.name.clone();
-        with_ledger(path, move |l| l.latest_pull(&name))
-            .await
-            .map_err(unreadable)
-    }
-
     async fn look(&self, depth: Depth) -> (Option<PullRecord>, Currentness) {
-        match self.last_pull().await {
+        match super::live::last_pull(self.ledger.as_deref(), &self.cluster.name).await {
             Ok(last) => {
                 let seen = check_job(&self.cluster, &self.job, last.as_ref(), depth).await;
                 (last, seen)
@@ -153,46 +138,27 @@ impl KubeIo {
             pull_id,
             pid: std::process::id(),
         };
-        let id = match with_ledger(ledger, move |l| l.record_intent(&intent)).await {
-            Ok(id) => id,
-            Err(e) => {
-                return refused(format!(
-                    "the ledger cannot record the destroy's intent ({e}); a destroy without a \
-                     record does not run"
-                ));
+        let act = async {
+            let timeout = self.fleet.teardown.destroy_timeout;
+            match delete_job(&self.cluster, &self.job, timeout).await {
+                Ok(()) => {
+                    let (outcome, why) = self.gone().await;
+                    Acted {
+                        exit_status: Some(0),
+                        output: String::new(),
+                        outcome,
+                        why,
+                    }
+                }
+                Err(e) => Acted {
+                    exit_status: None,
+                    output: e.to_string(),
+                    outcome: DestroyOutcome::Failed,
+                    why: format!("{e}; the Job may still run and hold its GPUs"),
+                },
             }
         };
-        let timeout = self.fleet.teardown.destroy_timeout;
-        let (exit_status, output, (outcome, why)) =
-            match delete_job(&self.cluster, &self.job, timeout).await {
-                Ok(()) => (Some(0), String::new(), self.gone().await),
-                Err(e) => (
-                    None,
-                    e.to_string(),
-                    (
-                        DestroyOutcome::Failed,
-                        format!("{e}; the Job may still run and hold its GPUs"),
-                    ),
-                ),
-            };
-        let finish = TeardownFinish {
-            finished: Utc::now(),
-            exit_status,
-            output: output.clone(),
-            outcome,
-            why: why.clone(),
-        };
-        let recorded = match with_ledger(ledger, move |l| l.record_outcome(id, &finish)).await {
-            Ok(true) => Ok(ledger.clone()),
-            Ok(false) => Err("another rigwatch already recorded an outcome for it".into()),
-            Err(e) => Err(e),
-        };
-        DestroyReport {
-            command: Some(command),
-            output: output.lines().map(String::from).collect(),
-            outcome: Ok((outcome, why)),
-            recorded,
-        }
+        recorded(ledger, intent, act).await
     }
 }
 

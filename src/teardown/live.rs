@@ -37,6 +37,23 @@ pub struct LiveIo {
     pub cluster: Option<ClusterJob>,
 }
 
+/// The ledger's last pull of `name` (a host, or a cluster); an unreadable ledger is said, not
+/// taken for "none".
+pub(super) async fn last_pull(
+    ledger: Option<&std::path::Path>,
+    name: &str,
+) -> Result<Option<PullRecord>, NotCurrent> {
+    let unreadable = |why: String| NotCurrent::Failed {
+        path: "the ledger".into(),
+        why,
+    };
+    let path = ledger.ok_or_else(|| unreadable("no state dir holds it".into()))?;
+    let name = name.to_string();
+    with_ledger(path, move |l| l.latest_pull(&name))
+        .await
+        .map_err(unreadable)
+}
+
 /// A Slurm job to cancel. Its results are the cluster's (`[slurm.pull]`, on the shared
 /// filesystem that outlives the job), so the pull is not tied to the job as to an instance.
 #[derive(Debug, Clone)]
@@ -46,24 +63,8 @@ pub struct ClusterJob {
 }
 
 impl LiveIo {
-    /// The ledger's last pull of this host; an unreadable ledger is said, not taken for "none".
-    async fn last_pull(&self) -> Result<Option<PullRecord>, NotCurrent> {
-        let unreadable = |why: String| NotCurrent::Failed {
-            path: "the ledger".into(),
-            why,
-        };
-        let path = self
-            .ledger
-            .as_ref()
-            .ok_or_else(|| unreadable("no state dir holds it".into()))?;
-        let name = self.host.name.clone();
-        with_ledger(path, move |l| l.latest_pull(&name))
-            .await
-            .map_err(unreadable)
-    }
-
     async fn look(&self, depth: Depth) -> (Option<PullRecord>, Currentness) {
-        match self.last_pull().await {
+        match last_pull(self.ledger.as_deref(), &self.host.name).await {
             Ok(last) => {
                 let seen =
                     check_host(self.session.as_deref(), &self.host, last.as_ref(), depth).await;
