@@ -290,6 +290,42 @@ fn watch_and_metrics_follow_a_clusters_jobs_as_they_change() {
     );
 }
 
+/// A real cluster running one job, `train-a`; a login node with Slurm's clients; results on
+/// the "cluster filesystem"; and the `[[slurm]]` entry (with `extra` keys) that pulls them.
+struct JobLab {
+    slurm: Slurm,
+    lab: support::Lab,
+    login: support::Sshd,
+    runs: String,
+    cluster: String,
+}
+
+fn job_lab(extra: &str) -> JobLab {
+    let slurm = Slurm::start();
+    let mut lab = support::Lab::new();
+    let login = lab.start_host("login");
+    slurm.shim_clients_on(&login);
+    let results = lab.path("cluster-fs/run");
+    std::fs::create_dir_all(&results).expect("results dir");
+    std::fs::write(results.join("metrics.json"), "{\"loss\": 0.12}\n").expect("metrics");
+    let runs = slurm.sbatch(&["-J", "train-a", "--wrap", "sleep 300"]);
+    slurm.wait_for_state(&runs, "RUNNING", Duration::from_secs(30));
+    let cluster = format!(
+        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\n{extra}[slurm.pull]\n\
+         paths = [\"{}\"]\ndest = \"{}\"\n",
+        lab.host_entry(&login),
+        results.display(),
+        lab.path("home-copy").display()
+    );
+    JobLab {
+        slurm,
+        lab,
+        login,
+        runs,
+        cluster,
+    }
+}
+
 /// `rigwatch teardown hpc --job JOB` at a real terminal: the cluster's name typed, Enter again
 /// for the live job; the final screen, with `EXIT=<status>`.
 fn teardown_at_a_terminal(
@@ -325,22 +361,13 @@ fn teardown_at_a_terminal(
 #[test]
 fn scancel_runs_only_through_the_guard_and_the_job_must_be_seen_ended() {
     use std::process::Command;
-    let slurm = Slurm::start();
-    let mut lab = support::Lab::new();
-    let login = lab.start_host("login");
-    slurm.shim_clients_on(&login);
-    let results = lab.path("cluster-fs/run");
-    std::fs::create_dir_all(&results).expect("results dir");
-    std::fs::write(results.join("metrics.json"), "{\"loss\": 0.12}\n").expect("metrics");
-    let runs = slurm.sbatch(&["-J", "train-a", "--wrap", "sleep 300"]);
-    slurm.wait_for_state(&runs, "RUNNING", Duration::from_secs(30));
-    let cluster = format!(
-        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\n[slurm.pull]\npaths = [\"{}\"]\n\
-         dest = \"{}\"\n",
-        lab.host_entry(&login),
-        results.display(),
-        lab.path("home-copy").display()
-    );
+    let JobLab {
+        slurm,
+        lab,
+        login,
+        runs,
+        cluster,
+    } = job_lab("");
     let config = lab.fleet("fleet.toml", &cluster, &[]);
     let rigwatch = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_rigwatch"))
@@ -443,22 +470,14 @@ fn scancel_runs_only_through_the_guard_and_the_job_must_be_seen_ended() {
 /// Enter, and Enter again for the live job run `scancel` once, confirmed by the queue.
 #[test]
 fn the_dashboard_cancels_a_job_through_the_modal_only_after_a_pull() {
-    let slurm = Slurm::start();
-    let mut lab = support::Lab::new();
-    let login = lab.start_host("login");
-    slurm.shim_clients_on(&login);
-    let results = lab.path("cluster-fs/run");
-    std::fs::create_dir_all(&results).expect("results dir");
-    std::fs::write(results.join("metrics.json"), "{\"loss\": 0.12}\n").expect("metrics");
-    let runs = slurm.sbatch(&["-J", "train-a", "--wrap", "sleep 300"]);
-    slurm.wait_for_state(&runs, "RUNNING", Duration::from_secs(30));
-    let cluster = format!(
-        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\nperiod_secs = 10\n\
-         [slurm.pull]\npaths = [\"{}\"]\ndest = \"{}\"\n",
-        lab.host_entry(&login),
-        results.display(),
-        lab.path("home-copy").display()
-    );
+    // The login node lives as long as the test (a field left out would drop its sshd now).
+    let JobLab {
+        slurm,
+        lab,
+        login: _login,
+        runs,
+        cluster,
+    } = job_lab("period_secs = 10\n");
     let config = lab.fleet("fleet.toml", &cluster, &[]);
     let state_of = |id: &str| {
         slurm

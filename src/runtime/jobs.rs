@@ -52,6 +52,22 @@ pub(super) fn spawn_teardown(
     });
 }
 
+/// A recorded pull in a line, for the status bar: `pull #3 of gpu-1: 2/2 files hashed and
+/// verified`.
+fn pulled(record: &crate::ledger::PullRecord, what: &str) -> String {
+    format!(
+        "pull #{} of {what}: {}/{} files hashed and verified{}",
+        record.id,
+        record.files.iter().filter(|f| f.is_good()).count(),
+        record.files.len(),
+        if record.unmatched.is_empty() {
+            String::new()
+        } else {
+            format!("; {} paths matched nothing", record.unmatched.len())
+        }
+    )
+}
+
 /// A Kubernetes Job's pull from its running pod, recorded under the cluster's name.
 fn spawn_job_pull(
     cluster: KubeConfig,
@@ -71,17 +87,7 @@ fn spawn_job_pull(
                         "pull {name} --job {job_name} failed: {}",
                         crate::sanitize::line(&e.to_string(), 300)
                     ),
-                    Ok(record) => format!(
-                        "pull #{} of {name} (Job {job_name}): {}/{} files hashed and verified{}",
-                        record.id,
-                        record.files.iter().filter(|f| f.is_good()).count(),
-                        record.files.len(),
-                        if record.unmatched.is_empty() {
-                            String::new()
-                        } else {
-                            format!("; {} paths matched nothing", record.unmatched.len())
-                        }
-                    ),
+                    Ok(record) => pulled(&record, &format!("{name} (Job {job_name})")),
                 }
             }
         };
@@ -120,7 +126,6 @@ pub(super) fn spawn_pull(
                 match recorded {
                     Err(e) => e,
                     Ok(record) => {
-                        let good = record.files.iter().filter(|f| f.is_good()).count();
                         if let Some(queue) = &host.queue {
                             verified = Some(verified_cells(
                                 &record,
@@ -128,17 +133,7 @@ pub(super) fn spawn_pull(
                                 &DoneRule::default(),
                             ));
                         }
-                        format!(
-                            "pull #{} of {}: {good}/{} files hashed and verified{}",
-                            record.id,
-                            crate::sanitize::line(&host.name, 80),
-                            record.files.len(),
-                            if record.unmatched.is_empty() {
-                                String::new()
-                            } else {
-                                format!("; {} paths matched nothing", record.unmatched.len())
-                            }
-                        )
+                        pulled(&record, &crate::sanitize::line(&host.name, 80))
                     }
                 }
             }
