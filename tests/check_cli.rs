@@ -422,3 +422,36 @@ fn ledger_of_an_unknown_host_says_so() {
     let out = ledger(known);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
+
+/// The man page says what a person reaches for in one, and refers to no page that does not
+/// exist: the commands are named, the keys are the help overlay's, then files, environment,
+/// exit status and examples.
+#[test]
+fn the_man_page_has_keys_files_environment_exit_status_and_examples() {
+    let out = rigwatch().arg("man").output().expect("man");
+    assert_eq!(out.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&out.stdout);
+    for heading in [
+        ".SH COMMANDS",
+        ".SH KEYS",
+        ".SH FILES",
+        ".SH ENVIRONMENT",
+        ".SH \"EXIT STATUS\"",
+        ".SH EXAMPLES",
+    ] {
+        assert!(page.contains(heading), "{heading} missing");
+    }
+    assert!(!page.contains("(1)"), "no reference to a subcommand page");
+    for (key, _) in rigwatch::ui::help::KEYS {
+        let escaped = key.replace('-', "\\-");
+        assert!(page.contains(&escaped), "key {key} missing");
+    }
+    for needle in [
+        "ledger.sqlite",
+        "RIGWATCH_CONFIG",
+        "NO_COLOR",
+        "rigwatch teardown hpc \\-\\-job 4242",
+    ] {
+        assert!(page.contains(needle), "{needle} missing");
+    }
+}

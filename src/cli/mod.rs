@@ -4,6 +4,7 @@ mod check;
 pub mod dashboard;
 mod init;
 mod ledger;
+mod man;
 mod one_host;
 mod profiles;
 mod pull;
@@ -286,8 +287,7 @@ fn run_command(cli: Cli) -> color_eyre::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Man) => {
-            let command = <Cli as clap::CommandFactory>::command();
-            clap_mangen::Man::new(command).render(&mut std::io::stdout())?;
+            man::render(&mut std::io::stdout())?;
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Init(args)) => {
