@@ -299,6 +299,9 @@ pub fn job_row(
         .and_then(|path| checkpoint_danger(path, judged.unwrap_or(&job.spec.template.spec)))
         .into_iter()
         .collect();
+    let elapsed = start
+        .and_then(|s| (end - s).to_std().ok())
+        .map(|d| d.as_secs());
     JobRow {
         id: clean(&job.metadata.name),
         name: clean(&job.metadata.name),
@@ -310,12 +313,15 @@ pub fn job_row(
         nodes: (!nodes.is_empty()).then(|| u32::try_from(nodes.len()).unwrap_or(u32::MAX)),
         node_list: (!nodes.is_empty()).then(|| nodes.join(",")),
         gpus,
-        elapsed_secs: start
-            .and_then(|s| (end - s).to_std().ok())
-            .map(|d| d.as_secs()),
+        elapsed_secs: elapsed,
         limit_secs: job.spec.active_deadline_seconds,
-        // The walltime clock's words are Slurm's (SIGTERM, KillWait): no clock for a Job yet.
-        left: None,
+        // activeDeadlineSeconds runs from the Job's start: its walltime, while it is not over.
+        left: job
+            .spec
+            .active_deadline_seconds
+            .zip(elapsed)
+            .filter(|_| !phase.is_over())
+            .map(|(limit, used)| std::time::Duration::from_secs(limit.saturating_sub(used))),
         restarts: Some(restarts),
         restart_limit: job.spec.backoff_limit,
         requeue: None,

@@ -323,3 +323,41 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn active_deadline_seconds_is_the_jobs_walltime_clock() {
+    let (mut jobs, pods) = fixture("running-pvc");
+    // Running two hours of a three-hour deadline.
+    jobs[0].spec.active_deadline_seconds = Some(3 * 3600);
+    let refs: Vec<&KubePod> = pods.iter().collect();
+    let row = job_row(&jobs[0], &refs, Some("/ckpt"), now());
+    assert_eq!(row.left, Some(std::time::Duration::from_secs(3600)));
+    let mut reading = ClusterReading {
+        name: "lab".into(),
+        scheduler: Scheduler::Kubernetes,
+        via: "ctx/ml".into(),
+        jobs: vec![row],
+        ended_state_unknown: Vec::new(),
+        error: None,
+        read_at: now(),
+    };
+    reading.judge(now() + chrono::Duration::minutes(10));
+    let clock = reading.jobs[0].walltime.as_ref().expect("a clock");
+    assert_eq!(clock.remaining_secs, Some(3000));
+    assert!(
+        clock.message.contains("activeDeadlineSeconds")
+            && clock.message.contains("DeadlineExceeded"),
+        "{}",
+        clock.message
+    );
+    // An ended Job has no clock.
+    let failed = row_of_failed();
+    assert_eq!(failed.left, None);
+}
+
+fn row_of_failed() -> JobRow {
+    let (mut jobs, pods) = fixture("backoff-failed");
+    jobs[0].spec.active_deadline_seconds = Some(3600);
+    let refs: Vec<&KubePod> = pods.iter().collect();
+    job_row(&jobs[0], &refs, None, now())
+}

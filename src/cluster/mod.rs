@@ -234,6 +234,15 @@ impl ClusterReading {
         let read_at = self.read_at;
         for job in &mut self.jobs {
             job.walltime = job.walltime_at(read_at, now);
+            // The same clock, in Kubernetes' words: the deadline ends the pods and fails the Job.
+            if let (Scheduler::Kubernetes, Some(clock)) = (self.scheduler, job.walltime.as_mut()) {
+                clock.message = format!(
+                    "Job {} reaches its activeDeadlineSeconds: Kubernetes ends its pods (SIGTERM, \
+                     then SIGKILL after terminationGracePeriodSeconds) and fails it with \
+                     DeadlineExceeded; checkpoint before then",
+                    job.id
+                );
+            }
             job.dangers.retain(|d| !d.starts_with(STALE_CHECKPOINT));
             let left = job.walltime.as_ref().and_then(|c| c.remaining_secs);
             let age = job
