@@ -13,7 +13,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 /// How long a timed-out group has between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
@@ -55,23 +55,7 @@ pub async fn run(
     timeout: Duration,
     cap: usize,
 ) -> std::io::Result<Finished> {
-    command
-        .process_group(0)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command.spawn()?;
-    let mut group = Group(
-        child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw),
-    );
+    let (mut child, mut group) = spawn_group(&mut command, stdin.is_some())?;
     let (mut input, out, err) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let feed = async {
         if let (Some(pipe), Some(bytes)) = (input.as_mut(), stdin) {
@@ -135,25 +119,32 @@ pub struct Streamed {
 /// arrives (false stops it): bytes of any size pass through without being held. No bound on
 /// the whole, which a checkpoint of tens of GiB would outgrow: the group is ended when nothing
 /// arrives for `idle`, or when the sink stops. Err only when it could not start.
+/// Starts `command` as the leader of its own process group, stdout and stderr piped (stdin
+/// piped only when `stdin`), killed if dropped: the group is what a timeout ends.
+fn spawn_group(command: &mut Command, stdin: bool) -> std::io::Result<(Child, Group)> {
+    command
+        .process_group(0)
+        .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let child = command.spawn()?;
+    let group = Group(
+        child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw),
+    );
+    Ok((child, group))
+}
+
 pub async fn stream(
     mut command: Command,
     idle: Duration,
     stderr_cap: usize,
     sink: &mut (dyn FnMut(&[u8]) -> bool + Send),
 ) -> std::io::Result<Streamed> {
-    command
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command.spawn()?;
-    let mut group = Group(
-        child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw),
-    );
+    let (mut child, mut group) = spawn_group(&mut command, false)?;
     let (out, err) = (child.stdout.take(), child.stderr.take());
     let mut end = Streamed::default();
     // Stderr is drained beside stdout, so a chatty child never blocks on a full pipe.

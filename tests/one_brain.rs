@@ -172,17 +172,9 @@ fn status_and_watch_judge_one_box_alike() {
         .map(|a| a.port())
         .expect("a free port");
     let watch = start_watch(&lab, &config, &["--metrics", &format!("127.0.0.1:{port}")]);
-    let get = || {
-        Command::new("curl")
-            .args(["-sS", "--max-time", "5"])
-            .arg(format!("http://127.0.0.1:{port}/metrics"))
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    };
     let mut text = String::new();
     wait_until(Duration::from_secs(30), || {
-        text = get();
+        text = support::scrape(port);
         text.contains("rigwatch_run_state{host=\"gpu-1\",state=\"alive\"} 1")
     });
     let _ = finish(watch);

@@ -7,6 +7,25 @@ use std::time::Duration;
 
 use support::slurm::Slurm;
 
+/// `rigwatch status --json` on `config`: its exit status and its document.
+fn status_json(lab: &support::Lab, config: &std::path::Path) -> (Option<i32>, serde_json::Value) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+        .args(["status", "--json", "--timeout", "20", "--config"])
+        .arg(config)
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .env_remove("SSH_AUTH_SOCK")
+        .output()
+        .expect("status");
+    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), json)
+}
+
 #[test]
 fn a_real_cluster_runs_and_fails_a_job() {
     let slurm = Slurm::start();
@@ -107,16 +126,7 @@ fn status_reads_a_clusters_jobs_through_its_login_node() {
         lab.path("cluster-fs/ckpt").display()
     );
     let config = lab.fleet("fleet.toml", &cluster, &[]);
-    let out = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
-        .args(["status", "--json", "--timeout", "20", "--config"])
-        .arg(&config)
-        .env("XDG_STATE_HOME", lab.path("state"))
-        .env_remove("SSH_AUTH_SOCK")
-        .output()
-        .expect("status");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let json: serde_json::Value = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{e}: {text}{}", String::from_utf8_lossy(&out.stderr)));
+    let (code, json) = status_json(&lab, &config);
     let hpc = &json["clusters"][0];
     assert_eq!(hpc["name"], "hpc", "{json}");
     assert!(hpc["error"].is_null(), "{hpc}");
@@ -174,7 +184,7 @@ fn status_reads_a_clusters_jobs_through_its_login_node() {
     );
     assert_eq!(hpc["ended_state_unknown"][0], "999999", "{hpc}");
     assert_eq!(
-        out.status.code(),
+        code,
         Some(2),
         "a failed job needs action now, as a critical signal on a box does"
     );
@@ -220,21 +230,13 @@ fn watch_and_metrics_follow_a_clusters_jobs_as_they_change() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("watch");
-    let scrape = || {
-        Command::new("curl")
-            .args(["-sS", "--max-time", "5"])
-            .arg(format!("http://127.0.0.1:{port}/metrics"))
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    };
     let failed_line = format!(
         "rigwatch_job_phase{{cluster=\"hpc\",job=\"{fails}\",name=\"train-fails\",phase=\"failed\",state=\"FAILED\"}} 1"
     );
     let started = std::time::Instant::now();
     let mut text = String::new();
     while started.elapsed() < Duration::from_secs(50) {
-        text = scrape();
+        text = support::scrape(port);
         if text.contains(&failed_line) {
             break;
         }
@@ -535,7 +537,6 @@ fn the_dashboard_cancels_a_job_through_the_modal_only_after_a_pull() {
 /// with its exit code, not "ended, state unknown", and never running.
 #[test]
 fn a_job_purged_from_the_queue_gets_its_end_state_from_accounting() {
-    use std::process::Command;
     let slurm = Slurm::start_with_min_job_age(2);
     let mut lab = support::Lab::new();
     let login = lab.start_host("login");
@@ -560,16 +561,7 @@ fn a_job_purged_from_the_queue_gets_its_end_state_from_accounting() {
         lab.host_entry(&login)
     );
     let config = lab.fleet("fleet.toml", &cluster, &[]);
-    let out = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
-        .args(["status", "--json", "--timeout", "20", "--config"])
-        .arg(&config)
-        .env("XDG_STATE_HOME", lab.path("state"))
-        .env_remove("SSH_AUTH_SOCK")
-        .output()
-        .expect("status");
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
-    });
+    let (_, json) = status_json(&lab, &config);
     let hpc = &json["clusters"][0];
     let job = hpc["jobs"]
         .as_array()

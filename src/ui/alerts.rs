@@ -20,7 +20,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         .app
         .alerts_scroll
         .min(ctx.state.events.len().saturating_sub(1));
-    let skip = cursor.saturating_sub(rows.saturating_sub(1));
+    let skip = super::widgets::window_start(cursor, ctx.state.events.len(), rows);
     let focused = ctx.app.pane == Pane::Alerts;
     let lines: Vec<Line> = if ctx.state.events.is_empty() {
         vec![Line::styled(

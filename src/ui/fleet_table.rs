@@ -385,9 +385,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let selected = ctx.app.selected_index(&visible);
     // Only the rows that fit are built: at 100 hosts most are off screen.
     let fits = usize::from(area.height.saturating_sub(3)).max(1);
-    let first = selected
-        .saturating_sub(fits - 1)
-        .min(visible.len().saturating_sub(fits));
+    let first = super::widgets::window_start(selected, visible.len(), fits);
     let rows: Vec<Row> = visible
         .iter()
         .skip(first)

@@ -82,7 +82,9 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let t = ctx.theme;
     let width = usize::from(area.width.saturating_sub(2));
     let focused = ctx.app.pane == Pane::Jobs;
-    let cursor = ctx.app.job_cursor;
+    // The cursor clamped once: a job that left since the last key does not leave it dangling.
+    let jobs: usize = ctx.state.clusters.iter().map(|c| c.jobs.len()).sum();
+    let cursor = ctx.app.job_cursor.min(jobs.saturating_sub(1));
     let mut lines = Vec::new();
     let mut index = 0;
     for cluster in &ctx.state.clusters {
@@ -94,7 +96,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         }
         for job in &cluster.jobs {
             let style = t.severity(Some(job.severity()));
-            let here = focused && index == cursor.min(rows_len(ctx).saturating_sub(1));
+            let here = focused && index == cursor;
             let mut text = row_text(&cluster.name, job, width);
             if here {
                 text.replace_range(..1, "›");
@@ -113,7 +115,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     // The cursor's row stays on screen.
     let rows = usize::from(area.height.saturating_sub(2));
     let skip = if focused {
-        cursor.saturating_sub(rows.saturating_sub(1))
+        super::widgets::window_start(cursor, lines.len(), rows)
     } else {
         0
     };
@@ -121,7 +123,6 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     if lines.is_empty() {
         lines.push(Line::styled(" no watched job in any queue yet", t.stale));
     }
-    let jobs: usize = ctx.state.clusters.iter().map(|c| c.jobs.len()).sum();
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(
@@ -129,10 +130,6 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         ))
         .border_style(if focused { t.accent } else { t.border });
     frame.render_widget(Paragraph::new(lines).block(block), area);
-}
-
-fn rows_len(ctx: &Ctx<'_>) -> usize {
-    ctx.state.clusters.iter().map(|c| c.jobs.len()).sum()
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use ratatui::layout::Rect;
 
 use super::app::{Action, App, Pane, View};
+use super::widgets::window_start;
 use crate::fleet::FleetState;
 
 /// Where the fleet view's panes were drawn last (empty before the first frame, or in another
@@ -24,11 +25,6 @@ fn inside(area: Rect, column: u16, row: u16) -> bool {
         && column < area.x + area.width
         && row >= area.y
         && row < area.y + area.height
-}
-
-/// The first item shown when `cursor` must stay on a window of `rows` (as the views scroll).
-fn first_shown(cursor: usize, rows: usize) -> usize {
-    cursor.saturating_sub(rows.saturating_sub(1))
 }
 
 impl App {
@@ -76,9 +72,7 @@ impl App {
             let visible = self.visible(state);
             let fits = usize::from(areas.table.height.saturating_sub(3)).max(1);
             let selected = self.selected_index(&visible);
-            let first = selected
-                .saturating_sub(fits - 1)
-                .min(visible.len().saturating_sub(fits));
+            let first = window_start(selected, visible.len(), fits);
             if let Some(h) = visible.get(first + usize::from(offset)) {
                 self.selected = Some(h.config.name.clone());
                 self.detail_scroll = 0;
@@ -103,7 +97,7 @@ impl App {
                 out
             };
             let rows = usize::from(areas.jobs.height.saturating_sub(2));
-            let first = first_shown(self.job_cursor, rows);
+            let first = window_start(self.job_cursor, lines.len(), rows);
             if let Some(Some(job)) = lines.get(first + usize::from(offset)) {
                 self.job_cursor = *job;
             }
@@ -113,7 +107,7 @@ impl App {
             };
             let rows = usize::from(areas.events.height.saturating_sub(2));
             let last = state.events.len().saturating_sub(1);
-            let first = first_shown(self.alerts_scroll.min(last), rows);
+            let first = window_start(self.alerts_scroll.min(last), state.events.len(), rows);
             let at = first + usize::from(offset);
             if at <= last && !state.events.is_empty() {
                 self.alerts_scroll = at;
@@ -132,7 +126,8 @@ mod tests {
         assert!(inside(a, 2, 3) && inside(a, 5, 4));
         assert!(!inside(a, 6, 3) && !inside(a, 2, 5) && !inside(a, 1, 3));
         assert!(!inside(Rect::default(), 0, 0));
-        assert_eq!(first_shown(10, 4), 7);
-        assert_eq!(first_shown(2, 4), 0);
+        assert_eq!(window_start(10, 20, 4), 7);
+        assert_eq!(window_start(2, 20, 4), 0);
+        assert_eq!(window_start(19, 20, 30), 0, "all of it fits");
     }
 }

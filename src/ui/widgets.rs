@@ -91,6 +91,16 @@ pub fn series(
 
 pub use crate::sanitize::fit;
 
+/// The first item shown when item `cursor` of `len` must stay on a window of `rows`: the window
+/// follows the cursor and never runs past the end. Every scrolling pane and the mouse use it, so
+/// a click lands on the row that was drawn.
+pub fn window_start(cursor: usize, len: usize, rows: usize) -> usize {
+    let rows = rows.max(1);
+    cursor
+        .saturating_sub(rows - 1)
+        .min(len.saturating_sub(rows))
+}
+
 /// An age in its largest unit (`45s`, `17m`, `5h`, `3d`), for cells too narrow for `1h05m`.
 pub fn short_age(since: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let s = (now - since).num_seconds().max(0);

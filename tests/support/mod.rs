@@ -118,6 +118,17 @@ pub fn own_cpu() -> (f64, f64) {
     }
 }
 
+/// What `watch --metrics 127.0.0.1:PORT` serves now, through curl as a scraper would fetch
+/// it; empty while nothing answers (bounded: 5 s).
+pub fn scrape(port: u16) -> String {
+    Command::new("curl")
+        .args(["-sS", "--max-time", "5"])
+        .arg(format!("http://127.0.0.1:{port}/metrics"))
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
     listener.local_addr().expect("local addr").port()
