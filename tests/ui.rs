@@ -109,7 +109,7 @@ fn keys_move_filter_sort_open_detail_and_quit() {
     app.handle_key(key(KeyCode::Esc), &state);
     assert_eq!(app.visible(&state).len(), 8, "Esc clears the filter");
 
-    app.handle_key(key(KeyCode::Char('s')), &state);
+    app.handle_key(key(KeyCode::Char('o')), &state);
     assert_eq!(app.sort, SortKey::Name);
     let names: Vec<String> = app
         .visible(&state)
@@ -351,7 +351,10 @@ async fn the_dashboard_loop_walks_a_teardown_on_a_test_backend() {
             ),
         )
         .await;
-        assert!(matches!(ran, Ok(Ok(()))), "the loop ended by itself");
+        assert!(
+            matches!(ran, Ok(Ok(rigwatch::ui::Ended::Quit))),
+            "the loop ended by itself"
+        );
         buffer_text(terminal.backend().buffer())
     }
 

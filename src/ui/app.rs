@@ -9,6 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::teardown_modal::{TeardownModal, event_of};
 use crate::pull::Progress;
 use crate::teardown::{Effect, Stage};
+use crate::transport::Handover;
 
 use crate::fleet::{FleetState, HostState};
 use crate::signals::Severity;
@@ -76,6 +77,12 @@ pub enum Action {
     TeardownJob {
         cluster: String,
         job: String,
+    },
+    /// The person's own `ssh` to the host (a shell, the log, the run's pane), run in the
+    /// terminal while the dashboard waits.
+    Handover {
+        host: String,
+        what: Handover,
     },
     /// Silence the host's alerts for two hours, or lift its silence.
     Silence(String),
@@ -327,9 +334,7 @@ impl App {
             }
             KeyCode::Down | KeyCode::Char('j') => self.move_by(&visible, index, 1),
             KeyCode::Up | KeyCode::Char('k') => self.move_by(&visible, index, -1),
-            KeyCode::Right | KeyCode::Char('l')
-                if self.view == View::Fleet && !visible.is_empty() =>
-            {
+            KeyCode::Right if self.view == View::Fleet && !visible.is_empty() => {
                 self.select(&visible, index);
                 self.view = View::Detail;
             }
@@ -348,7 +353,10 @@ impl App {
                 self.editing_filter = true;
                 self.view = View::Fleet;
             }
-            KeyCode::Char('s') => {
+            KeyCode::Char('s') => return self.handover(&visible, index, Handover::Shell),
+            KeyCode::Char('l') => return self.handover(&visible, index, Handover::Log),
+            KeyCode::Char('L') => return self.handover(&visible, index, Handover::Pane),
+            KeyCode::Char('o') => {
                 self.sort = self.sort.next();
                 self.notice = Some(format!("sorted by {}", self.sort.word()));
             }
@@ -370,6 +378,15 @@ impl App {
         visible
             .get(index)
             .map_or(Action::None, |h| make(h.config.name.clone()))
+    }
+
+    fn handover(&self, visible: &[&HostState], index: usize, what: Handover) -> Action {
+        visible
+            .get(index)
+            .map_or(Action::None, |h| Action::Handover {
+                host: h.config.name.clone(),
+                what,
+            })
     }
 
     fn move_by(&mut self, visible: &[&HostState], index: usize, delta: i64) {

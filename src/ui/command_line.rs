@@ -1,17 +1,18 @@
 //! `:` opens a command line for the views and actions, as in k9s and vim: `:pull [HOST]`,
 //! `:teardown [HOST]`, `:silence [HOST]`, `:sort util`, `:filter TEXT`, `:roster`, `:fleet`,
-//! `:detail [HOST]`, `:refresh`, `:help`, `:q`. Tab completes the command, then a host's name.
+//! `:detail [HOST]`, `:ssh [HOST]`, `:log [HOST]`, `:pane [HOST]`, `:refresh`, `:help`, `:q`. Tab completes the command, then a host's name.
 //! A command names the same action a key does; nothing here runs by itself.
 
 use crossterm::event::KeyCode;
 
 use super::app::{Action, App, SortKey, View};
 use crate::fleet::FleetState;
+use crate::transport::Handover;
 
 /// Every command, completed in this order.
-const COMMANDS: [&str; 12] = [
-    "detail", "filter", "fleet", "help", "pull", "q", "quit", "refresh", "roster", "silence",
-    "sort", "teardown",
+const COMMANDS: [&str; 15] = [
+    "detail", "filter", "fleet", "help", "log", "pane", "pull", "q", "quit", "refresh", "roster",
+    "silence", "sort", "ssh", "teardown",
 ];
 
 /// The sort words `:sort` takes.
@@ -128,10 +129,19 @@ impl App {
                     Action::None
                 }
             },
-            "pull" | "teardown" | "silence" | "detail" => match host(self) {
+            "pull" | "teardown" | "silence" | "detail" | "ssh" | "log" | "pane" => match host(self)
+            {
                 None => no_host(self),
                 Some(name) => match word {
                     "pull" => Action::Pull(name),
+                    "ssh" | "log" | "pane" => Action::Handover {
+                        host: name,
+                        what: match word {
+                            "ssh" => Handover::Shell,
+                            "log" => Handover::Log,
+                            _ => Handover::Pane,
+                        },
+                    },
                     "teardown" => Action::Teardown(name),
                     "silence" => Action::Silence(name),
                     _ => {
@@ -174,7 +184,7 @@ fn complete(line: &str, state: &FleetState) -> String {
             let hosts: Vec<&str> = state.hosts.iter().map(|h| h.config.name.as_str()).collect();
             let sorts: Vec<&str> = SORTS.iter().map(|(w, _)| *w).collect();
             let choices = match word {
-                "pull" | "teardown" | "silence" | "detail" => hosts,
+                "pull" | "teardown" | "silence" | "detail" | "ssh" | "log" | "pane" => hosts,
                 "sort" => sorts,
                 _ => return line.to_string(),
             };

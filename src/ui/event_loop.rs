@@ -21,6 +21,19 @@ use crate::teardown::{
     Dialog, Event as DialogEvent, QueueNote, QueueSeen, RunLooks, Stage, queue_note,
 };
 
+/// Why the dashboard's loop ended.
+#[derive(Debug)]
+pub enum Ended {
+    Quit,
+    /// The person asked for their own `ssh` (`s`, `l`, `L`): the caller gives the terminal to
+    /// `argv` and runs the loop again with `app` once it ends.
+    Handover {
+        app: Box<App>,
+        host: String,
+        argv: Vec<std::ffi::OsString>,
+    },
+}
+
 /// The dashboard's loop over any ratatui backend and any stream of terminal events, so the
 /// same loop runs in a terminal and in tests on a `TestBackend`.
 pub async fn run<B, E>(
@@ -30,7 +43,7 @@ pub async fn run<B, E>(
     runtime: &mut Runtime,
     theme: Theme,
     poll: Duration,
-) -> std::io::Result<()>
+) -> std::io::Result<Ended>
 where
     B: Backend,
     E: Stream<Item = std::io::Result<Event>> + Unpin,
@@ -83,6 +96,12 @@ where
                             app.silenced = runtime.silenced().clone();
                         }
                         Action::Dialog { host, effects } => runtime.teardown(&host, effects),
+                        Action::Handover { host, what } => match runtime.handover(&host, what) {
+                            Ok(argv) => {
+                                return Ok(Ended::Handover { app: Box::new(app), host, argv });
+                            }
+                            Err(why) => app.notice = Some(why),
+                        },
                     }
                     dirty = true;
                 }
@@ -138,7 +157,7 @@ where
             break;
         }
     }
-    Ok(())
+    Ok(Ended::Quit)
 }
 
 /// The open teardown dialog follows the run's state and the queue, and ages its check (a check

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use ratatui::buffer::Buffer;
 
 use super::app::{App, View};
+use super::event_loop::Ended;
 use super::theme::Theme;
 use super::{Ctx, render_buffer};
 use crate::demo::Demo;
@@ -18,7 +19,7 @@ pub use crate::runtime::DEMO_POLL;
 /// Takes the terminal (alternate screen, raw mode, a panic hook that gives it back), runs the
 /// loop, and restores the terminal however the loop ended.
 pub async fn run_terminal(
-    app: App,
+    mut app: App,
     runtime: &mut Runtime,
     theme: Theme,
     poll: Duration,
@@ -26,8 +27,26 @@ pub async fn run_terminal(
     let mut terminal = ratatui::init();
     // Clicks and the wheel (Shift-drag still selects text in most terminals).
     let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture);
-    let keys = crossterm::event::EventStream::new();
-    let result = super::run(&mut terminal, keys, app, runtime, theme, poll).await;
+    let result = loop {
+        // A stream per turn: dropping it stops crossterm's reader, so the person's ssh gets
+        // every key typed while it runs.
+        let keys = crossterm::event::EventStream::new();
+        match super::run(&mut terminal, keys, app, runtime, theme, poll).await {
+            Ok(Ended::Handover {
+                app: back,
+                host,
+                argv,
+            }) => {
+                app = *back;
+                match super::handover::give_terminal(&mut terminal, &host, &argv).await {
+                    Ok(said) => app.notice = Some(said),
+                    Err(e) => break Err(e),
+                }
+            }
+            Ok(Ended::Quit) => break Ok(()),
+            Err(e) => break Err(e),
+        }
+    };
     let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
     ratatui::restore();
     result

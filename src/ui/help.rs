@@ -24,7 +24,7 @@ pub const KEYS: &[(&str, &str)] = &[
         "move the selection (scroll in detail and events)",
     ),
     (
-        "Enter  → l",
+        "Enter  →",
         "open the selected host (in the events pane: the event's host)",
     ),
     ("Esc  ← h", "back to the fleet; clear the filter"),
@@ -33,7 +33,11 @@ pub const KEYS: &[(&str, &str)] = &[
         "/",
         "filter: name, platform, link or signal (Enter keeps, Esc clears)",
     ),
-    ("s", "sort: worst first, name, GPU util, platform"),
+    ("o", "order: worst first, name, GPU util, platform"),
+    (
+        "s  l  L",
+        "your ssh on the box; its log (less +F); its run's pane, read-only",
+    ),
     ("g  G", "first / last"),
     ("r", "refresh now"),
     (
@@ -42,7 +46,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "p",
-        "pull the selected host's results home (a gauge below); on a job, its cluster's or pod's",
+        "pull results home, with a gauge; on a job: its cluster's or pod's",
     ),
     (
         "T",
@@ -59,10 +63,9 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         ":",
-        "a command: pull, teardown, silence, detail [HOST], sort util, filter TEXT, roster, q",
+        "commands: pull, ssh, log, sort util, filter TEXT… (Tab completes)",
     ),
-    ("?", "this help"),
-    ("q  Ctrl-C", "quit"),
+    ("?  q", "this help; quit (Ctrl-C too)"),
 ];
 
 /// The keys, wrapped to the popup and scrolled with ↑↓ where they do not fit (80×24 included).

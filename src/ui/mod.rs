@@ -7,6 +7,7 @@ mod command_line;
 mod event_loop;
 pub mod fleet_table;
 mod frames;
+mod handover;
 mod header;
 pub mod help;
 mod host_detail;
@@ -32,7 +33,7 @@ use ratatui::widgets::Paragraph;
 use crate::fleet::FleetState;
 
 use app::{App, View};
-pub use event_loop::run;
+pub use event_loop::{Ended, run};
 pub use frames::{DEMO_POLL, demo_frames, run_terminal, screenshot_time};
 pub use mouse::Areas;
 use theme::Theme;
@@ -139,7 +140,9 @@ fn footer_keys(view: View, width: usize) -> String {
             "T teardown",
             "p pull",
             "/ filter",
-            "s sort",
+            "s ssh",
+            "l log",
+            "o order",
             "Tab events",
         ],
         View::Detail => &[
@@ -149,6 +152,8 @@ fn footer_keys(view: View, width: usize) -> String {
             "↑↓ scroll",
             "T teardown",
             "p pull",
+            "s ssh",
+            "l log",
             "g G top/end",
         ],
         View::Roster => &["? help", "q quit", "Esc back", "↑↓ scroll", "g G top/end"],
