@@ -10,6 +10,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::error::TransportError;
+use super::jumps::Jumps;
 use super::link::{LinkState, SLOW_RTT};
 use super::session::{ConnectOptions, ExecLimits, ExecOutput, Session};
 use crate::config::ssh::{self, ResolvedHost};
@@ -90,11 +91,14 @@ impl Drop for Pool {
 impl Pool {
     /// Starts one supervisor per host; must be called inside a tokio runtime.
     pub fn start(fleet: &FleetConfig) -> Pool {
+        // One per pool: every host behind a jump host shares one connection to it.
+        let jumps = Arc::new(Jumps::default());
         let links = fleet
             .hosts
             .iter()
             .enumerate()
             .map(|(index, host)| {
+                let jumps = Arc::clone(&jumps);
                 let (state_tx, state) = watch::channel(LinkState::Connecting { attempt: 0 });
                 let (session_tx, session) = watch::channel(None);
                 let supervisor = Supervisor {
@@ -103,6 +107,7 @@ impl Pool {
                     known_hosts: fleet.known_hosts.clone(),
                     tuning: fleet.link.clone(),
                     ping_every: fleet.poll,
+                    jumps,
                     state_tx,
                     session_tx,
                 };
@@ -197,6 +202,7 @@ struct Supervisor {
     known_hosts: Option<PathBuf>,
     tuning: LinkTuning,
     ping_every: Duration,
+    jumps: Arc<Jumps>,
     state_tx: watch::Sender<LinkState>,
     session_tx: watch::Sender<Option<Arc<Session>>>,
 }
@@ -277,7 +283,7 @@ impl Supervisor {
                 .unwrap_or(DEFAULT_KEEPALIVE_MAX),
             max_sessions: self.tuning.max_sessions,
         };
-        Session::connect(&resolved, &opts).await
+        Session::connect(&resolved, &opts, &self.jumps).await
     }
 
     /// Publishes the session and watches it until it is lost; returns why.

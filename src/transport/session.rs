@@ -14,6 +14,7 @@ use super::banner::{BannerTap, Duplex};
 use super::budget::Budget;
 use super::error::TransportError;
 use super::handler::ClientHandler;
+use super::jumps::Jumps;
 use super::known_hosts;
 use crate::config::ssh::ResolvedHost;
 
@@ -45,9 +46,13 @@ pub struct Session {
     pub auth: String,
     lost: watch::Receiver<Option<String>>,
     slots: Arc<Semaphore>,
-    /// Keeps the bastion connection alive for as long as this one uses it.
-    _jump: Option<Arc<Session>>,
+    /// The jump host's name and its shared connection, kept alive while this one uses it.
+    jump: Option<(String, Arc<Session>)>,
 }
+
+/// How long a lost connection behind a jump host waits to see whether the jump host's own
+/// connection went too (both end together when the bastion dies), so the reason names it.
+const JUMP_GRACE: Duration = Duration::from_millis(300);
 
 #[derive(Debug, Clone, Copy)]
 pub struct ExecLimits {
@@ -77,17 +82,21 @@ pub struct ExecOutput {
 impl Session {
     /// Connects and authenticates within `opts.connect_timeout` in all: the jump hosts, TCP,
     /// the handshake and authentication share it, and a timeout says how long really passed.
+    /// A jump host's connection is taken from `jumps` when one is live there, else made and
+    /// shared through it.
     pub async fn connect(
         host: &ResolvedHost,
         opts: &ConnectOptions,
+        jumps: &Jumps,
     ) -> Result<Session, TransportError> {
-        Session::connect_within(host, opts, Budget::new(opts.connect_timeout)).await
+        Session::connect_within(host, opts, Budget::new(opts.connect_timeout), jumps).await
     }
 
-    async fn connect_within(
+    pub(super) async fn connect_within(
         host: &ResolvedHost,
         opts: &ConnectOptions,
         budget: Budget,
+        jumps: &Jumps,
     ) -> Result<Session, TransportError> {
         let jump = match &host.proxy_jump {
             Some(jump_host) => {
@@ -95,20 +104,21 @@ impl Session {
                     identity: None,
                     ..opts.clone()
                 };
-                Some(Arc::new(
-                    Box::pin(Session::connect_within(jump_host, &jump_opts, budget))
-                        .await
-                        .map_err(|e| TransportError::Connect {
-                            addr: format!("jump host {}", jump_host.original),
-                            reason: e.to_string(),
-                        })?,
-                ))
+                let name = format!("jump host {}", jump_host.original);
+                let session = jumps
+                    .connect(jump_host, &jump_opts, budget)
+                    .await
+                    .map_err(|e| TransportError::Connect {
+                        addr: name.clone(),
+                        reason: e.to_string(),
+                    })?;
+                Some((name, session))
             }
             None => None,
         };
         let addr = format!("{}:{}", host.hostname, host.port);
         let stream: Box<dyn Duplex> = match &jump {
-            Some(j) => {
+            Some((_, j)) => {
                 let open = j.handle.channel_open_direct_tcpip(
                     host.hostname.clone(),
                     u32::from(host.port),
@@ -204,12 +214,17 @@ impl Session {
             auth,
             lost,
             slots: Arc::new(Semaphore::new(opts.max_sessions.max(1) as usize)),
-            _jump: jump,
+            jump,
         })
     }
 
-    /// Why the connection ended, once it has.
+    /// Why the connection ended, once it has; a lost jump host is named as the cause.
     pub fn lost_reason(&self) -> Option<String> {
+        if let Some((name, jump)) = &self.jump {
+            if let Some(reason) = jump.lost_reason() {
+                return Some(format!("{name}: {reason}"));
+            }
+        }
         if let Some(reason) = self.lost.borrow().clone() {
             return Some(reason);
         }
@@ -218,12 +233,25 @@ impl Session {
             .then(|| "connection closed".to_string())
     }
 
-    /// Resolves when the connection is lost, with the reason.
+    /// Resolves when the connection (or the jump host's under it) is lost, with the reason.
     pub async fn closed(&self) -> String {
-        let mut lost = self.lost.clone();
-        match lost.wait_for(Option::is_some).await {
-            Ok(reason) => reason.clone().unwrap_or_default(),
-            Err(_) => "connection task ended".to_string(),
+        let own = async {
+            let mut lost = self.lost.clone();
+            match lost.wait_for(Option::is_some).await {
+                Ok(reason) => reason.clone().unwrap_or_default(),
+                Err(_) => "connection task ended".to_string(),
+            }
+        };
+        let Some((name, jump)) = &self.jump else {
+            return own.await;
+        };
+        let reason = tokio::select! {
+            reason = Box::pin(jump.closed()) => return format!("{name}: {reason}"),
+            reason = own => reason,
+        };
+        match tokio::time::timeout(JUMP_GRACE, Box::pin(jump.closed())).await {
+            Ok(jump_reason) => format!("{name}: {jump_reason}"),
+            Err(_) => reason,
         }
     }
 

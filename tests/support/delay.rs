@@ -5,7 +5,7 @@
 //! direction (counted in bytes, not chunks: sshd writes small segments, and a count of chunks
 //! had capped a 100 ms link at ~90 MiB/s, below what the link carries), and a reader that gets
 //! ahead waits, as a real link's buffers fill; it listens on 127.0.0.1 only, and its runtime
-//! ends when the proxy is dropped.
+//! ends when the proxy is dropped. `cut` drops every open connection mid-stream.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 /// Bytes on the way per direction: a 100 ms link at ~1.3 GB/s.
@@ -24,6 +24,8 @@ const CHUNK: usize = 64 * 1024;
 pub struct DelayProxy {
     pub port: u16,
     stop: Option<oneshot::Sender<()>>,
+    /// Bumped by `cut`: every connection open then is dropped (new ones are still relayed).
+    cuts: watch::Sender<u32>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -35,6 +37,7 @@ impl DelayProxy {
         std_listener.set_nonblocking(true).expect("nonblocking");
         let port = std_listener.local_addr().expect("addr").port();
         let (stop, stopped) = oneshot::channel();
+        let (cuts, cut_rx) = watch::channel(0u32);
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -47,7 +50,14 @@ impl DelayProxy {
                         let Ok((client, _)) = listener.accept().await else {
                             continue;
                         };
-                        tokio::spawn(relay(client, target, one_way));
+                        let mut cut = cut_rx.clone();
+                        cut.mark_unchanged();
+                        tokio::spawn(async move {
+                            tokio::select! {
+                                _ = relay(client, target, one_way) => {}
+                                _ = cut.changed() => {}
+                            }
+                        });
                     }
                 };
                 tokio::select! {
@@ -59,8 +69,15 @@ impl DelayProxy {
         DelayProxy {
             port,
             stop: Some(stop),
+            cuts,
             thread: Some(thread),
         }
+    }
+
+    /// Cuts every connection through the proxy mid-stream (both sockets closed, whatever is in
+    /// flight lost), as a NAT or a flaky uplink would; later connections are relayed as before.
+    pub fn cut(&self) {
+        self.cuts.send_modify(|n| *n += 1);
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod delay;
 pub mod kube;
 pub mod kube_exec;
+pub mod netns;
 pub mod silent;
 pub mod slurm;
 mod standin;
@@ -37,6 +38,8 @@ pub struct Lab {
 
 pub struct Sshd {
     pub name: String,
+    /// Where it listens: 127.0.0.1, or the box's address in a network namespace (netns.rs).
+    pub addr: String,
     pub port: u16,
     pub dir: PathBuf,
     pub bin: PathBuf,
@@ -47,6 +50,8 @@ pub struct Sshd {
     readiness_probes: usize,
     /// Whether sshd offers the SFTP subsystem (every box does unless a test takes it away).
     sftp: bool,
+    /// The network namespace it runs in, when not this machine's own.
+    netns: Option<String>,
 }
 
 fn run(cmd: &mut Command) {
@@ -212,6 +217,18 @@ impl Lab {
 
     /// Starts a host that the lab's known_hosts does not list.
     pub fn start_unknown_host(&mut self, name: &str) -> Sshd {
+        self.start_host_at(name, "127.0.0.1", None)
+    }
+
+    /// Starts a host in the network namespace `ns`, listening on its box address, and records
+    /// its key.
+    pub fn start_host_in(&mut self, name: &str, ns: &netns::Netns) -> Sshd {
+        let sshd = self.start_host_at(name, &ns.box_addr, Some(ns.name.clone()));
+        self.trust(&sshd);
+        sshd
+    }
+
+    fn start_host_at(&mut self, name: &str, addr: &str, netns: Option<String>) -> Sshd {
         self.next_id += 1;
         let dir = self.dir.path().join(format!("host{}-{name}", self.next_id));
         let bin = dir.join("bin");
@@ -223,6 +240,7 @@ impl Lab {
         std::fs::write(dir.join("authorized_keys"), pubkey).expect("authorized_keys");
         let mut sshd = Sshd {
             name: name.to_string(),
+            addr: addr.to_string(),
             port: 0,
             config: dir.join("sshd_config"),
             log: dir.join("sshd.log"),
@@ -231,6 +249,7 @@ impl Lab {
             child: None,
             readiness_probes: 0,
             sftp: true,
+            netns,
         };
         sshd.start_on(free_port());
         sshd
@@ -239,7 +258,13 @@ impl Lab {
     /// Appends the host's current key to the lab's known_hosts.
     pub fn trust(&self, sshd: &Sshd) {
         let mut text = std::fs::read_to_string(&self.known_hosts).unwrap_or_default();
-        let _ = writeln!(text, "[127.0.0.1]:{} {}", sshd.port, sshd.host_public_key());
+        let _ = writeln!(
+            text,
+            "[{}]:{} {}",
+            sshd.addr,
+            sshd.port,
+            sshd.host_public_key()
+        );
         std::fs::write(&self.known_hosts, text).expect("write known_hosts");
     }
 
@@ -309,8 +334,9 @@ impl Lab {
     /// The `[[host]]` body for a plain user@127.0.0.1:port target with the lab key.
     pub fn host_entry(&self, sshd: &Sshd) -> String {
         format!(
-            "ssh = \"{}@127.0.0.1:{}\"\nidentity = \"{}\"",
+            "ssh = \"{}@{}:{}\"\nidentity = \"{}\"",
             self.user,
+            sshd.addr,
             sshd.port,
             self.client_key.display()
         )
@@ -324,13 +350,14 @@ impl Sshd {
     fn write_config(&self) {
         let d = self.dir.display();
         let config = format!(
-            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_ed25519\nPidFile {d}/sshd.pid\n\
+            "Port {port}\nListenAddress {addr}\nHostKey {d}/host_ed25519\nPidFile {d}/sshd.pid\n\
              AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
              PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
              PermitRootLogin prohibit-password\nMaxSessions 10\nMaxStartups 200\n\
              LogLevel DEBUG1\nSetEnv PATH={bin}:/usr/local/bin:/usr/bin:/bin TMUX_TMPDIR={d}\n\
              {subsystem}",
             port = self.port,
+            addr = self.addr,
             bin = self.bin.display(),
             subsystem = if self.sftp {
                 "Subsystem sftp internal-sftp\n"
@@ -350,7 +377,11 @@ impl Sshd {
         // Each box also gets an empty home over the login user's: sshd runs commands through
         // that user's shell, and this machine's dotfiles (a pyenv rehash waiting 60 s on a lock
         // a killed box left behind) must not decide how long a box takes to answer.
-        let mut cmd = if whoami() == "root" {
+        let mut cmd = if let Some(ns) = &self.netns {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, SSHD]);
+            c
+        } else if whoami() == "root" {
             let home = self.dir.join("home");
             std::fs::create_dir_all(&home).expect("box home");
             let user_home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
@@ -382,7 +413,7 @@ impl Sshd {
             .expect("spawn sshd");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while std::net::TcpStream::connect((self.addr.as_str(), port)).is_err() {
             assert!(
                 Instant::now() < deadline,
                 "sshd {} did not listen on {port}: {}",
@@ -395,7 +426,7 @@ impl Sshd {
     }
 
     pub fn spec(&self, user: &str) -> String {
-        format!("{user}@127.0.0.1:{}", self.port)
+        format!("{user}@{}:{}", self.addr, self.port)
     }
 
     pub fn host_public_key(&self) -> String {
@@ -421,7 +452,7 @@ impl Sshd {
         let deadline = Instant::now() + Duration::from_secs(2);
         // sshd logs a readiness probe once it gets to it; wait for those lines to appear.
         loop {
-            let all = self.log_text().matches("Connection from 127.0.0.1").count();
+            let all = self.log_text().matches("Connection from ").count();
             if all >= self.readiness_probes || Instant::now() > deadline {
                 return all.saturating_sub(self.readiness_probes);
             }
