@@ -29,6 +29,7 @@ pub fn run(args: &LedgerArgs, fleet: Option<Vec<String>>) -> color_eyre::Result<
             let ledger = Ledger::open(&path)?;
             known.extend(ledger.pulls(None)?.into_iter().map(|p| p.host));
             known.extend(ledger.teardowns(None)?.into_iter().map(|t| t.host));
+            known.extend(ledger.kills(None)?.into_iter().map(|k| k.host));
         }
         known.sort();
         known.dedup();
@@ -47,7 +48,7 @@ pub fn run(args: &LedgerArgs, fleet: Option<Vec<String>>) -> color_eyre::Result<
     // Reading never creates: with no ledger yet there is nothing to show, and no file is made.
     if !path.exists() {
         if args.json {
-            let doc = serde_json::json!({ "pulls": [], "teardowns": [] });
+            let doc = serde_json::json!({ "pulls": [], "teardowns": [], "kills": [] });
             println!("{}", crate::sanitize::json(&doc)?);
         } else {
             println!(
@@ -72,6 +73,7 @@ pub fn run(args: &LedgerArgs, fleet: Option<Vec<String>>) -> color_eyre::Result<
         }
     }
     let pulls = ledger.pulls(args.host.as_deref())?;
+    let kills = ledger.kills(args.host.as_deref())?;
     let mut teardowns = ledger.teardowns(args.host.as_deref())?;
     // Rows written before commands were masked still hold what they held; never shown.
     for t in &mut teardowns {
@@ -94,11 +96,12 @@ pub fn run(args: &LedgerArgs, fleet: Option<Vec<String>>) -> color_eyre::Result<
                 }
             }
         }
-        let doc = serde_json::json!({ "pulls": pulls_json, "teardowns": teardowns });
+        let doc =
+            serde_json::json!({ "pulls": pulls_json, "teardowns": teardowns, "kills": kills });
         println!("{}", crate::sanitize::json(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
-    if pulls.is_empty() && teardowns.is_empty() {
+    if pulls.is_empty() && teardowns.is_empty() && kills.is_empty() {
         println!("the ledger at {} has nothing yet", path.display());
     }
     // One history in time order: a teardown reads after the pull it relied on.
@@ -124,6 +127,19 @@ pub fn run(args: &LedgerArgs, fleet: Option<Vec<String>>) -> color_eyre::Result<
                     500
                 ),
                 t.exit_status.map_or("-".to_string(), |s| s.to_string())
+            ),
+        ));
+    }
+    for k in &kills {
+        entries.push((
+            k.at,
+            format!(
+                "{}  KILL {} {}: {}: {}\n",
+                k.at.format("%Y-%m-%d %H:%M:%S"),
+                k.host,
+                crate::sanitize::line(&k.pids, 300),
+                crate::sanitize::line(&k.command, 200),
+                crate::sanitize::line(k.outcome.as_deref().unwrap_or("NO RECORDED OUTCOME"), 500)
             ),
         ));
     }

@@ -24,7 +24,7 @@ pub enum LedgerError {
     TooNew { path: PathBuf, found: i64 },
 }
 
-const SCHEMA: i64 = 3;
+const SCHEMA: i64 = 4;
 
 pub struct Ledger {
     pub(super) conn: Connection,
@@ -95,6 +95,10 @@ impl Ledger {
             // Schema 3: a teardown's intent is written before it runs, its outcome after.
             conn.execute_batch(super::teardowns::SCHEMA_3)
                 .map_err(sql)?;
+        }
+        if version < 4 {
+            // Schema 4: processes ended from the dashboard.
+            conn.execute_batch(super::kills::SCHEMA_4).map_err(sql)?;
         }
         Ok(Ledger {
             conn,

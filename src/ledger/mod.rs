@@ -1,12 +1,14 @@
 //! The ledger: a local SQLite database of every pull (what came home, its hashes, whether it
 //! loads) and every teardown (who confirmed what, the command, its output). It is the evidence
-//! the teardown guard reads; rows are only ever added (a teardown's intent row gets its outcome
+//! the teardown guard reads; processes ended from the dashboard (`K`) are kept too; rows are only ever added (a teardown's intent row gets its outcome
 //! once, when the destroy has ended).
 
 mod db;
+mod kills;
 mod teardowns;
 
 pub use db::{Ledger, LedgerError, default_path};
+pub use kills::{KillIntent, KillRecord};
 pub use teardowns::{DestroyOutcome, TeardownFinish, TeardownIntent, TeardownRecord};
 
 use chrono::{DateTime, Utc};

@@ -37,6 +37,8 @@ pub enum JobMsg {
     Verified(BTreeMap<String, BTreeSet<String>>),
     /// Something to say (an unfinished destroy found at start).
     Notice(String),
+    /// What `K` ended on a host, in a line.
+    Killed { host: String, said: String },
 }
 
 /// Carries out one of the teardown dialog's effects through `io`, off the event loop.
@@ -192,6 +194,7 @@ impl super::Runtime {
         let now = Utc::now();
         match msg {
             JobMsg::Notice(text) => Step::Notice(text),
+            JobMsg::Killed { host, said } => Step::Killed { host, said },
             JobMsg::Teardown { host, event } => Step::Teardown { host, event },
             JobMsg::Pulled {
                 host,
@@ -210,6 +213,23 @@ impl super::Runtime {
                 Step::Readings
             }
         }
+    }
+
+    /// Ends `targets` on `host` (`K`, once the person typed its name); what came of it comes
+    /// back as [`Step::Killed`]. Err says why nothing was sent.
+    pub fn kill(&self, host: &str, targets: Vec<crate::probe::GpuProcess>) -> Result<(), String> {
+        if targets.is_empty() {
+            return Err("no process to end".into());
+        }
+        let Some(session) = self.session(host) else {
+            return Err(if self.is_demo() {
+                "the demo's boxes are replays: nothing was sent, nothing ended".into()
+            } else {
+                "the link is down: nothing was sent".into()
+            });
+        };
+        super::kill::spawn(session, host.to_string(), targets, self.jobs_tx.clone());
+        Ok(())
     }
 
     /// Starts a pull of `host`; its end comes back as [`Step::Pulled`]. Err says why not.

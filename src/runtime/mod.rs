@@ -16,6 +16,7 @@ mod alerting;
 pub mod clusters;
 pub mod delivery;
 mod jobs;
+pub mod kill;
 pub mod once;
 
 use std::collections::BTreeMap;
@@ -72,6 +73,8 @@ pub enum Step {
     Notice(String),
     /// A pull the front end started has ended: what it did, in a line.
     Pulled { host: String, summary: String },
+    /// What `K` ended on this host, in a line (recorded in the ledger).
+    Killed { host: String, said: String },
     /// The answer to a teardown dialog's effect, for the dialog of this host.
     Teardown {
         host: String,

@@ -4,7 +4,7 @@ use chrono::Duration;
 
 use super::run::{RunState, minutes_f};
 use super::{HostFacts, Severity, Signal, SignalKind, minutes};
-use crate::probe::{ClockEventReason, GpuSample};
+use crate::probe::{ClockEventReason, GpuProcess, GpuSample};
 use crate::readings::{GpuAvailability, GpuReading};
 
 /// Utilisation at or below this is "doing nothing".
@@ -24,6 +24,33 @@ fn is_zombie_shaped(g: &GpuSample) -> bool {
         _ => true,
     };
     held && idle && low_power
+}
+
+/// A process nvidia-smi lists on GPU `g` (a row without a GPU's UUID could be on any).
+fn on_gpu(p: &GpuProcess, g: &GpuSample) -> bool {
+    p.gpu_uuid.is_none() || p.gpu_uuid == g.uuid
+}
+
+/// The positions of the GPUs in `latest` that hold VRAM and compute nothing.
+pub fn zombie_gpus(latest: &[GpuSample]) -> Vec<usize> {
+    (0..latest.len())
+        .filter(|&i| is_zombie_shaped(&latest[i]))
+        .collect()
+}
+
+/// The processes holding VRAM on GPUs that hold it and compute nothing in `latest`: what `K`
+/// offers to end. Empty where nvidia-smi names none (a container rental lists the host's
+/// processes, or none).
+pub fn zombie_holders(latest: &[GpuSample], processes: &[GpuProcess]) -> Vec<GpuProcess> {
+    let mut out: Vec<GpuProcess> = Vec::new();
+    for g in latest.iter().filter(|g| is_zombie_shaped(g)) {
+        for p in processes.iter().filter(|p| on_gpu(p, g)) {
+            if !out.iter().any(|o| o.pid == p.pid) {
+                out.push(p.clone());
+            }
+        }
+    }
+    out
 }
 
 fn is_idle(g: &GpuSample) -> bool {
@@ -91,7 +118,7 @@ pub fn gpu_signals(f: &HostFacts<'_>) -> Vec<Signal> {
         if let Some(lasted) = held_for(&readings, position, is_zombie_shaped) {
             let holders: Vec<String> = processes
                 .iter()
-                .filter(|p| p.gpu_uuid.is_none() || p.gpu_uuid == g.uuid)
+                .filter(|p| on_gpu(p, g))
                 .map(|p| {
                     format!(
                         "pid {} {} ({} MiB)",

@@ -17,6 +17,7 @@ use crate::transport::LinkState;
 
 pub use disk::{GROWTH_WINDOW_MINUTES, Usage, disk_usage};
 pub use fill::{FillConfidence, FillOutlook, fill_outlook};
+pub use gpu::{zombie_gpus, zombie_holders};
 pub use run::{RunState, run_state};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]

@@ -84,6 +84,11 @@ pub enum Action {
         host: String,
         what: Handover,
     },
+    /// End the processes holding a zombie GPU's VRAM (`K`, the host's name typed).
+    Kill {
+        host: String,
+        targets: Vec<crate::probe::GpuProcess>,
+    },
     /// Silence the host's alerts for two hours, or lift its silence.
     Silence(String),
     /// What the teardown dialog asks for (a check, the final look, the destroy), for the
@@ -120,6 +125,8 @@ pub struct App {
     pub notice: Option<String>,
     pub demo: bool,
     pub modal: Option<TeardownModal>,
+    /// `K`'s dialog while it is open.
+    pub kill: Option<super::kill_modal::KillModal>,
     /// Pulls in flight, by host, for the progress gauge.
     pub pulls: BTreeMap<String, Arc<Progress>>,
     /// How many times the teardown dialog was opened: each opening's checks are its own.
@@ -149,6 +156,7 @@ impl App {
             notice: None,
             demo,
             modal: None,
+            kill: None,
             pulls: BTreeMap::new(),
             openings: 0,
             silenced: BTreeMap::new(),
@@ -242,6 +250,9 @@ impl App {
                 _ => {}
             }
             return Action::None;
+        }
+        if self.kill.is_some() {
+            return self.kill_key(key);
         }
         if let Some(modal) = &mut self.modal {
             let lines = match key.code {
@@ -364,6 +375,14 @@ impl App {
             KeyCode::Char('p') => return self.host_action(&visible, index, Action::Pull),
             KeyCode::Char('T') => return self.host_action(&visible, index, Action::Teardown),
             KeyCode::Char('S') => return self.host_action(&visible, index, Action::Silence),
+            KeyCode::Char('K') => {
+                if let Some(h) = visible.get(index) {
+                    match super::kill_modal::open(h) {
+                        Ok(modal) => self.kill = Some(modal),
+                        Err(why) => self.notice = Some(why),
+                    }
+                }
+            }
             _ => {}
         }
         Action::None
@@ -378,6 +397,29 @@ impl App {
         visible
             .get(index)
             .map_or(Action::None, |h| make(h.config.name.clone()))
+    }
+
+    /// A key while `K`'s dialog is open: Esc closes it (the answer of a kill already sent still
+    /// reaches the status bar), Enter closes it once answered.
+    fn kill_key(&mut self, key: KeyEvent) -> Action {
+        use super::kill_modal::KillStage;
+        let Some(modal) = self.kill.as_mut() else {
+            return Action::None;
+        };
+        match (key.code, &modal.stage) {
+            (KeyCode::Esc, _) | (KeyCode::Enter, KillStage::Done { .. }) => self.kill = None,
+            _ => {
+                if let Some(event) = event_of(key)
+                    && modal.key(event)
+                {
+                    return Action::Kill {
+                        host: modal.host.clone(),
+                        targets: modal.targets.clone(),
+                    };
+                }
+            }
+        }
+        Action::None
     }
 
     fn handover(&self, visible: &[&HostState], index: usize, what: Handover) -> Action {

@@ -96,6 +96,11 @@ where
                             app.silenced = runtime.silenced().clone();
                         }
                         Action::Dialog { host, effects } => runtime.teardown(&host, effects),
+                        Action::Kill { host, targets } => {
+                            if let Err(why) = runtime.kill(&host, targets) {
+                                killed(&mut app, &host, why);
+                            }
+                        }
                         Action::Handover { host, what } => match runtime.handover(&host, what) {
                             Ok(argv) => {
                                 return Ok(Ended::Handover { app: Box::new(app), host, argv });
@@ -105,7 +110,7 @@ where
                     }
                     dirty = true;
                 }
-                Some(Ok(Event::Mouse(mouse))) if app.modal.is_none() && !app.help => {
+                Some(Ok(Event::Mouse(mouse))) if app.modal.is_none() && app.kill.is_none() && !app.help => {
                     key_pressed = true;
                     if let Action::Quit = app.handle_mouse(mouse, &runtime.state) {
                         break;
@@ -119,6 +124,7 @@ where
             step = runtime.step() => {
                 match step {
                     Step::Notice(why) => app.notice = Some(why),
+                    Step::Killed { host, said } => killed(&mut app, &host, said),
                     Step::Readings => {}
                     Step::Pulled { host, summary } => {
                         app.pulls.remove(&host);
@@ -158,6 +164,17 @@ where
         }
     }
     Ok(Ended::Quit)
+}
+
+/// What `K` did on `host`: in its dialog when that is still open, and in the status bar.
+fn killed(app: &mut App, host: &str, said: String) {
+    if let Some(modal) = app.kill.as_mut().filter(|m| m.host == host) {
+        modal.stage = super::kill_modal::KillStage::Done {
+            said: said.clone(),
+            at: Utc::now(),
+        };
+    }
+    app.notice = Some(format!("K {host}: {said}"));
 }
 
 /// The open teardown dialog follows the run's state and the queue, and ages its check (a check

@@ -54,6 +54,10 @@ pub const KEYS: &[(&str, &str)] = &[
          clears); on a job, scancel or kubectl delete",
     ),
     (
+        "K",
+        "end what holds a zombie GPU's VRAM: TERM, then KILL; type the name",
+    ),
+    (
         "S",
         "silence the host's alerts in `watch` for 2 h (again: lift)",
     ),

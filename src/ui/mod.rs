@@ -13,6 +13,7 @@ pub mod help;
 mod host_detail;
 mod job_keys;
 mod jobs_table;
+mod kill_modal;
 mod mouse;
 mod queue_views;
 pub mod svg;
@@ -97,6 +98,9 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx<'_>) {
     frame.render_widget(Paragraph::new(status_line(ctx, status.width)), status);
     if ctx.app.help {
         help::render(frame, body, ctx);
+    }
+    if let Some(modal) = &ctx.app.kill {
+        kill_modal::render(frame, body, ctx, modal);
     }
     if let Some(modal) = &ctx.app.modal {
         teardown_modal::render(frame, body, ctx, modal);
