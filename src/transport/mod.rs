@@ -15,11 +15,12 @@ mod link;
 mod pool;
 mod session;
 mod sftp;
+mod shell;
 mod stream;
 
 use std::time::Duration;
 
-pub use box_exec::{BoxExec, KubectlBox};
+pub use box_exec::{BoxExec, KubectlBox, OneShell};
 pub use bytes::BytesEnd;
 pub use error::TransportError;
 pub use link::{LinkState, SLOW_RTT};
