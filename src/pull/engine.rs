@@ -27,8 +27,11 @@ use crate::transport::{BoxExec, ExecLimits, OneShell, Session};
 const HASH_BATCH: usize = 200;
 const HASH_BATCHES_AT_ONCE: usize = 4;
 const SFTP_TIMEOUT: Duration = Duration::from_secs(30);
-/// Files at least this big are hashed one process each, by the box's fastest tool.
-const BIG_HASH: u64 = 16 << 20;
+/// Files at least this big are hashed one process each, by the box's fastest tool, as many at
+/// once as the box has cores: a pull's commands share one shell (`OneShell`), so batches no
+/// longer run side by side, and a sha256sum batch would hash a results folder of 10 MiB files on
+/// one core. Smaller ones go by tar, whose batch hashes them.
+const BIG_HASH: u64 = super::batch::SMALL;
 
 /// Where a pull is: one at a time, in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

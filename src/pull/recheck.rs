@@ -11,7 +11,7 @@ use super::local::sha256_file;
 use super::{PullError, names};
 use crate::config::{HostConfig, KubeConfig, PullConfig};
 use crate::ledger::PullRecord;
-use crate::transport::{BoxExec, KubectlBox, OneShell, Session};
+use crate::transport::{BoxExec, KubectlBox, Session};
 
 /// How deep a look goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +116,7 @@ pub async fn check_host(
     let judged = match (session, &host.pull) {
         (_, None) => Currentness::NotCurrent(vec![NotCurrent::NoPullPaths]),
         (None, Some(_)) => not_listed("its link is down, so it cannot be listed".into()),
-        (Some(s), Some(spec)) => recheck(&OneShell::new(s), &host.name, spec, last, depth)
+        (Some(s), Some(spec)) => recheck(s, &host.name, spec, last, depth)
             .await
             .unwrap_or_else(|e| not_listed(format!("cannot list it: {e}"))),
     };
