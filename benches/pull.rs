@@ -3,8 +3,12 @@
 //! one large checkpoint, and 500 small eval files of ~4 KiB. rigwatch's pull (copy, SHA-256 on
 //! both ends, verify) vs `rsync -e ssh` and `scp` of the same files; client CPU per GiB from
 //! this process's own and its children's CPU time. Then a pull cut at half way and resumed,
-//! counting finished bytes sent again. Run: `cargo bench --bench pull`. Prints markdown tables;
-//! BENCHMARKS.md records a run.
+//! counting finished bytes sent again. Every row runs on two boxes, both with OpenSSH's
+//! sftp-server (started through the login shell, as on a real box): one with an empty home, one
+//! whose `~/.bashrc` costs ~0.15 s of CPU at every shell start, as conda's block does. Run:
+//! `cargo bench --bench pull`; rows are picked with PULL_BENCH (`large,small,resume`, and `many`
+//! for 10 000 and 100 000 files with peak RSS), PULL_BENCH_RTT (`0,30,100`) and PULL_BENCH_HOMES
+//! (`empty,conda`). Prints markdown tables; BENCHMARKS.md records a run.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -144,7 +148,7 @@ fn median(runs: Vec<Measured>) -> Measured {
     }
 }
 
-fn row(rtt: u64, case: &str, bytes: u64, m: &Measured) {
+fn row(at: &str, case: &str, bytes: u64, m: &Measured) {
     let gib = bytes as f64 / (1u64 << 30) as f64;
     let rate = |d: Duration| bytes as f64 / (1 << 20) as f64 / d.as_secs_f64();
     let (o, r) = (m.ours.0.as_secs_f64(), m.rsync.0.as_secs_f64());
@@ -157,7 +161,7 @@ fn row(rtt: u64, case: &str, bytes: u64, m: &Measured) {
         None => ("—".into(), "—".into(), "—".into()),
     };
     println!(
-        "| {rtt} ms | {case} | {o:.2}s ({:.1} MiB/s) | {r:.2}s ({:.1} MiB/s) | {scp} | {:.2}× \
+        "| {at} ms | {case} | {o:.2}s ({:.1} MiB/s) | {r:.2}s ({:.1} MiB/s) | {scp} | {:.2}× \
          | {vs_scp} | {:.1} / {:.1} / {scp_cpu} |",
         rate(m.ours.0),
         rate(m.rsync.0),
@@ -167,71 +171,179 @@ fn row(rtt: u64, case: &str, bytes: u64, m: &Measured) {
     );
 }
 
+/// The rows to run, from `PULL_BENCH` (a comma list of `large`, `small`, `many`, `resume`;
+/// `many` is the 100 000-file row, left out unless named), `PULL_BENCH_RTT` (ms) and
+/// `PULL_BENCH_HOMES` (`empty`, `conda`).
+fn picked(var: &str, default: &str) -> Vec<String> {
+    std::env::var(var)
+        .unwrap_or_else(|_| default.to_string())
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// A login shell that costs what `conda init`'s block does at every start (~0.15 s of CPU): a
+/// bounded busy loop, sized on this machine.
+fn conda_like_bashrc(home: &Path) {
+    let probe = 20_000u64;
+    let count = |n: u64| format!("i=0; while [ $i -lt {n} ]; do i=$((i+1)); done");
+    let start = Instant::now();
+    let ok = Command::new("bash")
+        .args(["-c", &count(probe)])
+        .status()
+        .expect("bash");
+    assert!(ok.success());
+    let per = start.elapsed().as_secs_f64() / probe as f64;
+    let n = (0.15 / per) as u64;
+    std::fs::write(home.join(".bashrc"), format!("{}\n", count(n))).expect("bashrc");
+    let start = Instant::now();
+    let _ = Command::new("bash").args(["-c", &count(n)]).status();
+    println!(
+        "conda-like ~/.bashrc: {n} loop turns, {:.2} s per shell start here",
+        start.elapsed().as_secs_f64()
+    );
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    let rows = picked("PULL_BENCH", "large,small,resume");
+    let rtts: Vec<u64> = picked("PULL_BENCH_RTT", "0,30,100")
+        .iter()
+        .filter_map(|r| r.parse().ok())
+        .collect();
+    let homes = picked("PULL_BENCH_HOMES", "empty,conda");
     let mut lab = Lab::new();
-    let sshd = lab.start_host("box");
-    let run = sshd.dir.join("run");
+    // Both boxes run OpenSSH's sftp-server, which sshd starts through the login shell, as a
+    // real box does; one has an empty home, the other a conda-like one.
+    let mut boxes = Vec::new();
+    for home in &homes {
+        let mut sshd = lab.start_host(home);
+        sshd.external_sftp();
+        if home == "conda" {
+            conda_like_bashrc(&sshd.home());
+        }
+        boxes.push((home.clone(), sshd));
+    }
+    let run = lab.path("run");
     std::fs::create_dir_all(run.join("evals")).expect("dir");
     let big = run.join("big.bin");
     let medium = run.join("ckpt.bin");
-    support::write_random(&big, LOOPBACK_LARGE, 1);
-    support::write_random(&medium, DELAYED_LARGE, 2);
-    // Eval results as a run writes them: JSON of ~4 KiB each, proven by the built-in check.
-    let mut small_bytes = 0;
-    for i in 0..SMALL_FILES {
+    if rows.iter().any(|r| r == "large" || r == "resume") {
+        support::write_random(&big, LOOPBACK_LARGE, 1);
+        support::write_random(&medium, DELAYED_LARGE, 2);
+    }
+    let small_bytes = write_evals(&run.join("evals"), SMALL_FILES);
+    println!(
+        "| home | RTT | case | rigwatch | rsync -e ssh | scp | rigwatch vs rsync | vs scp | client CPU s/GiB (rigwatch / rsync / scp) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (home, sshd) in &boxes {
+        for &rtt in &rtts {
+            let proxy =
+                (rtt > 0).then(|| DelayProxy::start(sshd.port, Duration::from_millis(rtt / 2)));
+            let port = proxy.as_ref().map_or(sshd.port, |p| p.port);
+            let at = format!("{home} | {rtt}");
+            if rows.iter().any(|r| r == "large") {
+                let (large, size): (&PathBuf, u64) = if rtt == 0 {
+                    (&big, LOOPBACK_LARGE)
+                } else {
+                    (&medium, DELAYED_LARGE)
+                };
+                // Loopback is the noisiest case (both ends share this machine's cores).
+                let rounds = if rtt == 0 { 3 } else { 1 };
+                let mut runs = Vec::new();
+                for round in 0..rounds {
+                    let tag = format!("large-{home}-{rtt}-{round}");
+                    runs.push(measure(&lab, sshd, port, large, &tag, true).await);
+                }
+                let label = format!(
+                    "one {} MiB file{}",
+                    size >> 20,
+                    if rounds > 1 { " (median of 3)" } else { "" }
+                );
+                row(&at, &label, size, &median(runs));
+            }
+            if rows.iter().any(|r| r == "small") {
+                let tag = format!("small-{home}-{rtt}");
+                let m = measure(&lab, sshd, port, &run.join("evals"), &tag, rtt == 0).await;
+                let label = format!("{SMALL_FILES} files of ~4 KiB");
+                row(&at, &label, small_bytes, &m);
+            }
+            if rows.iter().any(|r| r == "many") && rtt == 0 {
+                many(&lab, sshd, &at, &run).await;
+            }
+        }
+    }
+    if rows.iter().any(|r| r == "resume") {
+        resume(&lab, &boxes[0].1, &big).await;
+    }
+}
+
+/// Eval results as a run writes them: JSON of ~4 KiB each, proven by the built-in check.
+fn write_evals(dir: &Path, files: usize) -> u64 {
+    std::fs::create_dir_all(dir).expect("dir");
+    let mut bytes = 0;
+    for i in 0..files {
         let scores: Vec<String> = (0..200 + i % 100)
             .map(|j| format!("{:.6}", ((i * 7919 + j * 104_729) % 1_000_003) as f64 / 1e6))
             .collect();
         let text = format!("{{\"step\": {i}, \"scores\": [{}]}}\n", scores.join(", "));
-        std::fs::write(run.join(format!("evals/eval-{i:04}.json")), &text).expect("eval");
-        small_bytes += text.len() as u64;
+        std::fs::write(dir.join(format!("eval-{i:04}.json")), &text).expect("eval");
+        bytes += text.len() as u64;
     }
-    println!(
-        "| RTT | case | rigwatch | rsync -e ssh | scp | rigwatch vs rsync | vs scp | client CPU s/GiB (rigwatch / rsync / scp) |"
-    );
-    println!("|---|---|---|---|---|---|---|---|");
-    for rtt in [0u64, 30, 100] {
-        let proxy = (rtt > 0).then(|| DelayProxy::start(sshd.port, Duration::from_millis(rtt / 2)));
-        let port = proxy.as_ref().map_or(sshd.port, |p| p.port);
-        let (large, size): (&PathBuf, u64) = if rtt == 0 {
-            (&big, LOOPBACK_LARGE)
-        } else {
-            (&medium, DELAYED_LARGE)
-        };
-        // Loopback is the noisiest case (both ends share this machine's cores): median of 3.
-        let rounds = if rtt == 0 { 3 } else { 1 };
-        let mut runs = Vec::new();
-        for round in 0..rounds {
-            runs.push(
-                measure(
-                    &lab,
-                    &sshd,
-                    port,
-                    large,
-                    &format!("large-{rtt}-{round}"),
-                    true,
-                )
-                .await,
-            );
+    bytes
+}
+
+/// 10 000 and 100 000 files of ~200 bytes on loopback: the time against rsync, and this
+/// process's peak RSS during each pull (VmHWM, reset before it), which must not grow with the
+/// file count.
+async fn many(lab: &Lab, sshd: &support::Sshd, at: &str, run: &Path) {
+    for files in [10_000usize, 100_000] {
+        let dir = run.join(format!("many-{files}"));
+        if !dir.exists() {
+            for i in 0..files {
+                let sub = dir.join(format!("d{:03}", i / 1000));
+                if i % 1000 == 0 {
+                    std::fs::create_dir_all(&sub).expect("dir");
+                }
+                let text = format!(
+                    "{{\"cell\": {i}, \"loss\": 0.{:06}}}\n",
+                    i * 7919 % 1_000_000
+                );
+                std::fs::write(sub.join(format!("m{i:06}.json")), &text).expect("file");
+            }
         }
-        let m = median(runs);
-        let label = format!(
-            "one {} MiB file{}",
-            size >> 20,
-            if rounds > 1 { " (median of 3)" } else { "" }
-        );
-        row(rtt, &label, size, &m);
-        let evals = run.join("evals");
-        let m = measure(&lab, &sshd, port, &evals, &format!("small-{rtt}"), rtt == 0).await;
+        let bytes: u64 = walk(&dir).iter().sum();
+        let _ = std::fs::write("/proc/self/clear_refs", "5");
+        let tag = format!("many-{files}-{}", sshd.name);
+        let m = measure(lab, sshd, sshd.port, &dir, &tag, false).await;
+        let peak = std::fs::read_to_string("/proc/self/status")
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:").map(|v| v.trim().to_string()))
+            .unwrap_or_default();
         row(
-            rtt,
-            &format!("{SMALL_FILES} files of ~4 KiB"),
-            small_bytes,
+            at,
+            &format!("{files} files of ~40 B (peak RSS {peak})"),
+            bytes,
             &m,
         );
     }
-    resume(&lab, &sshd, &big).await;
+}
+
+/// Sizes of every file under `dir`.
+fn walk(dir: &Path) -> Vec<u64> {
+    let mut sizes = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let meta = entry.metadata().expect("meta");
+        if meta.is_dir() {
+            sizes.extend(walk(&entry.path()));
+        } else {
+            sizes.push(meta.len());
+        }
+    }
+    sizes
 }
 
 /// Cut a pull at half way by dropping it, then pull again: the finished bytes must not travel

@@ -313,3 +313,55 @@ async fn a_box_without_a_working_tar_still_pulls_every_small_file() {
         assert_eq!(f.sent, f.size, "{}", f.remote_path);
     }
 }
+
+/// sshd starts the login user's shell for every exec channel and for the SFTP subsystem (a real
+/// box's sftp-server): with conda's block in `~/.bashrc` each start costs ~0.15 s of the box's
+/// CPU. A pull asks everything of one helper shell, so 500 small files and a 64 MiB checkpoint
+/// start two: the helper and sftp-server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_starts_at_most_two_login_shells_on_the_box() {
+    let mut lab = Lab::new();
+    let mut sshd = lab.start_host("box");
+    sshd.external_sftp();
+    let log = sshd.home().join("shells.log");
+    // One write per shell (its command's first line), so shells started at once never mix.
+    let rc = format!(
+        "s=${{BASH_EXECUTION_STRING:-login}}; printf '%.60s\\n' \"${{s%%$'\\n'*}}\" >> {}\n",
+        log.display()
+    );
+    std::fs::write(sshd.home().join(".bashrc"), rc).expect("bashrc");
+    let run = sshd.dir.join("workspace/run");
+    support::write_random(&run.join("final_ckpts/big.bin"), 64 << 20, 3);
+    write_small(&run, 499);
+    let dest = lab.path("results/box");
+    let config = fleet::load(&pull_fleet(&lab, &sshd, &run, &dest)).expect("fleet");
+    let spec = config.hosts[0].pull.clone().expect("pull config");
+    let pool = Pool::start(&config);
+    pool.settle(Duration::from_secs(20)).await;
+    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let shells = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let before = shells().len();
+    let record = pull(
+        &session,
+        &PullJob::of("box", &spec, None),
+        Arc::new(Progress::default()),
+    )
+    .await
+    .expect("pull");
+    pool.shutdown().await;
+    assert_eq!(record.files.len(), 501);
+    assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
+    let started = shells().split_off(before);
+    assert!(
+        !started.is_empty() && started.len() <= 2,
+        "{} login shells: {started:#?}",
+        started.len()
+    );
+}

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
-use super::copy::{Copied, Opening, copy_all};
+use super::copy::{Opening, copy_all};
 use super::local::{LocalState, Start, decide, local_path, part_paths, sha256_file};
-use super::promote::{Landing, Seen, finish};
+use super::promote::{Landings, finish_all};
 use super::protect::Protected;
 use super::remote::{
     HashOutput, Listing, RemoteFile, big_file_hash_command, hash_command, listing_command,
@@ -22,13 +22,16 @@ use super::remote::{
 use super::{PullError, names};
 use crate::config::PullConfig;
 use crate::ledger::{PullRecord, PulledFile};
-use crate::transport::{BoxExec, ExecLimits, Session};
+use crate::transport::{BoxExec, ExecLimits, OneShell, Session};
 
 const HASH_BATCH: usize = 200;
 const HASH_BATCHES_AT_ONCE: usize = 4;
 const SFTP_TIMEOUT: Duration = Duration::from_secs(30);
-/// Files at least this big are hashed one process each, by the box's fastest tool.
-const BIG_HASH: u64 = 16 << 20;
+/// Files at least this big are hashed one process each, by the box's fastest tool, as many at
+/// once as the box has cores: a pull's commands share one shell (`OneShell`), so batches no
+/// longer run side by side, and a sha256sum batch would hash a results folder of 10 MiB files on
+/// one core. Smaller ones go by tar, whose batch hashes them.
+const BIG_HASH: u64 = super::batch::SMALL;
 
 /// Where a pull is: one at a time, in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -205,7 +208,10 @@ pub async fn pull(
     // SFTP) files go over exec channels.
     let sftp: Opening<'_> = Box::pin(session.sftp(SFTP_TIMEOUT));
     let rtt = async { session.ping(Duration::from_secs(5)).await.ok() };
-    pull_over(session, (sftp, rtt), job, progress).await
+    // Every command of the pull goes to one shell on the box: sshd starts the login shell (a
+    // conda block's 0.15 s) once, not once per command.
+    let shell = OneShell::new(session);
+    pull_over(&shell, (sftp, rtt), job, progress).await
 }
 
 /// A pull through `session`'s commands, with its SFTP channel being opened (an error where
@@ -310,44 +316,21 @@ pub(super) async fn pull_over<B: BoxExec>(
     let relisted = list_remote(session, host, spec)
         .await
         .map_err(|e| format!("could not list the box again after copying: {e}"));
-    let mut files = Vec::new();
-    let mut local_disk_full = false;
-    for (((file, local), outcome), recorded_hash) in plan.iter().zip(copied).zip(recorded_hashes) {
-        let seen = match &relisted {
-            Err(e) => Seen::Unknown(e.clone()),
-            Ok(now) => match now.files.iter().find(|f| f.path == file.path) {
-                None => Seen::Changed("vanished from the box during the pull".to_string()),
-                Some(now) if now.size != file.size || now.stamp != file.stamp => {
-                    Seen::Changed("changed on the box during the pull; pull again".to_string())
-                }
-                Some(_) => Seen::Same,
-            },
-        };
-        let record = match outcome {
-            Err(e) => {
-                local_disk_full |= e.disk_full;
-                failed_file(file, local, e.why)
-            }
-            Ok(copied) => {
-                let fresh = copied.is_some();
-                // Not copied means unchanged: its bytes were just hashed equal to the record.
-                let copied = copied.unwrap_or(Copied {
-                    sent: 0,
-                    sha256: recorded_hash.unwrap_or_default(),
-                });
-                let landing = Landing {
-                    dest: &spec.dest,
-                    local,
-                    fresh,
-                    verify: &spec.verify,
-                    protected: &job.protected,
-                };
-                finish(file, &landing, copied, seen, &hashes).await
-            }
-        };
-        files.push(record);
-        progress.files_done.fetch_add(1, Ordering::Relaxed);
-    }
+    let relisted = relisted.map(|now| {
+        let by_path: HashMap<String, RemoteFile> =
+            now.files.into_iter().map(|f| (f.path.clone(), f)).collect();
+        by_path
+    });
+    let local_disk_full = copied.iter().any(|c| matches!(c, Err(e) if e.disk_full));
+    let landings = Landings {
+        dest: &spec.dest,
+        verify: &spec.verify,
+        protected: &job.protected,
+        relisted: &relisted,
+        hashes: &hashes,
+        progress: &progress.files_done,
+    };
+    let mut files = finish_all(&plan, copied, recorded_hashes, &landings).await;
     for (file, local, why) in failed {
         files.push(failed_file(&file, &local, why));
     }

@@ -9,8 +9,12 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+use futures::StreamExt;
+
+use super::NotCopied;
 use super::check::{Verification, verify};
 use super::copy::{Copied, disk};
 use super::engine::failed_file;
@@ -190,7 +194,82 @@ pub(super) struct Landing<'a> {
 /// A copied (or unchanged) file, with its local hash, so even a failed pull leaves a record a
 /// later pull can trust for its bytes; then compared with the box's hash, and only then
 /// verified and given its final name.
-pub(super) async fn finish(
+/// What every planned file's landing shares.
+pub(super) struct Landings<'a> {
+    pub dest: &'a Path,
+    pub verify: &'a VerifyCommands,
+    pub protected: &'a Protected,
+    /// The second listing, by path, or why there is none.
+    pub relisted: &'a Result<HashMap<String, RemoteFile>, String>,
+    pub hashes: &'a Result<BTreeMap<String, String>, String>,
+    pub progress: &'a AtomicUsize,
+}
+
+/// Files finished at once: each is a dozen small filesystem steps, its check and a folder
+/// fsync, which one at a time cost ~0.7 ms a file (0.36 s of a 500-file pull).
+const FINISHING_AT_ONCE: usize = 16;
+
+/// Each planned file's record, in plan order: judged against the second listing, its hashes
+/// compared, and a fresh copy proven and put in place.
+pub(super) async fn finish_all(
+    plan: &[(RemoteFile, PathBuf)],
+    copied: Vec<Result<Option<Copied>, NotCopied>>,
+    recorded_hashes: Vec<Option<String>>,
+    all: &Landings<'_>,
+) -> Vec<PulledFile> {
+    let each: Vec<_> = plan
+        .iter()
+        .zip(copied)
+        .zip(recorded_hashes)
+        .map(|(((file, local), outcome), recorded)| finish_one(file, local, outcome, recorded, all))
+        .collect();
+    futures::stream::iter(each)
+        .buffered(FINISHING_AT_ONCE)
+        .collect()
+        .await
+}
+
+async fn finish_one(
+    file: &RemoteFile,
+    local: &Path,
+    outcome: Result<Option<Copied>, NotCopied>,
+    recorded_hash: Option<String>,
+    all: &Landings<'_>,
+) -> PulledFile {
+    let seen = match all.relisted {
+        Err(e) => Seen::Unknown(e.clone()),
+        Ok(now) => match now.get(&file.path) {
+            None => Seen::Changed("vanished from the box during the pull".to_string()),
+            Some(now) if now.size != file.size || now.stamp != file.stamp => {
+                Seen::Changed("changed on the box during the pull; pull again".to_string())
+            }
+            Some(_) => Seen::Same,
+        },
+    };
+    let record = match outcome {
+        Err(e) => failed_file(file, local, e.why),
+        Ok(copied) => {
+            let fresh = copied.is_some();
+            // Not copied means unchanged: its bytes were just hashed equal to the record.
+            let copied = copied.unwrap_or(Copied {
+                sent: 0,
+                sha256: recorded_hash.unwrap_or_default(),
+            });
+            let landing = Landing {
+                dest: all.dest,
+                local,
+                fresh,
+                verify: all.verify,
+                protected: all.protected,
+            };
+            finish(file, &landing, copied, seen, all.hashes).await
+        }
+    };
+    all.progress.fetch_add(1, Ordering::Relaxed);
+    record
+}
+
+async fn finish(
     file: &RemoteFile,
     landing: &Landing<'_>,
     copied: Copied,

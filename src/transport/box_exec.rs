@@ -11,6 +11,7 @@ use super::bytes::BytesEnd;
 use super::error::TransportError;
 use super::kubectl::{KubectlError, arguments, checked_name, kubectl};
 use super::session::{ExecLimits, ExecOutput, Session};
+use super::shell::{Attempt, Clock, Helper};
 use crate::config::KubeConfig;
 
 /// Runs a shell command where the results are.
@@ -47,6 +48,94 @@ impl BoxExec for Session {
         sink: &mut (dyn FnMut(&[u8]) -> bool + Send),
     ) -> impl Future<Output = Result<BytesEnd, TransportError>> + Send {
         Session::exec_bytes(self, command, idle, sink)
+    }
+}
+
+/// A box's commands for one pull or check, asked of one helper shell on `session` (see
+/// `shell`: sshd starts the login shell once, not once per command), started at the first
+/// command. A command goes to a channel of its own only where the helper could not be started
+/// or had ended before the command began.
+pub struct OneShell<'a> {
+    session: &'a Session,
+    helper: tokio::sync::OnceCell<Option<Helper>>,
+}
+
+/// Stderr a streamed command keeps for its message.
+const STDERR_KEPT: usize = 4096;
+
+impl<'a> OneShell<'a> {
+    pub fn new(session: &'a Session) -> OneShell<'a> {
+        OneShell {
+            session,
+            helper: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    async fn helper(&self) -> Option<&Helper> {
+        let started = self.helper.get_or_init(|| Helper::start(self.session));
+        started.await.as_ref().filter(|h| !h.ended())
+    }
+
+    /// A failure the link explains is said as the link's.
+    fn failed(&self, e: TransportError) -> TransportError {
+        match (e, self.session.lost_reason()) {
+            (TransportError::Disconnected(_), Some(reason)) => TransportError::Disconnected(reason),
+            (e, _) => e,
+        }
+    }
+}
+
+impl BoxExec for OneShell<'_> {
+    async fn exec(&self, command: &str, limits: ExecLimits) -> Result<ExecOutput, TransportError> {
+        if let Some(helper) = self.helper().await {
+            let (mut stdout, mut cut) = (Vec::new(), false);
+            let mut keep = |data: &[u8]| {
+                super::session::keep(&mut stdout, data, limits.max_output, &mut cut);
+                true
+            };
+            let clock = Clock::Total(limits.timeout);
+            match helper
+                .run(command, clock, &mut keep, limits.max_output)
+                .await
+            {
+                Ok(ran) => {
+                    return Ok(ExecOutput {
+                        stdout,
+                        truncated: cut || ran.stderr_cut,
+                        stderr: ran.stderr,
+                        exit_status: ran.status,
+                    });
+                }
+                Err(Attempt::Failed(e)) => return Err(self.failed(e)),
+                Err(Attempt::Gone) => {}
+            }
+        }
+        self.session.exec(command, limits).await
+    }
+
+    async fn exec_bytes(
+        &self,
+        command: &str,
+        idle: Duration,
+        sink: &mut (dyn FnMut(&[u8]) -> bool + Send),
+    ) -> Result<BytesEnd, TransportError> {
+        if let Some(helper) = self.helper().await {
+            match helper
+                .run(command, Clock::Idle(idle), sink, STDERR_KEPT)
+                .await
+            {
+                Ok(ran) => {
+                    return Ok(BytesEnd {
+                        exit_status: ran.status,
+                        stderr: ran.stderr,
+                        stopped: ran.stopped,
+                    });
+                }
+                Err(Attempt::Failed(e)) => return Err(self.failed(e)),
+                Err(Attempt::Gone) => {}
+            }
+        }
+        self.session.exec_bytes(command, idle, sink).await
     }
 }
 

@@ -17,11 +17,12 @@ pub mod openssh;
 mod pool;
 mod session;
 mod sftp;
+mod shell;
 mod stream;
 
 use std::time::Duration;
 
-pub use box_exec::{BoxExec, KubectlBox};
+pub use box_exec::{BoxExec, KubectlBox, OneShell};
 pub use bytes::BytesEnd;
 pub use error::TransportError;
 pub use jumps::Jumps;

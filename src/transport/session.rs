@@ -403,7 +403,7 @@ impl Session {
     }
 }
 
-fn keep(buf: &mut Vec<u8>, data: &[u8], cap: usize, truncated: &mut bool) {
+pub(super) fn keep(buf: &mut Vec<u8>, data: &[u8], cap: usize, truncated: &mut bool) {
     let room = cap.saturating_sub(buf.len());
     if data.len() > room {
         *truncated = true;

@@ -52,6 +52,9 @@ pub struct Sshd {
     sftp: bool,
     /// The network namespace it runs in, when not this machine's own.
     netns: Option<String>,
+    /// The SFTP subsystem as a real box runs it: OpenSSH's sftp-server, started through the
+    /// login user's shell, not the lab's in-process internal-sftp.
+    sftp_server: bool,
 }
 
 fn run(cmd: &mut Command) {
@@ -250,6 +253,7 @@ impl Lab {
             readiness_probes: 0,
             sftp: true,
             netns,
+            sftp_server: false,
         };
         sshd.start_on(free_port());
         sshd
@@ -359,10 +363,10 @@ impl Sshd {
             port = self.port,
             addr = self.addr,
             bin = self.bin.display(),
-            subsystem = if self.sftp {
-                "Subsystem sftp internal-sftp\n"
-            } else {
-                ""
+            subsystem = match (self.sftp, self.sftp_server) {
+                (false, _) => "",
+                (true, false) => "Subsystem sftp internal-sftp\n",
+                (true, true) => "Subsystem sftp /usr/lib/openssh/sftp-server\n",
             },
         );
         std::fs::write(&self.config, config).expect("sshd_config");
@@ -551,6 +555,24 @@ impl Sshd {
     pub fn without_sftp(&mut self) {
         self.sftp = false;
         self.restart();
+    }
+
+    /// The same box, restarted with OpenSSH's sftp-server binary as its SFTP subsystem: sshd
+    /// starts it through the login shell, as on a real box.
+    pub fn external_sftp(&mut self) {
+        self.sftp_server = true;
+        self.restart();
+    }
+
+    /// The login user's home as this box's sessions see it (its own, bind-mounted over the
+    /// user's: only a root lab has one, and a test must never write the real one's dotfiles).
+    pub fn home(&self) -> PathBuf {
+        assert_eq!(
+            whoami(),
+            "root",
+            "only a root lab gives each box its own home"
+        );
+        self.dir.join("home")
     }
 
     pub fn restart(&mut self) {

@@ -1,0 +1,360 @@
+//! One shell on the box for many commands. sshd starts the login user's shell for every exec
+//! channel, and on a rented box that shell runs conda's or pyenv's block from `~/.bashrc`
+//! (0.1–0.2 s of the box's CPU, and a round trip, each time): a pull that asked for its
+//! listing, hashes, tar batches and second listing on channels of their own paid it ten times.
+//! Here one channel runs `exec sh`, which reads commands from its stdin as they are written (no
+//! round trip between them). Each runs in a subshell with stdin from /dev/null, then prints a
+//! line with a per-run nonce on stdout (with the exit status) and on stderr: those lines split
+//! the two streams back into one reply per command, in the order they were sent. The probe's
+//! long-lived streams pay the shell once per connection the same way.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use memchr::memmem::Finder;
+use russh::ChannelMsg;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::budget::Budget;
+use super::error::TransportError;
+use super::session::Session;
+
+/// How long starting the helper may take before its commands go to channels of their own.
+const START: Duration = Duration::from_secs(20);
+/// Replies queued per command: the helper waits for a slow reader, as an exec channel does.
+const REPLIES: usize = 16;
+
+/// A running `exec sh` on its own channel, owned by a task; dropping this ends its stdin, and
+/// the shell with it.
+pub(super) struct Helper {
+    requests: mpsc::Sender<Request>,
+    marker: String,
+}
+
+struct Request {
+    script: Vec<u8>,
+    replies: mpsc::Sender<Reply>,
+}
+
+#[derive(Debug)]
+enum Reply {
+    /// The command is the one the shell runs now: its clock starts.
+    Started,
+    Out(Vec<u8>),
+    Err(Vec<u8>),
+    OutEnd(Option<u32>),
+    ErrEnd,
+}
+
+/// How a command's wait is bounded once it has started.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Clock {
+    /// The whole command.
+    Total(Duration),
+    /// Between two pieces of its stdout.
+    Idle(Duration),
+}
+
+/// What a command gave back.
+#[derive(Debug, Default)]
+pub(super) struct Ran {
+    pub status: Option<u32>,
+    pub stderr: Vec<u8>,
+    pub stderr_cut: bool,
+    /// `out` asked to stop; the rest of its output is thrown away as it comes.
+    pub stopped: bool,
+}
+
+/// Why a command did not run to its end.
+#[derive(Debug)]
+pub(super) enum Attempt {
+    /// The helper had ended before the command began: nothing ran, so it may go elsewhere.
+    Gone,
+    Failed(TransportError),
+}
+
+impl Helper {
+    /// `exec sh` on a new channel of `session`; None where the box refuses it (then every
+    /// command gets its own channel).
+    pub(super) async fn start(session: &Session) -> Option<Helper> {
+        let budget = Budget::new(START);
+        let (permit, mut channel) = session.start_command("exec sh", Some(&budget)).await.ok()?;
+        // The exec request's answer comes before any output; a refusal means no helper. A
+        // server that does not answer in time is taken as started (as the probe's streams do).
+        let answer = async {
+            loop {
+                match channel.wait().await {
+                    Some(ChannelMsg::Success) => return true,
+                    Some(ChannelMsg::WindowAdjusted { .. }) => {}
+                    _ => return false,
+                }
+            }
+        };
+        if let Ok(false) = budget.step("starting the shell", answer).await {
+            return None;
+        }
+        let marker = format!("@rwh-{:032x}:", fastrand::u128(..));
+        let (requests, mut queue) = mpsc::channel::<Request>(REPLIES);
+        let finder = Finder::new(marker.as_bytes()).into_owned();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let (mut outs, mut errs) = (VecDeque::new(), VecDeque::new());
+            let mut out = Framer::new(finder.clone());
+            let mut err = Framer::new(finder);
+            let mut open = true;
+            loop {
+                tokio::select! {
+                    request = queue.recv(), if open => match request {
+                        Some(Request { script, replies }) => {
+                            if channel.data(&script[..]).await.is_err() {
+                                break;
+                            }
+                            if outs.is_empty() {
+                                let _ = replies.send(Reply::Started).await;
+                            }
+                            outs.push_back(replies.clone());
+                            errs.push_back(replies);
+                        }
+                        None => {
+                            open = false;
+                            let _ = channel.eof().await;
+                        }
+                    },
+                    msg = channel.wait() => match msg {
+                        Some(ChannelMsg::Data { data }) => {
+                            for piece in out.push(&data) {
+                                route(piece, &mut outs, true).await;
+                            }
+                        }
+                        Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
+                            for piece in err.push(&data) {
+                                route(piece, &mut errs, false).await;
+                            }
+                        }
+                        Some(ChannelMsg::Close) | None => break,
+                        Some(_) => {}
+                    },
+                }
+            }
+            let _ = channel.close().await;
+        });
+        let helper = Helper { requests, marker };
+        // Whatever the login shell prints before the first command (a banner) is this no-op's.
+        let (discard, _) = mpsc::channel(1);
+        let script = helper.script(":");
+        let hello = Request {
+            script,
+            replies: discard,
+        };
+        helper.requests.send(hello).await.ok()?;
+        Some(helper)
+    }
+
+    pub(super) fn ended(&self) -> bool {
+        self.requests.is_closed()
+    }
+
+    /// The text written to the shell for `command`.
+    fn script(&self, command: &str) -> Vec<u8> {
+        let m = &self.marker;
+        format!(
+            "( {command}\n) </dev/null; s=$?; printf '{m}%s\\n' \"$s\"; printf '{m}%s\\n' \"$s\" >&2\n"
+        )
+        .into_bytes()
+    }
+
+    /// Runs `command`, its stdout handed to `out` as it comes (false stops), its stderr kept up
+    /// to `err_cap`.
+    pub(super) async fn run(
+        &self,
+        command: &str,
+        clock: Clock,
+        out: &mut (dyn FnMut(&[u8]) -> bool + Send),
+        err_cap: usize,
+    ) -> Result<Ran, Attempt> {
+        let (replies, mut rx) = mpsc::channel(REPLIES);
+        let request = Request {
+            script: self.script(command),
+            replies,
+        };
+        self.requests
+            .send(request)
+            .await
+            .map_err(|_| Attempt::Gone)?;
+        let mut ran = Ran::default();
+        let (mut started, mut out_done, mut err_done) = (false, false, false);
+        let mut deadline: Option<Instant> = None;
+        let (limit, stage) = match clock {
+            Clock::Total(d) => (d, "command"),
+            Clock::Idle(d) => (d, "waiting for the command's output"),
+        };
+        while !(out_done && err_done) {
+            let next = match deadline {
+                None => rx.recv().await,
+                Some(at) => tokio::time::timeout_at(at, rx.recv()).await.map_err(|_| {
+                    Attempt::Failed(TransportError::Timeout {
+                        stage,
+                        after: limit,
+                    })
+                })?,
+            };
+            match next {
+                None if started => {
+                    let why = "the box's shell ended mid-command".to_string();
+                    return Err(Attempt::Failed(TransportError::Disconnected(why)));
+                }
+                None => return Err(Attempt::Gone),
+                Some(Reply::Started) => {
+                    started = true;
+                    deadline = Some(Instant::now() + limit);
+                }
+                Some(Reply::Out(data)) => {
+                    if let Clock::Idle(idle) = clock {
+                        deadline = Some(Instant::now() + idle);
+                    }
+                    if !out(&data) {
+                        ran.stopped = true;
+                        return Ok(ran);
+                    }
+                }
+                Some(Reply::Err(data)) => {
+                    let room = err_cap.saturating_sub(ran.stderr.len());
+                    ran.stderr_cut |= data.len() > room;
+                    ran.stderr.extend_from_slice(&data[..data.len().min(room)]);
+                }
+                Some(Reply::OutEnd(status)) => (ran.status, out_done) = (status, true),
+                Some(Reply::ErrEnd) => err_done = true,
+            }
+        }
+        Ok(ran)
+    }
+}
+
+/// A piece of one stream to the command it belongs to; the end of one starts the next.
+async fn route(piece: Piece, queue: &mut VecDeque<mpsc::Sender<Reply>>, stdout: bool) {
+    match piece {
+        Piece::Data(data) => {
+            if let Some(to) = queue.front() {
+                let data = if stdout {
+                    Reply::Out(data)
+                } else {
+                    Reply::Err(data)
+                };
+                let _ = to.send(data).await;
+            }
+        }
+        Piece::End(word) => {
+            let Some(to) = queue.pop_front() else { return };
+            if !stdout {
+                let _ = to.send(Reply::ErrEnd).await;
+                return;
+            }
+            let status = std::str::from_utf8(&word).ok().and_then(|w| w.parse().ok());
+            let _ = to.send(Reply::OutEnd(status)).await;
+            if let Some(next) = queue.front() {
+                let _ = next.send(Reply::Started).await;
+            }
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Piece {
+    Data(Vec<u8>),
+    /// The end line's word (the exit status on stdout).
+    End(Vec<u8>),
+}
+
+/// Splits one stream at its end lines (`marker`, a word, a newline), holding back only what
+/// could be the start of a marker cut between two pieces.
+struct Framer {
+    finder: Finder<'static>,
+    held: Vec<u8>,
+}
+
+impl Framer {
+    fn new(finder: Finder<'static>) -> Framer {
+        Framer {
+            finder,
+            held: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, data: &[u8]) -> Vec<Piece> {
+        self.held.extend_from_slice(data);
+        let len = self.finder.needle().len();
+        let mut pieces = Vec::new();
+        loop {
+            let Some(at) = self.finder.find(&self.held) else {
+                let keep = self.held.len().min(len - 1);
+                let free = self.held.len() - keep;
+                if free > 0 {
+                    pieces.push(Piece::Data(self.held.drain(..free).collect()));
+                }
+                return pieces;
+            };
+            if at > 0 {
+                pieces.push(Piece::Data(self.held.drain(..at).collect()));
+            }
+            let Some(nl) = self.held[len..].iter().position(|b| *b == b'\n') else {
+                return pieces;
+            };
+            let word = self.held[len..len + nl].to_vec();
+            self.held.drain(..len + nl + 1);
+            pieces.push(Piece::End(word));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(s: &str) -> Piece {
+        Piece::Data(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn end_lines_split_the_stream_wherever_the_pieces_are_cut() {
+        let stream = b"listing\0a\0@m:0\n@m:1\ntar\nbytes@m@m:2\n";
+        let whole = {
+            let mut f = Framer::new(Finder::new(b"@m:").into_owned());
+            f.push(stream)
+        };
+        assert_eq!(
+            whole,
+            vec![
+                data("listing\0a\0"),
+                Piece::End(b"0".to_vec()),
+                Piece::End(b"1".to_vec()),
+                data("tar\nbytes@m"),
+                Piece::End(b"2".to_vec()),
+            ]
+        );
+        // Cut at every place: the same commands get the same bytes and ends.
+        for cut in 0..stream.len() {
+            let mut f = Framer::new(Finder::new(b"@m:").into_owned());
+            let mut got = f.push(&stream[..cut]);
+            got.extend(f.push(&stream[cut..]));
+            let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+            for p in got {
+                match p {
+                    Piece::Data(d) => bytes.extend(d),
+                    Piece::End(w) => {
+                        ends.push((bytes.len(), w));
+                    }
+                }
+            }
+            assert_eq!(bytes, b"listing\0a\0tar\nbytes@m", "cut at {cut}");
+            assert_eq!(
+                ends,
+                vec![
+                    (10, b"0".to_vec()),
+                    (10, b"1".to_vec()),
+                    (21, b"2".to_vec())
+                ]
+            );
+        }
+    }
+}
