@@ -218,7 +218,7 @@ mod tests {
             "{s}"
         );
         // comm is cut at 15 bytes, and the name is quoted whatever the box called it.
-        assert!(s.contains("same 9 'it'\\''s-a-very-l'"), "{s}");
+        assert!(s.contains("same 9 'it'\\''s-a-very-lon'"), "{s}");
         assert!(
             s.contains("if same 585 'python3'; then if e=$(kill -KILL 585"),
             "{s}"
