@@ -9,6 +9,9 @@
 //!    plus rigwatch itself) against a fresh `ssh` per host per poll (every box plus the clients).
 //! 3. `rigwatch status` wall time on 1, 10 and 50 hosts vs a fresh `ssh` per host running the
 //!    same one-shot probe.
+//!
+//! `RIGWATCH_BENCH_HOME=conda` gives part 1's box a login shell that costs ~0.15 s of CPU at
+//! every start (conda's block in ~/.bashrc); `RIGWATCH_BENCH_ONLY=one` runs part 1 alone.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -207,6 +210,12 @@ fn main() {
         return;
     }
     let box_a = lab.start_host("box");
+    if std::env::var("RIGWATCH_BENCH_HOME").as_deref() == Ok("conda") {
+        println!(
+            "conda-like ~/.bashrc on the box: {:.2} s per shell start here",
+            box_a.conda_like_home()
+        );
+    }
     box_a.shim_nvidia_smi(&GpuShim {
         query_gpu: "h100/q_load_csv.txt",
         apps: "h100/apps_load.txt",
@@ -286,6 +295,9 @@ fn main() {
         );
     }
 
+    if std::env::var("RIGWATCH_BENCH_ONLY").as_deref() == Ok("one") {
+        return;
+    }
     twenty_boxes(&mut lab, &runtime);
 
     println!();

@@ -107,6 +107,25 @@ pub struct Dialog {
     messages: Vec<String>,
 }
 
+/// A typed name edited as in a shell: Backspace, Ctrl-U (clear), Ctrl-W (the last word).
+pub fn edit_typed(typed: &mut String, edit: &Event) {
+    match edit {
+        Event::ClearName => typed.clear(),
+        Event::DeleteWord => {
+            let word = |c: char| c.is_alphanumeric();
+            let keep = typed
+                .trim_end_matches(|c| !word(c))
+                .trim_end_matches(word)
+                .len();
+            typed.truncate(keep);
+        }
+        Event::Backspace => {
+            typed.pop();
+        }
+        _ => {}
+    }
+}
+
 impl Dialog {
     /// The dialog for one opening; `opening` tells its checks from any other's.
     pub fn new(host: &str, opening: u64) -> Dialog {
@@ -288,20 +307,7 @@ impl Dialog {
             }
             (_, edit @ (Event::Backspace | Event::ClearName | Event::DeleteWord)) => {
                 self.messages.clear();
-                match edit {
-                    Event::ClearName => self.typed.clear(),
-                    Event::DeleteWord => {
-                        let word = |c: char| c.is_alphanumeric();
-                        let keep = self
-                            .typed
-                            .trim_end_matches(|c| !word(c))
-                            .trim_end_matches(word);
-                        self.typed.truncate(keep.len());
-                    }
-                    _ => {
-                        self.typed.pop();
-                    }
-                }
+                edit_typed(&mut self.typed, &edit);
                 if self.stage == Stage::AwaitingSecondConfirm {
                     self.stage = Stage::AwaitingName;
                 }

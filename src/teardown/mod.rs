@@ -20,7 +20,7 @@ pub mod scripted;
 mod unfinished;
 
 pub use describe::{Description, describe};
-pub use driver::{CHECK_MAX_AGE, Dialog, Effect, Event, Stage};
+pub use driver::{CHECK_MAX_AGE, Dialog, Effect, Event, Stage, edit_typed};
 pub use facts::{Ending, Finished, PlanLooks, RunLooks};
 pub use io::{CheckFound, TeardownIo, execute};
 pub use kube::KubeIo;

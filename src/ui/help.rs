@@ -85,14 +85,8 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         })
         .collect();
     lines.push(Line::styled(" Esc or ? closes this", ctx.theme.stale));
-    let rows = super::widgets::wrapped_rows(&lines, width.saturating_sub(2));
-    let height = u16::try_from(rows + 2).unwrap_or(u16::MAX).min(area.height);
-    let popup = Rect {
-        x: area.x + (area.width - width) / 2,
-        y: area.y + (area.height - height) / 2,
-        width,
-        height,
-    };
+    let (popup, rows) = super::widgets::popup(area, width, &lines);
+    let height = popup.height;
     let end = rows.saturating_sub(usize::from(height.saturating_sub(2)));
     let scroll = ctx
         .app

@@ -90,18 +90,8 @@ impl KillModal {
             Event::Key(c) if !c.is_control() && self.typed.chars().count() < 256 => {
                 self.typed.push(c)
             }
-            Event::Backspace => {
-                self.typed.pop();
-            }
-            Event::ClearName => self.typed.clear(),
-            Event::DeleteWord => {
-                let word = |c: char| c.is_alphanumeric();
-                let keep = self
-                    .typed
-                    .trim_end_matches(|c| !word(c))
-                    .trim_end_matches(word)
-                    .len();
-                self.typed.truncate(keep);
+            edit @ (Event::Backspace | Event::ClearName | Event::DeleteWord) => {
+                crate::teardown::edit_typed(&mut self.typed, &edit)
             }
             Event::Confirm if self.typed == self.host => {
                 self.stage = KillStage::Running;
@@ -164,16 +154,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &KillModal) {
             lines.push(Line::styled(" Esc or Enter closes", t.stale));
         }
     }
-    let width = area.width.min(100);
-    let inner = usize::from(width.saturating_sub(2)).max(1);
-    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
-    let height = u16::try_from(rows + 2).unwrap_or(u16::MAX).min(area.height);
-    let popup = Rect {
-        x: area.x + (area.width - width) / 2,
-        y: area.y + (area.height - height) / 2,
-        width,
-        height,
-    };
+    let (popup, _) = super::widgets::popup(area, 100, &lines);
     frame.render_widget(Clear, popup);
     let block = Block::default()
         .borders(Borders::ALL)

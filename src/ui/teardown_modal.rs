@@ -167,12 +167,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &TeardownModa
     let height = u16::try_from(body_rows + footer_rows + 2)
         .unwrap_or(u16::MAX)
         .min(area.height);
-    let popup = Rect {
-        x: area.x + (area.width - width) / 2,
-        y: area.y + (area.height - height) / 2,
-        width,
-        height,
-    };
+    let popup = super::widgets::centered(area, width, height);
     frame.render_widget(Clear, popup);
     let block = Block::default()
         .borders(Borders::ALL)

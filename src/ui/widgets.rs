@@ -127,6 +127,30 @@ pub fn clamp_scroll(
     ctx.app.detail_scroll.min(end)
 }
 
+/// A popup `width` wide, as tall as `lines` wrapped inside its borders (at most `area`'s
+/// height), centred in `area`; and the rows the lines take.
+pub fn popup(
+    area: ratatui::layout::Rect,
+    width: u16,
+    lines: &[ratatui::text::Line<'_>],
+) -> (ratatui::layout::Rect, usize) {
+    let width = width.min(area.width);
+    let rows = wrapped_rows(lines, width.saturating_sub(2));
+    let height = u16::try_from(rows + 2).unwrap_or(u16::MAX).min(area.height);
+    (centered(area, width, height), rows)
+}
+
+/// A `width` × `height` rectangle (each at most `area`'s) in the middle of `area`.
+pub fn centered(area: ratatui::layout::Rect, width: u16, height: u16) -> ratatui::layout::Rect {
+    let (width, height) = (width.min(area.width), height.min(area.height));
+    ratatui::layout::Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    }
+}
+
 /// Rows `lines` take when word-wrapped to `width`.
 pub fn wrapped_rows(lines: &[ratatui::text::Line<'_>], width: u16) -> usize {
     ratatui::widgets::Paragraph::new(lines.to_vec())

@@ -575,6 +575,26 @@ impl Sshd {
         self.dir.join("home")
     }
 
+    /// Gives this box's login user a `~/.bashrc` that costs what `conda init`'s block does at
+    /// every shell sshd starts (~0.15 s of CPU: a bounded busy loop sized on this machine; Debian's
+    /// bash reads it for commands sshd runs too). Returns the seconds one start took here.
+    pub fn conda_like_home(&self) -> f64 {
+        let count = |n: u64| format!("i=0; while [ $i -lt {n} ]; do i=$((i+1)); done");
+        let timed = |n: u64| {
+            let start = Instant::now();
+            let ok = Command::new("bash")
+                .args(["-c", &count(n)])
+                .status()
+                .expect("bash");
+            assert!(ok.success());
+            start.elapsed().as_secs_f64()
+        };
+        let probe = 20_000u64;
+        let n = (0.15 / (timed(probe) / probe as f64)) as u64;
+        std::fs::write(self.home().join(".bashrc"), format!("{}\n", count(n))).expect("bashrc");
+        timed(n)
+    }
+
     pub fn restart(&mut self) {
         self.kill();
         let port = self.port;
