@@ -207,22 +207,9 @@ async fn an_sshd_restarting_in_a_loop_is_followed_and_heals_and_never_stalls_oth
     pool.shutdown().await;
 }
 
-/// A namespace for the box, or the reason this machine cannot make one, printed: the test then
-/// checks nothing, and says so on its output (`cargo test -- --nocapture` shows it).
-fn namespace_or_skip(test: &str) -> Option<Netns> {
-    match Netns::make() {
-        Ok(ns) => Some(ns),
-        Err(reason) => {
-            println!("SKIPPED {test}: {reason}");
-            eprintln!("SKIPPED {test}: {reason}");
-            None
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_box_is_down_within_the_keepalive_window_and_heals() {
-    let Some(ns) = namespace_or_skip("partition") else {
+    let Some(ns) = Netns::or_skip("partition") else {
         return;
     };
     let mut lab = Lab::new();
@@ -275,7 +262,7 @@ async fn a_partitioned_box_is_down_within_the_keepalive_window_and_heals() {
 /// as an answer (OpenSSH counts the same way); the default 5 s × 3 holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_56kbit_link_delivers_whole_output_slowly_and_stays_up() {
-    let Some(ns) = namespace_or_skip("56kbit") else {
+    let Some(ns) = Netns::or_skip("56kbit") else {
         return;
     };
     let mut lab = Lab::new();

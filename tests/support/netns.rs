@@ -2,7 +2,7 @@
 //! private /30, so the link can be cut (iptables DROP inside the namespace) or narrowed (`tc
 //! tbf` on the box's side) without touching any other interface. Deleting the namespace (on
 //! drop) deletes the pair. Needs root, `ip`, `tc` and `iptables`: `Netns::make` says which is
-//! missing, and a test that cannot run prints that and fails to nothing silently (it says so).
+//! missing, and a test that cannot run prints SKIPPED and that reason (`Netns::or_skip`).
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -86,6 +86,19 @@ impl Netns {
         Ok(ns)
     }
 
+    /// `make`, or None after printing why not (on stdout and stderr, so `--nocapture` or a
+    /// failing run shows it): the test then checks nothing, and says so.
+    pub fn or_skip(test: &str) -> Option<Netns> {
+        match Netns::make() {
+            Ok(ns) => Some(ns),
+            Err(reason) => {
+                println!("SKIPPED {test}: {reason}");
+                eprintln!("SKIPPED {test}: {reason}");
+                None
+            }
+        }
+    }
+
     fn inside(&self, program: &str, args: &[&str]) -> Result<(), String> {
         ok(Command::new("ip")
             .args(["netns", "exec", &self.name, program])
@@ -137,6 +150,23 @@ impl Netns {
             ],
         )
         .expect("tc tbf");
+    }
+
+    /// Undoes `narrow`: the link is as wide as the veth pair again.
+    pub fn widen(&self) {
+        let dev = self.inner_dev();
+        self.inside("tc", &["qdisc", "del", "dev", &dev, "root"])
+            .expect("tc qdisc del");
+    }
+
+    /// Bytes this machine has received from the box over the link so far (its end's counter).
+    pub fn bytes_from_box(&self) -> u64 {
+        let dev = format!("rwo{}", self.name.trim_start_matches("rwlab-"));
+        let counter = format!("/sys/class/net/{dev}/statistics/rx_bytes");
+        std::fs::read_to_string(&counter)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no counter at {counter}"))
     }
 
     fn inner_dev(&self) -> String {
