@@ -281,10 +281,14 @@ fn a_pull_through_a_partition_resumes_whole_once_healed() {
 }
 
 /// Narrowed to 56 kbit/s mid-pull, the link still carries the pull, slowly (default keepalive,
-/// 5 s × 3): watched for 40 s, past the SFTP request timeout (30 s), since one 255 KiB read takes
-/// ~37 s on this link. Then stopped (Ctrl-C, as a user would), it resumes on a wide link.
+/// 5 s × 3): watched for 40 s, past the old SFTP request timeout (30 s; one 255 KiB read takes
+/// ~37 s on this link, and a copy's reads now wait for the link, not for a timeout of their
+/// own). The token bucket's 10 s queue can hold back every whole SSH packet for longer than
+/// the keepalive window, and then the connection is declared lost, as OpenSSH's
+/// ServerAliveCountMax would: the pull may end, but only saying so (never "Timeout"). Stopped
+/// (Ctrl-C, as a user would) or ended, it resumes whole on a wide link.
 #[test]
-fn a_pull_over_a_link_narrowed_to_56kbit_keeps_going_and_resumes_when_stopped() {
+fn a_pull_over_a_link_narrowed_to_56kbit_keeps_going_or_says_the_link_was_lost_and_resumes() {
     let Some(ns) = Netns::or_skip("pull over 56 kbit/s") else {
         return;
     };
@@ -332,8 +336,13 @@ fn a_pull_over_a_link_narrowed_to_56kbit_keeps_going_and_resumes_when_stopped() 
         .find(|l| l.contains("/big.bin"))
         .unwrap_or_default();
     if let Some((secs, status)) = died {
-        panic!(
-            "a pull over a live 56 kbit/s link gave up within {secs} s of the narrowing ({status}); \
+        eprintln!(
+            "ended {secs} s after the narrowing ({status}): {}",
+            big.trim()
+        );
+        assert!(
+            big.contains("connection lost: no answer to keepalives"),
+            "a pull over a live 56 kbit/s link ended ({status}) without saying the link was lost; \
              its big file says: {}",
             big.trim()
         );

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
 use futures::stream::FuturesOrdered;
-use russh_sftp::client::RawSftpSession;
 use russh_sftp::client::error::Error as SftpError;
 use russh_sftp::protocol::{FileAttributes, OpenFlags, StatusCode};
 use sha2::{Digest, Sha256};
@@ -66,7 +65,7 @@ pub async fn copy_all<B: BoxExec>(
             let result = match (sftp, as_utf8(&file.path)) {
                 (Some(sftp), Some(name)) => {
                     let span = Span { from, chunk, depth };
-                    download(&sftp.raw, &name, file, dest, local, span, progress).await
+                    download(sftp, &name, file, dest, local, span, progress).await
                 }
                 _ => download_by_exec(session, file, dest, local, from, progress).await,
             };
@@ -236,6 +235,10 @@ fn chunk_for(max_read: Option<u64>) -> u64 {
 const MIN_IN_FLIGHT: u64 = 4 << 20;
 const FILL_RATE: f64 = 512.0 * 1024.0 * 1024.0;
 
+/// How long a copy waits for any of its reads to answer on a live link before giving up: one
+/// 255 KiB read takes ~37 s at 56 kbit/s, and reads are answered in order.
+const READ_IDLE: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// How many reads of `chunk` bytes one file keeps in flight over a link with this round trip.
 pub fn reads_in_flight(rtt: std::time::Duration, chunk: u64) -> usize {
     let window = u64::from(crate::transport::WINDOW_BYTES);
@@ -263,7 +266,7 @@ pub struct Copied {
 /// Writes go straight to the page cache from this task: a 128 KiB write costs microseconds,
 /// far less than handing each chunk to a blocking thread.
 async fn download(
-    sftp: &RawSftpSession,
+    channel: &SftpChannel,
     name: &str,
     remote: &RemoteFile,
     dest: &Path,
@@ -271,6 +274,27 @@ async fn download(
     span: Span,
     progress: &AtomicU64,
 ) -> Result<Copied, PullError> {
+    // Every request of the copy (its open, reads and close) stops waiting once the connection
+    // is lost; what arrived stays in the `.part` for the next pull.
+    tokio::select! {
+        copied = download_on(channel, name, remote, dest, local, span, progress) => copied,
+        reason = channel.closed() => Err(PullError::Remote {
+            path: remote.path.clone(),
+            reason: format!("connection lost: {reason}"),
+        }),
+    }
+}
+
+async fn download_on(
+    channel: &SftpChannel,
+    name: &str,
+    remote: &RemoteFile,
+    dest: &Path,
+    local: &Path,
+    span: Span,
+    progress: &AtomicU64,
+) -> Result<Copied, PullError> {
+    let sftp = &channel.raw;
     // The remote file first: one that vanished leaves no `.part` behind.
     let handle = sftp
         .open(name, OpenFlags::READ, FileAttributes::default())
@@ -293,7 +317,20 @@ async fn download(
                 inflight.push_back(async move { (offset, len, read.await) });
                 next += len;
             }
-            let Some((offset, len, read)) = inflight.next().await else {
+            // The reads in flight wait for the link, not for their own timeouts: a live link
+            // that answers no read for READ_IDLE is given up on; a slow one that answers is
+            // waited for (a lost one ends the copy in `download`).
+            let answered = tokio::select! {
+                answered = inflight.next() => answered,
+                () = tokio::time::sleep(READ_IDLE) => return Err(PullError::Remote {
+                    path: remote.path.clone(),
+                    reason: format!(
+                        "no read answered for {} s on a live link",
+                        READ_IDLE.as_secs()
+                    ),
+                }),
+            };
+            let Some((offset, len, read)) = answered else {
                 break;
             };
             let mut data = read.map_err(|e| remote_error(remote, e))?.data;

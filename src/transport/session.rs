@@ -233,6 +233,11 @@ impl Session {
             .then(|| "connection closed".to_string())
     }
 
+    /// The connection's loss as a watch, for what lives on the connection (an SFTP channel).
+    pub(super) fn lost_watch(&self) -> watch::Receiver<Option<String>> {
+        self.lost.clone()
+    }
+
     /// Resolves when the connection (or the jump host's under it) is lost, with the reason.
     pub async fn closed(&self) -> String {
         let own = async {

@@ -17,8 +17,28 @@ pub struct SftpChannel {
     /// The largest read the server answers whole, from its `limits@openssh.com` extension
     /// (OpenSSH 8.9+: 255 KiB); None where it does not say (older OpenSSH caps reads at 64 KiB).
     pub max_read: Option<u64>,
+    /// The connection's loss, so a copy stops waiting the moment it is gone: russh-sftp ends
+    /// its reader with the channel but leaves the reads in flight to their own timeouts.
+    lost: tokio::sync::watch::Receiver<Option<String>>,
     _slot: OwnedSemaphorePermit,
 }
+
+impl SftpChannel {
+    /// Resolves when the connection under the channel is lost, with the reason.
+    pub async fn closed(&self) -> String {
+        let mut lost = self.lost.clone();
+        match lost.wait_for(Option::is_some).await {
+            Ok(reason) => reason.clone().unwrap_or_default(),
+            Err(_) => "connection task ended".to_string(),
+        }
+    }
+}
+
+/// How long one SFTP request may wait for its answer. A read's answer waits behind every read
+/// queued before it: on a 56 kbit/s link one 255 KiB read takes ~37 s, and a copy keeps many
+/// in flight, so this only bounds a server that stopped answering on a live link; the copy's
+/// own idle rule (no answer to any read for a while) and the connection's loss end it sooner.
+const REQUEST_TIMEOUT_SECS: u64 = 600;
 
 const NO_SFTP: &str =
     "the server has no SFTP subsystem or refused it; check `Subsystem sftp` in its sshd_config";
@@ -53,7 +73,7 @@ impl Session {
         };
         budget.step("sftp subsystem", answer).await??;
         let raw = RawSftpSession::new(channel.into_stream());
-        raw.set_timeout(timeout.as_secs().max(5));
+        raw.set_timeout(REQUEST_TIMEOUT_SECS);
         let version = budget
             .step("sftp init", raw.init())
             .await?
@@ -72,6 +92,7 @@ impl Session {
         Ok(SftpChannel {
             raw,
             max_read,
+            lost: self.lost_watch(),
             _slot: slot,
         })
     }
