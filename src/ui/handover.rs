@@ -15,7 +15,9 @@ pub async fn give_terminal(
     let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
     ratatui::restore();
     let shown = crate::transport::openssh::shown(argv);
-    println!("rigwatch: {shown}\r\n(the dashboard comes back when this ends)");
+    say(&format!(
+        "rigwatch: {shown}\n(the dashboard comes back when this ends)\n"
+    ));
     // Ctrl-C typed before ssh takes the terminal goes to the whole foreground group: with a
     // handler installed (tokio keeps it for the life of the process; in raw mode Ctrl-C is a
     // key anyway) it ends ssh alone, not the dashboard.
@@ -36,7 +38,9 @@ pub async fn give_terminal(
     };
     if !ok {
         // What ssh said (a refused key, a missing file) stays readable until the person is done.
-        println!("rigwatch: {said}; press Enter to go back to the dashboard");
+        say(&format!(
+            "rigwatch: {said}; press Enter to go back to the dashboard\n"
+        ));
         let _ = tokio::task::spawn_blocking(|| {
             let mut line = String::new();
             std::io::stdin().read_line(&mut line)
@@ -51,4 +55,10 @@ pub async fn give_terminal(
     )?;
     terminal.clear()?;
     Ok(said)
+}
+
+/// A line on the terminal the dashboard owns, between its screens (the ui draws through
+/// crossterm, never with print!).
+fn say(text: &str) {
+    let _ = crossterm::execute!(std::io::stdout(), crossterm::style::Print(text));
 }
