@@ -1,11 +1,15 @@
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 /// Errors reach a person as one line: what went wrong and what to do, with the causes after a
 /// colon; no source location, backtrace or colour. A usage mistake exits 2 (3 for `status`,
 /// whose 2 means "needs action now"), anything else 1.
 fn main() -> ExitCode {
+    // A shell asking for completions (`COMPLETE=bash rigwatch -- …`) is answered and exits here.
+    clap_complete::CompleteEnv::with_factory(rigwatch::cli::Cli::command)
+        .var(rigwatch::cli::complete::VAR)
+        .complete();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = match rigwatch::cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,

@@ -423,6 +423,72 @@ fn ledger_of_an_unknown_host_says_so() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
+/// Completion knows the fleet: the script `completions bash` prints, loaded in a real bash,
+/// completes `pull gpu-` to the fleet.toml's two `gpu-` hosts (and its cluster for `teardown`),
+/// from the fleet the environment names or the one `--config` names on the line being typed.
+#[test]
+fn completions_offer_the_fleets_host_names_for_a_partial_word() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fleet = dir.path().join("fleet.toml");
+    std::fs::write(
+        &fleet,
+        "[[host]]\nname = \"gpu-alpha\"\nssh = \"a\"\n\n[[host]]\nname = \"gpu-beta\"\nssh = \"b\"\n\n\
+         [[host]]\nname = \"cpu-box\"\nssh = \"c\"\n",
+    )
+    .expect("fleet");
+    let out = rigwatch()
+        .args(["completions", "bash"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let script = dir.path().join("rigwatch.bash");
+    std::fs::write(&script, &out.stdout).expect("script");
+    let complete = |words: &[&str], env_config: bool| {
+        let mut bash = std::process::Command::new("bash");
+        let line = words.join(" ");
+        let current = words.last().copied().unwrap_or("");
+        bash.arg("-c").arg(format!(
+            "source {} && COMP_WORDS=({line}) && COMP_CWORD={} && COMP_TYPE=9 && \
+             _clap_complete_rigwatch rigwatch {current} && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            words.len() - 1,
+        ));
+        bash.env("XDG_CONFIG_HOME", dir.path().join("none"));
+        bash.env_remove("RIGWATCH_CONFIG");
+        if env_config {
+            bash.env("RIGWATCH_CONFIG", &fleet);
+        }
+        let out = bash.output().expect("bash");
+        assert!(out.status.success(), "{}", text(&out));
+        let mut said: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(String::from)
+            .collect();
+        said.sort();
+        said
+    };
+    assert_eq!(
+        complete(&["rigwatch", "pull", "gpu-"], true),
+        ["gpu-alpha", "gpu-beta"]
+    );
+    assert_eq!(complete(&["rigwatch", "silence", "cp"], true), ["cpu-box"]);
+    let named = fleet.display().to_string();
+    assert_eq!(
+        complete(
+            &["rigwatch", "teardown", "--config", &named, "gpu-b"],
+            false
+        ),
+        ["gpu-beta"],
+        "the fleet the typed line names"
+    );
+    assert!(
+        complete(&["rigwatch", "ledger", "gpu-"], false).is_empty(),
+        "no fleet, nothing offered and nothing printed"
+    );
+}
+
 /// The man page says what a person reaches for in one, and refers to no page that does not
 /// exist: the commands are named, the keys are the help overlay's, then files, environment,
 /// exit status and examples.

@@ -263,7 +263,7 @@ fn completions_load_in_bash_and_the_man_page_names_every_command() {
         .arg("-c")
         .arg(format!(
             "source {} && complete -p rigwatch && COMP_WORDS=(rigwatch te) && COMP_CWORD=1 && \
-             _rigwatch rigwatch te rigwatch && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+             _clap_complete_rigwatch rigwatch te rigwatch && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
             script.display()
         ))
         .output()

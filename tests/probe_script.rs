@@ -94,6 +94,7 @@ fn one_shot_prints_every_section_with_its_status_and_parses() {
     );
     let sample = HostSample::from_cycle(&cycle);
     assert!(sample.uptime.is_some() && sample.load.is_some() && sample.memory.is_some());
+    assert!(sample.cpus.is_some_and(|n| n >= 1), "{:?}", sample.errors);
     assert!(sample.boot_id.as_deref().is_some_and(|b| b.len() == 36));
     assert!(
         sample

@@ -137,6 +137,10 @@ fn every_box_shape_end_to_end_through_status_json() {
         let total = h["memory"]["total_bytes"].as_u64().unwrap_or(0);
         let free = h["memory"]["available_bytes"].as_u64().unwrap_or(u64::MAX);
         assert!(total > 0 && free <= total, "{h}");
+        // The load's scale: this machine's CPUs online, as sysfs lists them.
+        let online = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("sysfs");
+        let cpus = rigwatch::probe::parse_cpus_online(&online).expect("a CPU list");
+        assert_eq!(h["cpus"].as_u64(), Some(u64::from(cpus)), "{h}");
         assert!(
             !h["mounts"].as_array().expect("mounts").is_empty(),
             "{}",

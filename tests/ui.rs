@@ -472,6 +472,135 @@ fn the_demo_box_ready_for_teardown_has_its_pull_paths_everywhere() {
     );
 }
 
+/// The demo's sweep agrees on every screen: `R` lists its cells (it was empty), the overview's
+/// QUEUE column counts the same done cells, and the box's detail shows the queue running.
+#[test]
+fn the_demo_roster_lists_the_sweep_and_every_screen_of_its_box_agrees() {
+    let now = screenshot_time();
+    let (_, state) = Demo::start(now);
+    let theme = Theme::mono();
+    let frame = |app: &App| {
+        let ctx = Ctx {
+            app,
+            state: &state,
+            theme: &theme,
+            now,
+            poll: DEMO_POLL,
+        };
+        buffer_text(&render_buffer(&ctx, 160, 48))
+    };
+    let mut app = App::new(true);
+    app.handle_key(key(KeyCode::Char('R')), &state);
+    assert_eq!(app.view, View::Roster);
+    let roster = frame(&app);
+    for needle in [
+        "h100-train",
+        "vit_lr1e-3",
+        "vit_lr1e-4",
+        "running",
+        "pending",
+        "done",
+    ] {
+        assert!(roster.contains(needle), "{needle:?} missing:\n{roster}");
+    }
+    assert!(!roster.contains("FAILED"), "a healthy sweep:\n{roster}");
+    let overview = frame(&App::new(true));
+    let train = overview
+        .lines()
+        .find(|l| l.contains("h100-train"))
+        .expect("the sweep's row");
+    assert!(train.contains("2/6"), "{train}");
+    let mut detail = App::new(true);
+    detail.selected = Some("h100-train".into());
+    detail.view = View::Detail;
+    let detail = frame(&detail);
+    assert!(
+        detail.contains("── Queue /root/sweep/queue.txt") && detail.contains("vit_lr1e-4"),
+        "{detail}"
+    );
+    assert!(!detail.contains("queue not running"), "{detail}");
+}
+
+/// The columns as the README says they drop when the terminal narrows, first to go first.
+const DROP_ORDER: [&str; 9] = [
+    "PLATFORM",
+    "LOAD/CPUS RAM",
+    "UTIL",
+    "POWER/CAP",
+    "DISK B/INODE",
+    "VRAM (GPUS)",
+    "SM CLOCK/MAX",
+    "NEXT CLOCK",
+    "QUEUE",
+];
+
+/// The overview of `demo --copies 13` (104 boxes, names up to `h100-rebooted-13`) at 80 to 200
+/// columns: each width a snapshot, and the columns missing at each width are always the head
+/// of the README's drop order, so a column never comes back at a narrower width.
+#[test]
+fn the_overview_at_every_width_drops_columns_in_the_documented_order() {
+    let now = screenshot_time();
+    let (_, state) = Demo::start_sized(now, 13);
+    let theme = Theme::mono();
+    let app = App::new(true);
+    let mut shown_wider: Option<Vec<&str>> = None;
+    for width in [200u16, 160, 140, 120, 100, 80] {
+        let ctx = Ctx {
+            app: &app,
+            state: &state,
+            theme: &theme,
+            now,
+            poll: DEMO_POLL,
+        };
+        let screen = buffer_text(&render_buffer(&ctx, width, 30));
+        insta::assert_snapshot!(format!("overview_copies13_{width}x30"), screen);
+        let header = screen
+            .lines()
+            .find(|l| l.contains("HOST") && l.contains("NEEDS YOU"))
+            .unwrap_or_else(|| panic!("no header at {width}:\n{screen}"));
+        let shown: Vec<&str> = DROP_ORDER
+            .iter()
+            .copied()
+            .filter(|t| header.contains(t))
+            .collect();
+        let dropped = DROP_ORDER.len() - shown.len();
+        assert_eq!(shown, DROP_ORDER[dropped..], "at {width}: {header}");
+        if let Some(wider) = &shown_wider {
+            assert!(
+                shown.iter().all(|t| wider.contains(t)),
+                "at {width}: {header}"
+            );
+        }
+        shown_wider = Some(shown);
+        // Long names keep the suffix that tells the copies apart, whole or cut in the middle.
+        assert!(
+            screen.contains("h100-rebooted-13 ") || screen.contains("h100-re…oted-13 "),
+            "at {width}:\n{screen}"
+        );
+        assert!(!screen.contains("h100-rebooted- "), "at {width}:\n{screen}");
+    }
+    assert_eq!(
+        shown_wider.map(|s| s.len()),
+        Some(0),
+        "at 80 columns every droppable column has gone"
+    );
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let said = format!(
+        "{} first, then {};",
+        DROP_ORDER[0],
+        DROP_ORDER[1..].join(", ")
+    );
+    assert!(
+        readme
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains(&said),
+        "README must say {said:?}"
+    );
+}
+
 /// A fix the user must copy is never cut: a changed host key's whole message is in the detail
 /// (wrapped), and its `ssh-keygen -R …` command stands whole on a line of its own.
 #[test]

@@ -12,6 +12,7 @@ use crate::teardown::unfinished;
 #[derive(Debug, clap::Args)]
 pub struct LedgerArgs {
     /// Only this host
+    #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::fleet_names))]
     pub host: Option<String>,
     /// Print JSON instead of text
     #[arg(long)]

@@ -1,6 +1,7 @@
 //! Command line: one file per subcommand, each with its own `run`.
 
 mod check;
+pub mod complete;
 pub mod dashboard;
 mod init;
 mod ledger;
@@ -200,7 +201,8 @@ pub enum Command {
     /// Write a commented starter fleet.toml (never over an existing one), optionally with hosts
     /// imported read-only from ~/.ssh/config or the vast.ai / RunPod CLIs
     Init(init::InitArgs),
-    /// Print a shell completion script: `rigwatch completions bash > ~/.local/share/bash-completion/completions/rigwatch`
+    /// Print a shell completion script that completes host names from fleet.toml:
+    /// `rigwatch completions bash > ~/.local/share/bash-completion/completions/rigwatch`
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
@@ -282,8 +284,8 @@ fn run_command(cli: Cli) -> color_eyre::Result<ExitCode> {
             return runtime()?.block_on(watch::demo(&args));
         }
         Some(Command::Completions { shell }) => {
-            let mut command = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut command, "rigwatch", &mut std::io::stdout());
+            complete::registration(shell, &mut std::io::stdout())
+                .map_err(|e| usage(format!("completions {shell}: {e}")))?;
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Man) => {

@@ -20,6 +20,7 @@ use crate::pull::{Progress, pull_and_record, pull_job_and_record};
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
     /// The host, or the cluster, by its name in fleet.toml
+    #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::fleet_names))]
     pub host: String,
     /// On a [[kubernetes]] cluster: the Job whose running pod holds the results
     #[arg(long, value_name = "NAME")]

@@ -13,6 +13,7 @@ use crate::config::FleetConfig;
 #[derive(Debug, clap::Args)]
 pub struct SilenceArgs {
     /// The host to silence (a name from fleet.toml)
+    #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::fleet_names))]
     host: Option<String>,
     /// How long: 90s, 30m, 2h, 1d; 0 lifts the silence
     #[arg(default_value = "2h")]

@@ -97,6 +97,7 @@ impl HostStatus {
             boot_id: latest.and_then(|r| r.sample.boot_id.clone()),
             load: latest.and_then(|r| r.sample.load),
             memory: latest.and_then(|r| r.sample.memory),
+            cpus: latest.and_then(|r| r.sample.cpus),
             gpu_state: h.gpu.clone(),
             gpus: gpu_reports(&h.history),
             mounts: mount_reports(h),
@@ -130,6 +131,9 @@ pub struct HostStatus {
     pub load: Option<crate::probe::LoadAvg>,
     /// The box's RAM and swap (`/proc/meminfo`).
     pub memory: Option<crate::probe::MemInfo>,
+    /// CPUs online (`/sys/devices/system/cpu/online`): the load average's scale, so load 7.9
+    /// reads as a full 8-CPU box.
+    pub cpus: Option<u32>,
     pub gpu_state: GpuAvailability,
     pub gpus: Vec<GpuReport>,
     pub mounts: Vec<MountReport>,

@@ -34,6 +34,7 @@ use crate::transport::LinkState;
 #[derive(Debug, clap::Args)]
 pub struct TeardownArgs {
     /// The host, or the `[[slurm]]` or `[[kubernetes]]` cluster, by its name in fleet.toml
+    #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::fleet_names))]
     pub host: String,
     /// On a cluster: the job to end through the same guard (Slurm: `scancel` on its login
     /// node; Kubernetes: `kubectl delete job` with its pods)

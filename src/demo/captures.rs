@@ -50,6 +50,8 @@ pub const DF_INODES_FULL: &str =
 pub const UPTIME: &str = include_str!("../../tests/fixtures/h100/proc_uptime.txt");
 pub const LOADAVG: &str = include_str!("../../tests/fixtures/h100/loadavg.txt");
 pub const MEMINFO: &str = include_str!("../../tests/fixtures/h100/meminfo.txt");
+pub const CPUS_ONLINE: &str =
+    include_str!("../../tests/fixtures/handwritten/cpus_online_handwritten.txt");
 pub const TMUX_NONE: &str = include_str!("../../tests/fixtures/h100/tmux_ls.txt");
 pub const TMUX_RUN: &str = include_str!("../../tests/fixtures/h100/tmux_run.txt");
 pub const PGREP_LOAD: &str = include_str!("../../tests/fixtures/h100/pgrep_load.txt");
@@ -120,6 +122,38 @@ pub fn df_bytes_grown(extra: u64) -> String {
                 }
                 _ => line.to_string(),
             }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `loadavg.txt` (an idle box: `0.00 0.00 0.00 1/207 449`) with the box at `load`: its last
+/// minutes a little busier than the quarter hour, as a run that has settled in.
+pub fn loadavg_at(load: f64) -> String {
+    let tail: Vec<&str> = body(LOADAVG).split_whitespace().skip(3).collect();
+    format!(
+        "{load:.2} {:.2} {:.2} {}\n",
+        load * 0.97,
+        load * 0.91,
+        tail.join(" ")
+    )
+}
+
+/// `meminfo.txt` with `share` of its RAM in use: `MemAvailable` lowered to the rest.
+pub fn meminfo_used(share: f64) -> String {
+    let total = body(MEMINFO)
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    body(MEMINFO)
+        .lines()
+        .map(|line| match line.strip_prefix("MemAvailable:") {
+            Some(_) => format!(
+                "MemAvailable:   {:>9} kB",
+                (total as f64 * (1.0 - share.clamp(0.0, 1.0))) as u64
+            ),
+            None => line.to_string(),
         })
         .collect::<Vec<_>>()
         .join("\n")

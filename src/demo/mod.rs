@@ -4,6 +4,7 @@
 
 mod captures;
 mod clusters;
+mod queue;
 mod scenario;
 pub mod teardown;
 

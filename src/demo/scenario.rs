@@ -28,6 +28,11 @@ pub struct Scenario {
     inodes: &'static str,
     /// Bytes per minute `/` grows by, from the start of the history.
     disk_growth_per_min: u64,
+    /// The box's 1-minute load average (of 16 CPUs) and the share of its RAM in use.
+    load: f64,
+    ram_used: f64,
+    /// It runs the demo's sweep ([`super::queue`]).
+    sweep: bool,
     /// The boot id changes at this moment: the box rebooted.
     reboot_at: Option<DateTime<Utc>>,
     started: Option<DateTime<Utc>>,
@@ -93,11 +98,20 @@ impl Scenario {
             run_lines: "",
             inodes: c::DF_INODES,
             disk_growth_per_min: 0,
+            load: 0.05,
+            ram_used: 0.03,
+            sweep: false,
             reboot_at: None,
             started: None,
             step: 0,
             probe: ProbeReader::new(NONCE),
         }
+    }
+
+    /// Busy: `load` of the box's 16 CPUs and `ram_used` of its RAM.
+    fn busy(mut self, load: f64, ram_used: f64) -> Self {
+        (self.load, self.ram_used) = (load, ram_used);
+        self
     }
 
     fn in_tmux(mut self) -> Self {
@@ -153,9 +167,9 @@ impl Scenario {
             Some(t) if at >= t => BOOT_B,
             _ => BOOT_A,
         };
-        let sections: Vec<(&str, String, i32)> = vec![
+        let mut sections: Vec<(&str, String, i32)> = vec![
             ("uptime", body(c::UPTIME).into(), 0),
-            ("loadavg", body(c::LOADAVG).into(), 0),
+            ("loadavg", c::loadavg_at(self.load), 0),
             ("panes", self.tmux.1.into(), self.tmux.2),
             (
                 "run",
@@ -169,10 +183,14 @@ impl Scenario {
                 0,
             ),
             ("dfi", body(self.inodes).into(), 0),
-            ("meminfo", body(c::MEMINFO).into(), 0),
+            ("meminfo", c::meminfo_used(self.ram_used), 0),
+            ("cpus", body(c::CPUS_ONLINE).into(), 0),
             ("bootid", format!("{boot}\n"), 0),
             ("tmux", self.tmux.0.into(), self.tmux.2),
         ];
+        if self.sweep {
+            sections.extend(super::queue::sections(at, started));
+        }
         let mut text = format!("@@rw-{NONCE} cycle {}\n", self.step);
         for (name, body, status) in sections {
             text.push_str(&format!(
@@ -191,18 +209,19 @@ impl Scenario {
 
 /// The eight boxes, worst-first order is the dashboard's job.
 pub fn all(now: DateTime<Utc>) -> Vec<Scenario> {
-    let mut train = Scenario::new(
-        host("h100-train", "runpod", Some("train")),
-        &[c::Q_LOAD, c::LOOP_LOAD],
-        c::APPS_LOAD,
-    )
-    .in_tmux();
+    let mut train_host = host(super::queue::HOST, "runpod", Some("train"));
+    train_host.queue = Some(super::queue::config());
+    let mut train = Scenario::new(train_host, &[c::Q_LOAD, c::LOOP_LOAD], c::APPS_LOAD)
+        .in_tmux()
+        .busy(7.9, 0.38);
+    train.sweep = true;
     train.history_minutes = 55;
     let mut capped = Scenario::new(
         host("h100-capped", "lambda", None),
         &[c::Q_LOAD],
         c::APPS_LOAD,
-    );
+    )
+    .busy(6.2, 0.31);
     // Started with nohup, not in tmux: its process is the run.
     capped.config.run_process = Some("load.py".into());
     capped.run_lines = body(c::PGREP_LOAD);
@@ -215,7 +234,7 @@ pub fn all(now: DateTime<Utc>) -> Vec<Scenario> {
         dest: "~/results/{host}".into(),
         verify: Default::default(),
     });
-    let zombie = Scenario::new(zombie_host, &[c::ZOMBIE_Q], c::ZOMBIE_APPS);
+    let zombie = Scenario::new(zombie_host, &[c::ZOMBIE_Q], c::ZOMBIE_APPS).busy(0.4, 0.22);
     let mut idle = Scenario::new(
         host("h100-idle", "paperspace", None),
         &[c::Q_IDLE],
@@ -227,14 +246,17 @@ pub fn all(now: DateTime<Utc>) -> Vec<Scenario> {
         &[c::Q_LOAD],
         c::APPS_LOAD,
     )
-    .in_tmux();
+    .in_tmux()
+    // Unpacking millions of small files: every CPU busy feeding one GPU.
+    .busy(17.3, 0.61);
     inodes.inodes = c::DF_INODES_FULL;
     let mut down = Scenario::new(
         host("h100-down", "autodl", Some("train")),
         &[c::Q_LOAD],
         c::APPS_LOAD,
     )
-    .in_tmux();
+    .in_tmux()
+    .busy(7.6, 0.35);
     down.down_since = Some(now - Duration::minutes(17));
     let mut rebooted = Scenario::new(
         host("h100-rebooted", "china", Some("train")),
@@ -247,7 +269,8 @@ pub fn all(now: DateTime<Utc>) -> Vec<Scenario> {
         &[c::Q_MULTI],
         c::APPS_LOAD,
     )
-    .in_tmux();
+    .in_tmux()
+    .busy(9.1, 0.47);
     filling.disk_growth_per_min = 420 * 1024 * 1024;
     filling.history_minutes = 45;
     vec![train, capped, zombie, idle, inodes, down, rebooted, filling]

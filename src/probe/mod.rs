@@ -8,7 +8,7 @@
 //!
 //! One file per tool: `gpu` (`nvidia-smi --query-gpu`), `reasons` (clock event bitmask),
 //! `gpu_list` (`nvidia-smi -L`), `apps` (`--query-compute-apps`), `df` (bytes and inodes),
-//! `proc` (uptime, loadavg, meminfo, boot id), `tmux` (`tmux ls`, `pgrep -af`), `kernel`
+//! `proc` (uptime, loadavg, meminfo, boot id, CPUs online), `tmux` (`tmux ls`, `pgrep -af`), `kernel`
 //! (Xid and OOM lines), `slurm` (`squeue`: the job's time left for a box inside a job), `squeue`
 //! (a cluster's jobs, every field, for `[[slurm]]`), `kube` (`kubectl get jobs/pods -o json`,
 //! for `[[kubernetes]]`). Tests against the real captures in
@@ -47,7 +47,8 @@ pub use gpu_list::{GpuListing, parse_gpu_list};
 pub use headed::{parse_apps_csv, parse_gpu_csv};
 pub use kernel::{KernelEvent, parse_kernel_log};
 pub use proc::{
-    LoadAvg, MemInfo, Uptime, parse_boot_id, parse_loadavg, parse_meminfo, parse_uptime,
+    LoadAvg, MemInfo, Uptime, parse_boot_id, parse_cpus_online, parse_loadavg, parse_meminfo,
+    parse_uptime,
 };
 pub use reasons::{ClockEventReason, ClockEventReasons};
 pub use slurm::{SQUEUE_FORMAT, SlurmJob, parse_slurm_duration, parse_squeue};

@@ -1,4 +1,5 @@
-//! The small /proc files: uptime, load average, memory, and the boot id.
+//! The small /proc and /sys files: uptime, load average, memory, the boot id and the CPUs
+//! online.
 //!
 //! Uptime and boot id together tell a reboot (a box that silently restarted kills the run but
 //! keeps billing) from a dropped connection.
@@ -124,6 +125,40 @@ pub fn parse_meminfo(text: &str) -> Result<MemInfo, ParseError> {
     Ok(mem)
 }
 
+/// `/sys/devices/system/cpu/online`: the CPUs online as a list of ranges (`0-15`, `0,2-5`), so
+/// the load average has a scale. Counted from the whole machine's list, not `nproc`'s affinity
+/// mask: `/proc/loadavg` is not namespaced either, so in a container both speak of the host.
+pub fn parse_cpus_online(text: &str) -> Result<u32, ParseError> {
+    const PROBE: &str = "cpus online";
+    let (line, words) = only_line(PROBE, text, "a CPU list like 0-15")?;
+    let list = match words.as_slice() {
+        [one] => *one,
+        _ => {
+            let why = format!("expected one CPU list, got {}", quoted(&words.join(" ")));
+            return Err(ParseError::new(PROBE, line, why));
+        }
+    };
+    let bad = || {
+        ParseError::new(
+            PROBE,
+            line,
+            format!("expected a CPU list, got {}", quoted(list)),
+        )
+    };
+    let mut count = 0u32;
+    for part in list.split(',') {
+        let (first, last) = part.split_once('-').unwrap_or((part, part));
+        let cpu = |w: &str| w.parse::<u32>().map_err(|_| bad());
+        let (first, last) = (cpu(first)?, cpu(last)?);
+        let span = last
+            .checked_sub(first)
+            .and_then(|d| d.checked_add(1))
+            .ok_or_else(bad)?;
+        count = count.checked_add(span).ok_or_else(bad)?;
+    }
+    Ok(count)
+}
+
 /// `/proc/sys/kernel/random/boot_id`: a fresh UUID each boot. Returned lowercased.
 pub fn parse_boot_id(text: &str) -> Result<String, ParseError> {
     const PROBE: &str = "boot_id";
@@ -156,6 +191,18 @@ mod tests {
         assert!(parse_boot_id("5f1a9c0e-3b2d-4e8f-9a61\n").is_err());
         assert!(parse_boot_id("").is_err());
         assert!(parse_boot_id("zzzzzzzz-3b2d-4e8f-9a61-0c7d2e4b8a13").is_err());
+    }
+
+    #[test]
+    fn cpus_online_counts_every_range_handwritten() {
+        assert_eq!(parse_cpus_online("0-15\n"), Ok(16));
+        assert_eq!(parse_cpus_online("0\n"), Ok(1));
+        assert_eq!(parse_cpus_online("0,2-5,8-9"), Ok(7));
+        assert!(parse_cpus_online("").is_err());
+        assert!(parse_cpus_online("5-2").is_err());
+        assert!(parse_cpus_online("0-4294967295").is_err());
+        assert!(parse_cpus_online("0-3 4").is_err());
+        assert!(parse_cpus_online("a-b").is_err());
     }
 
     #[test]

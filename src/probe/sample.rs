@@ -10,9 +10,9 @@ use super::frame::RawCycle;
 use super::script::{LOG_TAIL_BYTES, QUEUE_FILE_CAP_BYTES, QUEUE_FILE_OVER_CAP};
 use super::{
     GpuProcess, KernelEvent, LoadAvg, MemInfo, Mount, ProcessLine, SlurmJob, TmuxSession, Uptime,
-    merge_df, parse_apps_csv, parse_boot_id, parse_df_bytes, parse_df_inodes, parse_df_output,
-    parse_kernel_log, parse_loadavg, parse_meminfo, parse_pgrep, parse_squeue, parse_tmux_ls,
-    parse_uptime,
+    merge_df, parse_apps_csv, parse_boot_id, parse_cpus_online, parse_df_bytes, parse_df_inodes,
+    parse_df_output, parse_kernel_log, parse_loadavg, parse_meminfo, parse_pgrep, parse_squeue,
+    parse_tmux_ls, parse_uptime,
 };
 use crate::queue::{FinalListing, parse_final_listing};
 
@@ -61,6 +61,8 @@ pub struct HostSample {
     pub uptime: Option<Uptime>,
     pub load: Option<LoadAvg>,
     pub memory: Option<MemInfo>,
+    /// CPUs online (`/sys/devices/system/cpu/online`): the scale of `load`.
+    pub cpus: Option<u32>,
     pub boot_id: Option<String>,
     /// None when tmux is not installed.
     pub tmux_sessions: Option<Vec<TmuxSession>>,
@@ -117,6 +119,7 @@ impl HostSample {
                 "uptime" => parsed(&mut s.uptime, parse_uptime(body), "uptime", &mut note),
                 "loadavg" => parsed(&mut s.load, parse_loadavg(body), "loadavg", &mut note),
                 "meminfo" => parsed(&mut s.memory, parse_meminfo(body), "meminfo", &mut note),
+                "cpus" => parsed(&mut s.cpus, parse_cpus_online(body), "cpus", &mut note),
                 "bootid" => parsed(&mut s.boot_id, parse_boot_id(body), "bootid", &mut note),
                 "tmux" if missing_tool => {}
                 "tmux" => parsed(&mut s.tmux_sessions, parse_tmux_ls(body), "tmux", &mut note),

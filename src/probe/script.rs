@@ -47,8 +47,8 @@ pub const SECTION_CAP_BYTES: usize = 64 * 1024;
 /// are no unit to count in.
 pub const LOG_TAIL_BYTES: usize = 8 * 1024;
 /// Slow sections run every this many cycles (10 s at a 2 s period): nvidia-smi's compute apps
-/// (nvidia-smi start-up is the costliest thing the probe does), df, memory, boot id, the log,
-/// the checkpoint and the tmux session list. Every cycle keeps only what says whether the run
+/// (nvidia-smi start-up is the costliest thing the probe does), df, memory, the CPUs online,
+/// boot id, the log, the checkpoint and the tmux session list. Every cycle keeps only what says whether the run
 /// is alive (its tmux panes, its processes) and the cheap /proc reads.
 pub const SLOW_EVERY: u32 = 5;
 /// The kernel log is read every this many cycles: dmesg reads the whole ring buffer.
@@ -57,7 +57,7 @@ pub const KERNEL_EVERY: u32 = 15;
 /// Sections every cycle prints; the slow ones appear every [`SLOW_EVERY`] cycles.
 pub const FAST_SECTIONS: &[&str] = &["uptime", "loadavg", "panes", "kids", "run"];
 pub const SLOW_SECTIONS: &[&str] = &[
-    "apps", "df", "dfi", "meminfo", "bootid", "tmux", "log", "ckpt",
+    "apps", "df", "dfi", "meminfo", "cpus", "bootid", "tmux", "log", "ckpt",
 ];
 pub const KERNEL_SECTION: &str = "kernel";
 /// Slow sections a host with a queue adds: the queue file, the `final_dir` listing, the
@@ -176,10 +176,12 @@ pub fn periodic_script(
     s.push_str("printf '%s cycle %s\\n' \"$M\" \"$i\"\n");
     s.push_str("sec uptime rd /proc/uptime\nsec loadavg rd /proc/loadavg\n");
     s.push_str("sec panes panes\nsec kids kids\nsec run run\n");
+    // The CPUs online come from sysfs with the shell's own read: `nproc` would fork, and it
+    // counts only this process's affinity where the load average counts the whole machine.
     let _ = writeln!(
         s,
         "if [ $((i % {SLOW_EVERY})) = 0 ]; then {}sec df dfb; sec dfi dfi; \
-         sec meminfo rd /proc/meminfo; sec bootid cat /proc/sys/kernel/random/boot_id; \
+         sec meminfo rd /proc/meminfo; sec cpus rd /sys/devices/system/cpu/online; sec bootid cat /proc/sys/kernel/random/boot_id; \
          sec tmux $T tmux ls; sec log lg; sec ckpt ck;{} fi",
         // The live monitor reads compute apps from its own long-lived nvidia-smi loop; a
         // one-shot probe asks once.

@@ -1,4 +1,7 @@
-//! The fleet overview: one row per host, worst first; columns give way as the terminal narrows.
+//! The fleet overview: one row per host, worst first; columns give way as the terminal narrows
+//! (`columns` chooses which).
+
+mod columns;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -15,116 +18,7 @@ use crate::probe::sample::HostSample;
 use crate::sanitize::line as clean;
 use crate::signals::{RunState, Severity};
 use crate::transport::LinkState;
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Col {
-    Name,
-    Platform,
-    Link,
-    Run,
-    Clock,
-    Power,
-    Vram,
-    Util,
-    Disk,
-    Danger,
-    Signal,
-    Queue,
-}
-
-/// Columns with their width, most important first. As the terminal narrows they drop from the
-/// end of this list, one at a time and always in this order (README says it): a column never
-/// comes back at a narrower width. The host's width here is the least it gets; it grows to the
-/// names (see `name_width`).
-const COLUMNS: &[(Col, &str, u16)] = &[
-    (Col::Name, "HOST", 14),
-    (Col::Link, "LINK", 10),
-    (Col::Run, "RUN", 9),
-    (Col::Signal, "NEEDS YOU", 24),
-    (Col::Queue, "QUEUE", 24),
-    (Col::Danger, "NEXT CLOCK", 16),
-    (Col::Clock, "SM CLOCK/MAX", 14),
-    (Col::Vram, "VRAM (GPUS)", 12),
-    (Col::Disk, "DISK B/INODE", 13),
-    (Col::Power, "POWER/CAP", 14),
-    (Col::Util, "UTIL", 5),
-    (Col::Platform, "PLATFORM", 11),
-];
-
-const DISPLAY_ORDER: [Col; 12] = [
-    Col::Name,
-    Col::Platform,
-    Col::Link,
-    Col::Run,
-    Col::Queue,
-    Col::Clock,
-    Col::Power,
-    Col::Vram,
-    Col::Util,
-    Col::Disk,
-    Col::Danger,
-    Col::Signal,
-];
-
-/// The host column's width: the longest name, from 14 up to a fifth of the table (names longer
-/// than that are shortened in the middle, where they differ least).
-fn name_width<'a>(names: impl Iterator<Item = &'a str>, width: u16) -> u16 {
-    let longest = names.map(|n| n.chars().count()).max().unwrap_or(0);
-    let most = (width / 5).max(14);
-    u16::try_from(longest).unwrap_or(u16::MAX).clamp(14, most)
-}
-
-/// Columns that fit `width`, taken from the head of [`COLUMNS`] until one does not fit; the
-/// queue column only when some host has a queue, and the platform column always while the
-/// table is sorted by it (a sort must show its key).
-fn fitted(
-    width: u16,
-    queues: bool,
-    names: u16,
-    by_platform: bool,
-) -> Vec<(Col, &'static str, u16)> {
-    let wanted = |c: &Col| (queues || *c != Col::Queue) && !(by_platform && *c == Col::Platform);
-    let mut chosen: Vec<(Col, &'static str, u16)> = Vec::new();
-    let mut used = 2u16;
-    let forced = by_platform.then_some((Col::Platform, "PLATFORM", 11));
-    for (col, title, w) in forced
-        .into_iter()
-        .chain(COLUMNS.iter().copied().filter(|(c, _, _)| wanted(c)))
-    {
-        let w = if col == Col::Name { names } else { w };
-        if used + w >= width && col != Col::Name && Some((col, title, w)) != forced {
-            break;
-        }
-        chosen.push((col, title, w));
-        used += w + 1;
-    }
-    let mut ordered: Vec<(Col, &str, u16)> = DISPLAY_ORDER
-        .iter()
-        .filter_map(|c| chosen.iter().find(|(x, _, _)| x == c).copied())
-        .collect();
-    // The signal column takes whatever is left.
-    if let Some(last) = ordered.iter_mut().find(|(c, _, _)| *c == Col::Signal) {
-        last.2 += width.saturating_sub(used);
-    }
-    ordered
-}
-
-/// `name` in `width` characters: whole when it fits, else its head and tail around a `…`, so
-/// `h100-rebooted-12` and `h100-rebooted-13` stay told apart by the suffix that differs.
-fn middle_cut(name: &str, width: usize) -> String {
-    let n = name.chars().count();
-    if n <= width {
-        return name.to_string();
-    }
-    if width < 3 {
-        return name.chars().take(width).collect();
-    }
-    let tail = (width - 1) / 2;
-    let head = width - 1 - tail;
-    let start: String = name.chars().take(head).collect();
-    let end: String = name.chars().skip(n - tail).collect();
-    format!("{start}…{end}")
-}
+use columns::{Col, fitted, middle_cut, name_width};
 
 pub fn is_stale(h: &HostState, ctx: &Ctx<'_>) -> bool {
     let period = crate::signals::stale_after(ctx.poll);
@@ -271,6 +165,44 @@ fn disk_cell(sample: Option<&HostSample>, ctx: &Ctx<'_>) -> Span<'static> {
     }
 }
 
+/// The box's load against its CPUs online and its RAM in use: `7.9/8 54%`. Warned where the
+/// load fills every CPU or RAM is nearly gone (a data loader starving the GPUs, a swap storm).
+fn cpu_cell(sample: Option<&HostSample>, ctx: &Ctx<'_>) -> Span<'static> {
+    let Some(sample) = sample.filter(|s| s.load.is_some() || s.memory.is_some()) else {
+        return Span::styled("-", ctx.theme.stale);
+    };
+    let load = sample.load.map(|l| l.one);
+    let ram = sample.memory.and_then(|m| {
+        let free = m.available_bytes?;
+        (m.total_bytes > 0)
+            .then(|| 100.0 * m.total_bytes.saturating_sub(free) as f64 / m.total_bytes as f64)
+    });
+    let full = load
+        .zip(sample.cpus)
+        .is_some_and(|(l, n)| l >= f64::from(n.max(1)))
+        || ram.is_some_and(|r| r >= RAM_WARN_PCT);
+    let style = if full {
+        ctx.theme.warn
+    } else {
+        Style::default()
+    };
+    Span::styled(cpu_text(load, sample.cpus, ram), style)
+}
+
+/// RAM in use from which the cell is warned: past it the page cache is gone and a loader stalls.
+const RAM_WARN_PCT: f64 = 90.0;
+
+fn cpu_text(load: Option<f64>, cpus: Option<u32>, ram_pct: Option<f64>) -> String {
+    let load = match load {
+        Some(l) if l < 9.95 => format!("{l:.1}"),
+        Some(l) => format!("{l:.0}"),
+        None => "?".into(),
+    };
+    let cpus = cpus.map_or("?".into(), |n| n.to_string());
+    let ram = ram_pct.map_or("?".into(), |r| format!("{r:.0}%"));
+    format!("{load}/{cpus} {ram}")
+}
+
 /// A short name for each clock, for the narrow column.
 pub fn clock_word(kind: ClockKind) -> &'static str {
     match kind {
@@ -408,14 +340,18 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
                             gpu_cells(h, ctx, *col, *w)
                         }
                         Col::Disk => disk_cell(sample, ctx),
+                        Col::Cpu => cpu_cell(sample, ctx),
                         Col::Signal => signal_cell(h, ctx, stale, *w),
                         Col::Danger => clock_cell(h, ctx),
-                        Col::Queue => super::queue_views::queue_cell(h, ctx),
+                        Col::Queue => {
+                            let span = super::queue_views::queue_cell(h, ctx);
+                            Span::styled(fit(&span.content, usize::from(*w)), span.style)
+                        }
                     };
                     let span = if stale
                         && matches!(
                             col,
-                            Col::Clock | Col::Power | Col::Vram | Col::Util | Col::Disk
+                            Col::Clock | Col::Power | Col::Vram | Col::Util | Col::Cpu | Col::Disk
                         ) {
                         span.style(t.stale)
                     } else {
@@ -466,56 +402,16 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    fn cols(width: u16, queues: bool, by_platform: bool) -> Vec<Col> {
-        fitted(width, queues, 14, by_platform)
-            .into_iter()
-            .map(|(c, _, _)| c)
-            .collect()
-    }
+    use super::cpu_text;
 
     #[test]
-    fn columns_drop_in_one_order_and_never_come_back_narrower() {
-        for queues in [false, true] {
-            for width in 30..260u16 {
-                let (narrow, wide) = (cols(width, queues, false), cols(width + 1, queues, false));
-                assert!(
-                    narrow.iter().all(|c| wide.contains(c)),
-                    "a column shown at {width} but not at {}",
-                    width + 1
-                );
-                // What shows is a head of the priority list.
-                let priority: Vec<Col> = COLUMNS
-                    .iter()
-                    .map(|(c, _, _)| *c)
-                    .filter(|c| queues || *c != Col::Queue)
-                    .collect();
-                assert!(
-                    priority[..narrow.len()].iter().all(|c| narrow.contains(c)),
-                    "{width}"
-                );
-            }
-        }
-        assert!(
-            cols(80, false, true).contains(&Col::Platform),
-            "sorted by it"
-        );
-        assert!(!cols(80, false, false).contains(&Col::Platform));
-    }
-
-    #[test]
-    fn long_names_keep_the_suffix_that_tells_them_apart() {
-        let names = ["h100-rebooted-12", "h100-rebooted-13"];
-        let w = name_width(names.iter().copied(), 80);
-        assert_eq!(w, 16, "the column grows to the names");
+    fn load_reads_against_the_cpus_and_ram_as_a_share() {
+        assert_eq!(cpu_text(Some(7.92), Some(8), Some(54.4)), "7.9/8 54%");
         assert_eq!(
-            name_width(["a-very-long-host-name-indeed-9"].into_iter(), 80),
-            16
+            cpu_text(Some(123.4), Some(192), Some(100.0)),
+            "123/192 100%"
         );
-        let cut: Vec<String> = names.iter().map(|n| middle_cut(n, 14)).collect();
-        assert_eq!(cut, ["h100-re…ted-12", "h100-re…ted-13"]);
-        assert_eq!(middle_cut("short", 14), "short");
-        assert_eq!(middle_cut("abcdef", 2), "ab");
+        assert_eq!(cpu_text(Some(9.96), Some(16), None), "10/16 ?");
+        assert_eq!(cpu_text(None, None, Some(3.0)), "?/? 3%");
     }
 }

@@ -59,6 +59,11 @@ fn proc_files() {
         (load.runnable, load.total_tasks, load.last_pid),
         (1, 207, 449)
     );
+    let nproc: u32 = capture!("nproc").body.trim().parse().expect("a count");
+    let online = crate::probe::tests::split(include_str!(
+        "../../../tests/fixtures/handwritten/cpus_online_handwritten.txt"
+    ));
+    assert_eq!(parse_cpus_online(&online.body), Ok(nproc));
     let c = capture!("meminfo");
     assert_eq!(
         c.command, "head -20 /proc/meminfo",

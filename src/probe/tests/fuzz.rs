@@ -21,6 +21,7 @@ fn all_parsers(text: &str) {
     let _ = merge_df(bytes, inodes);
     let _ = parse_uptime(text);
     let _ = parse_loadavg(text);
+    let _ = parse_cpus_online(text);
     let _ = parse_meminfo(text);
     let _ = parse_boot_id(text);
     let _ = parse_tmux_ls(text);
