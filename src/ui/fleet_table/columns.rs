@@ -27,7 +27,8 @@ const COLUMNS: &[(Col, &str, u16)] = &[
     (Col::Link, "LINK", 10),
     (Col::Run, "RUN", 9),
     (Col::Signal, "NEEDS YOU", 24),
-    (Col::Queue, "QUEUE", 24),
+    // Sized so a 160-column terminal keeps POWER/CAP and UTIL beside a queue.
+    (Col::Queue, "QUEUE", 16),
     (Col::Danger, "NEXT CLOCK", 16),
     (Col::Clock, "SM CLOCK/MAX", 14),
     (Col::Vram, "VRAM (GPUS)", 12),
