@@ -65,7 +65,15 @@ pub async fn copy_all<B: BoxExec>(
             let result = match (sftp, as_utf8(&file.path)) {
                 (Some(sftp), Some(name)) => {
                     let span = Span { from, chunk, depth };
-                    download(sftp, &name, file, dest, local, span, progress).await
+                    // Every request of the copy (its open, reads and close) stops waiting once
+                    // the connection is lost; what arrived stays in the `.part` for next time.
+                    tokio::select! {
+                        copied = download(sftp, &name, file, dest, local, span, progress) => copied,
+                        reason = sftp.closed() => Err(PullError::Remote {
+                            path: file.path.clone(),
+                            reason: format!("connection lost: {reason}"),
+                        }),
+                    }
                 }
                 _ => download_by_exec(session, file, dest, local, from, progress).await,
             };
@@ -274,26 +282,6 @@ async fn download(
     span: Span,
     progress: &AtomicU64,
 ) -> Result<Copied, PullError> {
-    // Every request of the copy (its open, reads and close) stops waiting once the connection
-    // is lost; what arrived stays in the `.part` for the next pull.
-    tokio::select! {
-        copied = download_on(channel, name, remote, dest, local, span, progress) => copied,
-        reason = channel.closed() => Err(PullError::Remote {
-            path: remote.path.clone(),
-            reason: format!("connection lost: {reason}"),
-        }),
-    }
-}
-
-async fn download_on(
-    channel: &SftpChannel,
-    name: &str,
-    remote: &RemoteFile,
-    dest: &Path,
-    local: &Path,
-    span: Span,
-    progress: &AtomicU64,
-) -> Result<Copied, PullError> {
     let sftp = &channel.raw;
     // The remote file first: one that vanished leaves no `.part` behind.
     let handle = sftp
@@ -319,7 +307,7 @@ async fn download_on(
             }
             // The reads in flight wait for the link, not for their own timeouts: a live link
             // that answers no read for READ_IDLE is given up on; a slow one that answers is
-            // waited for (a lost one ends the copy in `download`).
+            // waited for (a lost one ends the copy where it is started).
             let answered = tokio::select! {
                 answered = inflight.next() => answered,
                 () = tokio::time::sleep(READ_IDLE) => return Err(PullError::Remote {
