@@ -163,7 +163,8 @@ mod tests {
         let title = |c: Col| COLUMNS.iter().find(|(x, _, _)| *x == c).map(|(_, t, _)| *t);
         let mut dropped: Vec<&str> = Vec::new();
         let mut shown = cols(400, true, false);
-        for width in (80..400u16).rev() {
+        // Below the 80 columns the dashboard is made for, so the last to go (QUEUE) is seen.
+        for width in (64..400u16).rev() {
             let now = cols(width, true, false);
             dropped.extend(
                 shown
@@ -187,10 +188,12 @@ mod tests {
                 "QUEUE"
             ]
         );
+        assert_eq!(shown, [Col::Name, Col::Link, Col::Run, Col::Signal]);
         assert_eq!(
-            shown,
-            [Col::Name, Col::Link, Col::Run, Col::Signal],
-            "what stays at 80 columns, the narrowest the dashboard is made for"
+            cols(80, true, false),
+            [Col::Name, Col::Link, Col::Run, Col::Queue, Col::Signal],
+            "what stays at 80 columns, the narrowest the dashboard is made for: a queue's \
+             progress beside what needs you"
         );
     }
 
