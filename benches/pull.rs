@@ -183,28 +183,6 @@ fn picked(var: &str, default: &str) -> Vec<String> {
         .collect()
 }
 
-/// A login shell that costs what `conda init`'s block does at every start (~0.15 s of CPU): a
-/// bounded busy loop, sized on this machine.
-fn conda_like_bashrc(home: &Path) {
-    let probe = 20_000u64;
-    let count = |n: u64| format!("i=0; while [ $i -lt {n} ]; do i=$((i+1)); done");
-    let start = Instant::now();
-    let ok = Command::new("bash")
-        .args(["-c", &count(probe)])
-        .status()
-        .expect("bash");
-    assert!(ok.success());
-    let per = start.elapsed().as_secs_f64() / probe as f64;
-    let n = (0.15 / per) as u64;
-    std::fs::write(home.join(".bashrc"), format!("{}\n", count(n))).expect("bashrc");
-    let start = Instant::now();
-    let _ = Command::new("bash").args(["-c", &count(n)]).status();
-    println!(
-        "conda-like ~/.bashrc: {n} loop turns, {:.2} s per shell start here",
-        start.elapsed().as_secs_f64()
-    );
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let rows = picked("PULL_BENCH", "large,small,resume");
@@ -221,7 +199,10 @@ async fn main() {
         let mut sshd = lab.start_host(home);
         sshd.external_sftp();
         if home == "conda" {
-            conda_like_bashrc(&sshd.home());
+            println!(
+                "conda-like ~/.bashrc: {:.2} s per shell start here",
+                sshd.conda_like_home()
+            );
         }
         boxes.push((home.clone(), sshd));
     }
