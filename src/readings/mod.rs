@@ -77,6 +77,19 @@ impl Stamped for HostReading {
     fn at(&self) -> DateTime<Utc> {
         self.at
     }
+
+    /// Older readings feed a disk's growth (mounts), the boot before a reboot (boot id, uptime)
+    /// and when the run was last alive (tmux, run processes); the log tail, the processes
+    /// holding VRAM (up to 256 KiB a batch), the kernel log's lines and the queue's text are
+    /// read from the latest reading only.
+    fn thinned(mut self) -> Self {
+        let s = &mut self.sample;
+        s.log_tail = Vec::new();
+        s.gpu_processes = None;
+        s.kernel_events = Vec::new();
+        s.queue = None;
+        self
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -165,6 +178,44 @@ impl HostHistory {
 
     pub fn host_since(&self, now: DateTime<Utc>, window: Duration) -> Vec<&HostReading> {
         self.host.iter().filter(|r| r.at >= now - window).collect()
+    }
+}
+
+#[cfg(test)]
+mod thinning_tests {
+    use super::*;
+
+    /// Two hours of history for a fleet must stay small: a reading that leaves the full-rate
+    /// tier keeps what the judgements read from older readings and drops the rest.
+    #[test]
+    fn an_older_host_reading_keeps_the_shape_and_drops_the_detail() {
+        let start = DateTime::<Utc>::UNIX_EPOCH;
+        let mut h = HostHistory::default();
+        for i in 0..=HOST_RECENT as i64 {
+            let mut sample = HostSample::default();
+            sample.log_tail = vec!["x".repeat(4096)];
+            sample.gpu_processes = Some(Vec::new());
+            sample.boot_id = Some("boot-1".into());
+            sample.queue = Some(Default::default());
+            h.push_host(HostReading {
+                at: start + Duration::seconds(2 * i),
+                sample,
+            });
+        }
+        let oldest = h.host().next().expect("a reading");
+        assert_eq!(
+            oldest.at, start,
+            "the first reading moved to the thinned tier"
+        );
+        assert!(oldest.sample.log_tail.is_empty() && oldest.sample.gpu_processes.is_none());
+        assert!(oldest.sample.queue.is_none());
+        assert_eq!(oldest.sample.boot_id.as_deref(), Some("boot-1"));
+        let latest = h.latest_host().expect("latest");
+        assert_eq!(
+            latest.sample.log_tail.len(),
+            1,
+            "the recent tier keeps everything"
+        );
     }
 }
 

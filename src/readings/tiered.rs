@@ -10,6 +10,14 @@ use chrono::{DateTime, Duration, Utc};
 /// Something stamped with the time it was read.
 pub trait Stamped {
     fn at(&self) -> DateTime<Utc>;
+    /// What the thinned tier keeps of it: only what judgements read from older readings, so
+    /// two hours of history hold the shape, not every detail of every reading.
+    fn thinned(self) -> Self
+    where
+        Self: Sized,
+    {
+        self
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -48,7 +56,7 @@ impl<T: Stamped> Tiered<T> {
             if self.older.len() == self.older_len {
                 self.older.pop_front();
             }
-            self.older.push_back(leaving);
+            self.older.push_back(leaving.thinned());
         }
     }
 
