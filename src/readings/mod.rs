@@ -192,11 +192,13 @@ mod thinning_tests {
         let start = DateTime::<Utc>::UNIX_EPOCH;
         let mut h = HostHistory::default();
         for i in 0..=HOST_RECENT as i64 {
-            let mut sample = HostSample::default();
-            sample.log_tail = vec!["x".repeat(4096)];
-            sample.gpu_processes = Some(Vec::new());
-            sample.boot_id = Some("boot-1".into());
-            sample.queue = Some(Default::default());
+            let sample = HostSample {
+                log_tail: vec!["x".repeat(4096)],
+                gpu_processes: Some(Vec::new()),
+                boot_id: Some("boot-1".into()),
+                queue: Some(Default::default()),
+                ..Default::default()
+            };
             h.push_host(HostReading {
                 at: start + Duration::seconds(2 * i),
                 sample,
