@@ -335,10 +335,6 @@ async fn a_pull_starts_at_most_two_login_shells_on_the_box() {
     write_small(&run, 499);
     let dest = lab.path("results/box");
     let config = fleet::load(&pull_fleet(&lab, &sshd, &run, &dest)).expect("fleet");
-    let spec = config.hosts[0].pull.clone().expect("pull config");
-    let pool = Pool::start(&config);
-    pool.settle(Duration::from_secs(20)).await;
-    let session = pool.get("box").and_then(|l| l.session()).expect("session");
     let shells = || {
         std::fs::read_to_string(&log)
             .unwrap_or_default()
@@ -347,15 +343,9 @@ async fn a_pull_starts_at_most_two_login_shells_on_the_box() {
             .map(String::from)
             .collect::<Vec<_>>()
     };
+    // Connecting starts no shell: every one counted from here is the pull's.
     let before = shells().len();
-    let record = pull(
-        &session,
-        &PullJob::of("box", &spec, None),
-        Arc::new(Progress::default()),
-    )
-    .await
-    .expect("pull");
-    pool.shutdown().await;
+    let record = pull_once(&config, None).await;
     assert_eq!(record.files.len(), 501);
     assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
     let started = shells().split_off(before);
