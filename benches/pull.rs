@@ -172,8 +172,8 @@ fn row(at: &str, case: &str, bytes: u64, m: &Measured) {
 }
 
 /// The rows to run, from `PULL_BENCH` (a comma list of `large`, `small`, `many`, `resume`;
-/// `many` is the 100 000-file row, left out unless named), `PULL_BENCH_RTT` (ms) and
-/// `PULL_BENCH_HOMES` (`empty`, `conda`).
+/// `many` is the 100 000-file row, left out unless named; `PULL_BENCH_MANY` picks its file
+/// counts), `PULL_BENCH_RTT` (ms) and `PULL_BENCH_HOMES` (`empty`, `conda`).
 fn picked(var: &str, default: &str) -> Vec<String> {
     std::env::var(var)
         .unwrap_or_else(|_| default.to_string())
@@ -280,7 +280,8 @@ fn write_evals(dir: &Path, files: usize) -> u64 {
 /// process's peak RSS during each pull (VmHWM, reset before it), which must not grow with the
 /// file count.
 async fn many(lab: &Lab, sshd: &support::Sshd, at: &str, run: &Path) {
-    for files in [10_000usize, 100_000] {
+    let counts = picked("PULL_BENCH_MANY", "10000,100000");
+    for files in counts.iter().filter_map(|n| n.parse::<usize>().ok()) {
         let dir = run.join(format!("many-{files}"));
         if !dir.exists() {
             for i in 0..files {

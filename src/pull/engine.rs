@@ -231,39 +231,12 @@ pub(super) async fn pull_over<B: BoxExec>(
     if let Some(opened) = opened {
         sftp = Box::pin(std::future::ready(opened));
     }
-    let listing = listing?;
-    let home = listing.home.clone();
-    let mut plan = Vec::new();
-    let mut failed = Vec::new();
-    let mut claimed: HashMap<PathBuf, String> = HashMap::new();
-    for file in &listing.files {
-        let local = local_path(
-            &spec.dest,
-            &spec.paths[file.root],
-            home.as_deref(),
-            &file.path,
-        );
-        let Some(l) = local else {
-            failed.push((
-                file.clone(),
-                PathBuf::new(),
-                "its path leaves the pull folder".to_string(),
-            ));
-            continue;
-        };
-        if let Some(why) = job.protected.refuses(&l) {
-            failed.push((file.clone(), l, why));
-            continue;
-        }
-        match claimed.insert(l.clone(), file.path.clone()) {
-            Some(other) => failed.push((
-                file.clone(),
-                l,
-                format!("lands on the same local file as {other}"),
-            )),
-            None => plan.push((file.clone(), l)),
-        }
-    }
+    let mut listing = listing?;
+    let (plan, failed) = plan_files(
+        std::mem::take(&mut listing.files),
+        listing.home.as_deref(),
+        job,
+    );
     // Any earlier copy that was complete locally counts, even one whose pull failed afterwards
     // (a link that died while hashing): its bytes are here, and this pull hashes both ends again.
     // A copy whose hash disagreed with the box's never does.
@@ -316,9 +289,13 @@ pub(super) async fn pull_over<B: BoxExec>(
     let relisted = list_remote(session, host, spec)
         .await
         .map_err(|e| format!("could not list the box again after copying: {e}"));
+    // Only what the judgement compares is kept of each file seen again.
     let relisted = relisted.map(|now| {
-        let by_path: HashMap<String, RemoteFile> =
-            now.files.into_iter().map(|f| (f.path.clone(), f)).collect();
+        let by_path: HashMap<String, (u64, String)> = now
+            .files
+            .into_iter()
+            .map(|f| (f.path, (f.size, f.stamp)))
+            .collect();
         by_path
     });
     let local_disk_full = copied.iter().any(|c| matches!(c, Err(e) if e.disk_full));
@@ -352,6 +329,46 @@ pub(super) async fn pull_over<B: BoxExec>(
         files,
         local_disk_full,
     })
+}
+
+/// Where each listed file lands at home, and the files that may not land anywhere (outside the
+/// pull folder, on a protected copy, or on the same local file as another). The listing's files
+/// move here, not copied: for 100 000 files each copy was another ~20 MB.
+fn plan_files(
+    files: Vec<RemoteFile>,
+    home: Option<&str>,
+    job: &PullJob<'_>,
+) -> (
+    Vec<(RemoteFile, PathBuf)>,
+    Vec<(RemoteFile, PathBuf, String)>,
+) {
+    let spec = job.spec;
+    let mut plan: Vec<(RemoteFile, PathBuf)> = Vec::with_capacity(files.len());
+    let mut failed = Vec::new();
+    let mut claimed: HashMap<PathBuf, usize> = HashMap::new();
+    for file in files {
+        let local = local_path(&spec.dest, &spec.paths[file.root], home, &file.path);
+        let Some(l) = local else {
+            let why = "its path leaves the pull folder".to_string();
+            failed.push((file, PathBuf::new(), why));
+            continue;
+        };
+        if let Some(why) = job.protected.refuses(&l) {
+            failed.push((file, l, why));
+            continue;
+        }
+        match claimed.get(&l) {
+            Some(&other) => {
+                let why = format!("lands on the same local file as {}", plan[other].0.path);
+                failed.push((file, l, why));
+            }
+            None => {
+                claimed.insert(l.clone(), plan.len());
+                plan.push((file, l));
+            }
+        }
+    }
+    (plan, failed)
 }
 
 async fn local_start(
