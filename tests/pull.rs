@@ -355,3 +355,70 @@ async fn a_pull_starts_at_most_two_login_shells_on_the_box() {
         started.len()
     );
 }
+
+/// What `strace -c` counted for the traced calls: the calls on its `total` line.
+fn traced_calls(summary: &str) -> u64 {
+    summary
+        .lines()
+        .find(|l| l.trim_end().ends_with(" total"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no total in strace's summary:\n{summary}"))
+}
+
+/// A sweep's results are a folder per cell: 300 of them pulled by `rigwatch pull` make their
+/// bytes and renames durable once per batch and once per filesystem, not with two fsyncs a file
+/// (each a journal commit: 10 000 files took 8.8 s against rsync's 0.9 s). Every file is still
+/// proven and recorded.
+#[test]
+fn a_pull_of_many_small_files_syncs_per_batch_not_per_file() {
+    let mut lab = Lab::new();
+    let sshd = lab.start_host("box");
+    let run = sshd.dir.join("workspace/run");
+    write_small(&run, 300);
+    let dest = lab.path("results/box");
+    let fleet = pull_fleet(&lab, &sshd, &run, &dest);
+    let summary = lab.path("strace.txt");
+    let out = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-c",
+            "-e",
+            "trace=fsync,fdatasync,syncfs,sync",
+            "-o",
+        ])
+        .arg(&summary)
+        .arg(env!("CARGO_BIN_EXE_rigwatch"))
+        .arg("--config")
+        .arg(&fleet)
+        .args(["pull", "box"])
+        .env("XDG_STATE_HOME", lab.path("state"))
+        .env("XDG_CONFIG_HOME", lab.path("config"))
+        .env_remove("SSH_AUTH_SOCK")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("strace (apt install strace)");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for i in [0, 150, 299] {
+        let local = dest.join(format!("final_ckpts/cell{i:03}/metrics.json"));
+        let text = std::fs::read_to_string(&local).expect("pulled");
+        assert!(text.starts_with(&format!("{{\"cell\": {i},")), "{text}");
+    }
+    let calls = traced_calls(&std::fs::read_to_string(&summary).expect("summary"));
+    eprintln!(
+        "{calls} syncs for 301 files:\n{}",
+        std::fs::read_to_string(&summary).unwrap_or_default()
+    );
+    // Two batches, one filesystem, and the ledger's own commits.
+    assert!(
+        calls <= 60,
+        "{calls} syncs for 301 files:\n{}",
+        std::fs::read_to_string(&summary).unwrap_or_default()
+    );
+}
