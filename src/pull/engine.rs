@@ -331,19 +331,17 @@ pub(super) async fn pull_over<B: BoxExec>(
     })
 }
 
+/// Each file to pull and where it lands at home.
+type Plan = Vec<(RemoteFile, PathBuf)>;
+/// Each file that may not land, where it would have, and why not.
+type Refused = Vec<(RemoteFile, PathBuf, String)>;
+
 /// Where each listed file lands at home, and the files that may not land anywhere (outside the
 /// pull folder, on a protected copy, or on the same local file as another). The listing's files
 /// move here, not copied: for 100 000 files each copy was another ~20 MB.
-fn plan_files(
-    files: Vec<RemoteFile>,
-    home: Option<&str>,
-    job: &PullJob<'_>,
-) -> (
-    Vec<(RemoteFile, PathBuf)>,
-    Vec<(RemoteFile, PathBuf, String)>,
-) {
+fn plan_files(files: Vec<RemoteFile>, home: Option<&str>, job: &PullJob<'_>) -> (Plan, Refused) {
     let spec = job.spec;
-    let mut plan: Vec<(RemoteFile, PathBuf)> = Vec::with_capacity(files.len());
+    let mut plan: Plan = Vec::with_capacity(files.len());
     let mut failed = Vec::new();
     let mut claimed: HashMap<PathBuf, usize> = HashMap::new();
     for file in files {
