@@ -221,7 +221,7 @@ fn write_one(
         .open(&part)
         .map_err(|e| fail(&part, e))?;
     // Which remote version the `.part` holds, as the other copies tag theirs.
-    std::fs::write(&src, super::local::source_tag(file)).map_err(|e| fail(&src, e))?;
+    super::local::tag_part(&out, &src, file).map_err(|e| fail(&src, e))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut sent = 0u64;

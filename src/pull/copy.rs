@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::OpenOptionsExt;
 
-use super::local::{Start, part_paths, source_tag};
+use super::local::{Start, part_paths, tag_part};
 use super::names::{Words, as_utf8};
 use super::remote::RemoteFile;
 use super::{NotCopied, PullError};
@@ -181,8 +181,8 @@ async fn download_by_exec<B: BoxExec>(
 }
 
 /// `local`'s `.part`, cut to `from` bytes and positioned there, with those bytes already hashed
-/// (a resumed copy's hash covers the whole file without reading it twice), and its `.src` tag
-/// saying which remote version it holds.
+/// (a resumed copy's hash covers the whole file without reading it twice), and tagged with
+/// which remote version it holds.
 async fn open_part(
     remote: &RemoteFile,
     dest: &Path,
@@ -192,9 +192,6 @@ async fn open_part(
     let (part, src) = part_paths(dest, local);
     let io = |source| disk(&part, source);
     parent_dir(&part).await?;
-    tokio::fs::write(&src, source_tag(remote))
-        .await
-        .map_err(io)?;
     // Private until promoted: the box's own mode is given only to a proven copy.
     let mut file = std::fs::OpenOptions::new()
         .mode(0o600)
@@ -204,7 +201,10 @@ async fn open_part(
         .write(true)
         .open(&part)
         .map_err(io)?;
+    // Cut first, then tagged: a crash between leaves fewer bytes of the older version under
+    // its own tag, never its bytes under the new one.
     file.set_len(from).map_err(io)?;
+    tag_part(&file, &src, remote).map_err(io)?;
     let mut hasher = Sha256::new();
     let mut prefix = (&mut file).take(from);
     let mut buf = vec![0u8; 1 << 20];

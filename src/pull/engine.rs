@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 
 use super::copy::{Opening, copy_all};
+use super::finish::{Landings, finish_all};
 use super::local::{LocalState, Start, decide, local_path, part_paths, sha256_file};
-use super::promote::{Landings, finish_all};
 use super::protect::Protected;
 use super::remote::{
     HashOutput, Listing, RemoteFile, big_file_hash_command, hash_command, listing_command,
@@ -393,7 +393,7 @@ async fn local_start(
             },
             recorded,
             part_size: std::fs::metadata(&part).ok().map(|m| m.len()),
-            part_source: std::fs::read_to_string(&src).ok(),
+            part_source: super::local::part_source(&part, &src),
         };
         decide(&file, &state)
     })

@@ -77,6 +77,36 @@ pub fn source_tag(remote: &RemoteFile) -> String {
     format!("{} {}", remote.size, remote.stamp)
 }
 
+/// The extended attribute a `.part` carries its source tag in, where its filesystem has them.
+const SOURCE_XATTR: &str = "user.rigwatch.source";
+
+/// Marks the open `part` as holding `remote`'s version: on the file itself where the filesystem
+/// takes extended attributes, else in the `.src` file beside it. (A second file per copy to make
+/// and delete was most of a small file's cost: a new inode is ~1 ms on a busy ext4.)
+pub fn tag_part(part: &std::fs::File, src: &Path, remote: &RemoteFile) -> std::io::Result<()> {
+    use xattr::FileExt;
+    let tag = source_tag(remote);
+    if part.set_xattr(SOURCE_XATTR, tag.as_bytes()).is_ok() {
+        return Ok(());
+    }
+    // An older tag left on the file would be read before the `.src`.
+    let _ = part.remove_xattr(SOURCE_XATTR);
+    std::fs::write(src, tag)
+}
+
+/// The tag off a proven copy about to take its final name.
+pub fn untag_part(part: &Path) {
+    let _ = xattr::remove(part, SOURCE_XATTR);
+}
+
+/// Which remote version `part` holds, as [`tag_part`] marked it.
+pub fn part_source(part: &Path, src: &Path) -> Option<String> {
+    match xattr::get(part, SOURCE_XATTR) {
+        Ok(Some(tag)) => String::from_utf8(tag).ok(),
+        _ => std::fs::read_to_string(src).ok(),
+    }
+}
+
 /// How a file will be brought home.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {

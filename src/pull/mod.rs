@@ -7,6 +7,7 @@ mod check;
 mod copy;
 pub mod current;
 mod engine;
+mod finish;
 pub mod local;
 pub mod names;
 mod promote;
