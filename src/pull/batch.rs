@@ -1,8 +1,9 @@
 //! Small files travel as tar streams, not one SFTP round trip each: on a 30 ms link 500 eval
 //! files cost ~4 round trips apiece over SFTP (open, read, read to EOF, close), seconds in all,
 //! while one `tar -cf -` per batch on an exec channel costs one. The same exec hashes the files
-//! on the box first; each entry is unpacked into its `.part`, hashed as it is written, fsynced,
-//! and thrown away at once when the hashes disagree. Like every copy it takes its final name
+//! on the box first; each entry is unpacked into its `.part`, hashed as it is written, and
+//! thrown away at once when the hashes disagree (the pull makes every part durable at once
+//! before any is promoted). Like every copy it takes its final name
 //! only when the pull has proven it (`promote`).
 //! Files tar cannot carry as plain entries (a link at the end of a path, a file that changed
 //! size), and every file of a batch that fails as a whole (no tar on the box, a dropped link, a
@@ -176,31 +177,14 @@ fn unpack(
             }
         }
     }
-    // One flush of the parts' filesystem for the whole batch, not an fsync per file (two
-    // journal commits a file were most of a 10 000-file pull): a `.part` is durable before the
-    // pull ever renames it into place.
-    if results.iter().any(|r| matches!(r, Some(Ok(_)))) {
-        if let Err(e) = sync_filesystem(&super::local::parts_dir(dest)) {
-            let why = NotCopied::from(disk(&super::local::parts_dir(dest), e));
-            for r in results.iter_mut().filter(|r| matches!(r, Some(Ok(_)))) {
-                *r = Some(Err(why.clone()));
-            }
-        }
-    }
     jobs.iter()
         .zip(results)
         .map(|((i, _, _), r)| (*i, r))
         .collect()
 }
 
-/// Every write so far to the filesystem holding `dir` made durable (syncfs).
-pub(super) fn sync_filesystem(dir: &Path) -> std::io::Result<()> {
-    let dir = std::fs::File::open(dir)?;
-    nix::unistd::syncfs(&dir).map_err(std::io::Error::from)
-}
-
-/// One entry into its `.part`, hashed as written (the batch syncs them all at its end); the pull
-/// promotes it once proven.
+/// One entry into its `.part`, hashed as written (made durable with every other before any is
+/// promoted: `finish_all`).
 fn write_one(
     entry: &mut impl Read,
     file: &RemoteFile,

@@ -96,6 +96,7 @@ pub(super) async fn finish_all(
     // Each finish is made when a slot frees, never all up front: a waiting finish is a few KiB
     // of state, which for 100 000 files was most of the pull's 522 MB. (A loop, not a lazy
     // stream: a closure held across the await trips rustc's `Send` check when it is spawned.)
+    let copied = durable(all.dest, copied).await;
     let mut items = plan.iter().zip(copied).zip(recorded_hashes);
     let mut running = futures::stream::FuturesOrdered::new();
     let mut records = Vec::with_capacity(plan.len());
@@ -141,6 +142,32 @@ pub(super) async fn finish_all(
     records
 }
 
+/// The copies made durable before any takes a final name (a crash must never leave a torn
+/// file under a name an earlier proven copy had): one syncfs of the parts' filesystem for the
+/// whole pull, not an fsync per file. A copy it could not make durable fails.
+async fn durable(
+    dest: &Path,
+    mut copied: Vec<Result<Option<Copied>, NotCopied>>,
+) -> Vec<Result<Option<Copied>, NotCopied>> {
+    if !copied.iter().any(|c| matches!(c, Ok(Some(_)))) {
+        return copied;
+    }
+    let parts = parts_dir(dest);
+    let synced = tokio::task::spawn_blocking({
+        let parts = parts.clone();
+        move || sync_filesystem(&parts)
+    })
+    .await
+    .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+    if let Err(e) = synced {
+        let why = NotCopied::from(disk(&parts, e));
+        for c in copied.iter_mut().filter(|c| matches!(c, Ok(Some(_)))) {
+            *c = Err(why.clone());
+        }
+    }
+    copied
+}
+
 /// Syncs the filesystem under each group of folders once; what could not be synced, and the
 /// records whose rename it leaves undurable.
 fn sync_folders(folders: HashMap<PathBuf, Vec<usize>>) -> Vec<(String, Vec<usize>)> {
@@ -159,7 +186,7 @@ fn sync_folders(folders: HashMap<PathBuf, Vec<usize>>) -> Vec<(String, Vec<usize
         }
     }
     for (folder, which) in by_device.into_values() {
-        if let Err(e) = super::batch::sync_filesystem(&folder) {
+        if let Err(e) = sync_filesystem(&folder) {
             failed.push((disk(&folder, e).to_string(), which));
         }
     }
@@ -277,4 +304,10 @@ async fn finish(
     record.verification = verification.how;
     record.error = error;
     record
+}
+
+/// Every write so far to the filesystem holding `dir` made durable (syncfs).
+fn sync_filesystem(dir: &Path) -> std::io::Result<()> {
+    let dir = std::fs::File::open(dir)?;
+    nix::unistd::syncfs(&dir).map_err(std::io::Error::from)
 }

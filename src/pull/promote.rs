@@ -1,5 +1,6 @@
 //! A copy takes its final name only once it is proven. Every copy path (SFTP, exec `tail`, tar
-//! batches) leaves its bytes in the `.part` beside dest, fsynced; only after the box's hash and
+//! batches) leaves its bytes in the `.part` beside dest, made durable before any is promoted
+//! (`finish`); only after the box's hash and
 //! the local hash agree and a second listing saw the file unchanged does the pull call
 //! [`promote`], which checks that it loads and then renames it into place. A torn or changed copy
 //! never replaces anything, and a copy that does not load never replaces an earlier one that
