@@ -244,3 +244,93 @@ async fn a_command_the_box_cannot_start_is_refused_at_once() {
     );
     assert_eq!(link.state().word(), "up");
 }
+
+/// One helper shell carries a command whose output floods in while the next commands' scripts
+/// (megabytes of file names, as a pull of 100 000 files sends) are still being written to its
+/// stdin: both directions keep moving. Before, the helper stopped reading while it waited to
+/// write; russh's queue for the channel filled, the whole connection stopped reading (the
+/// window adjust the write waited for among what it left unread), and a 100 000-file pull hung
+/// for good with 60 KB unread in the socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_shell_reads_a_flood_while_it_writes_long_scripts() {
+    use rigwatch::transport::{BoxExec, OneShell};
+    let mut lab = Lab::new();
+    let host = lab.start_host("box");
+    let path = lab.fleet("fleet.toml", "", &[("box", lab.host_entry(&host))]);
+    let pool = Pool::start(&fleet::load(&path).expect("fleet"));
+    pool.settle(SETTLE).await;
+    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let shell = OneShell::new(&session);
+    let roomy = ExecLimits {
+        timeout: Duration::from_secs(60),
+        max_output: 64 << 20,
+    };
+    // 3 MB of script per command: past sshd's 2 MiB window for the shell's stdin.
+    let long = format!(": {}\necho done", "x".repeat(100).repeat(30_000));
+    let flood = shell.exec("head -c 30000000 /dev/zero", roomy);
+    let scripts = futures::future::join_all((0..3).map(|_| shell.exec(&long, roomy)));
+    let both = async { tokio::join!(flood, scripts) };
+    let (flood, scripts) = tokio::time::timeout(Duration::from_secs(90), both)
+        .await
+        .expect("the helper shell stalled: a flood and long scripts at once");
+    assert_eq!(flood.expect("flood").stdout.len(), 30_000_000);
+    for out in scripts {
+        assert_eq!(
+            String::from_utf8_lossy(&out.expect("script").stdout),
+            "done\n"
+        );
+    }
+    pool.shutdown().await;
+}
+
+/// The same class on the two other paths that write a command's stdin: a command given 3 MB of
+/// input (a long list of mounts or files) that prints a flood before it reads any, and a
+/// stream whose stdin gets 3 MB while it floods. Before, each wrote all its input before
+/// reading again and stalled the connection until the command's timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_is_written_while_a_flood_is_read() {
+    use rigwatch::transport::StreamEvent;
+    let mut lab = Lab::new();
+    let host = lab.start_host("box");
+    let path = lab.fleet("fleet.toml", "", &[("box", lab.host_entry(&host))]);
+    let pool = Pool::start(&fleet::load(&path).expect("fleet"));
+    pool.settle(SETTLE).await;
+    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let input = vec![b'x'; 3_000_000];
+    let flood_then_read = "head -c 30000000 /dev/zero; wc -c";
+    let roomy = ExecLimits {
+        timeout: Duration::from_secs(60),
+        max_output: 64 << 20,
+    };
+    let out = tokio::time::timeout(
+        Duration::from_secs(90),
+        session.exec_with_input(flood_then_read, &input, roomy),
+    )
+    .await
+    .expect("stalled writing input while output flooded")
+    .expect("exec");
+    assert_eq!(out.stdout.len(), 30_000_000 + "3000000\n".len());
+    assert!(out.stdout.ends_with(b"3000000\n"));
+
+    let (mut lines, stdin) = session
+        .stream_with_input(
+            "head -c 30000000 /dev/zero | tr '\\0' x | fold -w 4096; head -c 3000000 >/dev/null",
+            64,
+        )
+        .await
+        .expect("stream");
+    stdin.send(input).await.expect("stdin");
+    drop(stdin);
+    let ended = tokio::time::timeout(Duration::from_secs(90), async {
+        while let Some(event) = lines.recv().await {
+            if let StreamEvent::Ended { exit_status, .. } = event {
+                return exit_status;
+            }
+        }
+        None
+    })
+    .await
+    .expect("the stream stalled writing its stdin while it flooded");
+    assert_eq!(ended, Some(0));
+    pool.shutdown().await;
+}

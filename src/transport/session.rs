@@ -293,15 +293,18 @@ impl Session {
         limits: ExecLimits,
     ) -> Result<ExecOutput, TransportError> {
         let budget = Budget::new(limits.timeout);
-        let (permit, mut channel) = self.start_command(command, Some(&budget)).await?;
-        if !input.is_empty() {
-            budget
-                .step("sending the command's input", channel.data(input))
-                .await??;
-            budget
-                .step("sending the command's input", channel.eof())
-                .await??;
-        }
+        let (permit, channel) = self.start_command(command, Some(&budget)).await?;
+        let (mut channel, writing) = channel.split();
+        // The input is written while the output is read, never first: a write waits for the
+        // box's window, whose adjust arrives behind output that must be read (russh stops
+        // reading the connection while one channel's queue is full).
+        let write = async {
+            if !input.is_empty() {
+                writing.data(input).await?;
+                writing.eof().await?;
+            }
+            Ok::<(), russh::Error>(())
+        };
         let mut out = ExecOutput {
             stdout: Vec::new(),
             stderr: Vec::new(),
@@ -309,42 +312,46 @@ impl Session {
             truncated: false,
         };
         let mut refused = false;
-        let drained = budget
-            .step("command", async {
-                while let Some(msg) = channel.wait().await {
-                    match msg {
-                        // The exec request's answer (want_reply): russh does not wait for it.
-                        ChannelMsg::Failure => {
-                            refused = true;
-                            break;
-                        }
-                        ChannelMsg::Data { data } => keep(
-                            &mut out.stdout,
-                            &data,
-                            limits.max_output,
-                            &mut out.truncated,
-                        ),
-                        ChannelMsg::ExtendedData { data, ext: 1 } => keep(
-                            &mut out.stderr,
-                            &data,
-                            limits.max_output,
-                            &mut out.truncated,
-                        ),
-                        ChannelMsg::ExitStatus { exit_status } => {
-                            out.exit_status = Some(exit_status)
-                        }
-                        ChannelMsg::Close => break,
-                        _ => {}
+        let read = async {
+            while let Some(msg) = channel.wait().await {
+                match msg {
+                    // The exec request's answer (want_reply): russh does not wait for it.
+                    ChannelMsg::Failure => {
+                        refused = true;
+                        break;
                     }
+                    ChannelMsg::Data { data } => keep(
+                        &mut out.stdout,
+                        &data,
+                        limits.max_output,
+                        &mut out.truncated,
+                    ),
+                    ChannelMsg::ExtendedData { data, ext: 1 } => keep(
+                        &mut out.stderr,
+                        &data,
+                        limits.max_output,
+                        &mut out.truncated,
+                    ),
+                    ChannelMsg::ExitStatus { exit_status } => out.exit_status = Some(exit_status),
+                    ChannelMsg::Close => break,
+                    _ => {}
                 }
-            })
+            }
+        };
+        let drained = budget
+            .step("command", async { tokio::join!(write, read).0 })
             .await;
-        let _ = channel.close().await;
+        let _ = writing.close().await;
         drop(permit);
         if refused {
             return Err(TransportError::CommandRefused);
         }
-        drained?;
+        // A command that ended with its status stands, whether or not it read all its input.
+        if let Err(e) = drained? {
+            if out.exit_status.is_none() {
+                return Err(e.into());
+            }
+        }
         if out.exit_status.is_none() {
             if let Some(reason) = self.lost_reason() {
                 return Err(TransportError::Disconnected(reason));

@@ -97,17 +97,32 @@ impl Helper {
         let marker = format!("@rwh-{:032x}:", fastrand::u128(..));
         let (requests, mut queue) = mpsc::channel::<Request>(REPLIES);
         let finder = Finder::new(marker.as_bytes()).into_owned();
+        let (mut reading, writing) = channel.split();
+        // Scripts are written by a task of their own: a write waits for the box's window,
+        // and that window's adjust arrives behind the output this task must keep reading
+        // (russh stops reading the whole connection while one channel's queue is full).
+        let (scripts, mut to_write) = mpsc::unbounded_channel::<Vec<u8>>();
+        tokio::spawn(async move {
+            while let Some(script) = to_write.recv().await {
+                if writing.data(&script[..]).await.is_err() {
+                    return;
+                }
+            }
+            let _ = writing.eof().await;
+            let _ = writing.close().await;
+        });
         tokio::spawn(async move {
             let _permit = permit;
             let (mut outs, mut errs) = (VecDeque::new(), VecDeque::new());
             let mut out = Framer::new(finder.clone());
             let mut err = Framer::new(finder);
-            let mut open = true;
+            let mut scripts = Some(scripts);
             loop {
                 tokio::select! {
-                    request = queue.recv(), if open => match request {
+                    request = queue.recv(), if scripts.is_some() => match request {
                         Some(Request { script, replies }) => {
-                            if channel.data(&script[..]).await.is_err() {
+                            let sent = scripts.as_ref().is_some_and(|s| s.send(script).is_ok());
+                            if !sent {
                                 break;
                             }
                             if outs.is_empty() {
@@ -116,12 +131,11 @@ impl Helper {
                             outs.push_back(replies.clone());
                             errs.push_back(replies);
                         }
-                        None => {
-                            open = false;
-                            let _ = channel.eof().await;
-                        }
+                        // No more commands: the writer ends the shell's stdin once it has
+                        // written the last one.
+                        None => scripts = None,
                     },
-                    msg = channel.wait() => match msg {
+                    msg = reading.wait() => match msg {
                         Some(ChannelMsg::Data { data }) => {
                             for piece in out.push(&data) {
                                 route(piece, &mut outs, true).await;
@@ -137,7 +151,6 @@ impl Helper {
                     },
                 }
             }
-            let _ = channel.close().await;
         });
         let helper = Helper { requests, marker };
         // Whatever the login shell prints before the first command (a banner) is this no-op's.

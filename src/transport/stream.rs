@@ -76,33 +76,33 @@ impl Session {
         };
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
         let session = Arc::clone(self);
+        let (mut channel, writing) = channel.split();
+        let writing = Arc::new(writing);
+        // The stdin is written by a task of its own: a write waits for the box's window, whose
+        // adjust arrives behind output this loop must keep reading (russh stops reading the
+        // whole connection while one channel's queue is full).
+        if let Some(mut inputs) = inputs.take() {
+            let writing = Arc::clone(&writing);
+            tokio::spawn(async move {
+                while let Some(bytes) = inputs.recv().await {
+                    if writing.data(&bytes[..]).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
         tokio::spawn(async move {
             let _permit = permit;
             let mut splitter = LineSplitter::new(max_line);
             let mut exit_status = None;
             let mut dropped = 0u64;
             loop {
-                let input = async {
-                    match inputs.as_mut() {
-                        Some(rx) => rx.recv().await,
-                        None => std::future::pending().await,
-                    }
-                };
                 let msg = if let Some(msg) = first.take() {
                     msg
                 } else {
                     tokio::select! {
                         msg = channel.wait() => msg,
                         () = tx.closed() => break,
-                        bytes = input => {
-                            match bytes {
-                                Some(bytes) => {
-                                    let _ = channel.data(&bytes[..]).await;
-                                }
-                                None => inputs = None,
-                            }
-                            continue;
-                        }
                     }
                 };
                 let data = match msg {
@@ -125,7 +125,7 @@ impl Session {
             if let Some(rest) = splitter.finish() {
                 let _ = tx.try_send(StreamEvent::Line(rest));
             }
-            let _ = channel.close().await;
+            let _ = writing.close().await;
             // A command that ends on its own sends its exit status first; without one, the
             // channel usually went with the connection, whose loss is noticed a moment later.
             let link_lost = match exit_status {
