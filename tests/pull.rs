@@ -497,3 +497,33 @@ fn a_pull_makes_one_new_inode_per_small_file() {
     );
     assert!(removed <= 40, "{removed} inodes removed for 301 files");
 }
+
+/// The box hashes each small file once: the tar batch that carries it hashes it just before
+/// tar reads it, and that hash is the one the pull compares (a second `sha256sum` over every
+/// small file doubled the box's work: on a 2-core box, 10 000 files' worth).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_hashes_each_small_file_on_the_box_once() {
+    let mut lab = Lab::new();
+    let sshd = lab.start_host("box");
+    let log = sshd.dir.join("hashed.log");
+    sshd.shim_logging_args("sha256sum", &log);
+    let run = sshd.dir.join("workspace/run");
+    write_small(&run, 300);
+    let dest = lab.path("results/box");
+    let config = fleet::load(&pull_fleet(&lab, &sshd, &run, &dest)).expect("fleet");
+    let record = pull_once(&config, None).await;
+    assert_eq!(record.files.len(), 301);
+    assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
+    let hashed = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut times: BTreeMap<&str, usize> = BTreeMap::new();
+    for path in hashed.lines() {
+        *times.entry(path).or_default() += 1;
+    }
+    assert_eq!(times.len(), 301, "every file hashed on the box: {times:?}");
+    let twice: Vec<_> = times.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "{} files hashed more than once: {twice:?}",
+        twice.len()
+    );
+}

@@ -81,8 +81,17 @@ fn a_boxs_history_stops_growing_once_its_rings_are_full() {
         (held[3] * 200) >> 20
     );
     // The older tiers span two hours behind the recent ones (5 minutes of GPU readings).
-    assert!(held[1] > held[0], "the rings fill in the first two hours: {kib:?}");
-    assert_eq!(held[3], held[2], "full rings hold the same at 4 h as at 3 h: {kib:?}");
+    assert!(
+        held[1] > held[0],
+        "the rings fill in the first two hours: {kib:?}"
+    );
+    assert_eq!(
+        held[3], held[2],
+        "full rings hold the same at 4 h as at 3 h: {kib:?}"
+    );
     // Each reading that leaves the recent tier keeps only what judgements read later.
-    assert!(held[3] < 1100 * 1024, "an 8-GPU box's two hours: {kib:?} KiB");
+    assert!(
+        held[3] < 1100 * 1024,
+        "an 8-GPU box's two hours: {kib:?} KiB"
+    );
 }

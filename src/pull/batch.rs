@@ -238,7 +238,11 @@ fn write_one(
         )
         .into());
     }
-    Ok(Copied { sent, sha256 })
+    Ok(Copied {
+        sent,
+        sha256,
+        box_sha256: box_hash.map(String::from),
+    })
 }
 
 #[cfg(test)]

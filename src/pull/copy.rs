@@ -177,6 +177,7 @@ async fn download_by_exec<B: BoxExec>(
     Ok(Copied {
         sent,
         sha256: super::local::hex(&hasher.finalize()),
+        box_sha256: None,
     })
 }
 
@@ -268,6 +269,9 @@ struct Span {
 pub struct Copied {
     pub sent: u64,
     pub sha256: String,
+    /// The box's hash of the same bytes where the copy brought it along (a tar batch hashes
+    /// each file just before tar reads it): no second command hashes it again.
+    pub box_sha256: Option<String>,
 }
 
 /// Copies `remote` from byte `from` into `local`'s `.part`, fsynced.
@@ -358,6 +362,7 @@ async fn download(
     Ok(Copied {
         sent,
         sha256: super::local::hex(&hasher.finalize()),
+        box_sha256: None,
     })
 }
 

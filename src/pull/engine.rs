@@ -282,8 +282,22 @@ pub(super) async fn pull_over<B: BoxExec>(
     // ping measures the link, not a login's delayed ACK).
     let rtt = rtt.unwrap_or(Duration::ZERO);
     let copies = copy_all(session, &spec.dest, &plan, &starts, (sftp, rtt), &progress);
-    let hashes = remote_hashes(session, plan.iter().map(|(f, _)| f));
-    let (copied, hashes) = tokio::join!(copies, hashes);
+    // A small fresh file's box hash comes with its tar batch; the rest are hashed beside the
+    // copies, and whatever a batch handed back (or could not hash) after them.
+    let by_tar = |i: &usize| super::batch::eligible(&plan[*i].0, starts[*i]);
+    let hashed_beside = (0..plan.len()).filter(|i| !by_tar(i)).map(|i| &plan[i].0);
+    let hashes = remote_hashes(session, hashed_beside);
+    let (copied, mut hashes) = tokio::join!(copies, hashes);
+    let unhashed: Vec<&RemoteFile> = (0..plan.len())
+        .filter(|i| by_tar(i) && matches!(&copied[*i], Ok(Some(c)) if c.box_sha256.is_none()))
+        .map(|i| &plan[i].0)
+        .collect();
+    if let (Ok(all), false) = (&mut hashes, unhashed.is_empty()) {
+        // Files it could not hash say the box printed no hash for them.
+        if let Ok(more) = remote_hashes(session, unhashed.into_iter()).await {
+            all.extend(more);
+        }
+    }
 
     progress.set_stage(Stage::Verifying);
     let relisted = list_remote(session, host, spec)

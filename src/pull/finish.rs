@@ -220,6 +220,7 @@ async fn finish_one(
             let copied = copied.unwrap_or(Copied {
                 sent: 0,
                 sha256: recorded_hash.unwrap_or_default(),
+                box_sha256: None,
             });
             let landing = Landing {
                 dest: all.dest,
@@ -251,10 +252,12 @@ async fn finish(
     let mut record = failed_file(file, local, String::new());
     record.sent = copied.sent;
     record.local_sha256 = Some(copied.sha256);
-    record.remote_sha256 = hashes
-        .as_ref()
-        .ok()
-        .and_then(|h| h.get(&file.path).cloned());
+    record.remote_sha256 = copied.box_sha256.or_else(|| {
+        hashes
+            .as_ref()
+            .ok()
+            .and_then(|h| h.get(&file.path).cloned())
+    });
     let mut useless = false;
     record.error = match seen {
         Seen::Same => None,
@@ -265,11 +268,9 @@ async fn finish(
         Seen::Unknown(why) => Some(why),
     }
     .or_else(|| match hashes {
+        _ if record.remote_sha256.is_some() => None,
         Err(e) => Some(e.clone()),
-        Ok(_) if record.remote_sha256.is_none() => {
-            Some("the box printed no hash for it".to_string())
-        }
-        Ok(_) => None,
+        Ok(_) => Some("the box printed no hash for it".to_string()),
     });
     if record.error.is_none() && record.local_sha256 != record.remote_sha256 {
         useless = true;

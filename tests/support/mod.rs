@@ -873,6 +873,25 @@ impl Sshd {
         run(Command::new("chmod").arg("755").arg(&path));
     }
 
+    /// Puts `tool` on the box's PATH as a wrapper of the real one (found on the PATH after
+    /// the shims) that first appends each argument after `--` to `log`, a line each.
+    pub fn shim_logging_args(&self, tool: &str, log: &Path) {
+        self.write_script(
+            tool,
+            &format!(
+                "#!/bin/sh
+after=
+for a in \"$@\"; do
+  [ -n \"$after\" ] && printf '%s\\n' \"$a\" >> '{}'
+  [ \"$a\" = -- ] && after=1
+done
+PATH=/usr/local/bin:/usr/bin:/bin exec {tool} \"$@\"
+",
+                log.display()
+            ),
+        );
+    }
+
     fn write_data(&self, name: &str, text: &str) -> PathBuf {
         let path = self.dir.join("shimdata");
         std::fs::create_dir_all(&path).expect("shimdata");
