@@ -46,52 +46,79 @@ fn host() -> HostSample {
     }
 }
 
-/// Heap held by one box's history after `hours` of readings every 2 s.
-fn held_after(history: &mut HostHistory, from: DateTime<Utc>, secs: std::ops::Range<i64>) {
-    let (gpus, host) = (gpus(), host());
-    for s in secs.step_by(2) {
-        let at = from + Duration::seconds(s);
-        history.extend(
-            Some(GpuReading {
+/// The heap one box's history holds at each of `marks` (seconds), fed a reading every 2 s: the
+/// host reading always, the GPU reading where the box has GPUs.
+fn held_at(gpus: &[GpuSample], host: &HostSample, marks: &[i64]) -> Vec<usize> {
+    let from = DateTime::<Utc>::UNIX_EPOCH;
+    let before = dhat::HeapStats::get().curr_bytes;
+    let mut history = HostHistory::default();
+    let mut held = Vec::new();
+    let mut s = 0;
+    for &mark in marks {
+        while s < mark {
+            let at = from + Duration::seconds(s);
+            let gpu = (!gpus.is_empty()).then(|| GpuReading {
                 at,
-                gpus: gpus.clone(),
-            }),
-            Some(HostReading {
-                at,
-                sample: host.clone(),
-            }),
-        );
+                gpus: gpus.to_vec(),
+            });
+            let sample = host.clone();
+            history.extend(gpu, Some(HostReading { at, sample }));
+            s += 2;
+        }
+        held.push(dhat::HeapStats::get().curr_bytes - before);
     }
+    drop(history);
+    held
+}
+
+fn kib(held: &[usize]) -> Vec<usize> {
+    held.iter().map(|b| b / 1024).collect()
 }
 
 #[test]
 fn a_boxs_history_stops_growing_once_its_rings_are_full() {
     let _heap = dhat::Profiler::builder().testing().build();
-    let from = DateTime::<Utc>::UNIX_EPOCH;
-    let before = dhat::HeapStats::get().curr_bytes;
-    let mut history = HostHistory::default();
-    let mut held = Vec::new();
-    for hour in 0..4 {
-        held_after(&mut history, from, hour * 3600..(hour + 1) * 3600);
-        held.push(dhat::HeapStats::get().curr_bytes - before);
-    }
-    let kib: Vec<usize> = held.iter().map(|b| b / 1024).collect();
+    let hours = [3600, 7200, 3 * 3600, 4 * 3600];
+    let loaded = held_at(&gpus(), &host(), &hours);
     eprintln!(
-        "one 8-GPU box's history after 1, 2, 3, 4 h: {kib:?} KiB; 200 boxes: {} MiB",
-        (held[3] * 200) >> 20
+        "one 8-GPU box's history after 1, 2, 3, 4 h: {:?} KiB; 200 boxes: {} MiB",
+        kib(&loaded),
+        (loaded[3] * 200) >> 20
     );
     // The older tiers span two hours behind the recent ones (5 minutes of GPU readings).
     assert!(
-        held[1] > held[0],
-        "the rings fill in the first two hours: {kib:?}"
+        loaded[1] > loaded[0],
+        "the rings fill in the first two hours: {:?}",
+        kib(&loaded)
     );
     assert_eq!(
-        held[3], held[2],
-        "full rings hold the same at 4 h as at 3 h: {kib:?}"
+        loaded[3],
+        loaded[2],
+        "full rings hold the same at 4 h as at 3 h: {:?}",
+        kib(&loaded)
     );
     // Each reading that leaves the recent tier keeps only what judgements read later.
     assert!(
-        held[3] < 1100 * 1024,
-        "an 8-GPU box's two hours: {kib:?} KiB"
+        loaded[3] < 1100 * 1024,
+        "an 8-GPU box's two hours: {:?} KiB",
+        kib(&loaded)
     );
+
+    // A box like the soak's (no GPU, no log, no run): what its history holds after the soak's
+    // 10 minutes, and its level.
+    let lab = HostSample {
+        gpu_processes: None,
+        run_processes: Vec::new(),
+        log_tail: Vec::new(),
+        ..host()
+    };
+    let bare = held_at(&[], &lab, &[600, 3 * 3600, 4 * 3600]);
+    eprintln!(
+        "a box without GPUs after 10 min, 3 h, 4 h: {:?} KiB; 200 boxes at 10 min: {} MiB, \
+         level: {} MiB",
+        kib(&bare),
+        (bare[0] * 200) >> 20,
+        (bare[2] * 200) >> 20
+    );
+    assert_eq!(bare[2], bare[1], "level: {:?}", kib(&bare));
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
+use futures::StreamExt;
 
 use super::copy::{Opening, copy_all};
 use super::finish::{Landings, finish_all};
@@ -253,19 +254,21 @@ pub(super) async fn pull_over<B: BoxExec>(
                 .collect()
         })
         .unwrap_or_default();
-    let mut starts = Vec::new();
-    let mut recorded_hashes = Vec::new();
-    for (file, local) in &plan {
-        let record = recorded
-            .get(file.path.as_str())
-            .filter(|r| r.local_path == names::of_path(local))
-            .and_then(|r| {
-                let stamp = r.stamp.clone()?;
-                Some((r.size, stamp, r.local_sha256.clone().unwrap_or_default()))
-            });
-        recorded_hashes.push(record.as_ref().map(|r| r.2.clone()));
-        starts.push(local_start(&spec.dest, file, local, record).await);
-    }
+    let records: Vec<Option<Recorded>> = plan
+        .iter()
+        .map(|(file, local)| {
+            let r = recorded
+                .get(file.path.as_str())
+                .filter(|r| r.local_path == names::of_path(local))?;
+            let stamp = r.stamp.clone()?;
+            Some((r.size, stamp, r.local_sha256.clone().unwrap_or_default()))
+        })
+        .collect();
+    let recorded_hashes: Vec<Option<String>> = records
+        .iter()
+        .map(|r| r.as_ref().map(|r| r.2.clone()))
+        .collect();
+    let starts = local_starts(&spec.dest, &plan, records).await;
     let to_send: u64 = plan
         .iter()
         .zip(&starts)
@@ -383,36 +386,67 @@ fn plan_files(files: Vec<RemoteFile>, home: Option<&str>, job: &PullJob<'_>) -> 
     (plan, failed)
 }
 
-async fn local_start(
+/// What the last pull recorded of a file that may be unchanged: its size, change stamp and
+/// local hash.
+type Recorded = (u64, String, String);
+
+/// Files whose local state is looked at in one blocking task (a few stats each, and a hash of
+/// a file that may be unchanged): a task per file was 46 µs of handing over each, 0.5 s of a
+/// 10 000-file pull.
+const STARTS_PER_TASK: usize = 512;
+
+/// How each planned file starts, in plan order; looked at a few tasks at once (re-pulls hash
+/// every file that may be unchanged).
+async fn local_starts(
     dest: &Path,
-    file: &RemoteFile,
-    local: &Path,
-    recorded: Option<(u64, String, String)>,
-) -> Start {
-    let local = local.to_path_buf();
-    let (part, src) = part_paths(dest, &local);
-    let file = file.clone();
-    tokio::task::spawn_blocking(move || {
-        let final_size = std::fs::metadata(&local).ok().map(|m| m.len());
-        let may_be_unchanged = matches!(
-            (&recorded, final_size),
-            (Some((size, stamp, _)), Some(now)) if *size == now && *size == file.size && *stamp == file.stamp
-        );
-        let state = LocalState {
-            final_size,
-            final_hash: if may_be_unchanged {
-                sha256_file(&local).ok()
-            } else {
-                None
-            },
-            recorded,
-            part_size: std::fs::metadata(&part).ok().map(|m| m.len()),
-            part_source: super::local::part_source(&part, &src),
-        };
-        decide(&file, &state)
-    })
-    .await
-    .unwrap_or(Start::Fresh)
+    plan: &[(RemoteFile, PathBuf)],
+    records: Vec<Option<Recorded>>,
+) -> Vec<Start> {
+    let mut records = records.into_iter();
+    let mut chunks = plan.chunks(STARTS_PER_TASK);
+    let mut running = futures::stream::FuturesOrdered::new();
+    let mut starts = Vec::with_capacity(plan.len());
+    loop {
+        // Two chunks at a time, each copied only when its task starts.
+        while running.len() < 2 {
+            let Some(chunk) = chunks.next() else { break };
+            let jobs: Vec<_> = chunk.iter().cloned().zip(records.by_ref()).collect();
+            let (dest, fresh) = (dest.to_path_buf(), jobs.len());
+            running.push_back(async move {
+                let looked = tokio::task::spawn_blocking(move || {
+                    jobs.into_iter()
+                        .map(|((file, local), record)| local_start(&dest, &file, &local, record))
+                        .collect::<Vec<_>>()
+                });
+                looked.await.unwrap_or_else(|_| vec![Start::Fresh; fresh])
+            });
+        }
+        match running.next().await {
+            Some(looked) => starts.extend(looked),
+            None => return starts,
+        }
+    }
+}
+
+fn local_start(dest: &Path, file: &RemoteFile, local: &Path, recorded: Option<Recorded>) -> Start {
+    let (part, src) = part_paths(dest, local);
+    let final_size = std::fs::metadata(local).ok().map(|m| m.len());
+    let may_be_unchanged = matches!(
+        (&recorded, final_size),
+        (Some((size, stamp, _)), Some(now)) if *size == now && *size == file.size && *stamp == file.stamp
+    );
+    let state = LocalState {
+        final_size,
+        final_hash: if may_be_unchanged {
+            sha256_file(local).ok()
+        } else {
+            None
+        },
+        recorded,
+        part_size: std::fs::metadata(&part).ok().map(|m| m.len()),
+        part_source: super::local::part_source(&part, &src),
+    };
+    decide(file, &state)
 }
 
 /// SHA-256 of each file as the box sees it; an empty map when the box has no hashing tool or the
