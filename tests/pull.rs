@@ -4,7 +4,7 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -14,33 +14,10 @@ use rigwatch::ledger::Ledger;
 use rigwatch::pull::local::{part_paths, sha256_file};
 use rigwatch::pull::{Progress, PullJob, pull};
 use rigwatch::transport::Pool;
-use support::{Lab, Sshd};
+use support::Lab;
+use support::results::{pull_fleet, write_small};
 
 const BIG: u64 = 1 << 30;
-
-fn write_small(run: &Path, count: usize) {
-    for i in 0..count {
-        let dir = run.join(format!("final_ckpts/cell{i:03}"));
-        std::fs::create_dir_all(&dir).expect("dirs");
-        std::fs::write(
-            dir.join("metrics.json"),
-            format!("{{\"cell\": {i}, \"acc\": 0.{i}}}\n"),
-        )
-        .expect("small");
-    }
-    std::fs::write(run.join("metrics.jsonl"), "{\"step\": 1}\n{\"step\": 2}\n").expect("jsonl");
-}
-
-fn pull_fleet(lab: &Lab, sshd: &Sshd, run: &Path, dest: &Path) -> PathBuf {
-    let body = format!(
-        "{}\n[host.pull]\npaths = [\"{}\", \"{}\"]\ndest = \"{}\"\nverify = \"test -s {{file}}\"",
-        lab.host_entry(sshd),
-        run.join("final_ckpts").display(),
-        run.join("*.jsonl").display(),
-        dest.display()
-    );
-    lab.fleet("fleet.toml", "", &[("box", body)])
-}
 
 /// A pool on `config`, one pull of its host "box" against `previous`, then the pool shut down.
 async fn pull_once(
@@ -354,148 +331,6 @@ async fn a_pull_starts_at_most_two_login_shells_on_the_box() {
         "{} login shells: {started:#?}",
         started.len()
     );
-}
-
-/// What `strace -c` counted for the traced calls: the calls on its `total` line.
-fn traced_calls(summary: &str) -> u64 {
-    summary
-        .lines()
-        .find(|l| l.trim_end().ends_with(" total"))
-        .and_then(|l| l.split_whitespace().nth(3))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no total in strace's summary:\n{summary}"))
-}
-
-/// A sweep's results are a folder per cell: 300 of them pulled by `rigwatch pull` make their
-/// bytes durable once and their renames once per filesystem, not with two fsyncs a file
-/// (each a journal commit: 10 000 files took 8.8 s against rsync's 0.9 s). Every file is still
-/// proven and recorded.
-#[test]
-fn a_pull_of_many_small_files_syncs_per_pull_not_per_file() {
-    let mut lab = Lab::new();
-    let sshd = lab.start_host("box");
-    let run = sshd.dir.join("workspace/run");
-    write_small(&run, 300);
-    let dest = lab.path("results/box");
-    let fleet = pull_fleet(&lab, &sshd, &run, &dest);
-    let summary = lab.path("strace.txt");
-    let out = std::process::Command::new("strace")
-        .args([
-            "-f",
-            "-qq",
-            "-c",
-            "-e",
-            "trace=fsync,fdatasync,syncfs,sync",
-            "-o",
-        ])
-        .arg(&summary)
-        .arg(env!("CARGO_BIN_EXE_rigwatch"))
-        .arg("--config")
-        .arg(&fleet)
-        .args(["pull", "box"])
-        .env("XDG_STATE_HOME", lab.path("state"))
-        .env("XDG_CONFIG_HOME", lab.path("config"))
-        .env_remove("SSH_AUTH_SOCK")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("strace (apt install strace)");
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for i in [0, 150, 299] {
-        let local = dest.join(format!("final_ckpts/cell{i:03}/metrics.json"));
-        let text = std::fs::read_to_string(&local).expect("pulled");
-        assert!(text.starts_with(&format!("{{\"cell\": {i},")), "{text}");
-    }
-    let calls = traced_calls(&std::fs::read_to_string(&summary).expect("summary"));
-    eprintln!(
-        "{calls} syncs for 301 files:\n{}",
-        std::fs::read_to_string(&summary).unwrap_or_default()
-    );
-    // The parts, the renames, and the ledger's own commits.
-    assert!(
-        calls <= 60,
-        "{calls} syncs for 301 files:\n{}",
-        std::fs::read_to_string(&summary).unwrap_or_default()
-    );
-}
-
-/// New inodes and deleted ones, from `strace -f` lines of the calls that make and remove them.
-fn inodes_made_and_removed(trace: &str) -> (usize, usize) {
-    let ok = |l: &str| !l.contains(" = -1 ") && l.contains(" = ");
-    let made = trace
-        .lines()
-        .filter(|l| ok(l) && (l.contains("O_CREAT") || l.contains("mkdir")))
-        .count();
-    let removed = trace
-        .lines()
-        .filter(|l| ok(l) && (l.contains("unlink") || l.contains("rmdir")))
-        .count();
-    (made, removed)
-}
-
-/// A small file costs one new inode at home, as rsync's does: its `.part` carries which
-/// version it holds on itself and becomes the final file, with no tag file or staging folder
-/// made and deleted beside it (on this machine's ext4 each new inode cost ~1 ms, and the
-/// deleted ones slow the next ones down).
-#[test]
-fn a_pull_makes_one_new_inode_per_small_file() {
-    let mut lab = Lab::new();
-    let sshd = lab.start_host("box");
-    let run = sshd.dir.join("workspace/run");
-    write_small(&run, 300);
-    let dest = lab.path("results/box");
-    let fleet = pull_fleet(&lab, &sshd, &run, &dest);
-    // A file per thread (-ff), so no call is split across lines as `<unfinished ...>`.
-    let traces = lab.path("strace");
-    std::fs::create_dir_all(&traces).expect("dir");
-    let out = std::process::Command::new("strace")
-        .args([
-            "-ff",
-            "-qq",
-            "-e",
-            "trace=openat,open,creat,mkdir,mkdirat,unlink,unlinkat,rmdir",
-        ])
-        .arg("-o")
-        .arg(traces.join("t"))
-        .arg(env!("CARGO_BIN_EXE_rigwatch"))
-        .arg("--config")
-        .arg(&fleet)
-        .args(["pull", "box"])
-        .env("XDG_STATE_HOME", lab.path("state"))
-        .env("XDG_CONFIG_HOME", lab.path("config"))
-        .env_remove("SSH_AUTH_SOCK")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("strace (apt install strace)");
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let local = dest.join("final_ckpts/cell007/metrics.json");
-    let text = std::fs::read_to_string(&local).expect("pulled");
-    assert!(text.starts_with("{\"cell\": 7,"), "{text}");
-    assert!(
-        xattr::list(&local).expect("xattrs").next().is_none(),
-        "the pulled file carries none of rigwatch's tags"
-    );
-    let trace: String = std::fs::read_dir(&traces)
-        .expect("traces")
-        .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("trace"))
-        .collect();
-    let (made, removed) = inodes_made_and_removed(&trace);
-    eprintln!("301 files in 301 folders: {made} inodes made, {removed} removed");
-    // A file and a folder per cell, and what the ledger, the parts folder and the state make.
-    assert!(
-        made <= 301 * 2 + 40,
-        "{made} inodes made for 301 files in 301 folders"
-    );
-    assert!(removed <= 40, "{removed} inodes removed for 301 files");
 }
 
 /// The box hashes each small file once: the tar batch that carries it hashes it just before

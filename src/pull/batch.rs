@@ -242,6 +242,7 @@ fn write_one(
         sent,
         sha256,
         box_sha256: box_hash.map(String::from),
+        synced: false,
     })
 }
 

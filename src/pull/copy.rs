@@ -178,6 +178,7 @@ async fn download_by_exec<B: BoxExec>(
         sent,
         sha256: super::local::hex(&hasher.finalize()),
         box_sha256: None,
+        synced: true,
     })
 }
 
@@ -272,6 +273,9 @@ pub struct Copied {
     /// The box's hash of the same bytes where the copy brought it along (a tar batch hashes
     /// each file just before tar reads it): no second command hashes it again.
     pub box_sha256: Option<String>,
+    /// Its part was fsynced by the copy itself (SFTP and exec copies; a tar batch's parts are
+    /// synced together before any is promoted).
+    pub synced: bool,
 }
 
 /// Copies `remote` from byte `from` into `local`'s `.part`, fsynced.
@@ -363,6 +367,7 @@ async fn download(
         sent,
         sha256: super::local::hex(&hasher.finalize()),
         box_sha256: None,
+        synced: true,
     })
 }
 

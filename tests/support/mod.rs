@@ -7,6 +7,7 @@ pub mod delay;
 pub mod kube;
 pub mod kube_exec;
 pub mod netns;
+pub mod results;
 pub mod silent;
 pub mod slurm;
 mod standin;

@@ -1,0 +1,32 @@
+//! A run's results on a lab box, as a sweep leaves them, and a fleet that pulls them.
+
+use std::path::{Path, PathBuf};
+
+use super::{Lab, Sshd};
+
+/// `count` cells' metrics, a folder each (`final_ckpts/cellNNN/metrics.json`), and a
+/// `metrics.jsonl` beside them.
+pub fn write_small(run: &Path, count: usize) {
+    for i in 0..count {
+        let dir = run.join(format!("final_ckpts/cell{i:03}"));
+        std::fs::create_dir_all(&dir).expect("dirs");
+        std::fs::write(
+            dir.join("metrics.json"),
+            format!("{{\"cell\": {i}, \"acc\": 0.{i}}}\n"),
+        )
+        .expect("small");
+    }
+    std::fs::write(run.join("metrics.jsonl"), "{\"step\": 1}\n{\"step\": 2}\n").expect("jsonl");
+}
+
+/// A fleet whose host "box" pulls `run`'s `final_ckpts` and `*.jsonl` into `dest`.
+pub fn pull_fleet(lab: &Lab, sshd: &Sshd, run: &Path, dest: &Path) -> PathBuf {
+    let body = format!(
+        "{}\n[host.pull]\npaths = [\"{}\", \"{}\"]\ndest = \"{}\"\nverify = \"test -s {{file}}\"",
+        lab.host_entry(sshd),
+        run.join("final_ckpts").display(),
+        run.join("*.jsonl").display(),
+        dest.display()
+    );
+    lab.fleet("fleet.toml", "", &[("box", body)])
+}
