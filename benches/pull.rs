@@ -294,17 +294,7 @@ async fn many(lab: &Lab, sshd: &support::Sshd, at: &str, run: &Path) {
     for files in counts.iter().filter_map(|n| n.parse::<usize>().ok()) {
         let dir = run.join(format!("many-{files}"));
         if !dir.exists() {
-            for i in 0..files {
-                let sub = dir.join(format!("d{:03}", i / 1000));
-                if i % 1000 == 0 {
-                    std::fs::create_dir_all(&sub).expect("dir");
-                }
-                let text = format!(
-                    "{{\"cell\": {i}, \"loss\": 0.{:06}}}\n",
-                    i * 7919 % 1_000_000
-                );
-                std::fs::write(sub.join(format!("m{i:06}.json")), &text).expect("file");
-            }
+            support::results::write_cells(&dir, files, 1000);
         }
         let bytes: u64 = walk(&dir).iter().sum();
         let _ = std::fs::write("/proc/self/clear_refs", "5");

@@ -255,11 +255,7 @@ async fn a_command_the_box_cannot_start_is_refused_at_once() {
 async fn one_shell_reads_a_flood_while_it_writes_long_scripts() {
     use rigwatch::transport::{BoxExec, OneShell};
     let mut lab = Lab::new();
-    let host = lab.start_host("box");
-    let path = lab.fleet("fleet.toml", "", &[("box", lab.host_entry(&host))]);
-    let pool = Pool::start(&fleet::load(&path).expect("fleet"));
-    pool.settle(SETTLE).await;
-    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let (_host, pool, session) = one_box(&mut lab).await;
     let shell = OneShell::new(&session);
     let roomy = ExecLimits {
         timeout: Duration::from_secs(60),
@@ -291,11 +287,7 @@ async fn one_shell_reads_a_flood_while_it_writes_long_scripts() {
 async fn input_is_written_while_a_flood_is_read() {
     use rigwatch::transport::StreamEvent;
     let mut lab = Lab::new();
-    let host = lab.start_host("box");
-    let path = lab.fleet("fleet.toml", "", &[("box", lab.host_entry(&host))]);
-    let pool = Pool::start(&fleet::load(&path).expect("fleet"));
-    pool.settle(SETTLE).await;
-    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let (_host, pool, session) = one_box(&mut lab).await;
     let input = vec![b'x'; 3_000_000];
     let flood_then_read = "head -c 30000000 /dev/zero; wc -c";
     let roomy = ExecLimits {
@@ -333,4 +325,20 @@ async fn input_is_written_while_a_flood_is_read() {
     .expect("the stream stalled writing its stdin while it flooded");
     assert_eq!(ended, Some(0));
     pool.shutdown().await;
+}
+
+/// A pool on one lab box, settled, and the box's session (the box lives while its `Sshd` does).
+async fn one_box(
+    lab: &mut Lab,
+) -> (
+    support::Sshd,
+    Pool,
+    std::sync::Arc<rigwatch::transport::Session>,
+) {
+    let host = lab.start_host("box");
+    let path = lab.fleet("fleet.toml", "", &[("box", lab.host_entry(&host))]);
+    let pool = Pool::start(&fleet::load(&path).expect("fleet"));
+    pool.settle(SETTLE).await;
+    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    (host, pool, session)
 }

@@ -4,38 +4,23 @@
 
 mod support;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rigwatch::pull::{Progress, PullJob, pull};
 use rigwatch::transport::Pool;
 use support::Lab;
+use support::results::write_cells;
 
 // dhat counts every allocation of this test binary (its heap, not RSS: the same figure on
 // every run and machine), without unsafe code here.
 #[global_allocator]
 static HEAP: dhat::Alloc = dhat::Alloc;
 
-/// `count` files of ~40 bytes in folders of 500, as a sweep's per-cell metrics are.
-fn write_files(dir: &Path, count: usize) {
-    for i in 0..count {
-        let sub = dir.join(format!("d{:03}", i / 500));
-        if i % 500 == 0 {
-            std::fs::create_dir_all(&sub).expect("dir");
-        }
-        let text = format!(
-            "{{\"cell\": {i}, \"loss\": 0.{:06}}}\n",
-            i * 7919 % 1_000_000
-        );
-        std::fs::write(sub.join(format!("m{i:06}.json")), text).expect("file");
-    }
-}
-
 /// The heap's peak during one pull of `count` files, above its level when the pull began.
 async fn peak_of_pull(lab: &Lab, sshd: &support::Sshd, count: usize) -> usize {
     let run = lab.path(&format!("run-{count}"));
-    write_files(&run, count);
+    write_cells(&run, count, 500);
     let dest = lab.path(&format!("home-{count}"));
     let body = format!(
         "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\n",

@@ -30,3 +30,19 @@ pub fn pull_fleet(lab: &Lab, sshd: &Sshd, run: &Path, dest: &Path) -> PathBuf {
     );
     lab.fleet("fleet.toml", "", &[("box", body)])
 }
+
+/// `count` files of ~40 bytes, `per_folder` to a folder (`dNNN/mNNNNNN.json`), as a sweep's
+/// per-cell metrics are.
+pub fn write_cells(dir: &Path, count: usize, per_folder: usize) {
+    for i in 0..count {
+        let sub = dir.join(format!("d{:03}", i / per_folder));
+        if i % per_folder == 0 {
+            std::fs::create_dir_all(&sub).expect("dir");
+        }
+        let text = format!(
+            "{{\"cell\": {i}, \"loss\": 0.{:06}}}\n",
+            i * 7919 % 1_000_000
+        );
+        std::fs::write(sub.join(format!("m{i:06}.json")), text).expect("file");
+    }
+}
