@@ -1,6 +1,7 @@
 //! Each planned file finished: judged against the second listing, its hashes compared, and a
 //! fresh copy proven and given its final name (`promote`), sixteen at a time, each in a staging
-//! folder of its own that lasts the whole pull; then every rename made durable at once.
+//! folder of its own that lasts the whole pull; then the renames made durable, once per folder
+//! (or, past 64 folders, once per filesystem).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

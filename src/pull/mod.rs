@@ -10,6 +10,7 @@ mod engine;
 mod finish;
 pub mod local;
 pub mod names;
+mod plan;
 mod promote;
 pub mod protect;
 mod recheck;

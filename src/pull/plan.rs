@@ -1,0 +1,117 @@
+//! What each listed file becomes before anything is copied: where it lands at home (or why it
+//! may not), and how it starts (unchanged since the last pull, resumed from its part, or
+//! fresh), from what is on local disk now.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use futures::StreamExt;
+
+use super::engine::PullJob;
+use super::local::{LocalState, Start, decide, local_path, part_paths, sha256_file};
+use super::remote::RemoteFile;
+
+/// Each file to pull and where it lands at home.
+pub(super) type Plan = Vec<(RemoteFile, PathBuf)>;
+/// Each file that may not land, where it would have, and why not.
+pub(super) type Refused = Vec<(RemoteFile, PathBuf, String)>;
+
+/// Where each listed file lands at home, and the files that may not land anywhere (outside the
+/// pull folder, on a protected copy, or on the same local file as another). The listing's files
+/// move here, not copied: for 100 000 files each copy was another ~20 MB.
+pub(super) fn plan_files(
+    files: Vec<RemoteFile>,
+    home: Option<&str>,
+    job: &PullJob<'_>,
+) -> (Plan, Refused) {
+    let spec = job.spec;
+    let mut plan: Plan = Vec::with_capacity(files.len());
+    let mut failed = Vec::new();
+    let mut claimed: HashMap<PathBuf, usize> = HashMap::new();
+    for file in files {
+        let local = local_path(&spec.dest, &spec.paths[file.root], home, &file.path);
+        let Some(l) = local else {
+            let why = "its path leaves the pull folder".to_string();
+            failed.push((file, PathBuf::new(), why));
+            continue;
+        };
+        if let Some(why) = job.protected.refuses(&l) {
+            failed.push((file, l, why));
+            continue;
+        }
+        match claimed.get(&l) {
+            Some(&other) => {
+                let why = format!("lands on the same local file as {}", plan[other].0.path);
+                failed.push((file, l, why));
+            }
+            None => {
+                claimed.insert(l.clone(), plan.len());
+                plan.push((file, l));
+            }
+        }
+    }
+    (plan, failed)
+}
+
+/// What the last pull recorded of a file that may be unchanged: its size, change stamp and
+/// local hash.
+pub(super) type Recorded = (u64, String, String);
+
+/// Files whose local state is looked at in one blocking task (a few stats each, and a hash of
+/// a file that may be unchanged): a task per file was 46 µs of handing over each, 0.5 s of a
+/// 10 000-file pull.
+const STARTS_PER_TASK: usize = 512;
+
+/// How each planned file starts, in plan order; looked at a few tasks at once (re-pulls hash
+/// every file that may be unchanged).
+pub(super) async fn local_starts(
+    dest: &Path,
+    plan: &[(RemoteFile, PathBuf)],
+    records: Vec<Option<Recorded>>,
+) -> Vec<Start> {
+    let mut records = records.into_iter();
+    let mut chunks = plan.chunks(STARTS_PER_TASK);
+    let mut running = futures::stream::FuturesOrdered::new();
+    let mut starts = Vec::with_capacity(plan.len());
+    loop {
+        // Two chunks at a time, each copied only when its task starts.
+        while running.len() < 2 {
+            let Some(chunk) = chunks.next() else { break };
+            let jobs: Vec<_> = chunk.iter().cloned().zip(records.by_ref()).collect();
+            let (dest, fresh) = (dest.to_path_buf(), jobs.len());
+            running.push_back(async move {
+                let looked = tokio::task::spawn_blocking(move || {
+                    jobs.into_iter()
+                        .map(|((file, local), record)| local_start(&dest, &file, &local, record))
+                        .collect::<Vec<_>>()
+                });
+                looked.await.unwrap_or_else(|_| vec![Start::Fresh; fresh])
+            });
+        }
+        match running.next().await {
+            Some(looked) => starts.extend(looked),
+            None => return starts,
+        }
+    }
+}
+
+fn local_start(dest: &Path, file: &RemoteFile, local: &Path, recorded: Option<Recorded>) -> Start {
+    let (part, src) = part_paths(dest, local);
+    let final_size = std::fs::metadata(local).ok().map(|m| m.len());
+    let may_be_unchanged = matches!(
+        (&recorded, final_size),
+        (Some((size, stamp, _)), Some(now)) if *size == now && *size == file.size && *stamp == file.stamp
+    );
+    let state = LocalState {
+        final_size,
+        final_hash: if may_be_unchanged {
+            sha256_file(local).ok()
+        } else {
+            None
+        },
+        recorded,
+        part_size: std::fs::metadata(&part).ok().map(|m| m.len()),
+        part_source: super::local::part_source(&part, &src),
+    };
+    decide(file, &state)
+}
