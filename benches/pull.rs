@@ -68,6 +68,8 @@ struct Measured {
     ours: (Duration, f64),
     rsync: (Duration, f64),
     scp: Option<(Duration, f64)>,
+    /// Our pull's record, for a re-pull against it.
+    record: Option<rigwatch::ledger::PullRecord>,
 }
 
 /// `with_scp` false leaves scp out: for many small files over a delayed link its SFTP mode
@@ -101,17 +103,15 @@ async fn measure(
     let ssh = format!("ssh {} -p {port}", ssh_options(lab).join(" "));
     let out = lab.path(&format!("rsync-{tag}"));
     let mut cmd = Command::new("rsync");
-    cmd.arg("-r").arg("-e").arg(ssh).arg(&remote).arg(&out);
+    // -t as `rsync -a` would: mtimes kept, so a second run's quick check can skip files.
+    cmd.arg("-rt").arg("-e").arg(ssh).arg(&remote).arg(&out);
     let rsync = timed(cmd);
     // A folder of many files is kept until the lab goes: ext4 skips (by scanning) inodes freed
     // in the last minutes when it makes new ones, so deleting one tool's thousands of files
     // right before the next tool runs slows that tool, not the one that made them.
-    let forget = |out: &Path| {
-        if src.is_file() {
-            let _ = std::fs::remove_file(out);
-        }
-    };
-    forget(&out);
+    if src.is_file() {
+        let _ = std::fs::remove_file(&out);
+    }
 
     let dest = lab.path(&format!("ours-{tag}"));
     let body = format!(
@@ -122,26 +122,68 @@ async fn measure(
     );
     let config =
         fleet::load(&lab.fleet(&format!("{tag}.toml"), "", &[("box", body)])).expect("fleet");
-    let pool = Pool::start(&config);
-    pool.settle(Duration::from_secs(30)).await;
-    let session = pool.get("box").and_then(|l| l.session()).expect("session");
-    let spec = config.hosts[0].pull.clone().expect("pull");
+    let (ours, record) = our_pull(&config, None).await;
+    if src.is_file() {
+        let _ = std::fs::remove_dir_all(&dest);
+    }
+    Measured {
+        ours,
+        rsync,
+        scp,
+        record: Some(record),
+    }
+}
+
+/// One pull of `config`'s host "box" against `previous`, timed (wall, CPU), every file good.
+async fn our_pull(
+    config: &rigwatch::config::FleetConfig,
+    previous: Option<&rigwatch::ledger::PullRecord>,
+) -> ((Duration, f64), rigwatch::ledger::PullRecord) {
+    let (pool, session, spec) = support::results::box_to_pull(config).await;
     let (start, cpu) = (Instant::now(), cpu_seconds());
     let record = pull(
         &session,
-        &PullJob::of("box", &spec, None),
+        &PullJob::of("box", &spec, previous),
         Arc::new(Progress::default()),
     )
     .await
     .expect("pull");
-    let ours = (start.elapsed(), cpu_seconds() - cpu);
+    let took = (start.elapsed(), cpu_seconds() - cpu);
     let bad: Vec<_> = record.files.iter().filter(|f| !f.is_good()).collect();
     assert!(bad.is_empty(), "{bad:?}");
     pool.shutdown().await;
-    if src.is_file() {
-        let _ = std::fs::remove_dir_all(&dest);
+    (took, record)
+}
+
+/// The same folder pulled again, nothing changed on the box: rsync into its copy (its quick
+/// check by size and mtime) against rigwatch against its record (each file's stamp compared,
+/// then its local copy hashed and checked again).
+async fn repull(
+    lab: &Lab,
+    sshd: &support::Sshd,
+    src: &Path,
+    tag: &str,
+    first: Measured,
+) -> Measured {
+    let remote = format!("{}@127.0.0.1:{}", lab.user, src.display());
+    let ssh = format!("ssh {} -p {}", ssh_options(lab).join(" "), sshd.port);
+    let mut cmd = Command::new("rsync");
+    cmd.arg("-rt")
+        .arg("-e")
+        .arg(ssh)
+        .arg(&remote)
+        .arg(lab.path(&format!("rsync-{tag}")));
+    let rsync = timed(cmd);
+    let config = fleet::load(&lab.path(&format!("{tag}.toml"))).expect("fleet");
+    let (ours, record) = our_pull(&config, first.record.as_ref()).await;
+    let sent: u64 = record.files.iter().map(|f| f.sent).sum();
+    assert_eq!(sent, 0, "a re-pull of unchanged files sends nothing");
+    Measured {
+        ours,
+        rsync,
+        scp: None,
+        record: Some(record),
     }
-    Measured { ours, rsync, scp }
 }
 
 /// Each tool's median over the runs, separately.
@@ -155,6 +197,7 @@ fn median(runs: Vec<Measured>) -> Measured {
         ours: mid(runs.iter().map(|m| m.ours).collect()),
         rsync: mid(runs.iter().map(|m| m.rsync).collect()),
         scp: (!scp.is_empty()).then(|| mid(scp)),
+        record: None,
     }
 }
 
@@ -300,18 +343,25 @@ async fn many(lab: &Lab, sshd: &support::Sshd, at: &str, run: &Path) {
         let _ = std::fs::write("/proc/self/clear_refs", "5");
         let tag = format!("many-{files}-{}", sshd.name);
         let m = measure(lab, sshd, sshd.port, &dir, &tag, false).await;
-        let peak = std::fs::read_to_string("/proc/self/status")
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:").map(|v| v.trim().to_string()))
-            .unwrap_or_default();
-        row(
-            at,
-            &format!("{files} files of ~40 B (peak RSS {peak})"),
-            bytes,
-            &m,
+        let label = format!("{files} files of ~40 B (peak RSS {})", peak_rss());
+        row(at, &label, bytes, &m);
+        let _ = std::fs::write("/proc/self/clear_refs", "5");
+        let again = repull(lab, sshd, &dir, &tag, m).await;
+        let label = format!(
+            "re-pull of the {files}, unchanged (peak RSS {})",
+            peak_rss()
         );
+        row(at, &label, bytes, &again);
     }
+}
+
+/// This process's peak RSS since it was last reset (`/proc/self/clear_refs`).
+fn peak_rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:").map(|v| v.trim().to_string()))
+        .unwrap_or_default()
 }
 
 /// Sizes of every file under `dir`.

@@ -15,7 +15,7 @@ use rigwatch::pull::local::{part_paths, sha256_file};
 use rigwatch::pull::{Progress, PullJob, pull};
 use rigwatch::transport::Pool;
 use support::Lab;
-use support::results::{pull_fleet, write_small};
+use support::results::{box_to_pull, pull_fleet, write_small};
 
 const BIG: u64 = 1 << 30;
 
@@ -24,10 +24,7 @@ async fn pull_once(
     config: &rigwatch::config::FleetConfig,
     previous: Option<&rigwatch::ledger::PullRecord>,
 ) -> rigwatch::ledger::PullRecord {
-    let spec = config.hosts[0].pull.clone().expect("pull config");
-    let pool = Pool::start(config);
-    pool.settle(Duration::from_secs(20)).await;
-    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let (pool, session, spec) = box_to_pull(config).await;
     let record = pull(
         &session,
         &PullJob::of("box", &spec, previous),

@@ -5,12 +5,10 @@
 mod support;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use rigwatch::pull::{Progress, PullJob, pull};
-use rigwatch::transport::Pool;
 use support::Lab;
-use support::results::write_cells;
+use support::results::{box_to_pull, write_cells};
 
 // dhat counts every allocation of this test binary (its heap, not RSS: the same figure on
 // every run and machine), without unsafe code here.
@@ -34,10 +32,7 @@ async fn peak_of_pull(lab: &Lab, sshd: &support::Sshd, count: usize) -> usize {
         &[("box", body)],
     ))
     .expect("fleet");
-    let spec = config.hosts[0].pull.clone().expect("pull config");
-    let pool = Pool::start(&config);
-    pool.settle(Duration::from_secs(20)).await;
-    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let (pool, session, spec) = box_to_pull(&config).await;
     let before = dhat::HeapStats::get().curr_bytes;
     let record = pull(
         &session,

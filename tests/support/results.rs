@@ -1,6 +1,11 @@
 //! A run's results on a lab box, as a sweep leaves them, and a fleet that pulls them.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rigwatch::config::{FleetConfig, PullConfig};
+use rigwatch::transport::{Pool, Session};
 
 use super::{Lab, Sshd};
 
@@ -45,4 +50,14 @@ pub fn write_cells(dir: &Path, count: usize, per_folder: usize) {
         );
         std::fs::write(sub.join(format!("m{i:06}.json")), text).expect("file");
     }
+}
+
+/// A pool on `config`, settled, with its host "box"'s session and pull settings: what every
+/// pull in the tests and benches starts from.
+pub async fn box_to_pull(config: &FleetConfig) -> (Pool, Arc<Session>, PullConfig) {
+    let spec = config.hosts[0].pull.clone().expect("pull config");
+    let pool = Pool::start(config);
+    pool.settle(Duration::from_secs(30)).await;
+    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    (pool, session, spec)
 }
