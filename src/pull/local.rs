@@ -177,6 +177,37 @@ mod tests {
         }
     }
 
+    /// A part an older rigwatch left (its tag in a `.src` beside it) still resumes; a part
+    /// tagged on itself is read from there, and a new tag replaces what the file carried.
+    #[test]
+    fn a_parts_tag_is_read_from_the_part_or_from_an_older_src() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (part, src) = (dir.path().join("k.part"), dir.path().join("k.src"));
+        std::fs::write(&part, b"half").expect("part");
+        std::fs::write(&src, "10 5.0 5.0 7").expect("src");
+        assert_eq!(part_source(&part, &src).as_deref(), Some("10 5.0 5.0 7"));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&part)
+            .expect("open");
+        tag_part(&file, &src, &remote(20, 9)).expect("tag");
+        assert_eq!(part_source(&part, &src).as_deref(), Some("20 9.0 9.0 7"));
+        if xattr::get(&part, SOURCE_XATTR).ok().flatten().is_none() {
+            // A filesystem without user xattrs here: the tag went to the `.src`.
+            assert_eq!(
+                std::fs::read_to_string(&src).ok().as_deref(),
+                Some("20 9.0 9.0 7")
+            );
+            return;
+        }
+        untag_part(&part);
+        assert_eq!(
+            part_source(&part, &src).as_deref(),
+            Some("10 5.0 5.0 7"),
+            "untagged, only the old .src is left"
+        );
+    }
+
     #[test]
     fn folders_keep_their_name_globs_do_not() {
         let dest = Path::new("/r");
