@@ -207,7 +207,8 @@ fn write_one(
     // Which remote version the `.part` holds, as the other copies tag theirs.
     super::local::tag_part(&out, &src, file).map_err(|e| fail(&src, e))?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
+    // Sized to the entry (at most 64 KiB), one read past its end: most are a few hundred bytes.
+    let mut buf = vec![0u8; usize::try_from(file.size.min(64 * 1024)).unwrap_or(64 * 1024) + 1];
     let mut sent = 0u64;
     loop {
         let n = entry
