@@ -7,6 +7,19 @@ use rigwatch::ui::app::{Action, App, Pane, SortKey, View};
 use rigwatch::ui::theme::Theme;
 use rigwatch::ui::{Ctx, DEMO_POLL, buffer_text, demo_frames, render_buffer, screenshot_time};
 
+/// `app` over `state` as text, drawn at `w`×`h` in the mono theme at the screenshot time.
+fn screen(app: &App, state: &rigwatch::fleet::FleetState, w: u16, h: u16) -> String {
+    let theme = Theme::mono();
+    let ctx = Ctx {
+        app,
+        state,
+        theme: &theme,
+        now: screenshot_time(),
+        poll: DEMO_POLL,
+    };
+    buffer_text(&render_buffer(&ctx, w, h))
+}
+
 fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
 }
@@ -195,18 +208,7 @@ fn remote_text_never_reaches_the_screen_raw() {
     let (_, mut state) = Demo::start(screenshot_time());
     state.hosts[0].config.name = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J".into();
     let app = App::new(true);
-    let buffer = render_buffer(
-        &Ctx {
-            app: &app,
-            state: &state,
-            theme: &Theme::mono(),
-            now: screenshot_time(),
-            poll: DEMO_POLL,
-        },
-        160,
-        48,
-    );
-    let text = buffer_text(&buffer);
+    let text = screen(&app, &state, 160, 48);
     assert!(
         !text.contains('\u{1b}') && !text.contains('\u{7}'),
         "{text}"
@@ -264,19 +266,7 @@ fn with_queue() -> rigwatch::fleet::FleetState {
 fn queues_show_in_the_overview_the_detail_and_the_roster() {
     let state = with_queue();
     let mut app = App::new(true);
-    let render = |app: &App| {
-        buffer_text(&render_buffer(
-            &Ctx {
-                app,
-                state: &state,
-                theme: &Theme::mono(),
-                now: screenshot_time(),
-                poll: DEMO_POLL,
-            },
-            160,
-            48,
-        ))
-    };
+    let render = |app: &App| screen(app, &state, 160, 48);
     let overview = render(&app);
     assert!(
         overview.contains("QUEUE") && overview.contains(" 1/3 "),
@@ -386,17 +376,7 @@ async fn the_dashboard_loop_walks_a_teardown_on_a_test_backend() {
 fn scrolling_stops_at_the_end_and_the_help_and_footer_fit_80x24() {
     let now = screenshot_time();
     let (_, state) = Demo::start(now);
-    let theme = Theme::mono();
-    let frame = |app: &App, w: u16, h: u16| {
-        let ctx = Ctx {
-            app,
-            state: &state,
-            theme: &theme,
-            now,
-            poll: DEMO_POLL,
-        };
-        buffer_text(&render_buffer(&ctx, w, h))
-    };
+    let frame = |app: &App, w: u16, h: u16| screen(app, &state, w, h);
     let mut app = App::new(true);
     app.selected = Some("h100-zombie".into());
     app.view = View::Detail;
@@ -478,17 +458,7 @@ fn the_demo_box_ready_for_teardown_has_its_pull_paths_everywhere() {
 fn the_demo_roster_lists_the_sweep_and_every_screen_of_its_box_agrees() {
     let now = screenshot_time();
     let (_, state) = Demo::start(now);
-    let theme = Theme::mono();
-    let frame = |app: &App| {
-        let ctx = Ctx {
-            app,
-            state: &state,
-            theme: &theme,
-            now,
-            poll: DEMO_POLL,
-        };
-        buffer_text(&render_buffer(&ctx, 160, 48))
-    };
+    let frame = |app: &App| screen(app, &state, 160, 48);
     let mut app = App::new(true);
     app.handle_key(key(KeyCode::Char('R')), &state);
     assert_eq!(app.view, View::Roster);
@@ -541,18 +511,10 @@ const DROP_ORDER: [&str; 9] = [
 fn the_overview_at_every_width_drops_columns_in_the_documented_order() {
     let now = screenshot_time();
     let (_, state) = Demo::start_sized(now, 13);
-    let theme = Theme::mono();
     let app = App::new(true);
     let mut shown_wider: Option<Vec<&str>> = None;
     for width in [200u16, 160, 140, 120, 100, 80] {
-        let ctx = Ctx {
-            app: &app,
-            state: &state,
-            theme: &theme,
-            now,
-            poll: DEMO_POLL,
-        };
-        let screen = buffer_text(&render_buffer(&ctx, width, 30));
+        let screen = screen(&app, &state, width, 30);
         insta::assert_snapshot!(format!("overview_copies13_{width}x30"), screen);
         let header = screen
             .lines()
@@ -625,15 +587,7 @@ fn a_fix_command_is_shown_whole_on_its_own_line() {
     let mut app = App::new(true);
     app.selected = Some("h100-train".into());
     app.view = View::Detail;
-    let theme = Theme::mono();
-    let ctx = Ctx {
-        app: &app,
-        state: &state,
-        theme: &theme,
-        now,
-        poll: DEMO_POLL,
-    };
-    let screen = buffer_text(&render_buffer(&ctx, 160, 48));
+    let screen = screen(&app, &state, 160, 48);
     assert!(
         screen
             .lines()
@@ -692,17 +646,7 @@ fn the_command_line_runs_actions_and_completes_host_names() {
     }
     app.handle_key(key(KeyCode::Tab), &state);
     assert_eq!(app.command.as_deref(), Some("pull h100-zombie"));
-    let text = buffer_text(&render_buffer(
-        &Ctx {
-            app: &app,
-            state: &state,
-            theme: &Theme::mono(),
-            now: screenshot_time(),
-            poll: DEMO_POLL,
-        },
-        100,
-        30,
-    ));
+    let text = screen(&app, &state, 100, 30);
     assert!(text.contains(" :pull h100-zombie▏ Tab completes"), "{text}");
     assert_eq!(
         app.handle_key(key(KeyCode::Enter), &state),
