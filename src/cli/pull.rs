@@ -14,8 +14,8 @@ use humansize::{BINARY, format_size};
 
 use super::one_host;
 use crate::config::FleetConfig;
-use crate::ledger::{Ledger, PullRecord};
-use crate::pull::{Progress, pull_and_record, pull_job_and_record};
+use crate::ledger::{Ledger, PulledFile};
+use crate::pull::{Progress, Pulled, pull_and_record, pull_job_and_record};
 
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
@@ -62,7 +62,7 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
     let result = pull_and_record(&session, host, spec, &mut ledger, progress).await;
     drawing.finish();
     pool.shutdown().await;
-    ended(&result?, &spec.dest)
+    ended(&result?, &ledger, &spec.dest)
 }
 
 /// A Kubernetes Job's pull, from its newest running pod.
@@ -96,13 +96,37 @@ async fn pull_job(
     let drawing = draw(&progress);
     let result = pull_job_and_record(cluster, job, spec, &mut ledger, progress).await;
     drawing.finish();
-    ended(&result?, &spec.dest)
+    ended(&result?, &ledger, &spec.dest)
 }
 
-fn ended(record: &PullRecord, dest: &std::path::Path) -> color_eyre::Result<ExitCode> {
-    print!("{}", summary(record, &dest.display().to_string()));
-    let good = record.unmatched.is_empty() && record.files.iter().all(|f| f.is_good());
-    Ok(if good {
+/// The pull's files, a line each, read back from the ledger one at a time (a 100 000-file
+/// pull is never held whole), and what they came to.
+fn ended(pulled: &Pulled, ledger: &Ledger, dest: &std::path::Path) -> color_eyre::Result<ExitCode> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let t = &pulled.tally;
+    writeln!(
+        out,
+        "pull #{} of {} into {}: {} files, {}",
+        pulled.id,
+        pulled.host,
+        dest.display(),
+        t.files,
+        format_size(t.bytes, BINARY)
+    )?;
+    for p in &pulled.unmatched {
+        writeln!(out, "  MISSING  {p}: matched nothing on the box")?;
+    }
+    let mut written = Ok(());
+    ledger.each_file(pulled.id, |f| {
+        if written.is_ok() {
+            written = writeln!(out, "{}", file_line(&f));
+        }
+    })?;
+    written?;
+    write!(out, "{}", last_line(pulled))?;
+    out.flush()?;
+    Ok(if pulled.all_proven() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -159,33 +183,22 @@ fn show(progress: &Progress, bar: &indicatif::ProgressBar) {
     });
 }
 
-fn summary(record: &PullRecord, dest: &str) -> String {
-    let mut out = format!(
-        "pull #{} of {} into {dest}: {} files, {}\n",
-        record.id,
-        record.host,
-        record.files.len(),
-        format_size(record.files.iter().map(|f| f.size).sum::<u64>(), BINARY)
-    );
-    for p in &record.unmatched {
-        out.push_str(&format!("  MISSING  {p}: matched nothing on the box\n"));
-    }
-    let mut counts = [0usize; 3];
-    for f in &record.files {
-        let outcome = f.outcome();
-        counts[outcome as usize] += 1;
-        let why = f.error.clone().unwrap_or_else(|| f.verification.clone());
-        out.push_str(&format!(
-            "  {:<8} {}  {}  {}\n",
-            outcome.word(),
-            crate::sanitize::line(&f.remote_path, 200),
-            format_size(f.size, BINARY),
-            crate::sanitize::line(&why, 200)
-        ));
-    }
-    let [proven, unproven, failed] = counts;
-    let next = match (unproven, failed, record.unmatched.len()) {
-        (_, 1.., 0) if record.local_disk_full => {
+fn file_line(f: &PulledFile) -> String {
+    let why = f.error.clone().unwrap_or_else(|| f.verification.clone());
+    format!(
+        "  {:<8} {}  {}  {}",
+        f.outcome().word(),
+        crate::sanitize::line(&f.remote_path, 200),
+        format_size(f.size, BINARY),
+        crate::sanitize::line(&why, 200)
+    )
+}
+
+/// The counts, and what to do next.
+fn last_line(pulled: &Pulled) -> String {
+    let [proven, unproven, failed] = pulled.tally.outcomes;
+    let next = match (unproven, failed, pulled.unmatched.len()) {
+        (_, 1.., 0) if pulled.local_disk_full => {
             "the local disk is full: free space and pull again, and the pull will resume where \
              it stopped"
         }
@@ -196,8 +209,5 @@ fn summary(record: &PullRecord, dest: &str) -> String {
         (_, _, 0) => "see why each failed above; pull again once the box or the file is fixed",
         _ => "fix the paths that matched nothing in [host.pull], then pull again",
     };
-    out.push_str(&format!(
-        "{proven} proven, {unproven} unproven, {failed} failed: {next}\n"
-    ));
-    out
+    format!("{proven} proven, {unproven} unproven, {failed} failed: {next}\n")
 }

@@ -4,9 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, params};
-
-use super::{PullRecord, PulledFile};
+use rusqlite::{Connection, params};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
@@ -24,7 +22,7 @@ pub enum LedgerError {
     TooNew { path: PathBuf, found: i64 },
 }
 
-const SCHEMA: i64 = 4;
+const SCHEMA: i64 = 5;
 
 pub struct Ledger {
     pub(super) conn: Connection,
@@ -100,6 +98,9 @@ impl Ledger {
             // Schema 4: processes ended from the dashboard.
             conn.execute_batch(super::kills::SCHEMA_4).map_err(sql)?;
         }
+        if version < 5 {
+            conn.execute_batch(super::pulls::SCHEMA_5).map_err(sql)?;
+        }
         Ok(Ledger {
             conn,
             path: path.to_path_buf(),
@@ -115,142 +116,6 @@ impl Ledger {
             path: self.path.clone(),
             source,
         }
-    }
-
-    /// Stores a finished pull and its files in one transaction; returns the pull's id.
-    pub fn record_pull(&mut self, pull: &PullRecord) -> Result<i64, LedgerError> {
-        let path = self.path.clone();
-        let sql = |source| LedgerError::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql)?;
-        tx.execute(
-            "INSERT INTO pulls (host, started, finished, paths, unmatched, instance_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                pull.host,
-                pull.started.to_rfc3339(),
-                pull.finished.to_rfc3339(),
-                pull.paths.join("\n"),
-                pull.unmatched.join("\n"),
-                pull.instance_id
-            ],
-        )
-        .map_err(sql)?;
-        let id = tx.last_insert_rowid();
-        for f in &pull.files {
-            tx.execute(
-                "INSERT INTO files (pull_id, remote_path, size, mtime, remote_sha256, local_path,
-                    local_sha256, sent, verified, verification, error, at, stamp)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                params![
-                    id,
-                    f.remote_path,
-                    i64::try_from(f.size).unwrap_or(i64::MAX),
-                    f.mtime,
-                    f.remote_sha256,
-                    f.local_path,
-                    f.local_sha256,
-                    i64::try_from(f.sent).unwrap_or(i64::MAX),
-                    f.verified,
-                    f.verification,
-                    f.error,
-                    f.at.to_rfc3339(),
-                    f.stamp
-                ],
-            )
-            .map_err(sql)?;
-        }
-        tx.commit().map_err(sql)?;
-        Ok(id)
-    }
-
-    /// The newest pull of a host, with its files.
-    pub fn latest_pull(&self, host: &str) -> Result<Option<PullRecord>, LedgerError> {
-        let id: Option<i64> = self
-            .conn
-            .query_row(
-                "SELECT id FROM pulls WHERE host = ?1 ORDER BY id DESC LIMIT 1",
-                params![host],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| self.err(e))?;
-        id.map(|id| self.pull(id)).transpose()
-    }
-
-    /// Every pull, newest first, optionally of one host.
-    pub fn pulls(&self, host: Option<&str>) -> Result<Vec<PullRecord>, LedgerError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id FROM pulls WHERE ?1 IS NULL OR host = ?1 ORDER BY id DESC")
-            .map_err(|e| self.err(e))?;
-        let ids: Vec<i64> = stmt
-            .query_map(params![host], |r| r.get(0))
-            .and_then(Iterator::collect)
-            .map_err(|e| self.err(e))?;
-        ids.into_iter().map(|id| self.pull(id)).collect()
-    }
-
-    fn pull(&self, id: i64) -> Result<PullRecord, LedgerError> {
-        type Row = (String, String, String, String, String, Option<String>);
-        let (host, started, finished, paths, unmatched, instance_id): Row = self
-            .conn
-            .query_row(
-                "SELECT host, started, finished, paths, unmatched, instance_id FROM pulls
-                 WHERE id = ?1",
-                params![id],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ))
-                },
-            )
-            .map_err(|e| self.err(e))?;
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT remote_path, size, mtime, remote_sha256, local_path, local_sha256,
-                    sent, verified, verification, error, at, stamp FROM files WHERE pull_id = ?1
-                    ORDER BY rowid",
-            )
-            .map_err(|e| self.err(e))?;
-        let files = stmt
-            .query_map(params![id], |r| {
-                Ok(PulledFile {
-                    remote_path: r.get(0)?,
-                    size: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
-                    mtime: r.get(2)?,
-                    remote_sha256: r.get(3)?,
-                    local_path: r.get(4)?,
-                    local_sha256: r.get(5)?,
-                    sent: u64::try_from(r.get::<_, i64>(6)?).unwrap_or(0),
-                    verified: r.get(7)?,
-                    verification: r.get(8)?,
-                    error: r.get(9)?,
-                    at: time(&r.get::<_, String>(10)?),
-                    stamp: r.get(11)?,
-                })
-            })
-            .and_then(Iterator::collect)
-            .map_err(|e| self.err(e))?;
-        Ok(PullRecord {
-            id,
-            host,
-            started: time(&started),
-            finished: time(&finished),
-            paths: lines(&paths),
-            unmatched: lines(&unmatched),
-            instance_id,
-            files,
-            local_disk_full: false,
-        })
     }
 
     /// Local files (escaped, as the ledger keeps paths) that a pull of `host` must never
@@ -306,7 +171,7 @@ pub(super) fn time(text: &str) -> DateTime<Utc> {
         .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
 }
 
-fn lines(text: &str) -> Vec<String> {
+pub(super) fn lines(text: &str) -> Vec<String> {
     text.lines()
         .filter(|l| !l.is_empty())
         .map(String::from)
@@ -316,6 +181,7 @@ fn lines(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::{PullRecord, PulledFile};
 
     fn file(path: &str, verified: bool) -> PulledFile {
         PulledFile {

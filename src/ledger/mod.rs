@@ -5,6 +5,7 @@
 
 mod db;
 mod kills;
+mod pulls;
 mod teardowns;
 
 pub use db::{Ledger, LedgerError, default_path};

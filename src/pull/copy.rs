@@ -28,13 +28,40 @@ pub type Opening<'a> = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<SftpChannel, TransportError>> + Send + 'a>,
 >;
 
+/// The pull's SFTP channel, opened once for all its chunks and awaited only when a file first
+/// needs it: None where the box has none (then files go over exec channels).
+pub struct LazySftp<'a> {
+    opening: std::sync::Mutex<Option<Opening<'a>>>,
+    opened: tokio::sync::OnceCell<Option<SftpChannel>>,
+}
+
+impl<'a> LazySftp<'a> {
+    pub fn new(opening: Opening<'a>) -> LazySftp<'a> {
+        LazySftp {
+            opening: std::sync::Mutex::new(Some(opening)),
+            opened: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    pub async fn get(&self) -> Option<&SftpChannel> {
+        let open = || async {
+            let opening = self.opening.lock().ok().and_then(|mut o| o.take());
+            match opening {
+                Some(opening) => opening.await.ok(),
+                None => None,
+            }
+        };
+        self.opened.get_or_init(open).await.as_ref()
+    }
+}
+
 /// Copies every planned file; per-file errors come back as text.
 pub async fn copy_all<B: BoxExec>(
     session: &B,
     dest: &Path,
     plan: &[(RemoteFile, std::path::PathBuf)],
     starts: &[Start],
-    (sftp, rtt): (Opening<'_>, std::time::Duration),
+    (sftp, rtt): (&LazySftp<'_>, std::time::Duration),
     everything: &super::Progress,
 ) -> Vec<Result<Option<Copied>, NotCopied>> {
     let progress = &everything.bytes_done;
@@ -47,8 +74,7 @@ pub async fn copy_all<B: BoxExec>(
         .any(|&i| starts[i] != Start::Unchanged && as_utf8(&plan[i].0.path).is_some());
     // A box without SFTP (a minimal image: Debian's sshd only recommends its sftp-server) still
     // gives up every file, over exec channels; a link too far gone for SFTP fails them there.
-    let sftp = if needs_sftp { sftp.await.ok() } else { None };
-    let sftp = sftp.as_ref();
+    let sftp = if needs_sftp { sftp.get().await } else { None };
     let chunk = chunk_for(sftp.and_then(|s| s.max_read));
     let depth = reads_in_flight(rtt, chunk);
     let one = |i: usize| {

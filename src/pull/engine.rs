@@ -2,7 +2,7 @@
 //! a big one with many reads in flight), hash both ends, verify, and list again to catch files
 //! that changed while they were copied.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,15 +11,16 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
-use super::copy::{Opening, copy_all};
-use super::finish::{Landings, finish_all};
-use super::local::Start;
-use super::plan::{Recorded, local_starts, plan_files};
+use super::book::{Book, Kept};
+use super::chunk::{CHUNK_FILES, Shared, Tally, pull_chunks};
+use super::copy::{LazySftp, Opening, disk};
+use super::plan::Planner;
 use super::protect::Protected;
 use super::remote::{
     HashOutput, Listing, RemoteFile, big_file_hash_command, hash_command, listing_command,
     parse_hashes, parse_listing, parse_resolved, resolve_commands, settle_links,
 };
+use super::spool::spool_listing;
 use super::{PullError, names};
 use crate::config::PullConfig;
 use crate::ledger::{PullRecord, PulledFile};
@@ -81,7 +82,7 @@ impl Progress {
         Stage::of(self.stage.load(Ordering::Relaxed))
     }
 
-    fn set_stage(&self, stage: Stage) {
+    pub(super) fn set_stage(&self, stage: Stage) {
         self.stage.store(stage as u8, Ordering::Relaxed);
         if stage == Stage::Copying {
             if let Ok(mut started) = self.copy_started.lock() {
@@ -176,7 +177,8 @@ pub struct PullJob<'a> {
     /// The host's instance id now, recorded with the pull.
     pub instance_id: Option<&'a str>,
     pub spec: &'a PullConfig,
-    /// The host's last pull: unchanged files are skipped.
+    /// The host's last pull: unchanged files are skipped (`pull`; the ledger's pulls look the
+    /// last one up a chunk at a time).
     pub previous: Option<&'a PullRecord>,
     /// Local copies this pull must never write over (another host's, or one a teardown relied
     /// on), checked when planning and again right before each rename.
@@ -196,13 +198,30 @@ impl<'a> PullJob<'a> {
     }
 }
 
-/// Pulls every file under the job's paths. File-level failures (and every listing problem) are
-/// in the record; Err is only for a pull that could not start.
+/// Pulls every file under the job's paths, every record kept in memory (benches, tests).
+/// File-level failures (and every listing problem) are in the record; Err is only for a pull
+/// that could not start.
 pub async fn pull(
     session: &Session,
     job: &PullJob<'_>,
     progress: Arc<Progress>,
 ) -> Result<PullRecord, PullError> {
+    let mut kept = Kept::new(job.previous);
+    let (head, _) = pull_into(session, job, progress, &mut kept).await?;
+    Ok(PullRecord {
+        files: kept.files,
+        ..head
+    })
+}
+
+/// As `pull`, each chunk's records handed to `book` as it ends: the record comes back without
+/// its files, with what they came to.
+pub(super) async fn pull_into(
+    session: &Session,
+    job: &PullJob<'_>,
+    progress: Arc<Progress>,
+    book: &mut dyn Book,
+) -> Result<(PullRecord, Tally), PullError> {
     // The SFTP channel (four round trips to open) and the link's round trip (one ping) are
     // asked for while the box lists, not after: on a 100 ms link that was half a second of
     // every pull. The channel is used only if a file needs it; without it (a box with no
@@ -212,7 +231,7 @@ pub async fn pull(
     // Every command of the pull goes to one shell on the box: sshd starts the login shell (a
     // conda block's 0.15 s) once, not once per command.
     let shell = OneShell::new(session);
-    pull_over(&shell, (sftp, rtt), job, progress).await
+    pull_over(&shell, (sftp, rtt), job, progress, book).await
 }
 
 /// A pull through `session`'s commands, with its SFTP channel being opened (an error where
@@ -222,120 +241,73 @@ pub(super) async fn pull_over<B: BoxExec>(
     (mut sftp, rtt): (Opening<'_>, impl Future<Output = Option<Duration>>),
     job: &PullJob<'_>,
     progress: Arc<Progress>,
-) -> Result<PullRecord, PullError> {
+    book: &mut dyn Book,
+) -> Result<(PullRecord, Tally), PullError> {
     let (host, spec) = (job.host, job.spec);
     let started = Utc::now();
     progress.set_stage(Stage::Listing);
     // The listing does not wait for the channel: a pull of small files never needs it.
-    let listed = async { tokio::join!(list_remote(session, host, spec), rtt) };
-    let ((listing, rtt), opened) = alongside(listed, &mut sftp).await;
+    let listed = async { tokio::join!(spool_listing(session, host, spec), rtt) };
+    let ((spooled, rtt), opened) = alongside(listed, &mut sftp).await;
     if let Some(opened) = opened {
         sftp = Box::pin(std::future::ready(opened));
     }
-    let mut listing = listing?;
-    let (plan, failed) = plan_files(
-        std::mem::take(&mut listing.files),
-        listing.home.as_deref(),
-        job,
-    );
-    // Any earlier copy that was complete locally counts, even one whose pull failed afterwards
-    // (a link that died while hashing): its bytes are here, and this pull hashes both ends again.
-    // A copy whose hash disagreed with the box's never does.
-    let recorded: HashMap<&str, &PulledFile> = job
-        .previous
-        .map(|p| {
-            p.files
-                .iter()
-                .filter(|f| {
-                    f.local_sha256.is_some()
-                        && (f.remote_sha256.is_none() || f.remote_sha256 == f.local_sha256)
-                })
-                .map(|f| (f.remote_path.as_str(), f))
-                .collect()
-        })
-        .unwrap_or_default();
-    let records: Vec<Option<Recorded>> = plan
-        .iter()
-        .map(|(file, local)| {
-            let r = recorded
-                .get(file.path.as_str())
-                .filter(|r| r.local_path == names::of_path(local))?;
-            let stamp = r.stamp.clone()?;
-            Some((r.size, stamp, r.local_sha256.clone().unwrap_or_default()))
-        })
-        .collect();
-    let recorded_hashes: Vec<Option<String>> = records
-        .iter()
-        .map(|r| r.as_ref().map(|r| r.2.clone()))
-        .collect();
-    let starts = local_starts(&spec.dest, &plan, records).await;
-    let to_send: u64 = plan
-        .iter()
-        .zip(&starts)
-        .map(|((f, _), s)| match s {
-            Start::Unchanged => 0,
-            Start::Resume(n) => f.size - n,
-            Start::Fresh => f.size,
-        })
-        .sum();
-    progress.bytes_total.store(to_send, Ordering::Relaxed);
-    progress.files_total.store(plan.len(), Ordering::Relaxed);
+    let mut spooled = spooled?;
+    // Every listed byte to begin with; each chunk takes off what it need not send.
+    progress.bytes_total.store(spooled.bytes, Ordering::Relaxed);
+    progress.files_total.store(spooled.files, Ordering::Relaxed);
     progress.set_stage(Stage::Copying);
+    let listing = std::mem::take(&mut spooled.listing);
+    let mut planner = Planner::new(job, listing.home.clone());
+    let mut reader = spooled
+        .reader(&spec.paths)
+        .map_err(|e| disk(&spec.dest, e))?;
+    let mut unread = None;
+    let mut chunks = || {
+        let mut files = Vec::with_capacity(CHUNK_FILES);
+        while files.len() < CHUNK_FILES {
+            match reader.next_files(&mut |f| files.push(f)) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    unread = Some(disk(&spec.dest, e));
+                    return None;
+                }
+            }
+        }
+        (!files.is_empty()).then(|| planner.plan(files))
+    };
     // The link's round trip sizes the reads kept in flight (the pooled session is warm, so the
     // ping measures the link, not a login's delayed ACK).
-    let rtt = rtt.unwrap_or(Duration::ZERO);
-    let copies = copy_all(session, &spec.dest, &plan, &starts, (sftp, rtt), &progress);
-    // A small fresh file's box hash comes with its tar batch; the rest are hashed beside the
-    // copies, and whatever a batch handed back (or could not hash) after them.
-    let by_tar = |i: &usize| super::batch::eligible(&plan[*i].0, starts[*i]);
-    let hashed_beside = (0..plan.len()).filter(|i| !by_tar(i)).map(|i| &plan[i].0);
-    let hashes = remote_hashes(session, hashed_beside);
-    let (copied, mut hashes) = tokio::join!(copies, hashes);
-    let unhashed: Vec<&RemoteFile> = (0..plan.len())
-        .filter(|i| by_tar(i) && matches!(&copied[*i], Ok(Some(c)) if c.box_sha256.is_none()))
-        .map(|i| &plan[i].0)
-        .collect();
-    if let (Ok(all), false) = (&mut hashes, unhashed.is_empty()) {
-        // Files it could not hash say the box printed no hash for them.
-        if let Ok(more) = remote_hashes(session, unhashed.into_iter()).await {
-            all.extend(more);
-        }
-    }
-
-    progress.set_stage(Stage::Verifying);
-    let relisted = list_remote(session, host, spec)
-        .await
-        .map_err(|e| format!("could not list the box again after copying: {e}"));
-    // Only what the judgement compares is kept of each file seen again.
-    let relisted = relisted.map(|now| {
-        let by_path: HashMap<String, (u64, String)> = now
-            .files
-            .into_iter()
-            .map(|f| (f.path, (f.size, f.stamp)))
-            .collect();
-        by_path
-    });
-    let local_disk_full = copied.iter().any(|c| matches!(c, Err(e) if e.disk_full));
-    let landings = Landings {
-        dest: &spec.dest,
-        verify: &spec.verify,
+    let sftp = LazySftp::new(sftp);
+    let book = std::sync::Mutex::new(book);
+    let shared = Shared {
+        session,
+        spec,
         protected: &job.protected,
-        relisted: &relisted,
-        hashes: &hashes,
-        progress: &progress.files_done,
+        sftp: &sftp,
+        rtt: rtt.unwrap_or(Duration::ZERO),
+        progress: &progress,
+        book: &book,
     };
-    let mut files = finish_all(&plan, copied, recorded_hashes, &landings).await;
-    for (file, local, why) in failed {
-        files.push(failed_file(&file, &local, why));
-    }
+    let mut tally = pull_chunks(&shared, &mut chunks).await;
+    drop(reader);
     // What the listing could not see is in the record too, so the pull says it and the guard
     // refuses on it.
-    for problem in &listing.problems {
-        let mut f = failed_file(&RemoteFile::default(), Path::new(""), problem.why());
-        f.remote_path = problem.path().to_string();
-        files.push(f);
+    let files: Vec<PulledFile> = listing
+        .problems
+        .iter()
+        .map(|problem| {
+            let mut f = failed_file(&RemoteFile::default(), Path::new(""), problem.why());
+            f.remote_path = problem.path().to_string();
+            f
+        })
+        .collect();
+    tally.write(&book, &files);
+    if let Some(e) = unread.or(tally.book_error.take()) {
+        return Err(e);
     }
-    Ok(PullRecord {
+    let head = PullRecord {
         id: 0,
         host: host.to_string(),
         started,
@@ -343,9 +315,10 @@ pub(super) async fn pull_over<B: BoxExec>(
         paths: spec.paths.clone(),
         unmatched: listing.unmatched,
         instance_id: job.instance_id.map(String::from),
-        files,
-        local_disk_full,
-    })
+        files: Vec::new(),
+        local_disk_full: tally.local_disk_full,
+    };
+    Ok((head, tally))
 }
 
 /// SHA-256 of each file as the box sees it; an empty map when the box has no hashing tool or the

@@ -2,12 +2,15 @@
 //! both ends and proven to load; then judged against a fresh listing of the box (`current`).
 
 mod batch;
+mod book;
 mod box_hash;
 mod check;
+mod chunk;
 mod copy;
 pub mod current;
 mod engine;
 mod finish;
+mod listing;
 pub mod local;
 pub mod names;
 mod plan;
@@ -15,9 +18,12 @@ mod promote;
 pub mod protect;
 mod recheck;
 pub mod remote;
+mod restat;
+mod spool;
 pub mod verify;
 
 pub use check::{Verification, verify as verify_local};
+pub use chunk::Tally;
 pub use current::{Currentness, NotCurrent, judge};
 pub use engine::{Progress, PullJob, list_remote, pull};
 pub use recheck::{Depth, FinalCheckCost, check_host, check_job, final_check_cost, recheck};
@@ -65,6 +71,8 @@ pub enum PullError {
     Remote { path: String, reason: String },
     #[error(transparent)]
     Ledger(#[from] crate::ledger::LedgerError),
+    #[error("the pull's records: {0}")]
+    Book(String),
     #[error(transparent)]
     Kubectl(#[from] crate::transport::kubectl::KubectlError),
 }
@@ -113,27 +121,84 @@ impl From<PullError> for NotCopied {
     }
 }
 
+/// A pull as the ledger has it: its files are there (`Ledger::each_file`), a chunk at a time
+/// as the pull went; here, what they came to.
+#[derive(Debug)]
+pub struct Pulled {
+    pub id: i64,
+    pub host: String,
+    pub unmatched: Vec<String>,
+    pub local_disk_full: bool,
+    pub tally: Tally,
+}
+
+impl Pulled {
+    /// Every path matched and every file proven: what the teardown guard accepts.
+    pub fn all_proven(&self) -> bool {
+        self.unmatched.is_empty()
+            && self.tally.outcomes[crate::ledger::Outcome::Proven as usize] == self.tally.files
+    }
+}
+
 /// A pull as the CLI and the dashboard run it: the host's last pull and the local files it must
-/// not overwrite (`protect`) come from the ledger, and the new record goes into it (its id set).
+/// not overwrite (`protect`) come from the ledger, and the records go into it as the pull goes.
 pub async fn pull_and_record(
     session: &crate::transport::Session,
     host: &crate::config::HostConfig,
     spec: &crate::config::PullConfig,
     ledger: &mut crate::ledger::Ledger,
     progress: std::sync::Arc<Progress>,
-) -> Result<crate::ledger::PullRecord, PullError> {
-    let previous = ledger.latest_pull(&host.name)?;
+) -> Result<Pulled, PullError> {
+    let previous = ledger.latest_pull_id(&host.name)?.map(|(id, _)| id);
     let protected = protected(ledger.protected_files(&host.name)?, spec).await?;
     let job = PullJob {
         host: &host.name,
         instance_id: host.instance_id.as_deref(),
         spec,
-        previous: previous.as_ref(),
+        previous: None,
         protected,
     };
-    let mut record = pull(session, &job, progress).await?;
-    record.id = ledger.record_pull(&record)?;
-    Ok(record)
+    let mut book = booked(ledger, previous, &job);
+    let (head, tally) = engine::pull_into(session, &job, progress, &mut book).await?;
+    Ok(ended(book, head, tally)?)
+}
+
+fn booked<'a>(
+    ledger: &'a mut crate::ledger::Ledger,
+    previous: Option<i64>,
+    job: &PullJob<'_>,
+) -> book::Booked<'a> {
+    let now = chrono::Utc::now();
+    book::Booked {
+        ledger,
+        previous,
+        head: crate::ledger::PullRecord {
+            id: 0,
+            host: job.host.to_string(),
+            started: now,
+            finished: now,
+            paths: job.spec.paths.clone(),
+            unmatched: Vec::new(),
+            instance_id: job.instance_id.map(String::from),
+            files: Vec::new(),
+            local_disk_full: false,
+        },
+        id: None,
+    }
+}
+
+fn ended(
+    mut book: book::Booked<'_>,
+    head: crate::ledger::PullRecord,
+    tally: Tally,
+) -> Result<Pulled, crate::ledger::LedgerError> {
+    Ok(Pulled {
+        id: book.end(&head)?,
+        host: head.host,
+        unmatched: head.unmatched,
+        local_disk_full: head.local_disk_full,
+        tally,
+    })
 }
 
 /// The local copies a pull must not overwrite: the ledger's `claims`, looked at on disk.
@@ -159,17 +224,18 @@ pub async fn pull_job_and_record(
     spec: &crate::config::PullConfig,
     ledger: &mut crate::ledger::Ledger,
     progress: std::sync::Arc<Progress>,
-) -> Result<crate::ledger::PullRecord, PullError> {
+) -> Result<Pulled, PullError> {
     let pod = crate::transport::KubectlBox::of_job(cluster, job, recheck::FIND_POD).await?;
     let previous = ledger
-        .latest_pull(&cluster.name)?
-        .filter(|p| p.instance_id.as_deref() == Some(job));
+        .latest_pull_id(&cluster.name)?
+        .filter(|(_, instance)| instance.as_deref() == Some(job))
+        .map(|(id, _)| id);
     let protected = protected(ledger.protected_files(&cluster.name)?, spec).await?;
     let pull_job = PullJob {
         host: &cluster.name,
         instance_id: Some(job),
         spec,
-        previous: previous.as_ref(),
+        previous: None,
         protected,
     };
     // A pod has no SFTP: every file goes by tar batches or `tail` over exec, with the same
@@ -178,7 +244,8 @@ pub async fn pull_job_and_record(
         crate::transport::TransportError::Kubectl("no SFTP in a pod: files go over exec".into()),
     )));
     let no_rtt = std::future::ready(None);
-    let mut record = engine::pull_over(&pod, (none, no_rtt), &pull_job, progress).await?;
-    record.id = ledger.record_pull(&record)?;
-    Ok(record)
+    let mut book = booked(ledger, previous, &pull_job);
+    let (head, tally) =
+        engine::pull_over(&pod, (none, no_rtt), &pull_job, progress, &mut book).await?;
+    Ok(ended(book, head, tally)?)
 }

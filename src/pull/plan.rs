@@ -2,12 +2,14 @@
 //! may not), and how it starts (unchanged since the last pull, resumed from its part, or
 //! fresh), from what is on local disk now.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use futures::StreamExt;
 
 use super::engine::PullJob;
+use super::listing::digest;
 use super::local::{LocalState, Start, decide, local_path, part_paths, sha256_file};
 use super::remote::RemoteFile;
 
@@ -17,40 +19,50 @@ pub(super) type Plan = Vec<(RemoteFile, PathBuf)>;
 pub(super) type Refused = Vec<(RemoteFile, PathBuf, String)>;
 
 /// Where each listed file lands at home, and the files that may not land anywhere (outside the
-/// pull folder, on a protected copy, or on the same local file as another). The listing's files
-/// move here, not copied: for 100 000 files each copy was another ~20 MB.
-pub(super) fn plan_files(
-    files: Vec<RemoteFile>,
-    home: Option<&str>,
-    job: &PullJob<'_>,
-) -> (Plan, Refused) {
-    let spec = job.spec;
-    let mut plan: Plan = Vec::with_capacity(files.len());
-    let mut failed = Vec::new();
-    let mut claimed: HashMap<PathBuf, usize> = HashMap::new();
-    for file in files {
-        let local = local_path(&spec.dest, &spec.paths[file.root], home, &file.path);
-        let Some(l) = local else {
-            let why = "its path leaves the pull folder".to_string();
-            failed.push((file, PathBuf::new(), why));
-            continue;
-        };
-        if let Some(why) = job.protected.refuses(&l) {
-            failed.push((file, l, why));
-            continue;
-        }
-        match claimed.get(&l) {
-            Some(&other) => {
-                let why = format!("lands on the same local file as {}", plan[other].0.path);
-                failed.push((file, l, why));
-            }
-            None => {
-                claimed.insert(l.clone(), plan.len());
-                plan.push((file, l));
-            }
+/// pull folder, on a protected copy, or on the same local file as another), a chunk at a time:
+/// what it keeps of the pull's earlier chunks is a digest of each local path.
+pub(super) struct Planner<'j> {
+    job: &'j PullJob<'j>,
+    home: Option<String>,
+    claimed: HashSet<u128>,
+}
+
+impl<'j> Planner<'j> {
+    pub(super) fn new(job: &'j PullJob<'j>, home: Option<String>) -> Planner<'j> {
+        Planner {
+            job,
+            home,
+            claimed: HashSet::new(),
         }
     }
-    (plan, failed)
+
+    /// The listing's files move here, not copied: for 100 000 files each copy was another
+    /// ~20 MB.
+    pub(super) fn plan(&mut self, files: Vec<RemoteFile>) -> (Plan, Refused) {
+        let spec = self.job.spec;
+        let mut plan: Plan = Vec::with_capacity(files.len());
+        let mut failed = Vec::new();
+        for file in files {
+            let root = &spec.paths[file.root];
+            let local = local_path(&spec.dest, root, self.home.as_deref(), &file.path);
+            let Some(l) = local else {
+                let why = "its path leaves the pull folder".to_string();
+                failed.push((file, PathBuf::new(), why));
+                continue;
+            };
+            if let Some(why) = self.job.protected.refuses(&l) {
+                failed.push((file, l, why));
+                continue;
+            }
+            if self.claimed.insert(digest(l.as_os_str().as_bytes())) {
+                plan.push((file, l));
+            } else {
+                let why = "lands on the same local file as another file of this pull".to_string();
+                failed.push((file, l, why));
+            }
+        }
+        (plan, failed)
+    }
 }
 
 /// What the last pull recorded of a file that may be unchanged: its size, change stamp and

@@ -11,9 +11,8 @@
 //! pull names it and the teardown guard refuses until it is gone or its target is a pull path.
 //! Nothing under a pull path is ever skipped silently. Names travel as bytes (see `names`).
 
-use std::collections::BTreeSet;
-
 pub use super::box_hash::{HashOutput, big_file_hash_command, hash_command, parse_hashes};
+pub use super::listing::{ListingParser, parse_listing};
 pub use super::names::shell_quote;
 use super::names::{Words, escape};
 
@@ -222,163 +221,6 @@ pub fn listing_command(paths: &[String]) -> String {
     script
 }
 
-/// Reads the listing's records; `stderr` is what `find` said when one of them failed.
-pub fn parse_listing(paths: &[String], out: &[u8], stderr: &[u8]) -> Listing {
-    let mut listing = Listing::default();
-    let mut matched = vec![false; paths.len()];
-    let mut root: Option<usize> = None;
-    let mut base = String::new();
-    let mut seen = BTreeSet::new();
-    let mut fields = Fields::new(out);
-    let complaint = crate::sanitize::line(&String::from_utf8_lossy(stderr), 300);
-    while let Some(tag) = fields.next() {
-        let ok = match (tag, root) {
-            (b"@home", _) => fields.next().map(|h| listing.home = Some(escape(h))),
-            (b"@user", _) => fields.next().map(|u| listing.user = Some(escape(u))),
-            (b"@root", _) => fields.next().map(|n| {
-                root = std::str::from_utf8(n)
-                    .ok()
-                    .and_then(|n| n.parse().ok())
-                    .filter(|n| *n < paths.len());
-            }),
-            (b"@base", Some(_)) => fields.take(2).map(|f| {
-                base = escape(f[0]);
-                listing.bases.push(escape(f[1]));
-            }),
-            (b"@exit", Some(_)) => fields.next().map(|code| {
-                let code = String::from_utf8_lossy(code).into_owned();
-                if code != "0" {
-                    let why = if code == "124" || code == "137" {
-                        format!("find timed out after {FIND_TIMEOUT_SECS}s (a hung mount?)")
-                    } else if complaint.is_empty() {
-                        format!("find exited {code}")
-                    } else {
-                        format!("find exited {code}: {complaint}")
-                    };
-                    listing.problems.push(Problem::ListingFailed {
-                        root: base.clone(),
-                        why,
-                    });
-                }
-            }),
-            (b"F", Some(r)) => fields.take(6).and_then(|f| {
-                let size = std::str::from_utf8(f[0]).ok()?.parse().ok()?;
-                let mtime = seconds(std::str::from_utf8(f[1]).ok()?)?;
-                let mode = u32::from_str_radix(std::str::from_utf8(f[4]).ok()?, 8).ok()?;
-                let path = escape(f[5]);
-                matched[r] = true;
-                // Overlapping paths (a folder and a glob inside it) list a file twice.
-                if seen.insert(path.clone()) {
-                    let stamp = format!(
-                        "{} {} {}",
-                        String::from_utf8_lossy(f[1]),
-                        String::from_utf8_lossy(f[2]),
-                        String::from_utf8_lossy(f[3])
-                    );
-                    listing.files.push(RemoteFile {
-                        path,
-                        size,
-                        mtime,
-                        stamp,
-                        root: r,
-                        mode,
-                    });
-                }
-                Some(())
-            }),
-            (b"L", Some(_)) => fields.take(3).map(|f| {
-                listing.pending.push(PendingLink {
-                    kind: String::from_utf8_lossy(f[0]).into_owned(),
-                    path: escape(f[1]),
-                    raw_target: escape(f[2]),
-                });
-            }),
-            (b"P", Some(r)) => fields.next().map(|p| {
-                matched[r] = true;
-                listing.problems.push(Problem::UnreadableFile {
-                    path: escape(p),
-                    user: listing
-                        .user
-                        .clone()
-                        .unwrap_or_else(|| "the login user".into()),
-                });
-            }),
-            (b"U", Some(_)) => fields
-                .next()
-                .map(|p| listing.problems.push(Problem::Unreadable(escape(p)))),
-            (b"O", Some(_)) => fields.take(2).map(|f| {
-                listing.problems.push(Problem::Special {
-                    kind: String::from_utf8_lossy(f[0]).into_owned(),
-                    path: escape(f[1]),
-                });
-            }),
-            _ => None,
-        };
-        if ok.is_none() {
-            // Past a record that cannot be read nothing can be trusted: say so, stop.
-            listing.problems.push(Problem::Garbled(format!(
-                "record {}: {}",
-                fields.count,
-                crate::sanitize::line(&String::from_utf8_lossy(tag), 60)
-            )));
-            break;
-        }
-    }
-    let broke = matches!(listing.problems.last(), Some(Problem::Garbled(_)));
-    if !fields.rest.is_empty() && !broke {
-        listing.problems.push(Problem::Garbled(format!(
-            "the listing ended mid-record after {} records",
-            fields.count
-        )));
-    }
-    listing.unmatched = paths
-        .iter()
-        .zip(&matched)
-        .filter(|(_, m)| !**m)
-        .map(|(p, _)| p.clone())
-        .collect();
-    listing
-}
-
-/// `1700000000.1234567890` → 1700000000 (floor, so a negative time stays ordered).
-fn seconds(text: &str) -> Option<i64> {
-    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
-    let whole: i64 = whole.parse().ok()?;
-    let below = whole < 0 || whole == 0 && text.starts_with('-');
-    Some(if below && frac.bytes().any(|b| b != b'0') {
-        whole - 1
-    } else {
-        whole
-    })
-}
-
-/// NUL-terminated fields; a last field with no NUL stays in `rest` (a cut listing).
-struct Fields<'a> {
-    rest: &'a [u8],
-    count: usize,
-}
-
-impl<'a> Fields<'a> {
-    fn new(out: &'a [u8]) -> Fields<'a> {
-        Fields {
-            rest: out,
-            count: 0,
-        }
-    }
-
-    fn next(&mut self) -> Option<&'a [u8]> {
-        let end = self.rest.iter().position(|b| *b == 0)?;
-        let field = &self.rest[..end];
-        self.rest = &self.rest[end + 1..];
-        self.count += 1;
-        Some(field)
-    }
-
-    fn take(&mut self, n: usize) -> Option<Vec<&'a [u8]>> {
-        (0..n).map(|_| self.next()).collect()
-    }
-}
-
 /// Asks the box where each pending link really points (`readlink -f`), one record per link, in
 /// commands of bounded size (`names::batches`): their outputs, in order, are one per link.
 pub fn resolve_commands(links: &[PendingLink]) -> Vec<String> {
@@ -403,16 +245,14 @@ fn resolve_command(links: &[PendingLink]) -> String {
 }
 
 pub fn parse_resolved(out: &[u8]) -> Vec<Option<String>> {
-    let mut fields = Fields::new(out);
+    // Only NUL-terminated fields count: a last one without its NUL was cut.
+    let Some(end) = out.iter().rposition(|b| *b == 0) else {
+        return Vec::new();
+    };
+    let mut fields = out[..end].split(|b| *b == 0);
     let mut resolved = Vec::new();
-    while let Some(tag) = fields.next() {
-        if tag != b"R" {
-            break;
-        }
-        match fields.next() {
-            Some(r) => resolved.push((!r.is_empty()).then(|| escape(r))),
-            None => break,
-        }
+    while let (Some(&[b'R']), Some(r)) = (fields.next(), fields.next()) {
+        resolved.push((!r.is_empty()).then(|| escape(r)));
     }
     resolved
 }

@@ -56,12 +56,12 @@ pub(super) fn spawn_teardown(
 
 /// A recorded pull in a line, for the status bar: `pull #3 of gpu-1: 2/2 files hashed and
 /// verified`.
-fn pulled(record: &crate::ledger::PullRecord, what: &str) -> String {
+fn pulled(record: &crate::pull::Pulled, what: &str) -> String {
     format!(
         "pull #{} of {what}: {}/{} files hashed and verified{}",
         record.id,
-        record.files.iter().filter(|f| f.is_good()).count(),
-        record.files.len(),
+        record.tally.outcomes[crate::ledger::Outcome::Proven as usize],
+        record.tally.files,
         if record.unmatched.is_empty() {
             String::new()
         } else {
@@ -123,19 +123,25 @@ pub(super) fn spawn_pull(
                     Err(e) => Err(format!("pull {} not started: ledger: {e}", host.name)),
                     Ok(mut l) => pull_and_record(&session, &host, spec, &mut l, progress)
                         .await
+                        .map(|pulled| {
+                            // The cells need the files: read back once the pull's own state is
+                            // gone.
+                            let record = host.queue.as_ref().map(|_| l.pull(pulled.id));
+                            (pulled, record)
+                        })
                         .map_err(|e| format!("pull {} failed: {e}", host.name)),
                 };
                 match recorded {
                     Err(e) => e,
-                    Ok(record) => {
-                        if let Some(queue) = &host.queue {
+                    Ok((done, record)) => {
+                        if let (Some(queue), Some(Ok(record))) = (&host.queue, &record) {
                             verified = Some(verified_cells(
-                                &record,
+                                record,
                                 &queue.final_dir,
                                 &DoneRule::default(),
                             ));
                         }
-                        pulled(&record, &crate::sanitize::line(&host.name, 80))
+                        pulled(&done, &crate::sanitize::line(&host.name, 80))
                     }
                 }
             }

@@ -61,3 +61,88 @@ pub async fn box_to_pull(config: &FleetConfig) -> (Pool, Arc<Session>, PullConfi
     let session = pool.get("box").and_then(|l| l.session()).expect("session");
     (pool, session, spec)
 }
+
+/// How a measured pull is run.
+#[derive(Clone, Copy)]
+pub enum Way {
+    /// `pull`: every record kept and returned.
+    Kept,
+    /// As the CLI and the dashboard pull (`pull_and_record`): the records go to the ledger.
+    Recorded,
+}
+
+/// The heap's peak during one pull of `count` cells by `way`, above its level when the pull
+/// began, as `heap` counts it (the test binary's allocator: now, and the highest so far; pulls
+/// measured one after another must grow, or the peak is an earlier one's). Every file must
+/// come home verified.
+pub async fn peak_of_pull(
+    lab: &Lab,
+    sshd: &Sshd,
+    count: usize,
+    way: Way,
+    heap: fn() -> (usize, usize),
+) -> usize {
+    let run = lab.path(&format!("run-{count}"));
+    write_cells(&run, count, 500);
+    let dest = lab.path(&format!("home-{count}"));
+    let body = format!(
+        "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\n",
+        lab.host_entry(sshd),
+        run.display(),
+        dest.display()
+    );
+    let config = rigwatch::config::fleet::load(&lab.fleet(
+        &format!("fleet-{count}.toml"),
+        "",
+        &[("box", body)],
+    ))
+    .expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let ledger_path = lab.path(&format!("ledger-{count}.sqlite"));
+    let mut ledger = rigwatch::ledger::Ledger::open(&ledger_path).expect("ledger");
+    let progress = Arc::new(rigwatch::pull::Progress::default());
+    let (before, _) = heap();
+    let (peak, record) = match way {
+        Way::Kept => {
+            let job = rigwatch::pull::PullJob::of("box", &spec, None);
+            let record = rigwatch::pull::pull(&session, &job, progress).await;
+            (heap().1.saturating_sub(before), record.expect("pull"))
+        }
+        Way::Recorded => {
+            let host = &config.hosts[0];
+            let pulled =
+                rigwatch::pull::pull_and_record(&session, host, &spec, &mut ledger, progress).await;
+            // The peak before the record is read back whole to be checked.
+            let peak = heap().1.saturating_sub(before);
+            let id = pulled.expect("pull").id;
+            let record = ledger.latest_pull("box").expect("ledger").expect("one");
+            assert_eq!(record.id, id);
+            (peak, record)
+        }
+    };
+    let verified = record.files.iter().filter(|f| f.verified).count();
+    assert_eq!(
+        (verified, record.files.len()),
+        (count, count),
+        "every file pulled: {:?}",
+        record.files.iter().find(|f| !f.verified)
+    );
+    drop(record);
+    pool.shutdown().await;
+    peak
+}
+
+/// What the extra files of the larger of two pulls (smaller first) cost at the peak, per file.
+pub async fn peak_per_file(
+    lab: &Lab,
+    sshd: &Sshd,
+    (small, large): (usize, usize),
+    way: Way,
+    heap: fn() -> (usize, usize),
+) -> usize {
+    let low = peak_of_pull(lab, sshd, small, way, heap).await;
+    let high = peak_of_pull(lab, sshd, large, way, heap).await;
+    let per_file = high.saturating_sub(low) / (large - small);
+    eprintln!("peak heap: {low} B for {small} files, {high} B for {large}: {per_file} B per file");
+    per_file
+}

@@ -1,0 +1,242 @@
+//! Pulls in the ledger. A pull's files are written as it goes, a chunk at a time, under a pull
+//! row that counts only once the pull has ended (`complete`): a 100 000-file pull no longer
+//! holds every record until one transaction at its end, and a pull cut short by a crash is
+//! never anyone's last pull. Its files still say which local copies exist, so they are still
+//! protected from another host's pull.
+
+use rusqlite::{OptionalExtension, Row, Transaction, params};
+
+use super::db::{lines, time};
+use super::{Ledger, LedgerError, PullRecord, PulledFile};
+
+/// Schema 5: pulls written as they go, and the last pull's file looked up by its path.
+pub(super) const SCHEMA_5: &str =
+    "ALTER TABLE pulls ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;
+     CREATE INDEX IF NOT EXISTS files_by_pull_path ON files(pull_id, remote_path);
+     PRAGMA user_version = 5;";
+
+const FILE_COLUMNS: &str = "remote_path, size, mtime, remote_sha256, local_path, local_sha256, \
+                            sent, verified, verification, error, at, stamp";
+
+impl Ledger {
+    /// Stores a finished pull and its files in one transaction; returns the pull's id.
+    pub fn record_pull(&mut self, pull: &PullRecord) -> Result<i64, LedgerError> {
+        let sql = self.sql();
+        let tx = self.conn.transaction().map_err(&sql)?;
+        let id = insert_head(&tx, pull, true).map_err(&sql)?;
+        insert_files(&tx, id, &pull.files).map_err(&sql)?;
+        tx.commit().map_err(&sql)?;
+        Ok(id)
+    }
+
+    /// A pull that is starting (`head`'s files are not written): its id, for `add_files` and
+    /// `end_pull`. Until it ends it is nobody's last pull.
+    pub fn begin_pull(&mut self, head: &PullRecord) -> Result<i64, LedgerError> {
+        let sql = self.sql();
+        let tx = self.conn.transaction().map_err(&sql)?;
+        let id = insert_head(&tx, head, false).map_err(&sql)?;
+        tx.commit().map_err(&sql)?;
+        Ok(id)
+    }
+
+    /// More files of pull `id`, in one transaction.
+    pub fn add_files(&mut self, id: i64, files: &[PulledFile]) -> Result<(), LedgerError> {
+        let sql = self.sql();
+        let tx = self.conn.transaction().map_err(&sql)?;
+        insert_files(&tx, id, files).map_err(&sql)?;
+        tx.commit().map_err(&sql)
+    }
+
+    /// Pull `id` has ended: from now on it is its host's last pull.
+    pub fn end_pull(
+        &mut self,
+        id: i64,
+        finished: chrono::DateTime<chrono::Utc>,
+        unmatched: &[String],
+    ) -> Result<(), LedgerError> {
+        self.conn
+            .execute(
+                "UPDATE pulls SET finished = ?2, unmatched = ?3, complete = 1 WHERE id = ?1",
+                params![id, finished.to_rfc3339(), unmatched.join("\n")],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// The newest pull of a host that ended, with its files.
+    pub fn latest_pull(&self, host: &str) -> Result<Option<PullRecord>, LedgerError> {
+        self.latest_pull_id(host)?
+            .map(|(id, _)| self.pull(id))
+            .transpose()
+    }
+
+    /// The id of the newest pull of a host that ended, and the instance it was taken for.
+    pub fn latest_pull_id(&self, host: &str) -> Result<Option<(i64, Option<String>)>, LedgerError> {
+        self.conn
+            .query_row(
+                "SELECT id, instance_id FROM pulls WHERE host = ?1 AND complete = 1
+                 ORDER BY id DESC LIMIT 1",
+                params![host],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every pull that ended, newest first, optionally of one host.
+    pub fn pulls(&self, host: Option<&str>) -> Result<Vec<PullRecord>, LedgerError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id FROM pulls WHERE (?1 IS NULL OR host = ?1) AND complete = 1
+                 ORDER BY id DESC",
+            )
+            .map_err(|e| self.err(e))?;
+        let ids: Vec<i64> = stmt
+            .query_map(params![host], |r| r.get(0))
+            .and_then(Iterator::collect)
+            .map_err(|e| self.err(e))?;
+        ids.into_iter().map(|id| self.pull(id)).collect()
+    }
+
+    /// Pull `id`'s record of each of `paths` it has, looked up one by one (a re-pull asks for a
+    /// chunk's files at a time, never the whole last pull).
+    pub fn pulled_files(&self, id: i64, paths: &[&str]) -> Result<Vec<PulledFile>, LedgerError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {FILE_COLUMNS} FROM files WHERE pull_id = ?1 AND remote_path = ?2
+                 ORDER BY rowid"
+            ))
+            .map_err(|e| self.err(e))?;
+        let mut found = Vec::new();
+        for path in paths {
+            let rows = stmt
+                .query_map(params![id, path], file)
+                .map_err(|e| self.err(e))?;
+            for row in rows {
+                found.push(row.map_err(|e| self.err(e))?);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Each file of pull `id`, in the order it was written, handed to `each` one at a time.
+    pub fn each_file(&self, id: i64, mut each: impl FnMut(PulledFile)) -> Result<(), LedgerError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT {FILE_COLUMNS} FROM files WHERE pull_id = ?1 ORDER BY rowid"
+            ))
+            .map_err(|e| self.err(e))?;
+        let rows = stmt.query_map(params![id], file).map_err(|e| self.err(e))?;
+        for row in rows {
+            each(row.map_err(|e| self.err(e))?);
+        }
+        Ok(())
+    }
+
+    /// Errors named with this ledger's path, for while its connection is borrowed.
+    fn sql(&self) -> impl Fn(rusqlite::Error) -> LedgerError + use<> {
+        let path = self.path().to_path_buf();
+        move |source| LedgerError::Sqlite {
+            path: path.clone(),
+            source,
+        }
+    }
+
+    /// Pull `id` with its files.
+    pub fn pull(&self, id: i64) -> Result<PullRecord, LedgerError> {
+        type Head = (String, String, String, String, String, Option<String>);
+        let (host, started, finished, paths, unmatched, instance_id): Head = self
+            .conn
+            .query_row(
+                "SELECT host, started, finished, paths, unmatched, instance_id FROM pulls
+                 WHERE id = ?1",
+                params![id],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                },
+            )
+            .map_err(|e| self.err(e))?;
+        let mut files = Vec::new();
+        self.each_file(id, |f| files.push(f))?;
+        Ok(PullRecord {
+            id,
+            host,
+            started: time(&started),
+            finished: time(&finished),
+            paths: lines(&paths),
+            unmatched: lines(&unmatched),
+            instance_id,
+            files,
+            local_disk_full: false,
+        })
+    }
+}
+
+fn insert_head(tx: &Transaction<'_>, pull: &PullRecord, complete: bool) -> rusqlite::Result<i64> {
+    tx.execute(
+        "INSERT INTO pulls (host, started, finished, paths, unmatched, instance_id, complete)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            pull.host,
+            pull.started.to_rfc3339(),
+            pull.finished.to_rfc3339(),
+            pull.paths.join("\n"),
+            pull.unmatched.join("\n"),
+            pull.instance_id,
+            complete
+        ],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
+fn insert_files(tx: &Transaction<'_>, id: i64, files: &[PulledFile]) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare_cached(&format!(
+        "INSERT INTO files (pull_id, {FILE_COLUMNS})
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+    ))?;
+    for f in files {
+        stmt.execute(params![
+            id,
+            f.remote_path,
+            i64::try_from(f.size).unwrap_or(i64::MAX),
+            f.mtime,
+            f.remote_sha256,
+            f.local_path,
+            f.local_sha256,
+            i64::try_from(f.sent).unwrap_or(i64::MAX),
+            f.verified,
+            f.verification,
+            f.error,
+            f.at.to_rfc3339(),
+            f.stamp
+        ])?;
+    }
+    Ok(())
+}
+
+fn file(r: &Row<'_>) -> rusqlite::Result<PulledFile> {
+    Ok(PulledFile {
+        remote_path: r.get(0)?,
+        size: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+        mtime: r.get(2)?,
+        remote_sha256: r.get(3)?,
+        local_path: r.get(4)?,
+        local_sha256: r.get(5)?,
+        sent: u64::try_from(r.get::<_, i64>(6)?).unwrap_or(0),
+        verified: r.get(7)?,
+        verification: r.get(8)?,
+        error: r.get(9)?,
+        at: time(&r.get::<_, String>(10)?),
+        stamp: r.get(11)?,
+    })
+}

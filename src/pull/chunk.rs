@@ -1,0 +1,231 @@
+//! A pull goes through its planned files a chunk at a time: each chunk is looked at locally,
+//! copied, hashed on the box, looked at again on the box and finished before its state is let
+//! go, two chunks at once (one finishing on local disk while the next copies). A pull that
+//! carried every file through each stage together held every file's copy, hash and second
+//! listing until the last one finished: for 100 000 files that was most of its memory, and
+//! the local disk idled while the box sent, then the box while the disk wrote.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use futures::StreamExt;
+
+use super::PullError;
+use super::book::Book;
+use super::copy::{LazySftp, copy_all};
+use super::engine::{Progress, Stage, failed_file, remote_hashes};
+use super::finish::{Landings, finish_all};
+use super::local::Start;
+use super::names;
+use super::plan::{Plan, Recorded, Refused, local_starts};
+use super::protect::Protected;
+use super::remote::RemoteFile;
+use super::restat::restat;
+use crate::config::PullConfig;
+use crate::ledger::PulledFile;
+use crate::transport::BoxExec;
+
+/// Files per chunk (about: the listing is read a block at a time): enough that a chunk's
+/// commands and syncs are few (one second look at the box each), few enough that the two in
+/// hand are a few MB (about 1.2 KB a file while it is copied and finished).
+pub(super) const CHUNK_FILES: usize = 2048;
+const CHUNKS_AT_ONCE: usize = 2;
+
+/// What every chunk of one pull shares.
+pub(super) struct Shared<'a, 's, 'k, B> {
+    pub session: &'a B,
+    pub spec: &'a PullConfig,
+    pub protected: &'a Protected,
+    pub sftp: &'a LazySftp<'s>,
+    pub rtt: Duration,
+    pub progress: &'a Progress,
+    /// Where the records go, and the last pull's come from (locked only between awaits).
+    pub book: &'a Mutex<&'k mut dyn Book>,
+}
+
+/// What a pull's records came to: they themselves are in its book.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub files: usize,
+    pub bytes: u64,
+    /// Files proven, unproven and failed (`Outcome` as an index).
+    pub outcomes: [usize; 3],
+    pub local_disk_full: bool,
+    /// The first record the book could not take or give (the pull goes on: its files are
+    /// on disk either way; the pull then ends with this error).
+    pub book_error: Option<PullError>,
+}
+
+impl Tally {
+    /// `files` handed to the book and counted.
+    pub(super) fn write(&mut self, book: &Mutex<&mut dyn Book>, files: &[PulledFile]) {
+        for f in files {
+            self.files += 1;
+            self.bytes += f.size;
+            self.outcomes[f.outcome() as usize] += 1;
+        }
+        let written = match book.lock() {
+            Ok(mut book) => book.write(files).map_err(PullError::from),
+            Err(_) => Err(PullError::Book("a chunk's writer panicked".into())),
+        };
+        if let (Err(e), None) = (written, &self.book_error) {
+            self.book_error = Some(e);
+        }
+    }
+}
+
+/// The next chunk of planned files (about `CHUNK_FILES`), and those that may not land; None
+/// once the listing has ended.
+pub(super) type Chunks<'c> = dyn FnMut() -> Option<(Plan, Refused)> + Send + 'c;
+
+/// Every planned file pulled, a chunk at a time, its records handed to the book in plan order
+/// (each chunk's refused files after its planned ones).
+pub(super) async fn pull_chunks<B: BoxExec>(
+    shared: &Shared<'_, '_, '_, B>,
+    chunks: &mut Chunks<'_>,
+) -> Tally {
+    let mut running = futures::stream::FuturesOrdered::new();
+    let mut tally = Tally::default();
+    // A loop, not a lazy stream: a closure held across the await trips rustc's `Send` check
+    // when the pull is spawned.
+    loop {
+        while running.len() < CHUNKS_AT_ONCE {
+            let Some((plan, refused)) = chunks() else {
+                break;
+            };
+            running.push_back(one_chunk(shared, plan, refused));
+        }
+        match running.next().await {
+            Some((files, full, read)) => {
+                tally.write(shared.book, &files);
+                tally.local_disk_full |= full;
+                if let (Err(e), None) = (read, &tally.book_error) {
+                    tally.book_error = Some(e);
+                }
+            }
+            None => return tally,
+        }
+    }
+}
+
+/// The last pull's record of each of `plan`'s files whose local copy was complete then, by
+/// remote path. Any earlier copy that was complete locally counts, even one whose pull failed
+/// afterwards (a link that died while hashing): its bytes are here, and this pull hashes both
+/// ends again. A copy whose hash disagreed with the box's never does.
+fn recorded(
+    book: &Mutex<&mut dyn Book>,
+    plan: &[(RemoteFile, PathBuf)],
+) -> (HashMap<String, PulledFile>, Result<(), PullError>) {
+    let paths: Vec<&str> = plan.iter().map(|(f, _)| f.path.as_str()).collect();
+    let found = match book.lock() {
+        Ok(mut book) => book.recorded(&paths).map_err(PullError::from),
+        Err(_) => Err(PullError::Book("a chunk's reader panicked".into())),
+    };
+    match found {
+        Err(e) => (HashMap::new(), Err(e)),
+        Ok(files) => {
+            let complete = files.into_iter().filter(|f| {
+                f.local_sha256.is_some()
+                    && (f.remote_sha256.is_none() || f.remote_sha256 == f.local_sha256)
+            });
+            (
+                complete.map(|f| (f.remote_path.clone(), f)).collect(),
+                Ok(()),
+            )
+        }
+    }
+}
+
+/// One chunk from its local look to its records.
+async fn one_chunk<B: BoxExec>(
+    shared: &Shared<'_, '_, '_, B>,
+    plan: Plan,
+    refused: Refused,
+) -> (Vec<PulledFile>, bool, Result<(), PullError>) {
+    let (session, spec, progress) = (shared.session, shared.spec, shared.progress);
+    let plan = &plan;
+    // Files that may not land are done as soon as they are known.
+    progress
+        .files_copied
+        .fetch_add(refused.len(), Ordering::Relaxed);
+    progress
+        .files_done
+        .fetch_add(refused.len(), Ordering::Relaxed);
+    let (recorded, read) = recorded(shared.book, plan);
+    let records: Vec<Option<Recorded>> = plan
+        .iter()
+        .map(|(file, local)| {
+            let r = recorded
+                .get(file.path.as_str())
+                .filter(|r| r.local_path == names::of_path(local))?;
+            let stamp = r.stamp.clone()?;
+            Some((r.size, stamp, r.local_sha256.clone().unwrap_or_default()))
+        })
+        .collect();
+    drop(recorded);
+    let recorded_hashes: Vec<Option<String>> = records
+        .iter()
+        .map(|r| r.as_ref().map(|r| r.2.clone()))
+        .collect();
+    let starts = local_starts(&spec.dest, plan, records).await;
+    // The bar's total began as every listed byte: what need not be sent comes off it.
+    let not_sent: u64 = plan
+        .iter()
+        .zip(&starts)
+        .map(|((f, _), s)| match s {
+            Start::Unchanged => f.size,
+            Start::Resume(n) => *n,
+            Start::Fresh => 0,
+        })
+        .sum();
+    progress.bytes_total.fetch_sub(not_sent, Ordering::Relaxed);
+    let copies = copy_all(
+        session,
+        &spec.dest,
+        plan,
+        &starts,
+        (shared.sftp, shared.rtt),
+        progress,
+    );
+    // A small fresh file's box hash comes with its tar batch; the rest are hashed beside the
+    // copies, and whatever a batch handed back (or could not hash) after them.
+    let by_tar = |i: &usize| super::batch::eligible(&plan[*i].0, starts[*i]);
+    let hashed_beside = (0..plan.len()).filter(|i| !by_tar(i)).map(|i| &plan[i].0);
+    let hashes = remote_hashes(session, hashed_beside);
+    let (copied, mut hashes) = tokio::join!(copies, hashes);
+    let unhashed: Vec<&RemoteFile> = (0..plan.len())
+        .filter(|i| by_tar(i) && matches!(&copied[*i], Ok(Some(c)) if c.box_sha256.is_none()))
+        .map(|i| &plan[i].0)
+        .collect();
+    if let (Ok(all), false) = (&mut hashes, unhashed.is_empty()) {
+        // Files it could not hash say the box printed no hash for them.
+        if let Ok(more) = remote_hashes(session, unhashed.into_iter()).await {
+            all.extend(more);
+        }
+    }
+    // Every file's copy has ended: what is left is checking.
+    if progress.files_copied.load(Ordering::Relaxed) >= progress.files_total.load(Ordering::Relaxed)
+    {
+        progress.set_stage(Stage::Verifying);
+    }
+    let files: Vec<&RemoteFile> = plan.iter().map(|(f, _)| f).collect();
+    let relisted = restat(session, &files).await;
+    drop(files);
+    let disk_full = copied.iter().any(|c| matches!(c, Err(e) if e.disk_full));
+    let landings = Landings {
+        dest: &spec.dest,
+        verify: &spec.verify,
+        protected: shared.protected,
+        relisted: &relisted,
+        hashes: &hashes,
+        progress: &progress.files_done,
+    };
+    let mut files = finish_all(plan, copied, recorded_hashes, &landings).await;
+    for (file, local, why) in refused {
+        files.push(failed_file(&file, &local, why));
+    }
+    (files, disk_full, read)
+}

@@ -1,0 +1,38 @@
+//! A pull as the CLI and the dashboard run it (its records into the ledger as it goes) must
+//! hold almost nothing per file at its peak: measured by this test binary's own allocator
+//! (dhat), apart from `pull_memory` because the allocator's peak is the process's since it
+//! began.
+
+mod support;
+
+use support::Lab;
+use support::results::{Way, peak_per_file};
+
+#[global_allocator]
+static HEAP: dhat::Alloc = dhat::Alloc;
+
+fn heap() -> (usize, usize) {
+    let now = dhat::HeapStats::get();
+    (now.curr_bytes, now.max_bytes)
+}
+
+/// What a recorded pull may hold per file at its peak: a digest of its name and of where it
+/// lands (so no file is listed or landed twice), 62 B as measured. Before the listing was
+/// spooled and read a chunk at a time and the records went to the ledger as each chunk ended,
+/// the listing, every file's copy, hashes, second listing and record were held to the pull's
+/// end.
+const PER_FILE: usize = 128;
+
+/// 6 000 and then 10 000 files: both past the two chunks a pull works on at once, so what the
+/// extra 4 000 cost is what the pull keeps of every file to its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_pulls_peak_memory_per_file_is_a_few_bytes() {
+    let _heap = dhat::Profiler::builder().testing().build();
+    let mut lab = Lab::new();
+    let sshd = lab.start_host("box");
+    let per_file = peak_per_file(&lab, &sshd, (6_000, 10_000), Way::Recorded, heap).await;
+    assert!(
+        per_file < PER_FILE,
+        "a recorded pull's peak grew {per_file} B per file"
+    );
+}
