@@ -20,8 +20,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rigwatch::config::fleet;
+use rigwatch::ledger::Ledger;
 use rigwatch::pull::local::part_paths;
-use rigwatch::pull::{Progress, PullJob, pull};
+use rigwatch::pull::{Progress, PullJob, pull, pull_and_record};
 use rigwatch::transport::Pool;
 use support::Lab;
 
@@ -68,8 +69,6 @@ struct Measured {
     ours: (Duration, f64),
     rsync: (Duration, f64),
     scp: Option<(Duration, f64)>,
-    /// Our pull's record, for a re-pull against it.
-    record: Option<rigwatch::ledger::PullRecord>,
 }
 
 /// `with_scp` false leaves scp out: for many small files over a delayed link its SFTP mode
@@ -122,49 +121,38 @@ async fn measure(
     );
     let config =
         fleet::load(&lab.fleet(&format!("{tag}.toml"), "", &[("box", body)])).expect("fleet");
-    let (ours, record) = our_pull(&config, None).await;
+    let (ours, _) = our_pull(lab, &config, tag).await;
     if src.is_file() {
         let _ = std::fs::remove_dir_all(&dest);
     }
-    Measured {
-        ours,
-        rsync,
-        scp,
-        record: Some(record),
-    }
+    Measured { ours, rsync, scp }
 }
 
-/// One pull of `config`'s host "box" against `previous`, timed (wall, CPU), every file good.
+/// One pull of `config`'s host "box" as `rigwatch pull` runs it (its records into the row's
+/// ledger as it goes; the last pull recorded there is the one a re-pull checks against),
+/// timed (wall, CPU), every file proven.
 async fn our_pull(
+    lab: &Lab,
     config: &rigwatch::config::FleetConfig,
-    previous: Option<&rigwatch::ledger::PullRecord>,
-) -> ((Duration, f64), rigwatch::ledger::PullRecord) {
+    tag: &str,
+) -> ((Duration, f64), rigwatch::pull::Pulled) {
     let (pool, session, spec) = support::results::box_to_pull(config).await;
+    let mut ledger = Ledger::open(&lab.path(&format!("{tag}.ledger"))).expect("ledger");
+    let host = &config.hosts[0];
     let (start, cpu) = (Instant::now(), cpu_seconds());
-    let record = pull(
-        &session,
-        &PullJob::of("box", &spec, previous),
-        Arc::new(Progress::default()),
-    )
-    .await
-    .expect("pull");
+    let pulled = pull_and_record(&session, host, &spec, &mut ledger, Arc::default())
+        .await
+        .expect("pull");
     let took = (start.elapsed(), cpu_seconds() - cpu);
-    let bad: Vec<_> = record.files.iter().filter(|f| !f.is_good()).collect();
-    assert!(bad.is_empty(), "{bad:?}");
+    assert!(pulled.all_proven(), "{pulled:?}");
     pool.shutdown().await;
-    (took, record)
+    (took, pulled)
 }
 
 /// The same folder pulled again, nothing changed on the box: rsync into its copy (its quick
 /// check by size and mtime) against rigwatch against its record (each file's stamp compared,
 /// then its local copy hashed and checked again).
-async fn repull(
-    lab: &Lab,
-    sshd: &support::Sshd,
-    src: &Path,
-    tag: &str,
-    first: Measured,
-) -> Measured {
+async fn repull(lab: &Lab, sshd: &support::Sshd, src: &Path, tag: &str) -> Measured {
     let remote = format!("{}@127.0.0.1:{}", lab.user, src.display());
     let ssh = format!("ssh {} -p {}", ssh_options(lab).join(" "), sshd.port);
     let mut cmd = Command::new("rsync");
@@ -175,14 +163,15 @@ async fn repull(
         .arg(lab.path(&format!("rsync-{tag}")));
     let rsync = timed(cmd);
     let config = fleet::load(&lab.path(&format!("{tag}.toml"))).expect("fleet");
-    let (ours, record) = our_pull(&config, first.record.as_ref()).await;
-    let sent: u64 = record.files.iter().map(|f| f.sent).sum();
-    assert_eq!(sent, 0, "a re-pull of unchanged files sends nothing");
+    let (ours, pulled) = our_pull(lab, &config, tag).await;
+    assert_eq!(
+        pulled.tally.sent, 0,
+        "a re-pull of unchanged files sends nothing"
+    );
     Measured {
         ours,
         rsync,
         scp: None,
-        record: Some(record),
     }
 }
 
@@ -197,7 +186,6 @@ fn median(runs: Vec<Measured>) -> Measured {
         ours: mid(runs.iter().map(|m| m.ours).collect()),
         rsync: mid(runs.iter().map(|m| m.rsync).collect()),
         scp: (!scp.is_empty()).then(|| mid(scp)),
-        record: None,
     }
 }
 
@@ -346,7 +334,7 @@ async fn many(lab: &Lab, sshd: &support::Sshd, at: &str, run: &Path) {
         let label = format!("{files} files of ~40 B (peak RSS {})", peak_rss());
         row(at, &label, bytes, &m);
         let _ = std::fs::write("/proc/self/clear_refs", "5");
-        let again = repull(lab, sshd, &dir, &tag, m).await;
+        let again = repull(lab, sshd, &dir, &tag).await;
         let label = format!(
             "re-pull of the {files}, unchanged (peak RSS {})",
             peak_rss()

@@ -51,6 +51,8 @@ pub(super) struct Shared<'a, 's, 'k, B> {
 pub struct Tally {
     pub files: usize,
     pub bytes: u64,
+    /// Bytes that crossed the link (unchanged files and resumed parts send none or less).
+    pub sent: u64,
     /// Files proven, unproven and failed (`Outcome` as an index).
     pub outcomes: [usize; 3],
     pub local_disk_full: bool,
@@ -65,6 +67,7 @@ impl Tally {
         for f in files {
             self.files += 1;
             self.bytes += f.size;
+            self.sent += f.sent;
             self.outcomes[f.outcome() as usize] += 1;
         }
         let written = match book.lock() {
