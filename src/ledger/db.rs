@@ -250,4 +250,56 @@ mod tests {
         f.remote_sha256 = None;
         assert!(!f.is_good());
     }
+
+    fn head(host: &str) -> PullRecord {
+        PullRecord {
+            id: 0,
+            host: host.into(),
+            started: DateTime::<Utc>::UNIX_EPOCH,
+            finished: DateTime::<Utc>::UNIX_EPOCH,
+            paths: vec!["/w".into()],
+            unmatched: vec![],
+            instance_id: None,
+            files: vec![],
+            local_disk_full: false,
+        }
+    }
+
+    /// A pull written as it goes is nobody's last pull until it ends (a crash mid-pull leaves
+    /// the one before as the last), yet the copies it already landed are protected from
+    /// another host's pull; a re-pull finds each file's record by its path.
+    #[test]
+    fn a_pull_counts_once_it_ends_and_its_files_are_found_by_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut ledger = Ledger::open(&dir.path().join("ledger.sqlite")).expect("open");
+        let mut whole = head("a");
+        whole.files = vec![file("/w/old", true)];
+        let done = ledger.record_pull(&whole).expect("record");
+
+        let cut = ledger.begin_pull(&head("a")).expect("begin");
+        ledger
+            .add_files(cut, &[file("/w/x", true), file("/w/y", true)])
+            .expect("add");
+        assert_eq!(
+            ledger.latest_pull_id("a").expect("read"),
+            Some((done, None))
+        );
+        assert_eq!(ledger.pulls(Some("a")).expect("read").len(), 1);
+        let claims = ledger.protected_files("b").expect("claims");
+        assert!(claims.iter().any(|(p, _)| p == "/local/w/x"), "{claims:?}");
+
+        let found = ledger
+            .pulled_files(cut, &["/w/y", "/w/none"])
+            .expect("find");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].remote_path, "/w/y");
+
+        let unmatched = vec!["/w/gone".to_string()];
+        ledger
+            .end_pull(cut, DateTime::<Utc>::UNIX_EPOCH, &unmatched)
+            .expect("end");
+        let last = ledger.latest_pull("a").expect("read").expect("one");
+        assert_eq!((last.id, last.files.len()), (cut, 2));
+        assert_eq!(last.unmatched, unmatched);
+    }
 }

@@ -15,7 +15,8 @@ use futures::StreamExt;
 
 use super::PullError;
 use super::book::Book;
-use super::copy::{LazySftp, copy_all};
+use super::channel::LazySftp;
+use super::copy::copy_all;
 use super::engine::{Progress, Stage, failed_file, remote_hashes};
 use super::finish::{Landings, finish_all};
 use super::local::Start;

@@ -13,47 +13,16 @@ use sha2::{Digest, Sha256};
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::OpenOptionsExt;
 
+use super::channel::LazySftp;
 use super::local::{Start, part_paths, tag_part};
 use super::names::{Words, as_utf8};
 use super::remote::RemoteFile;
 use super::{NotCopied, PullError};
-use crate::transport::{BoxExec, SftpChannel, TransportError};
+use crate::transport::{BoxExec, SftpChannel};
 
 const FILES_AT_ONCE: usize = 8;
 /// A copy over an exec channel ends if the box sends nothing for this long.
 const EXEC_IDLE: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// An SFTP channel being opened (or opened), awaited only if some file needs it.
-pub type Opening<'a> = std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<SftpChannel, TransportError>> + Send + 'a>,
->;
-
-/// The pull's SFTP channel, opened once for all its chunks and awaited only when a file first
-/// needs it: None where the box has none (then files go over exec channels).
-pub struct LazySftp<'a> {
-    opening: std::sync::Mutex<Option<Opening<'a>>>,
-    opened: tokio::sync::OnceCell<Option<SftpChannel>>,
-}
-
-impl<'a> LazySftp<'a> {
-    pub fn new(opening: Opening<'a>) -> LazySftp<'a> {
-        LazySftp {
-            opening: std::sync::Mutex::new(Some(opening)),
-            opened: tokio::sync::OnceCell::new(),
-        }
-    }
-
-    pub async fn get(&self) -> Option<&SftpChannel> {
-        let open = || async {
-            let opening = self.opening.lock().ok().and_then(|mut o| o.take());
-            match opening {
-                Some(opening) => opening.await.ok(),
-                None => None,
-            }
-        };
-        self.opened.get_or_init(open).await.as_ref()
-    }
-}
 
 /// Copies every planned file; per-file errors come back as text.
 pub async fn copy_all<B: BoxExec>(

@@ -1,6 +1,7 @@
-//! One pull of one host: list, decide per file, copy what is missing (many small files at once,
-//! a big one with many reads in flight), hash both ends, verify, and list again to catch files
-//! that changed while they were copied.
+//! One pull of one host: list (into a spool), then a chunk of files at a time (`chunk`): decide
+//! per file, copy what is missing (many small files at once, a big one with many reads in
+//! flight), hash both ends, look at the box again to catch files that changed while they were
+//! copied, verify; each chunk's records go to the pull's book (the ledger) as it ends.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,8 +13,9 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 
 use super::book::{Book, Kept};
+use super::channel::{LazySftp, Opening};
 use super::chunk::{CHUNK_FILES, Shared, Tally, pull_chunks};
-use super::copy::{LazySftp, Opening, disk};
+use super::copy::disk;
 use super::plan::Planner;
 use super::protect::Protected;
 use super::remote::{
@@ -154,21 +156,32 @@ pub async fn list_remote<B: BoxExec>(
         });
     }
     let mut listing = parse_listing(&spec.paths, &out.stdout, &out.stderr);
-    if !listing.pending.is_empty() {
-        let mut resolved = Ok(Vec::new());
-        for command in resolve_commands(&listing.pending) {
-            let out = session.exec(&command, limits).await;
-            if let (Ok(all), Ok(out)) = (&mut resolved, &out) {
-                all.extend(parse_resolved(&out.stdout));
-            }
-            if let Err(e) = out {
-                resolved = Err(e.to_string());
-                break;
-            }
-        }
-        settle_links(&mut listing, resolved);
-    }
+    judge_links(session, &mut listing).await;
     Ok(listing)
+}
+
+/// Every link the listing met, resolved on the box and judged by the listing's rule (a box that
+/// could not resolve them leaves them refused).
+pub(super) async fn judge_links<B: BoxExec>(session: &B, listing: &mut Listing) {
+    if listing.pending.is_empty() {
+        return;
+    }
+    let limits = ExecLimits {
+        timeout: Duration::from_secs(120),
+        max_output: 32 * 1024 * 1024,
+    };
+    let mut resolved = Ok(Vec::new());
+    for command in resolve_commands(&listing.pending) {
+        let out = session.exec(&command, limits).await;
+        if let (Ok(all), Ok(out)) = (&mut resolved, &out) {
+            all.extend(parse_resolved(&out.stdout));
+        }
+        if let Err(e) = out {
+            resolved = Err(e.to_string());
+            break;
+        }
+    }
+    settle_links(listing, resolved);
 }
 
 /// What one pull of one host needs to know.

@@ -1,7 +1,7 @@
-//! Each planned file finished: judged against the second listing, its hashes compared, and a
-//! fresh copy proven and given its final name (`promote`), sixteen at a time, each in a staging
-//! folder of its own that lasts the whole pull; then the renames made durable, once per folder
-//! (or, past 64 folders, once per filesystem).
+//! Each planned file of a chunk finished: judged against the box's second look at it, its
+//! hashes compared, and a fresh copy proven and given its final name (`promote`), sixteen at a
+//! time, each in a staging folder of its own that lasts the chunk; then the renames made
+//! durable, once per folder (or, past 64 folders, once per filesystem).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -20,7 +20,7 @@ use super::remote::RemoteFile;
 use crate::config::fleet::VerifyCommands;
 use crate::ledger::PulledFile;
 
-/// What the second listing said of a file.
+/// What the box's second look said of a file.
 pub(super) enum Seen {
     Same,
     /// Changed or gone: a copy of it is of no use to any later pull.
@@ -46,7 +46,7 @@ pub(super) struct Landings<'a> {
     pub dest: &'a Path,
     pub verify: &'a VerifyCommands,
     pub protected: &'a Protected,
-    /// The second listing, by path, or why there is none.
+    /// The box's second look at the chunk's files, by path, or why there is none.
     pub relisted: &'a Result<HashMap<String, (u64, String)>, String>,
     pub hashes: &'a Result<BTreeMap<String, String>, String>,
     pub progress: &'a AtomicUsize,
@@ -56,7 +56,7 @@ pub(super) struct Landings<'a> {
 /// a time cost ~0.7 ms a file (0.36 s of a 500-file pull).
 const FINISHING_AT_ONCE: usize = 16;
 
-/// One staging folder per finishing slot, made once for the pull and named for this process
+/// One staging folder per finishing slot, made once for the chunk and named for this process
 /// and pull (two pulls into one dest never share one): a folder made and removed per file was
 /// two inodes each, on a busy ext4 ~1 ms apiece.
 struct Staging {
@@ -86,7 +86,7 @@ impl Staging {
     }
 }
 
-/// Each planned file's record, in plan order: judged against the second listing, its hashes
+/// Each planned file's record, in plan order: judged against the box's second look, its hashes
 /// compared, and a fresh copy proven and put in place.
 pub(super) async fn finish_all(
     plan: &[(RemoteFile, PathBuf)],

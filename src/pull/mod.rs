@@ -4,6 +4,7 @@
 mod batch;
 mod book;
 mod box_hash;
+mod channel;
 mod check;
 mod chunk;
 mod copy;
@@ -240,7 +241,7 @@ pub async fn pull_job_and_record(
     };
     // A pod has no SFTP: every file goes by tar batches or `tail` over exec, with the same
     // hashing, proof and promotion as a box's.
-    let none: copy::Opening<'_> = Box::pin(std::future::ready(Err(
+    let none: channel::Opening<'_> = Box::pin(std::future::ready(Err(
         crate::transport::TransportError::Kubectl("no SFTP in a pod: files go over exec".into()),
     )));
     let no_rtt = std::future::ready(None);

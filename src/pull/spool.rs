@@ -11,13 +11,12 @@ use std::time::Duration;
 
 use super::PullError;
 use super::copy::disk;
+use super::engine::judge_links;
 use super::listing::ListingParser;
 use super::local::parts_dir;
-use super::remote::{
-    Listing, RemoteFile, listing_command, parse_resolved, resolve_commands, settle_links,
-};
+use super::remote::{Listing, RemoteFile, listing_command};
 use crate::config::PullConfig;
-use crate::transport::{BoxExec, ExecLimits};
+use crate::transport::BoxExec;
 
 /// Past this much (about 6 500 files) the listing goes to disk.
 const IN_MEMORY: usize = 1 << 20;
@@ -107,24 +106,7 @@ pub(super) async fn spool_listing<B: BoxExec>(
     {}
     let mut listing = reader.finish();
     (spooled.files, spooled.bytes) = (files, bytes);
-    if !listing.pending.is_empty() {
-        let limits = ExecLimits {
-            timeout: Duration::from_secs(120),
-            max_output: 32 * 1024 * 1024,
-        };
-        let mut resolved = Ok(Vec::new());
-        for command in resolve_commands(&listing.pending) {
-            let out = session.exec(&command, limits).await;
-            if let (Ok(all), Ok(out)) = (&mut resolved, &out) {
-                all.extend(parse_resolved(&out.stdout));
-            }
-            if let Err(e) = out {
-                resolved = Err(e.to_string());
-                break;
-            }
-        }
-        settle_links(&mut listing, resolved);
-    }
+    judge_links(session, &mut listing).await;
     spooled.listing = listing;
     Ok(spooled)
 }
