@@ -1,7 +1,7 @@
 //! A copy takes its final name only once it is proven. Every copy path (SFTP, exec `tail`, tar
 //! batches) leaves its bytes in the `.part` beside dest, made durable before any is promoted
 //! (`finish`); only after the box's hash and
-//! the local hash agree and a second listing saw the file unchanged does the pull call
+//! the local hash agree and a second look at the box saw the file unchanged does the pull call
 //! [`promote`], which checks that it loads and then renames it into place. A torn or changed copy
 //! never replaces anything, and a copy that does not load never replaces an earlier one that
 //! does: the previous verified version stays until its successor is proven. `finish` makes
@@ -81,72 +81,86 @@ fn exists(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
 }
 
+/// Runs a promote's few filesystem steps in one blocking task: each `tokio::fs` call is a
+/// hand-over to a blocking thread and back, and a promote was about ten of them per file.
+async fn blocking<T: Send + 'static>(
+    steps: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(steps)
+        .await
+        .unwrap_or_else(|e| Err(format!("a promote's task failed: {e}")))
+}
+
 async fn stage(dest: &Path, local: &Path, staged: &Path, mode: u32) -> Result<(), String> {
     let (part, _) = part_paths(dest, local);
-    let io = |p: &Path, e| disk(p, e).to_string();
-    if let Some(dir) = staged.parent() {
-        tokio::fs::create_dir_all(dir)
-            .await
-            .map_err(|e| io(dir, e))?;
-    }
-    tokio::fs::rename(&part, staged)
-        .await
-        .map_err(|e| io(&part, e))?;
-    tokio::fs::set_permissions(staged, std::fs::Permissions::from_mode(mode))
-        .await
-        .map_err(|e| io(staged, e))
+    let staged = staged.to_path_buf();
+    blocking(move || {
+        let io = |p: &Path, e| disk(p, e).to_string();
+        if let Some(dir) = staged.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        }
+        std::fs::rename(&part, &staged).map_err(|e| io(&part, e))?;
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| io(&staged, e))
+    })
+    .await
 }
 
 /// Back to a complete `.part` (its source tag still with it): the next pull resumes it at its
 /// end, sending nothing, and checks it again.
 async fn unstage(dest: &Path, local: &Path, staged: &Path) {
     let (part, _) = part_paths(dest, local);
-    let _ = tokio::fs::set_permissions(staged, std::fs::Permissions::from_mode(0o600)).await;
-    let _ = tokio::fs::rename(staged, &part).await;
+    let staged = staged.to_path_buf();
+    let _ = blocking(move || {
+        let _ = std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o600));
+        let _ = std::fs::rename(&staged, &part);
+        Ok(())
+    })
+    .await;
 }
 
 async fn into_place(dest: &Path, local: &Path, staged: &Path) -> Result<(), String> {
-    let io = |p: &Path, e| disk(p, e).to_string();
-    let parent = local.parent().unwrap_or(Path::new("/")).to_path_buf();
-    tokio::fs::create_dir_all(&parent)
-        .await
-        .map_err(|e| io(&parent, e))?;
-    // The user's file carries nothing of rigwatch's.
-    super::local::untag_part(staged);
-    match tokio::fs::rename(staged, local).await {
-        Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
-            across_devices(dest, local, staged).await?;
+    let (dest, local, staged) = (
+        dest.to_path_buf(),
+        local.to_path_buf(),
+        staged.to_path_buf(),
+    );
+    blocking(move || {
+        let io = |p: &Path, e| disk(p, e).to_string();
+        let parent = local.parent().unwrap_or(Path::new("/"));
+        std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+        // The user's file carries nothing of rigwatch's.
+        super::local::untag_part(&staged);
+        match std::fs::rename(&staged, &local) {
+            Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
+                across_devices(&dest, &local, &staged)?;
+            }
+            other => other.map_err(|e| io(&local, e))?,
         }
-        other => other.map_err(|e| io(local, e))?,
-    }
-    let (_, src) = part_paths(dest, local);
-    let _ = tokio::fs::remove_file(src).await;
-    // The rename becomes durable when `finish_all` syncs its folder, once for all its files.
-    Ok(())
+        let (_, src) = part_paths(&dest, &local);
+        let _ = std::fs::remove_file(src);
+        // The rename becomes durable when `finish_all` syncs its folder, once for all its
+        // files.
+        Ok(())
+    })
+    .await
 }
 
 /// `local`'s folder is on another filesystem than the parts folder beside dest (dest, or a
 /// folder in it, is a mount point): the proven copy is copied into a hidden temporary file
 /// beside `local`, fsynced, and renamed from there, so the final name still appears whole.
-async fn across_devices(dest: &Path, local: &Path, staged: &Path) -> Result<(), String> {
+fn across_devices(dest: &Path, local: &Path, staged: &Path) -> Result<(), String> {
     let (part, _) = part_paths(dest, local);
     let mut name = std::ffi::OsString::from(".");
     name.push(part.file_name().unwrap_or_default());
     let beside = local.with_file_name(name);
-    let (from, to) = (staged.to_path_buf(), beside.clone());
-    let copied = tokio::task::spawn_blocking(move || {
-        std::fs::copy(&from, &to)?;
-        std::fs::File::open(&to)?.sync_all()
-    })
-    .await
-    .map_err(|e| e.to_string())?;
+    let copied =
+        std::fs::copy(staged, &beside).and_then(|_| std::fs::File::open(&beside)?.sync_all());
     if let Err(e) = copied {
-        let _ = tokio::fs::remove_file(&beside).await;
+        let _ = std::fs::remove_file(&beside);
         return Err(disk(&beside, e).to_string());
     }
-    tokio::fs::rename(&beside, local)
-        .await
-        .map_err(|e| disk(local, e).to_string())?;
-    let _ = tokio::fs::remove_file(staged).await;
+    std::fs::rename(&beside, local).map_err(|e| disk(local, e).to_string())?;
+    let _ = std::fs::remove_file(staged);
     Ok(())
 }
