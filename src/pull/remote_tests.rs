@@ -286,9 +286,21 @@ fn parsers_never_panic_on_arbitrary_bytes() {
                     .unwrap_or(&0)
             })
             .collect();
-        let _ = parse_listing(&paths, &bytes, &bytes);
+        let whole = parse_listing(&paths, &bytes, &bytes);
         let _ = parse_hashes(&bytes);
         let _ = parse_resolved(&bytes);
+        let _ = crate::pull::restat::parse_restat(&bytes, &mut Default::default());
+        // Fed in blocks, as a spooled listing is read back, it reads the same.
+        let mut parser = ListingParser::new(&paths, &bytes);
+        let (mut files, mut held) = (Vec::new(), Vec::new());
+        for piece in bytes.chunks(rng.usize(1..8)) {
+            held.extend_from_slice(piece);
+            let used = parser.feed(&held, &mut |f| files.push(f));
+            held.drain(..used);
+        }
+        let mut blocks = parser.finish(!held.is_empty());
+        blocks.files = files;
+        assert_eq!(blocks, whole, "seed {seed}");
     }
 }
 
