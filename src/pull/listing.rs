@@ -219,6 +219,26 @@ fn seconds(text: &str) -> Option<i64> {
     })
 }
 
+/// `out` fed to the reader `block` bytes at a time, as a spooled listing is read back.
+#[cfg(test)]
+pub(super) fn parse_in_blocks(
+    paths: &[String],
+    out: &[u8],
+    stderr: &[u8],
+    block: usize,
+) -> Listing {
+    let mut parser = ListingParser::new(paths, stderr);
+    let (mut files, mut held) = (Vec::new(), Vec::new());
+    for piece in out.chunks(block) {
+        held.extend_from_slice(piece);
+        let used = parser.feed(&held, &mut |f| files.push(f));
+        held.drain(..used);
+    }
+    let mut listing = parser.finish(!held.is_empty());
+    listing.files = files;
+    listing
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,15 +263,7 @@ mod tests {
         assert_eq!(whole.pending.len(), 1);
         assert!(matches!(whole.problems.last(), Some(Problem::Garbled(_))));
         for block in 1..out.len() {
-            let mut parser = ListingParser::new(&paths, b"find: oops");
-            let (mut files, mut held) = (Vec::new(), Vec::new());
-            for piece in out.chunks(block) {
-                held.extend_from_slice(piece);
-                let used = parser.feed(&held, &mut |f| files.push(f));
-                held.drain(..used);
-            }
-            let mut listing = parser.finish(!held.is_empty());
-            listing.files = files;
+            let listing = parse_in_blocks(&paths, out, b"find: oops", block);
             assert_eq!(listing, whole, "blocks of {block} bytes");
         }
     }

@@ -12,7 +12,7 @@
 //! Nothing under a pull path is ever skipped silently. Names travel as bytes (see `names`).
 
 pub use super::box_hash::{HashOutput, big_file_hash_command, hash_command, parse_hashes};
-pub use super::listing::{ListingParser, parse_listing};
+pub use super::listing::parse_listing;
 pub use super::names::shell_quote;
 use super::names::{Words, escape};
 

@@ -291,15 +291,8 @@ fn parsers_never_panic_on_arbitrary_bytes() {
         let _ = parse_resolved(&bytes);
         crate::pull::restat::parse_restat(&bytes, &mut Default::default());
         // Fed in blocks, as a spooled listing is read back, it reads the same.
-        let mut parser = ListingParser::new(&paths, &bytes);
-        let (mut files, mut held) = (Vec::new(), Vec::new());
-        for piece in bytes.chunks(rng.usize(1..8)) {
-            held.extend_from_slice(piece);
-            let used = parser.feed(&held, &mut |f| files.push(f));
-            held.drain(..used);
-        }
-        let mut blocks = parser.finish(!held.is_empty());
-        blocks.files = files;
+        let block = rng.usize(1..8);
+        let blocks = crate::pull::listing::parse_in_blocks(&paths, &bytes, &bytes, block);
         assert_eq!(blocks, whole, "seed {seed}");
     }
 }
