@@ -26,6 +26,9 @@ pub const SPOOL_MAX: u64 = 256 << 20;
 const LISTING_IDLE: Duration = Duration::from_secs(120);
 /// Bytes read back at a time.
 const BLOCK: usize = 256 << 10;
+/// The longest record read back: a few names of at most 4 KiB each. A box that begins a record
+/// and never ends it has sent a cut listing, not one record to hold whole.
+const MAX_RECORD: usize = 1 << 20;
 
 enum Store {
     Memory(Vec<u8>),
@@ -196,7 +199,9 @@ impl Reader<'_, '_> {
                 self.held.truncate(start + n);
                 let used = self.parser.feed(&self.held, file);
                 self.held.drain(..used);
-                self.done = n == 0;
+                // Past the longest record nothing more is read: the listing was cut (or broke
+                // off at a record it could not read), and the rest would only pile up here.
+                self.done = n == 0 || self.held.len() > MAX_RECORD;
             }
         }
         Ok(true)
@@ -205,5 +210,45 @@ impl Reader<'_, '_> {
     /// Everything the listing said but its files.
     pub(super) fn finish(self) -> Listing {
         self.parser.finish(!self.held.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A box that starts a record and never ends it (a field with no NUL, megabytes long) is
+    /// read a block at a time without holding what it sent, and said to be cut.
+    #[test]
+    fn a_record_that_never_ends_is_not_held_whole() {
+        let mut file = tempfile::tempfile().expect("spool");
+        file.write_all(b"@root\x000\0F\0").expect("write");
+        file.write_all(&vec![b'7'; 3 << 20]).expect("write");
+        let mut spooled = Spooled {
+            store: Store::Disk(BufWriter::new(file)),
+            listing: Listing::default(),
+            files: 0,
+            bytes: 0,
+            stderr: Vec::new(),
+        };
+        let paths = vec!["/w".to_string()];
+        let mut reader = spooled.reader(&paths).expect("reader");
+        let mut most = 0;
+        while reader.next_files(&mut |_| {}).expect("read") {
+            most = most.max(reader.held.len());
+        }
+        assert!(
+            most <= MAX_RECORD + BLOCK,
+            "held {most} bytes of one record"
+        );
+        let listing = reader.finish();
+        assert!(
+            matches!(
+                listing.problems.last(),
+                Some(super::super::remote::Problem::Garbled(_))
+            ),
+            "{:?}",
+            listing.problems
+        );
     }
 }
