@@ -226,6 +226,14 @@ fn picked(var: &str, default: &str) -> Vec<String> {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    // `RUST_LOG=rigwatch::pull=debug` prints where each pull's time went.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_timer(tracing_subscriber::fmt::time::uptime())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let rows = picked("PULL_BENCH", "large,small,resume");
     let rtts: Vec<u64> = picked("PULL_BENCH_RTT", "0,30,100")
         .iter()

@@ -151,6 +151,9 @@ async fn one_chunk<B: BoxExec>(
 ) -> (Vec<PulledFile>, bool, Result<(), PullError>) {
     let (session, spec, progress) = (shared.session, shared.spec, shared.progress);
     let plan = &plan;
+    // Where a chunk's time goes, for `RUST_LOG=rigwatch::pull=debug`.
+    let began = std::time::Instant::now();
+    let ms = || began.elapsed().as_millis() as u64;
     // Files that may not land are done as soon as they are known.
     progress
         .files_copied
@@ -186,6 +189,7 @@ async fn one_chunk<B: BoxExec>(
         })
         .sum();
     progress.bytes_total.fetch_sub(not_sent, Ordering::Relaxed);
+    tracing::debug!(files = plan.len(), ms = ms(), "pull chunk: looked at home");
     let copies = copy_all(
         session,
         &spec.dest,
@@ -210,6 +214,7 @@ async fn one_chunk<B: BoxExec>(
             all.extend(more);
         }
     }
+    tracing::debug!(ms = ms(), "pull chunk: copied and hashed on the box");
     // Every file's copy has ended: what is left is checking.
     if progress.files_copied.load(Ordering::Relaxed) >= progress.files_total.load(Ordering::Relaxed)
     {
@@ -218,6 +223,7 @@ async fn one_chunk<B: BoxExec>(
     let files: Vec<&RemoteFile> = plan.iter().map(|(f, _)| f).collect();
     let relisted = restat(session, &files).await;
     drop(files);
+    tracing::debug!(ms = ms(), "pull chunk: looked at the box again");
     let disk_full = copied.iter().any(|c| matches!(c, Err(e) if e.disk_full));
     let landings = Landings {
         dest: &spec.dest,
@@ -228,6 +234,7 @@ async fn one_chunk<B: BoxExec>(
         progress: &progress.files_done,
     };
     let mut files = finish_all(plan, copied, recorded_hashes, &landings).await;
+    tracing::debug!(ms = ms(), "pull chunk: finished");
     for (file, local, why) in refused {
         files.push(failed_file(&file, &local, why));
     }

@@ -17,6 +17,7 @@ use super::channel::LazySftp;
 use super::local::{Start, part_paths, tag_part};
 use super::names::{Words, as_utf8};
 use super::remote::RemoteFile;
+use super::writeback::Writeback;
 use super::{NotCopied, PullError};
 use crate::transport::{BoxExec, SftpChannel};
 
@@ -113,7 +114,8 @@ async fn download_by_exec<B: BoxExec>(
     from: u64,
     progress: &AtomicU64,
 ) -> Result<Copied, PullError> {
-    let (part, mut file, mut hasher) = open_part(remote, dest, local, from).await?;
+    let (part, file, mut hasher) = open_part(remote, dest, local, from).await?;
+    let mut file = Writeback::new(file);
     let mut words = Words::default();
     let word = words.word(&remote.path);
     let command = format!("{}tail -c +{} -- {word}", words.preamble(), from + 1);
@@ -123,10 +125,11 @@ async fn download_by_exec<B: BoxExec>(
         // SFTP copy reads only the listed size.
         let room = remote.size.saturating_sub(from + sent);
         let data = &data[..data.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
-        if let Err(e) = file.write_all(data) {
+        if let Err(e) = file.file().write_all(data) {
             write_error = Some(e);
             return false;
         }
+        file.wrote(data.len() as u64);
         hasher.update(data);
         sent += data.len() as u64;
         progress.fetch_add(data.len() as u64, Ordering::Relaxed);
@@ -168,7 +171,7 @@ async fn download_by_exec<B: BoxExec>(
             crate::sanitize::line(&stderr, 200)
         )));
     }
-    seal(file, &part).await?;
+    file.seal(&part).await?;
     Ok(Copied {
         sent,
         sha256: super::local::hex(&hasher.finalize()),
@@ -214,15 +217,6 @@ async fn open_part(
     }
     file.seek(std::io::SeekFrom::Start(from)).map_err(io)?;
     Ok((part, file, hasher))
-}
-
-/// fsync: the bytes are on disk before anything compares their hash or names them final.
-async fn seal(file: std::fs::File, part: &Path) -> Result<(), PullError> {
-    let synced = tokio::task::spawn_blocking(move || file.sync_all())
-        .await
-        .map_err(|e| std::io::Error::other(e.to_string()))
-        .and_then(|r| r);
-    synced.map_err(|source| disk(part, source))
 }
 
 /// Bytes asked per read: what the server says it answers whole (`limits@openssh.com`, 255 KiB on
@@ -293,8 +287,10 @@ async fn download(
         .map_err(|e| remote_error(remote, e))?
         .handle;
     let Span { from, chunk, depth } = span;
-    let (part, mut file, mut hasher) = open_part(remote, dest, local, from).await?;
+    let (part, file, mut hasher) = open_part(remote, dest, local, from).await?;
+    let mut file = Writeback::new(file);
 
+    let began = std::time::Instant::now();
     let mut sent = 0u64;
     let mut next = from;
     // Requests go out when first polled: FuturesOrdered polls them all, hands them back in order.
@@ -342,8 +338,10 @@ async fn download(
                     Err(e) => return Err(remote_error(remote, e)),
                 }
             }
-            file.write_all(&data)
+            file.file()
+                .write_all(&data)
                 .map_err(|source| disk(&part, source))?;
+            file.wrote(data.len() as u64);
             hasher.update(&data);
             sent += data.len() as u64;
             progress.fetch_add(data.len() as u64, Ordering::Relaxed);
@@ -351,13 +349,22 @@ async fn download(
         Ok(())
     }
     .await;
+    let received = began.elapsed();
     // The close's round trip overlaps the fsync instead of following it.
     let finished = async {
         result?;
-        seal(file, &part).await
+        file.seal(&part).await
     };
     let (_, finished) = tokio::join!(sftp.close(handle.as_str()), finished);
     finished?;
+    tracing::debug!(
+        bytes = sent,
+        reads_in_flight = depth,
+        read_bytes = chunk,
+        received_ms = received.as_millis() as u64,
+        sealed_ms = began.elapsed().as_millis() as u64,
+        "pull: copied over SFTP"
+    );
     Ok(Copied {
         sent,
         sha256: super::local::hex(&hasher.finalize()),

@@ -261,11 +261,21 @@ pub(super) async fn pull_over<B: BoxExec>(
     progress.set_stage(Stage::Listing);
     // The listing does not wait for the channel: a pull of small files never needs it.
     let listed = async { tokio::join!(spool_listing(session, host, spec), rtt) };
+    let listing_began = Instant::now();
     let ((spooled, rtt), opened) = alongside(listed, &mut sftp).await;
+    let sftp_ready = opened.is_some();
     if let Some(opened) = opened {
         sftp = Box::pin(std::future::ready(opened));
     }
     let mut spooled = spooled?;
+    tracing::debug!(
+        host,
+        files = spooled.files,
+        bytes = spooled.bytes,
+        sftp_ready,
+        ms = listing_began.elapsed().as_millis() as u64,
+        "pull: listed"
+    );
     // Every listed byte to begin with; each chunk takes off what it need not send.
     progress.bytes_total.store(spooled.bytes, Ordering::Relaxed);
     progress.files_total.store(spooled.files, Ordering::Relaxed);
@@ -362,11 +372,17 @@ pub(super) async fn remote_hashes<B: BoxExec>(
     };
     // Batches run side by side (the big files' batch hashes across the box's cores itself).
     let commands: Vec<String> = commands.collect();
+    let began = Instant::now();
     let mut outs = Vec::with_capacity(commands.len());
     for side_by_side in commands.chunks(HASH_BATCHES_AT_ONCE) {
         let each = side_by_side.iter().map(|c| session.exec(c, limits));
         outs.extend(futures::future::join_all(each).await);
     }
+    tracing::debug!(
+        commands = commands.len(),
+        ms = began.elapsed().as_millis() as u64,
+        "pull: hashed on the box"
+    );
     let mut all = BTreeMap::new();
     for out in outs {
         let out = out.map_err(|e| format!("hashing on the box: {e}"))?;

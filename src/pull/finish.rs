@@ -1,7 +1,7 @@
 //! Each planned file of a chunk finished: judged against the box's second look at it, its
 //! hashes compared, and a fresh copy proven and given its final name (`promote`), sixteen at a
 //! time, each in a staging folder of its own that lasts the chunk; then the renames made
-//! durable, once per folder (or, past 64 folders, once per filesystem).
+//! durable, once per folder (or, for many folders, once per filesystem: `durable`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -12,6 +12,7 @@ use futures::StreamExt;
 use super::NotCopied;
 use super::check::verify;
 use super::copy::{Copied, disk};
+use super::durable::{self, How};
 use super::engine::failed_file;
 use super::local::{part_paths, parts_dir};
 use super::promote::promote;
@@ -97,7 +98,7 @@ pub(super) async fn finish_all(
     // Each finish is made when a slot frees, never all up front: a waiting finish is a few KiB
     // of state, which for 100 000 files was most of the pull's 522 MB. (A loop, not a lazy
     // stream: a closure held across the await trips rustc's `Send` check when it is spawned.)
-    let copied = durable(all.dest, plan, copied).await;
+    let copied = parts_durable(all.dest, plan, copied).await;
     let mut items = plan.iter().zip(copied).zip(recorded_hashes);
     let mut running = futures::stream::FuturesOrdered::new();
     let mut records = Vec::with_capacity(plan.len());
@@ -132,8 +133,11 @@ pub(super) async fn finish_all(
     // A rename is durable once its folder is: a crash right after must not bring back the
     // earlier version under the name the ledger is about to record as this one. Once per
     // folder, not per file (a sweep's results are a folder per cell: 10 000 files were 10 000
-    // journal commits), and past 64 folders once per filesystem.
-    let synced = tokio::task::spawn_blocking(move || sync_folders(renamed_in)).await;
+    // journal commits), and for many folders (`durable`) once per filesystem.
+    let synced = tokio::task::spawn_blocking(move || {
+        durable::sync_folders(renamed_in, |path, e| disk(path, e).to_string())
+    })
+    .await;
     for (why, which) in synced.unwrap_or_default() {
         for i in which {
             records[i].verified = false;
@@ -143,17 +147,11 @@ pub(super) async fn finish_all(
     records
 }
 
-/// Up to this many files or folders are fsynced one by one; past it their filesystem is synced
-/// once (syncfs), which also flushes whatever else is waiting to be written there: what other
-/// programs wrote (a 256 MiB checkpoint's pull paid 0.5 s for rsync's unflushed copy beside
-/// it), so it is kept for the many-file pulls whose per-file fsyncs cost more.
-const SYNC_ONE_BY_ONE: usize = 64;
-
 /// The copies made durable before any takes a final name (a crash must never leave a torn
 /// file under a name an earlier proven copy had). SFTP and exec copies fsync their own part;
-/// a tar batch's parts are synced here, all at once. A copy that could not be made durable
-/// fails.
-async fn durable(
+/// a tar batch's parts are synced here (`durable`'s way for their count). A copy that could not
+/// be made durable fails.
+async fn parts_durable(
     dest: &Path,
     plan: &[(RemoteFile, PathBuf)],
     mut copied: Vec<Result<Option<Copied>, NotCopied>>,
@@ -168,60 +166,35 @@ async fn durable(
         .iter()
         .map(|&i| part_paths(dest, &plan[i].1).0)
         .collect();
+    let ours: u64 = unsynced.iter().map(|&i| plan[i].0.size).sum();
     let whole = parts_dir(dest);
     let synced = tokio::task::spawn_blocking(move || {
-        if parts.len() > SYNC_ONE_BY_ONE {
-            return sync_filesystem(&whole).map_err(|e| (whole, e));
+        match durable::how(parts.len(), ours, durable::waiting()) {
+            How::Filesystem => durable::sync_filesystem(&whole)
+                .map(|()| Vec::new())
+                .map_err(|e| (whole, e)),
+            How::EachFile => Ok(durable::sync_each(&parts)
+                .into_iter()
+                .map(|(i, e)| (i, disk(&parts[i], e)))
+                .collect()),
         }
-        parts.into_iter().try_for_each(|part| {
-            let file = std::fs::File::open(&part).map_err(|e| (part.clone(), e))?;
-            file.sync_all().map_err(|e| (part, e))
-        })
     })
     .await
     .unwrap_or_else(|e| Err((parts_dir(dest), std::io::Error::other(e.to_string()))));
-    if let Err((path, e)) = synced {
-        let why = NotCopied::from(disk(&path, e));
-        for i in unsynced {
-            copied[i] = Err(why.clone());
+    match synced {
+        Ok(failed) => {
+            for (i, e) in failed {
+                copied[unsynced[i]] = Err(NotCopied::from(e));
+            }
+        }
+        Err((path, e)) => {
+            let why = NotCopied::from(disk(&path, e));
+            for i in unsynced {
+                copied[i] = Err(why.clone());
+            }
         }
     }
     copied
-}
-
-/// Makes each folder's renames durable: an fsync of each, or where there are many, a syncfs of
-/// each filesystem they are on; what could not be synced, and the records whose rename it
-/// leaves undurable.
-fn sync_folders(folders: HashMap<PathBuf, Vec<usize>>) -> Vec<(String, Vec<usize>)> {
-    use std::os::unix::fs::MetadataExt;
-    let mut failed = Vec::new();
-    if folders.len() <= SYNC_ONE_BY_ONE {
-        for (folder, which) in folders {
-            let synced = std::fs::File::open(&folder).and_then(|f| f.sync_all());
-            if let Err(e) = synced {
-                failed.push((disk(&folder, e).to_string(), which));
-            }
-        }
-        return failed;
-    }
-    let mut by_device: HashMap<u64, (PathBuf, Vec<usize>)> = HashMap::new();
-    for (folder, which) in folders {
-        match std::fs::metadata(&folder) {
-            Ok(meta) => {
-                let entry = by_device
-                    .entry(meta.dev())
-                    .or_insert_with(|| (folder, Vec::new()));
-                entry.1.extend(which);
-            }
-            Err(e) => failed.push((disk(&folder, e).to_string(), which)),
-        }
-    }
-    for (folder, which) in by_device.into_values() {
-        if let Err(e) = sync_filesystem(&folder) {
-            failed.push((disk(&folder, e).to_string(), which));
-        }
-    }
-    failed
 }
 
 async fn finish_one(
@@ -337,10 +310,4 @@ async fn finish(
     record.verification = verification.how;
     record.error = error;
     record
-}
-
-/// Every write so far to the filesystem holding `dir` made durable (syncfs).
-fn sync_filesystem(dir: &Path) -> std::io::Result<()> {
-    let dir = std::fs::File::open(dir)?;
-    nix::unistd::syncfs(&dir).map_err(std::io::Error::from)
 }

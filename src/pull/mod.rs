@@ -9,6 +9,7 @@ mod check;
 mod chunk;
 mod copy;
 pub mod current;
+mod durable;
 mod engine;
 mod finish;
 mod listing;
@@ -22,6 +23,7 @@ pub mod remote;
 mod restat;
 mod spool;
 pub mod verify;
+mod writeback;
 
 pub use check::{Verification, verify as verify_local};
 pub use chunk::Tally;
