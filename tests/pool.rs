@@ -342,3 +342,35 @@ async fn one_box(
     let session = pool.get("box").and_then(|l| l.session()).expect("session");
     (host, pool, session)
 }
+
+/// The SFTP channel is opened without waiting for the subsystem's answer (its init goes right
+/// behind the request): a box that has SFTP opens it and says its read size; one whose sshd has
+/// no `Subsystem sftp` line says so as soon as sshd refuses, not after the init's timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sftp_opens_in_one_go_and_a_box_without_it_says_so_at_once() {
+    let mut lab = Lab::new();
+    let (mut host, pool, session) = one_box(&mut lab).await;
+    let sftp = session
+        .sftp(Duration::from_secs(30))
+        .await
+        .expect("the box has SFTP");
+    // OpenSSH 8.9+ answers reads of up to 255 KiB whole and says so.
+    assert_eq!(sftp.max_read().await, Some(261_120));
+    drop(sftp);
+    pool.shutdown().await;
+
+    host.without_sftp();
+    let path = lab.fleet("bare.toml", "", &[("box", lab.host_entry(&host))]);
+    let pool = Pool::start(&fleet::load(&path).expect("fleet"));
+    pool.settle(SETTLE).await;
+    let session = pool.get("box").and_then(|l| l.session()).expect("session");
+    let refused = session
+        .sftp(Duration::from_secs(30))
+        .await
+        .map(|_| "an SFTP channel")
+        .expect_err("sshd has no SFTP subsystem");
+    let said = refused.to_string();
+    assert!(said.contains("no SFTP subsystem"), "{said}");
+    assert!(!said.contains("timed out"), "{said}");
+    pool.shutdown().await;
+}

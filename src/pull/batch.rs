@@ -2,8 +2,8 @@
 //! files cost ~4 round trips apiece over SFTP (open, read, read to EOF, close), seconds in all,
 //! while one `tar -cf -` per batch on an exec channel costs one. The same exec hashes the files
 //! on the box first; each entry is unpacked into its `.part`, hashed as it is written, and
-//! thrown away at once when the hashes disagree (the pull makes every part durable at once
-//! before any is promoted). Like every copy it takes its final name
+//! thrown away at once when the hashes disagree; the batch's parts are made durable together
+//! before any counts as copied. Like every copy it takes its final name
 //! only when the pull has proven it (`promote`).
 //! Files tar cannot carry as plain entries (a link at the end of a path, a file that changed
 //! size), and every file of a batch that fails as a whole (no tar on the box, a dropped link, a
@@ -23,9 +23,11 @@ use sha2::{Digest, Sha256};
 
 use super::NotCopied;
 use super::copy::{Copied, disk};
-use super::local::{Start, part_paths};
+use super::durable;
+use super::local::{Start, part_paths, parts_dir};
 use super::names::{Words, unescape};
 use super::remote::{HashOutput, RemoteFile, hash_command, parse_hashes};
+use super::restat::{Seen, parse_restat, restat_command};
 use crate::transport::{BoxExec, ExecLimits};
 
 /// Files up to this size go by tar; above it, SFTP's many reads in flight win.
@@ -100,13 +102,17 @@ async fn one_batch<B: BoxExec>(
         .collect();
     // The box's hashes come first, on stderr, in the same round trip: a file is renamed into
     // place only when its bytes hash as the box's do. tar's own complaints are dropped (its
-    // exit status says enough), so stderr holds the hashes alone.
+    // exit status says enough), so stderr holds the hashes alone, then, once tar has read
+    // every file, the box's second look at them (`restat`) behind a `@restat` record: a
+    // change made while tar read a file shows there, and the chunk asks nothing more after.
     let paths: Vec<&str> = batch.iter().map(|&i| plan[i].0.path.as_str()).collect();
     let command = format!(
-        "{{ ( {} ) 2>/dev/null; }} >&2\n{}tar -cf - -C / -- {} 2>/dev/null",
+        "{{ ( {} ) 2>/dev/null; }} >&2\n{}tar -cf - -C / -- {} 2>/dev/null; s=$?\n\
+         {{ printf '{SECOND_LOOK}\\0'; ( {} ); }} >&2; exit $s",
         hash_command(&paths),
         words.preamble(),
-        names.join(" ")
+        names.join(" "),
+        restat_command(&paths)
     );
     let bytes: u64 = batch.iter().map(|&i| plan[i].0.size).sum();
     // Every entry adds a header and padding, a long name a header and its blocks; tar pads
@@ -117,6 +123,7 @@ async fn one_batch<B: BoxExec>(
         max_output: usize::try_from(room).unwrap_or(usize::MAX),
     };
     let handed_back = |batch: &[usize]| batch.iter().map(|&i| (i, None)).collect();
+    let began = std::time::Instant::now();
     let out = match session.exec(&command, limits).await {
         Ok(out) => out,
         Err(_) => return handed_back(&batch),
@@ -131,13 +138,22 @@ async fn one_batch<B: BoxExec>(
         .map(|&i| (i, plan[i].0.clone(), plan[i].1.clone()))
         .collect();
     let dest = dest.to_path_buf();
-    let hashes = match parse_hashes(&out.stderr) {
-        HashOutput::Hashes(h) => h,
-        HashOutput::NoTool => Default::default(),
-    };
-    let landed = tokio::task::spawn_blocking(move || unpack(&out.stdout, &hashes, &dest, jobs))
-        .await
-        .unwrap_or_else(|_| handed_back(&batch));
+    let arrived = began.elapsed();
+    let (hashes, seen) = hashes_and_second_look(&out.stderr);
+    let landed = tokio::task::spawn_blocking(move || {
+        let locals: Vec<PathBuf> = jobs.iter().map(|(_, _, local)| local.clone()).collect();
+        let mut landed = unpack(&out.stdout, &hashes, &seen, &dest, jobs);
+        make_durable(&dest, &locals, &mut landed);
+        landed
+    })
+    .await
+    .unwrap_or_else(|_| handed_back(&batch));
+    tracing::debug!(
+        files = batch.len(),
+        arrived_ms = arrived.as_millis() as u64,
+        ms = began.elapsed().as_millis() as u64,
+        "pull: tar batch landed"
+    );
     let bytes: u64 = landed
         .iter()
         .filter_map(|(_, r)| r.as_ref()?.as_ref().ok())
@@ -149,10 +165,78 @@ async fn one_batch<B: BoxExec>(
     landed
 }
 
+/// The record between a batch's hashes and its second look.
+const SECOND_LOOK: &str = "@restat";
+
+/// A batch's stderr read: the box's hashes, and its second look at the files after tar (empty
+/// where the box's answer did not get that far: the chunk then looks again itself).
+fn hashes_and_second_look(stderr: &[u8]) -> (BTreeMap<String, String>, Seen) {
+    let mut records = stderr.split_inclusive(|b| *b == 0);
+    let mut at = 0;
+    let marker = [SECOND_LOOK.as_bytes(), b"\0"].concat();
+    let split = records.find_map(|r| {
+        at += r.len();
+        (r == marker.as_slice()).then_some(at)
+    });
+    let (hashes, after) = match split {
+        Some(at) => (&stderr[..at - marker.len()], &stderr[at..]),
+        None => (stderr, &[][..]),
+    };
+    let hashes = match parse_hashes(hashes) {
+        HashOutput::Hashes(h) => h,
+        HashOutput::NoTool => Default::default(),
+    };
+    let mut seen = Seen::new();
+    parse_restat(after, &mut seen);
+    (hashes, seen)
+}
+
+/// The batch's parts made durable as soon as they are written (`durable` picks the way for
+/// their count), before any counts as copied: their fsyncs overlap the next batches' transfer
+/// instead of all waiting for the chunk's end. A part that could not be synced fails.
+fn make_durable(
+    dest: &Path,
+    locals: &[PathBuf],
+    landed: &mut [(usize, Option<Result<Copied, NotCopied>>)],
+) {
+    let written: Vec<usize> = (0..landed.len())
+        .filter(|&k| matches!(landed[k].1, Some(Ok(_))))
+        .collect();
+    if written.is_empty() {
+        return;
+    }
+    let parts: Vec<PathBuf> = written
+        .iter()
+        .map(|&k| part_paths(dest, &locals[k]).0)
+        .collect();
+    let ours: u64 = landed
+        .iter()
+        .filter_map(|(_, r)| r.as_ref()?.as_ref().ok())
+        .map(|c| c.sent)
+        .sum();
+    match durable::how(parts.len(), ours, durable::waiting()) {
+        durable::How::Filesystem => {
+            let whole = parts_dir(dest);
+            if let Err(e) = durable::sync_filesystem(&whole) {
+                let why = NotCopied::from(disk(&whole, e));
+                for k in written {
+                    landed[k].1 = Some(Err(why.clone()));
+                }
+            }
+        }
+        durable::How::EachFile => {
+            for (i, e) in durable::sync_each(&parts) {
+                landed[written[i]].1 = Some(Err(NotCopied::from(disk(&parts[i], e))));
+            }
+        }
+    }
+}
+
 /// Writes each entry that is a planned regular file into its place; the rest stay `None`.
 fn unpack(
     stream: &[u8],
     hashes: &BTreeMap<String, String>,
+    seen: &Seen,
     dest: &Path,
     jobs: Vec<(usize, RemoteFile, PathBuf)>,
 ) -> Vec<(usize, Option<Result<Copied, NotCopied>>)> {
@@ -173,7 +257,12 @@ fn unpack(
             let (_, file, local) = &jobs[j];
             if regular && entry.size() == file.size && results[j].is_none() {
                 let box_hash = hashes.get(&file.path).map(String::as_str);
-                results[j] = Some(write_one(&mut entry, file, box_hash, dest, local));
+                results[j] = Some(write_one(&mut entry, file, box_hash, dest, local).map(
+                    |copied| Copied {
+                        seen: seen.get(&file.path).cloned(),
+                        ..copied
+                    },
+                ));
             }
         }
     }
@@ -243,7 +332,7 @@ fn write_one(
         sent,
         sha256,
         box_sha256: box_hash.map(String::from),
-        synced: false,
+        seen: None,
     })
 }
 
@@ -284,5 +373,26 @@ mod tests {
                 .all(|b| b.len() as u64 * 100_000 <= BATCH_BYTES)
         );
         assert_eq!(batches.concat(), all, "every file once, in order");
+    }
+
+    #[test]
+    fn a_batch_s_stderr_gives_its_hashes_then_its_second_look() {
+        let hash = "ab".repeat(32);
+        let stderr = format!(
+            "{hash}  /w/a.json\0{hash}  /w/@restat\0@restat\0\
+             12\x001.5\x002.5\x0077\x00/w/a.json\x003\x001.0\x00"
+        );
+        let (hashes, seen) = hashes_and_second_look(stderr.as_bytes());
+        assert_eq!(
+            hashes.len(),
+            2,
+            "a name that ends in @restat is a hash record"
+        );
+        assert_eq!(hashes["/w/a.json"], hash);
+        assert_eq!(seen.len(), 1, "the cut record is dropped");
+        assert_eq!(seen["/w/a.json"], (12, "1.5 2.5 77".to_string()));
+        // Cut before the marker: hashes only; the chunk looks again itself.
+        let (hashes, seen) = hashes_and_second_look(format!("{hash}  /w/a.json\0").as_bytes());
+        assert_eq!((hashes.len(), seen.len()), (1, 0));
     }
 }

@@ -220,9 +220,20 @@ async fn one_chunk<B: BoxExec>(
     {
         progress.set_stage(Stage::Verifying);
     }
-    let files: Vec<&RemoteFile> = plan.iter().map(|(f, _)| f).collect();
-    let relisted = restat(session, &files).await;
+    // The second look: a tar batch brought its files' along; the rest are asked for now.
+    let files: Vec<&RemoteFile> = (0..plan.len())
+        .filter(|&i| !matches!(&copied[i], Ok(Some(c)) if c.seen.is_some()))
+        .map(|i| &plan[i].0)
+        .collect();
+    let mut relisted = restat(session, &files).await;
     drop(files);
+    if let Ok(relisted) = &mut relisted {
+        let brought = plan.iter().zip(&copied).filter_map(|((f, _), c)| {
+            let seen = c.as_ref().ok()?.as_ref()?.seen.clone()?;
+            Some((f.path.clone(), seen))
+        });
+        relisted.extend(brought);
+    }
     tracing::debug!(ms = ms(), "pull chunk: looked at the box again");
     let disk_full = copied.iter().any(|c| matches!(c, Err(e) if e.disk_full));
     let landings = Landings {

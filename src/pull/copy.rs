@@ -45,8 +45,6 @@ pub async fn copy_all<B: BoxExec>(
     // A box without SFTP (a minimal image: Debian's sshd only recommends its sftp-server) still
     // gives up every file, over exec channels; a link too far gone for SFTP fails them there.
     let sftp = if needs_sftp { sftp.get().await } else { None };
-    let chunk = chunk_for(sftp.and_then(|s| s.max_read));
-    let depth = reads_in_flight(rtt, chunk);
     let one = |i: usize| {
         let ((file, local), from) = (&plan[i], starts[i]);
         async move {
@@ -60,7 +58,7 @@ pub async fn copy_all<B: BoxExec>(
             };
             let result = match (sftp, as_utf8(&file.path)) {
                 (Some(sftp), Some(name)) => {
-                    let span = Span { from, chunk, depth };
+                    let span = Span { from, rtt };
                     // Every request of the copy (its open, reads and close) stops waiting once
                     // the connection is lost; what arrived stays in the `.part` for next time.
                     tokio::select! {
@@ -176,7 +174,7 @@ async fn download_by_exec<B: BoxExec>(
         sent,
         sha256: super::local::hex(&hasher.finalize()),
         box_sha256: None,
-        synced: true,
+        seen: None,
     })
 }
 
@@ -245,26 +243,27 @@ pub fn reads_in_flight(rtt: std::time::Duration, chunk: u64) -> usize {
     want.div_ceil(chunk.max(1)) as usize
 }
 
-/// Where a copy starts, how big each read is, and how many it keeps in flight.
+/// Where a copy starts, and the link's round trip (which sizes the reads kept in flight).
 #[derive(Clone, Copy)]
 struct Span {
     from: u64,
-    chunk: u64,
-    depth: usize,
+    rtt: std::time::Duration,
 }
 
 /// What one copy did: the bytes that crossed the link, and the SHA-256 of the whole local file,
 /// hashed as it was written (a resumed copy hashes its earlier part first) so the file is not
 /// read a second time.
+/// Its `.part` is durable (fsynced) before it is handed back: nothing is promoted from bytes a
+/// crash could still take.
 pub struct Copied {
     pub sent: u64,
     pub sha256: String,
     /// The box's hash of the same bytes where the copy brought it along (a tar batch hashes
     /// each file just before tar reads it): no second command hashes it again.
     pub box_sha256: Option<String>,
-    /// Its part was fsynced by the copy itself (SFTP and exec copies; a tar batch's parts are
-    /// synced together before any is promoted).
-    pub synced: bool,
+    /// The box's second look at the file (size, stamp) where the copy brought it along: a tar
+    /// batch looks once tar has read its files, so no command after the copy looks again.
+    pub seen: Option<(u64, String)>,
 }
 
 /// Copies `remote` from byte `from` into `local`'s `.part`, fsynced.
@@ -280,13 +279,14 @@ async fn download(
     progress: &AtomicU64,
 ) -> Result<Copied, PullError> {
     let sftp = &channel.raw;
-    // The remote file first: one that vanished leaves no `.part` behind.
-    let handle = sftp
-        .open(name, OpenFlags::READ, FileAttributes::default())
-        .await
-        .map_err(|e| remote_error(remote, e))?
-        .handle;
-    let Span { from, chunk, depth } = span;
+    // The remote file first: one that vanished leaves no `.part` behind. The server's read
+    // size is asked beside it (once per channel), not a round trip before it.
+    let open = sftp.open(name, OpenFlags::READ, FileAttributes::default());
+    let (opened, max_read) = tokio::join!(open, channel.max_read());
+    let handle = opened.map_err(|e| remote_error(remote, e))?.handle;
+    let Span { from, rtt } = span;
+    let chunk = chunk_for(max_read);
+    let depth = reads_in_flight(rtt, chunk);
     let (part, file, mut hasher) = open_part(remote, dest, local, from).await?;
     let mut file = Writeback::new(file);
 
@@ -369,7 +369,7 @@ async fn download(
         sent,
         sha256: super::local::hex(&hasher.finalize()),
         box_sha256: None,
-        synced: true,
+        seen: None,
     })
 }
 

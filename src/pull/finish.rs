@@ -12,9 +12,9 @@ use futures::StreamExt;
 use super::NotCopied;
 use super::check::verify;
 use super::copy::{Copied, disk};
-use super::durable::{self, How};
+use super::durable;
 use super::engine::failed_file;
-use super::local::{part_paths, parts_dir};
+use super::local::parts_dir;
 use super::promote::promote;
 use super::protect::Protected;
 use super::remote::RemoteFile;
@@ -98,7 +98,6 @@ pub(super) async fn finish_all(
     // Each finish is made when a slot frees, never all up front: a waiting finish is a few KiB
     // of state, which for 100 000 files was most of the pull's 522 MB. (A loop, not a lazy
     // stream: a closure held across the await trips rustc's `Send` check when it is spawned.)
-    let copied = parts_durable(all.dest, plan, copied).await;
     let mut items = plan.iter().zip(copied).zip(recorded_hashes);
     let mut running = futures::stream::FuturesOrdered::new();
     let mut records = Vec::with_capacity(plan.len());
@@ -147,56 +146,6 @@ pub(super) async fn finish_all(
     records
 }
 
-/// The copies made durable before any takes a final name (a crash must never leave a torn
-/// file under a name an earlier proven copy had). SFTP and exec copies fsync their own part;
-/// a tar batch's parts are synced here (`durable`'s way for their count). A copy that could not
-/// be made durable fails.
-async fn parts_durable(
-    dest: &Path,
-    plan: &[(RemoteFile, PathBuf)],
-    mut copied: Vec<Result<Option<Copied>, NotCopied>>,
-) -> Vec<Result<Option<Copied>, NotCopied>> {
-    let unsynced: Vec<usize> = (0..copied.len())
-        .filter(|&i| matches!(&copied[i], Ok(Some(c)) if !c.synced))
-        .collect();
-    if unsynced.is_empty() {
-        return copied;
-    }
-    let parts: Vec<PathBuf> = unsynced
-        .iter()
-        .map(|&i| part_paths(dest, &plan[i].1).0)
-        .collect();
-    let ours: u64 = unsynced.iter().map(|&i| plan[i].0.size).sum();
-    let whole = parts_dir(dest);
-    let synced = tokio::task::spawn_blocking(move || {
-        match durable::how(parts.len(), ours, durable::waiting()) {
-            How::Filesystem => durable::sync_filesystem(&whole)
-                .map(|()| Vec::new())
-                .map_err(|e| (whole, e)),
-            How::EachFile => Ok(durable::sync_each(&parts)
-                .into_iter()
-                .map(|(i, e)| (i, disk(&parts[i], e)))
-                .collect()),
-        }
-    })
-    .await
-    .unwrap_or_else(|e| Err((parts_dir(dest), std::io::Error::other(e.to_string()))));
-    match synced {
-        Ok(failed) => {
-            for (i, e) in failed {
-                copied[unsynced[i]] = Err(NotCopied::from(e));
-            }
-        }
-        Err((path, e)) => {
-            let why = NotCopied::from(disk(&path, e));
-            for i in unsynced {
-                copied[i] = Err(why.clone());
-            }
-        }
-    }
-    copied
-}
-
 async fn finish_one(
     file: &RemoteFile,
     local: &Path,
@@ -225,7 +174,7 @@ async fn finish_one(
                 sent: 0,
                 sha256: recorded_hash.unwrap_or_default(),
                 box_sha256: None,
-                synced: true,
+                seen: None,
             });
             let landing = Landing {
                 dest: all.dest,

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use russh::client::{self, DisconnectReason};
 use russh::keys::{HashAlg, PublicKeyOrCertificate};
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
 use super::error::TransportError;
 use super::known_hosts::{self, Verdict, WireKey};
@@ -21,6 +21,9 @@ pub struct ClientHandler {
     pub hash_new: bool,
     pub rejection: Arc<Mutex<Option<TransportError>>>,
     pub lost: watch::Sender<Option<String>>,
+    /// Each channel whose request the server refused (`CHANNEL_FAILURE`), for a caller that
+    /// sent the request and went on without waiting for its answer (`Session::sftp`).
+    pub refusals: broadcast::Sender<russh::ChannelId>,
 }
 
 impl ClientHandler {
@@ -103,6 +106,16 @@ impl client::Handler for ClientHandler {
                 }
             },
         }
+    }
+
+    async fn channel_failure(
+        &mut self,
+        channel: russh::ChannelId,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        // No one listening is fine: most requests' answers are awaited on their channel.
+        let _ = self.refusals.send(channel);
+        Ok(())
     }
 
     async fn disconnected(

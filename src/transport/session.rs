@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use russh::ChannelMsg;
 use russh::client::{self, Handle};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, watch};
 
 use super::algorithms::{cipher_order, preferred_host_key_algorithms};
 use super::auth::authenticate;
@@ -45,6 +45,7 @@ pub struct Session {
     pub banner: String,
     pub auth: String,
     lost: watch::Receiver<Option<String>>,
+    refusals: broadcast::Sender<russh::ChannelId>,
     slots: Arc<Semaphore>,
     /// The jump host's name and its shared connection, kept alive while this one uses it.
     jump: Option<(String, Arc<Session>)>,
@@ -167,6 +168,7 @@ impl Session {
         }
         let rejection = Arc::new(Mutex::new(None));
         let (lost_tx, lost) = watch::channel(None);
+        let (refusals, _) = broadcast::channel(16);
         let handler = ClientHandler {
             known_name,
             host: host.hostname.clone(),
@@ -179,6 +181,7 @@ impl Session {
             known_files,
             rejection: Arc::clone(&rejection),
             lost: lost_tx,
+            refusals: refusals.clone(),
         };
         let (tap, banner) = BannerTap::new(stream);
         let handshake = client::connect_stream(Arc::new(config), tap, handler);
@@ -213,6 +216,7 @@ impl Session {
             banner,
             auth,
             lost,
+            refusals,
             slots: Arc::new(Semaphore::new(opts.max_sessions.max(1) as usize)),
             jump,
         })
@@ -234,6 +238,11 @@ impl Session {
     }
 
     /// The connection's loss as a watch, for what lives on the connection (an SFTP channel).
+    /// Channels whose request the server refuses from now on (see `ClientHandler::refusals`).
+    pub(super) fn refusals(&self) -> broadcast::Receiver<russh::ChannelId> {
+        self.refusals.subscribe()
+    }
+
     pub(super) fn lost_watch(&self) -> watch::Receiver<Option<String>> {
         self.lost.clone()
     }

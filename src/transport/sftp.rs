@@ -2,9 +2,8 @@
 
 use std::time::Duration;
 
-use russh::ChannelMsg;
 use russh_sftp::client::RawSftpSession;
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, broadcast};
 
 use super::budget::Budget;
 use super::error::TransportError;
@@ -14,9 +13,9 @@ use super::session::Session;
 /// server's MaxSessions slots for as long as it lives.
 pub struct SftpChannel {
     pub raw: RawSftpSession,
-    /// The largest read the server answers whole, from its `limits@openssh.com` extension
-    /// (OpenSSH 8.9+: 255 KiB); None where it does not say (older OpenSSH caps reads at 64 KiB).
-    pub max_read: Option<u64>,
+    /// Whether the server offers `limits@openssh.com` (OpenSSH 8.9+).
+    has_limits: bool,
+    max_read: tokio::sync::OnceCell<Option<u64>>,
     /// The connection's loss, so a copy stops waiting the moment it is gone: russh-sftp ends
     /// its reader with the channel but leaves the reads in flight to their own timeouts.
     lost: tokio::sync::watch::Receiver<Option<String>>,
@@ -24,6 +23,25 @@ pub struct SftpChannel {
 }
 
 impl SftpChannel {
+    /// The largest read the server answers whole, from its `limits@openssh.com` extension
+    /// (OpenSSH 8.9+: 255 KiB); None where it does not say (older OpenSSH caps reads at 64 KiB).
+    /// Asked once, when first needed: a copy asks it beside its file's open, so its round trip
+    /// is not one more before the first read.
+    pub async fn max_read(&self) -> Option<u64> {
+        if !self.has_limits {
+            return None;
+        }
+        *self
+            .max_read
+            .get_or_init(|| async {
+                match tokio::time::timeout(LIMITS_TIMEOUT, self.raw.limits()).await {
+                    Ok(Ok(limits)) => (limits.max_read_len > 0).then_some(limits.max_read_len),
+                    _ => None,
+                }
+            })
+            .await
+    }
+
     /// Resolves when the connection under the channel is lost, with the reason.
     pub async fn closed(&self) -> String {
         let mut lost = self.lost.clone();
@@ -40,6 +58,9 @@ impl SftpChannel {
 /// own idle rule (no answer to any read for a while) and the connection's loss end it sooner.
 const REQUEST_TIMEOUT_SECS: u64 = 600;
 
+/// How long the server's limits are waited for before reads fall back to 64 KiB.
+const LIMITS_TIMEOUT: Duration = Duration::from_secs(30);
+
 const NO_SFTP: &str =
     "the server has no SFTP subsystem or refused it; check `Subsystem sftp` in its sshd_config";
 
@@ -54,44 +75,43 @@ impl Session {
             )
             .await?
             .map_err(|_| TransportError::Disconnected("session closed".into()))?;
-        let mut channel = budget.step("channel open", self.open_channel()).await??;
+        let channel = budget.step("channel open", self.open_channel()).await??;
+        // The subsystem is asked for and its answer not waited for: the init goes out right
+        // behind it (one round trip less; sshd hands it to sftp-server once that runs). A
+        // refusal (no `Subsystem sftp` line) comes back as the channel's CHANNEL_FAILURE, said
+        // at once rather than after the init's timeout.
+        let (id, mut refusals) = (channel.id(), self.refusals());
         budget
             .step("sftp subsystem", channel.request_subsystem(true, "sftp"))
             .await??;
-        // russh sends the request and returns; sshd's answer comes on the channel. A refusal
-        // (no `Subsystem sftp` line) is said at once, not after the init's timeout.
-        let answer = async {
+        let refused = async {
             loop {
-                match channel.wait().await {
-                    Some(ChannelMsg::Success) => return Ok(()),
-                    Some(ChannelMsg::Failure) | None => {
-                        return Err(TransportError::Ssh(NO_SFTP.into()));
-                    }
-                    Some(_) => {}
+                match refusals.recv().await {
+                    Ok(refused) if refused == id => return,
+                    Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+                    _ => {}
                 }
             }
         };
-        budget.step("sftp subsystem", answer).await??;
         let raw = RawSftpSession::new(channel.into_stream());
         raw.set_timeout(REQUEST_TIMEOUT_SECS);
-        let version = budget
-            .step("sftp init", raw.init())
-            .await?
-            .map_err(|e| TransportError::Ssh(format!("{NO_SFTP} ({e})")))?;
-        let max_read = if version
-            .extensions
-            .contains_key(russh_sftp::extensions::LIMITS)
-        {
-            match budget.step("sftp limits", raw.limits()).await {
-                Ok(Ok(limits)) => (limits.max_read_len > 0).then_some(limits.max_read_len),
-                _ => None,
+        let init = async {
+            tokio::select! {
+                version = raw.init() => version.map_err(|e| format!("{NO_SFTP} ({e})")),
+                () = refused => Err(NO_SFTP.to_string()),
             }
-        } else {
-            None
         };
+        let version = budget
+            .step("sftp init", init)
+            .await?
+            .map_err(TransportError::Ssh)?;
+        let has_limits = version
+            .extensions
+            .contains_key(russh_sftp::extensions::LIMITS);
         Ok(SftpChannel {
             raw,
-            max_read,
+            has_limits,
+            max_read: tokio::sync::OnceCell::new(),
             lost: self.lost_watch(),
             _slot: slot,
         })
