@@ -2,7 +2,9 @@
 //! (tests/support/delay.rs) at 0, 30 and 100 ms round trip in front of a real loopback sshd:
 //! one large checkpoint, and 500 small eval files of ~4 KiB. rigwatch's pull (copy, SHA-256 on
 //! both ends, verify) vs `rsync -e ssh` and `scp` of the same files; client CPU per GiB from
-//! this process's own and its children's CPU time. Then a pull cut at half way and resumed,
+//! this process's own and its children's CPU time (the delay proxy runs in this process, so
+//! every tool's figure includes it), box CPU per GiB from the box's sshd and everything it
+//! started (its connection, login shells, sftp-server, tar, hashing). Then a pull cut at half way and resumed,
 //! counting finished bytes sent again. Every row runs on two boxes, both with OpenSSH's
 //! sftp-server (started through the login shell, as on a real box): one with an empty home, one
 //! whose `~/.bashrc` costs ~0.15 s of CPU at every shell start, as conda's block does. Run:
@@ -53,22 +55,41 @@ fn ssh_options(lab: &Lab) -> Vec<String> {
     ]
 }
 
-/// Wall time and client CPU of one command.
-fn timed(mut cmd: Command) -> (Duration, f64) {
-    let (start, cpu) = (Instant::now(), cpu_seconds());
+/// Wall time, client CPU and box CPU (seconds) of one tool's run.
+type Taken = (Duration, f64, f64);
+
+/// CPU the box spent since `before` (its `cpu_seconds`), once the connection's processes have
+/// ended and been counted: sshd reaps them a moment after the client goes.
+fn box_cpu_since(sshd: &support::Sshd, before: f64) -> f64 {
+    let mut last = sshd.cpu_seconds();
+    for _ in 0..40 {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = sshd.cpu_seconds();
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    last - before
+}
+
+/// Wall time, client CPU and box CPU of one command.
+fn timed(sshd: &support::Sshd, mut cmd: Command) -> Taken {
+    let (start, cpu, box_cpu) = (Instant::now(), cpu_seconds(), sshd.cpu_seconds());
     let out = cmd.output().expect("spawn");
     assert!(
         out.status.success(),
         "{cmd:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    (start.elapsed(), cpu_seconds() - cpu)
+    let (took, cpu) = (start.elapsed(), cpu_seconds() - cpu);
+    (took, cpu, box_cpu_since(sshd, box_cpu))
 }
 
 struct Measured {
-    ours: (Duration, f64),
-    rsync: (Duration, f64),
-    scp: Option<(Duration, f64)>,
+    ours: Taken,
+    rsync: Taken,
+    scp: Option<Taken>,
 }
 
 /// `with_scp` false leaves scp out: for many small files over a delayed link its SFTP mode
@@ -90,7 +111,7 @@ async fn measure(
             .args(["-r", "-P", &port.to_string()])
             .arg(&remote)
             .arg(&out);
-        let took = timed(cmd);
+        let took = timed(sshd, cmd);
         if src.is_file() {
             let _ = std::fs::remove_file(&out);
         }
@@ -104,7 +125,7 @@ async fn measure(
     let mut cmd = Command::new("rsync");
     // -t as `rsync -a` would: mtimes kept, so a second run's quick check can skip files.
     cmd.arg("-rt").arg("-e").arg(ssh).arg(&remote).arg(&out);
-    let rsync = timed(cmd);
+    let rsync = timed(sshd, cmd);
     // A folder of many files is kept until the lab goes: ext4 skips (by scanning) inodes freed
     // in the last minutes when it makes new ones, so deleting one tool's thousands of files
     // right before the next tool runs slows that tool, not the one that made them.
@@ -121,7 +142,7 @@ async fn measure(
     );
     let config =
         fleet::load(&lab.fleet(&format!("{tag}.toml"), "", &[("box", body)])).expect("fleet");
-    let (ours, _) = our_pull(lab, &config, tag).await;
+    let (ours, _) = our_pull(lab, sshd, &config, tag).await;
     if src.is_file() {
         let _ = std::fs::remove_dir_all(&dest);
     }
@@ -130,12 +151,14 @@ async fn measure(
 
 /// One pull of `config`'s host "box" as `rigwatch pull` runs it (its records into the row's
 /// ledger as it goes; the last pull recorded there is the one a re-pull checks against),
-/// timed (wall, CPU), every file proven.
+/// timed (wall, CPU; the box's CPU from its connection to its close), every file proven.
 async fn our_pull(
     lab: &Lab,
+    sshd: &support::Sshd,
     config: &rigwatch::config::FleetConfig,
     tag: &str,
-) -> ((Duration, f64), rigwatch::pull::Pulled) {
+) -> (Taken, rigwatch::pull::Pulled) {
+    let box_cpu = sshd.cpu_seconds();
     let (pool, session, spec) = support::results::box_to_pull(config).await;
     let mut ledger = Ledger::open(&lab.path(&format!("{tag}.ledger"))).expect("ledger");
     let host = &config.hosts[0];
@@ -143,10 +166,10 @@ async fn our_pull(
     let pulled = pull_and_record(&session, host, &spec, &mut ledger, Arc::default())
         .await
         .expect("pull");
-    let took = (start.elapsed(), cpu_seconds() - cpu);
+    let (took, cpu) = (start.elapsed(), cpu_seconds() - cpu);
     assert!(pulled.all_proven(), "{pulled:?}");
     pool.shutdown().await;
-    (took, pulled)
+    ((took, cpu, box_cpu_since(sshd, box_cpu)), pulled)
 }
 
 /// The same folder pulled again, nothing changed on the box: rsync into its copy (its quick
@@ -161,9 +184,9 @@ async fn repull(lab: &Lab, sshd: &support::Sshd, src: &Path, tag: &str) -> Measu
         .arg(ssh)
         .arg(&remote)
         .arg(lab.path(&format!("rsync-{tag}")));
-    let rsync = timed(cmd);
+    let rsync = timed(sshd, cmd);
     let config = fleet::load(&lab.path(&format!("{tag}.toml"))).expect("fleet");
-    let (ours, pulled) = our_pull(lab, &config, tag).await;
+    let (ours, pulled) = our_pull(lab, sshd, &config, tag).await;
     assert_eq!(
         pulled.tally.sent, 0,
         "a re-pull of unchanged files sends nothing"
@@ -177,7 +200,7 @@ async fn repull(lab: &Lab, sshd: &support::Sshd, src: &Path, tag: &str) -> Measu
 
 /// Each tool's median over the runs, separately.
 fn median(runs: Vec<Measured>) -> Measured {
-    fn mid(mut v: Vec<(Duration, f64)>) -> (Duration, f64) {
+    fn mid(mut v: Vec<Taken>) -> Taken {
         v.sort_by_key(|m| m.0);
         v[v.len() / 2]
     }
@@ -193,22 +216,25 @@ fn row(at: &str, case: &str, bytes: u64, m: &Measured) {
     let gib = bytes as f64 / (1u64 << 30) as f64;
     let rate = |d: Duration| bytes as f64 / (1 << 20) as f64 / d.as_secs_f64();
     let (o, r) = (m.ours.0.as_secs_f64(), m.rsync.0.as_secs_f64());
-    let (scp, vs_scp, scp_cpu) = match m.scp {
-        Some((d, cpu)) => (
+    let (scp, vs_scp, scp_cpu, scp_box) = match m.scp {
+        Some((d, cpu, box_cpu)) => (
             format!("{:.2}s ({:.0} MiB/s)", d.as_secs_f64(), rate(d)),
             format!("{:.2}×", d.as_secs_f64() / o),
             format!("{:.1}", cpu / gib),
+            format!("{:.1}", box_cpu / gib),
         ),
-        None => ("—".into(), "—".into(), "—".into()),
+        None => ("—".into(), "—".into(), "—".into(), "—".into()),
     };
     println!(
         "| {at} ms | {case} | {o:.2}s ({:.1} MiB/s) | {r:.2}s ({:.1} MiB/s) | {scp} | {:.2}× \
-         | {vs_scp} | {:.1} / {:.1} / {scp_cpu} |",
+         | {vs_scp} | {:.1} / {:.1} / {scp_cpu} | {:.1} / {:.1} / {scp_box} |",
         rate(m.ours.0),
         rate(m.rsync.0),
         r / o,
         m.ours.1 / gib,
         m.rsync.1 / gib,
+        m.ours.2 / gib,
+        m.rsync.2 / gib,
     );
 }
 
@@ -265,9 +291,9 @@ async fn main() {
     }
     let small_bytes = write_evals(&run.join("evals"), SMALL_FILES);
     println!(
-        "| home | RTT | case | rigwatch | rsync -e ssh | scp | rigwatch vs rsync | vs scp | client CPU s/GiB (rigwatch / rsync / scp) |"
+        "| home | RTT | case | rigwatch | rsync -e ssh | scp | rigwatch vs rsync | vs scp | client CPU s/GiB (rigwatch / rsync / scp) | box CPU s/GiB (rigwatch / rsync / scp) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for (home, sshd) in &boxes {
         for &rtt in &rtts {
             let proxy =
