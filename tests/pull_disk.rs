@@ -59,6 +59,24 @@ fn syncs_of_pull(lab: &Lab, fleet: &Path) -> String {
     std::fs::read_to_string(&summary).expect("summary")
 }
 
+/// A box holding a sweep's results, a folder per cell for 300 cells, and the fleet that pulls
+/// them into the `dest` it returns.
+fn a_sweep(lab: &mut Lab) -> (support::Sshd, PathBuf, PathBuf) {
+    let sshd = lab.start_host("box");
+    let run = sshd.dir.join("workspace/run");
+    write_small(&run, 300);
+    let dest = lab.path("results/box");
+    let fleet = pull_fleet(lab, &sshd, &run, &dest);
+    (sshd, fleet, dest)
+}
+
+/// Cell `i`'s results arrived whole under `dest`.
+fn assert_cell_pulled(dest: &Path, i: usize) {
+    let local = dest.join(format!("final_ckpts/cell{i:03}/metrics.json"));
+    let text = std::fs::read_to_string(&local).expect("pulled");
+    assert!(text.starts_with(&format!("{{\"cell\": {i},")), "{text}");
+}
+
 /// A sweep's results are a folder per cell: 300 of them pulled, with little else waiting to be
 /// written on the disk, make their bytes durable once per tar batch and their renames once
 /// per filesystem, not with two fsyncs a file (each a journal commit: 10 000 files took 8.8 s
@@ -67,17 +85,12 @@ fn syncs_of_pull(lab: &Lab, fleet: &Path) -> String {
 fn a_pull_of_many_small_files_syncs_per_pull_not_per_file() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut lab = Lab::new();
-    let sshd = lab.start_host("box");
-    let run = sshd.dir.join("workspace/run");
-    write_small(&run, 300);
-    let dest = lab.path("results/box");
+    let (_sshd, fleet, dest) = a_sweep(&mut lab);
     // What the build and the other tests left unwritten goes first.
     assert!(Command::new("sync").status().expect("sync").success());
-    let summary = syncs_of_pull(&lab, &pull_fleet(&lab, &sshd, &run, &dest));
+    let summary = syncs_of_pull(&lab, &fleet);
     for i in [0, 150, 299] {
-        let local = dest.join(format!("final_ckpts/cell{i:03}/metrics.json"));
-        let text = std::fs::read_to_string(&local).expect("pulled");
-        assert!(text.starts_with(&format!("{{\"cell\": {i},")), "{text}");
+        assert_cell_pulled(&dest, i);
     }
     let total = calls(&summary, "total");
     eprintln!("{total} syncs for 301 files:\n{summary}");
@@ -92,18 +105,12 @@ fn a_pull_of_many_small_files_syncs_per_pull_not_per_file() {
 fn a_pull_of_many_small_files_does_not_wait_for_other_programs_writes() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut lab = Lab::new();
-    let sshd = lab.start_host("box");
-    let run = sshd.dir.join("workspace/run");
-    write_small(&run, 300);
-    let dest = lab.path("results/box");
-    let fleet = pull_fleet(&lab, &sshd, &run, &dest);
+    let (_sshd, fleet, dest) = a_sweep(&mut lab);
     // Another program's big write, not yet on disk (the kernel writes it back after 30 s, or
     // past gigabytes; the pull starts well before either).
     support::write_random(&lab.path("other-program.bin"), 256 << 20, 9);
     let summary = syncs_of_pull(&lab, &fleet);
-    let text =
-        std::fs::read_to_string(dest.join("final_ckpts/cell299/metrics.json")).expect("pulled");
-    assert!(text.starts_with("{\"cell\": 299,"), "{text}");
+    assert_cell_pulled(&dest, 299);
     assert_eq!(calls(&summary, "syncfs"), 0, "{summary}");
     assert!(calls(&summary, "fsync") >= 300, "each part: {summary}");
 }
@@ -151,11 +158,7 @@ fn inodes_made_and_removed(trace: &str) -> (usize, usize) {
 #[test]
 fn a_pull_makes_one_new_inode_per_small_file() {
     let mut lab = Lab::new();
-    let sshd = lab.start_host("box");
-    let run = sshd.dir.join("workspace/run");
-    write_small(&run, 300);
-    let dest = lab.path("results/box");
-    let fleet = pull_fleet(&lab, &sshd, &run, &dest);
+    let (_sshd, fleet, dest) = a_sweep(&mut lab);
     // A file per thread (-ff), so no call is split across lines as `<unfinished ...>`.
     let traces: PathBuf = lab.path("strace");
     std::fs::create_dir_all(&traces).expect("dir");
@@ -166,9 +169,8 @@ fn a_pull_makes_one_new_inode_per_small_file() {
         &["-ff", "-qq", "-e", calls],
         &traces.join("t"),
     );
+    assert_cell_pulled(&dest, 7);
     let local = dest.join("final_ckpts/cell007/metrics.json");
-    let text = std::fs::read_to_string(&local).expect("pulled");
-    assert!(text.starts_with("{\"cell\": 7,"), "{text}");
     assert!(
         xattr::list(&local).expect("xattrs").next().is_none(),
         "the pulled file carries none of rigwatch's tags"
