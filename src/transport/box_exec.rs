@@ -9,8 +9,9 @@ use tokio::process::Command;
 
 use super::bytes::BytesEnd;
 use super::error::TransportError;
+use super::exec::{ExecLimits, ExecOutput};
 use super::kubectl::{KubectlError, arguments, checked_name, kubectl};
-use super::session::{ExecLimits, ExecOutput, Session};
+use super::session::Session;
 use super::shell::{Attempt, Clock, Helper};
 use crate::config::KubeConfig;
 
@@ -90,7 +91,7 @@ impl BoxExec for OneShell<'_> {
         if let Some(helper) = self.helper().await {
             let (mut stdout, mut cut) = (Vec::new(), false);
             let mut keep = |data: &[u8]| {
-                super::session::keep(&mut stdout, data, limits.max_output, &mut cut);
+                super::exec::keep(&mut stdout, data, limits.max_output, &mut cut);
                 true
             };
             let clock = Clock::Total(limits.timeout);

@@ -10,9 +10,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::error::TransportError;
+use super::exec::{ExecLimits, ExecOutput};
 use super::jumps::Jumps;
 use super::link::{LinkState, SLOW_RTT};
-use super::session::{ConnectOptions, ExecLimits, ExecOutput, Session};
+use super::session::{ConnectOptions, Session};
 use crate::config::ssh::{self, ResolvedHost};
 use crate::config::{FleetConfig, HostConfig, LinkTuning};
 
