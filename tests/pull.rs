@@ -291,7 +291,8 @@ async fn a_box_without_a_working_tar_still_pulls_every_small_file() {
 /// sshd starts the login user's shell for every exec channel and for the SFTP subsystem (a real
 /// box's sftp-server): with conda's block in `~/.bashrc` each start costs ~0.15 s of the box's
 /// CPU. A pull asks everything of one helper shell, so 500 small files and a 64 MiB checkpoint
-/// start two: the helper and sftp-server.
+/// start two: the helper and sftp-server; a host whose last pull had no file too big for tar
+/// starts one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pull_starts_at_most_two_login_shells_on_the_box() {
     let mut lab = Lab::new();
@@ -328,6 +329,28 @@ async fn a_pull_starts_at_most_two_login_shells_on_the_box() {
         "{} login shells: {started:#?}",
         started.len()
     );
+
+    // The run's folder now holds small files only. The pull after the one that saw it so
+    // opens no SFTP channel (sftp-server's shell) unless a file needs it: one shell, as rsync.
+    std::fs::remove_file(run.join("final_ckpts/big.bin")).expect("rm");
+    let small_only = pull_once(&config, Some(&record)).await;
+    std::fs::write(run.join("final_ckpts/extra.json"), b"{\"extra\": 1}\n").expect("write");
+    let before = shells().len();
+    let again = pull_once(&config, Some(&small_only)).await;
+    assert!(again.files.iter().all(|f| f.is_good()), "{again:?}");
+    let extra = dest.join("final_ckpts/extra.json");
+    assert_eq!(std::fs::read(&extra).expect("pulled"), b"{\"extra\": 1}\n");
+    let started = shells().split_off(before);
+    assert_eq!(started.len(), 1, "login shells: {started:#?}");
+    // A checkpoint that appears again still comes, over the channel opened when it is listed.
+    support::write_random(&run.join("final_ckpts/big.bin"), 4 << 20, 4);
+    let back = pull_once(&config, Some(&again)).await;
+    assert!(back.files.iter().all(|f| f.is_good()), "{back:?}");
+    let big = back
+        .files
+        .iter()
+        .find(|f| f.remote_path.ends_with("/big.bin"));
+    assert_eq!(big.map(|f| f.sent), Some(4 << 20), "{back:?}");
 }
 
 /// The box hashes each small file once: the tar batch that carries it hashes it just before

@@ -302,4 +302,20 @@ mod tests {
         assert_eq!((last.id, last.files.len()), (cut, 2));
         assert_eq!(last.unmatched, unmatched);
     }
+
+    #[test]
+    fn a_pull_s_largest_file_is_known_and_none_without_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut ledger = Ledger::open(&dir.path().join("ledger.sqlite")).expect("open");
+        let mut pull = head("a");
+        let big = PulledFile {
+            size: 5 << 30,
+            ..file("/w/ckpt.pt", true)
+        };
+        pull.files = vec![file("/w/a.json", true), big];
+        let id = ledger.record_pull(&pull).expect("record");
+        assert_eq!(ledger.largest_file(id).expect("read"), Some(5 << 30));
+        let empty = ledger.record_pull(&head("a")).expect("record");
+        assert_eq!(ledger.largest_file(empty).expect("read"), None);
+    }
 }

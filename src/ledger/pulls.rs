@@ -83,6 +83,18 @@ impl Ledger {
             .map_err(|e| self.err(e))
     }
 
+    /// The size of the largest file pull `id` recorded (None: it recorded none).
+    pub fn largest_file(&self, id: i64) -> Result<Option<u64>, LedgerError> {
+        self.conn
+            .query_row(
+                "SELECT MAX(size) FROM files WHERE pull_id = ?1",
+                params![id],
+                |r| r.get::<_, Option<i64>>(0),
+            )
+            .map(|size| size.map(|s| u64::try_from(s).unwrap_or(0)))
+            .map_err(|e| self.err(e))
+    }
+
     /// Every pull that ended, newest first, optionally of one host.
     pub fn pulls(&self, host: Option<&str>) -> Result<Vec<PullRecord>, LedgerError> {
         let mut stmt = self

@@ -11,11 +11,15 @@ pub trait Book: Send {
     fn recorded(&mut self, paths: &[&str]) -> Result<Vec<PulledFile>, LedgerError>;
     /// The next records of this pull, in plan order.
     fn write(&mut self, files: &[PulledFile]) -> Result<(), LedgerError>;
+    /// The size of the largest file the last pull recorded (None: no last pull, or it recorded
+    /// no file, or the ledger could not say).
+    fn last_largest(&mut self) -> Option<u64>;
 }
 
 /// Every record kept in memory, the last pull's looked up in its own record.
 pub struct Kept<'a> {
     previous: HashMap<&'a str, Vec<&'a PulledFile>>,
+    largest: Option<u64>,
     pub files: Vec<PulledFile>,
 }
 
@@ -25,8 +29,10 @@ impl<'a> Kept<'a> {
         for f in previous.into_iter().flat_map(|p| &p.files) {
             by_path.entry(f.remote_path.as_str()).or_default().push(f);
         }
+        let largest = previous.and_then(|p| p.files.iter().map(|f| f.size).max());
         Kept {
             previous: by_path,
+            largest,
             files: Vec::new(),
         }
     }
@@ -41,6 +47,10 @@ impl Book for Kept<'_> {
     fn write(&mut self, files: &[PulledFile]) -> Result<(), LedgerError> {
         self.files.extend_from_slice(files);
         Ok(())
+    }
+
+    fn last_largest(&mut self) -> Option<u64> {
+        self.largest
     }
 }
 
@@ -78,5 +88,9 @@ impl Book for Booked<'_> {
             None => *self.id.insert(self.ledger.begin_pull(&self.head)?),
         };
         self.ledger.add_files(id, files)
+    }
+
+    fn last_largest(&mut self) -> Option<u64> {
+        self.ledger.largest_file(self.previous?).ok().flatten()
     }
 }

@@ -259,10 +259,20 @@ pub(super) async fn pull_over<B: BoxExec>(
     let (host, spec) = (job.host, job.spec);
     let started = Utc::now();
     progress.set_stage(Stage::Listing);
-    // The listing does not wait for the channel: a pull of small files never needs it.
+    // The listing does not wait for the channel: a pull of small files never needs it. The
+    // channel is opened beside the listing unless the host's last pull held no file too big
+    // for a tar batch: opening it starts a login shell on the box (sftp-server's; conda's
+    // block costs 0.15 s), so such a pull opens it only once a file needs it.
     let listed = async { tokio::join!(spool_listing(session, host, spec), rtt) };
     let listing_began = Instant::now();
-    let ((spooled, rtt), opened) = alongside(listed, &mut sftp).await;
+    let beside = book
+        .last_largest()
+        .is_none_or(|size| size > super::batch::SMALL);
+    let ((spooled, rtt), opened) = if beside {
+        alongside(listed, &mut sftp).await
+    } else {
+        (listed.await, None)
+    };
     let sftp_ready = opened.is_some();
     if let Some(opened) = opened {
         sftp = Box::pin(std::future::ready(opened));
