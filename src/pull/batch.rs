@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use super::NotCopied;
 use super::copy::{Copied, disk};
 use super::durable;
-use super::local::{Start, part_paths, parts_dir};
+use super::local::{Start, part_paths};
 use super::names::{Words, unescape};
 use super::remote::{HashOutput, RemoteFile, hash_command, parse_hashes};
 use super::restat::{Seen, parse_restat, restat_command};
@@ -191,8 +191,7 @@ fn hashes_and_second_look(stderr: &[u8]) -> (BTreeMap<String, String>, Seen) {
     (hashes, seen)
 }
 
-/// The batch's parts made durable as soon as they are written (`durable` picks the way for
-/// their count), before any counts as copied: their fsyncs overlap the next batches' transfer
+/// The batch's parts made durable as soon as they are written (`durable::sync_paths`), before any counts as copied: their fsyncs overlap the next batches' transfer
 /// instead of all waiting for the chunk's end. A part that could not be synced fails.
 fn make_durable(
     dest: &Path,
@@ -202,9 +201,6 @@ fn make_durable(
     let written: Vec<usize> = (0..landed.len())
         .filter(|&k| matches!(landed[k].1, Some(Ok(_))))
         .collect();
-    if written.is_empty() {
-        return;
-    }
     let parts: Vec<PathBuf> = written
         .iter()
         .map(|&k| part_paths(dest, &locals[k]).0)
@@ -214,21 +210,8 @@ fn make_durable(
         .filter_map(|(_, r)| r.as_ref()?.as_ref().ok())
         .map(|c| c.sent)
         .sum();
-    match durable::how(parts.len(), ours, durable::waiting()) {
-        durable::How::Filesystem => {
-            let whole = parts_dir(dest);
-            if let Err(e) = durable::sync_filesystem(&whole) {
-                let why = NotCopied::from(disk(&whole, e));
-                for k in written {
-                    landed[k].1 = Some(Err(why.clone()));
-                }
-            }
-        }
-        durable::How::EachFile => {
-            for (i, e) in durable::sync_each(&parts) {
-                landed[written[i]].1 = Some(Err(NotCopied::from(disk(&parts[i], e))));
-            }
-        }
+    for (i, path, e) in durable::sync_paths(&parts, ours) {
+        landed[written[i]].1 = Some(Err(NotCopied::from(disk(&path, e))));
     }
 }
 

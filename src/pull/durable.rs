@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Up to this many files or folders are always synced one by one.
@@ -82,44 +82,41 @@ pub(super) fn sync_each(paths: &[PathBuf]) -> Vec<(usize, io::Error)> {
     failed.into_inner().unwrap_or_default()
 }
 
-/// Every write so far to the filesystem holding `dir` made durable (syncfs).
-pub(super) fn sync_filesystem(dir: &std::path::Path) -> io::Result<()> {
-    let dir = std::fs::File::open(dir)?;
-    nix::unistd::syncfs(&dir).map_err(io::Error::from)
+/// Every write so far to the filesystem holding `path` made durable (syncfs).
+fn sync_filesystem(path: &Path) -> io::Result<()> {
+    let file = std::fs::File::open(path)?;
+    nix::unistd::syncfs(&file).map_err(io::Error::from)
 }
 
-/// Makes each folder's renames durable, each folder fsynced or, where there are many and
-/// little else waits, each filesystem they are on synced once; what could not be synced, and
-/// the records whose rename it leaves undurable.
-pub(super) fn sync_folders(
-    folders: HashMap<PathBuf, Vec<usize>>,
-    disk: impl Fn(&std::path::Path, io::Error) -> String,
-) -> Vec<(String, Vec<usize>)> {
+/// `paths` (files or folders, holding `ours` unsynced bytes) made durable by `how`'s way:
+/// each fsynced, or each filesystem they are on synced once. Each path that could not be, by
+/// index, with the path whose sync failed and why.
+pub(super) fn sync_paths(paths: &[PathBuf], ours: u64) -> Vec<(usize, PathBuf, io::Error)> {
     use std::os::unix::fs::MetadataExt;
+    if paths.is_empty() {
+        return Vec::new();
+    }
+    if how(paths.len(), ours, waiting()) == How::EachFile {
+        return sync_each(paths)
+            .into_iter()
+            .map(|(i, e)| (i, paths[i].clone(), e))
+            .collect();
+    }
     let mut failed = Vec::new();
-    if how(folders.len(), 0, waiting()) == How::EachFile {
-        let (paths, which): (Vec<PathBuf>, Vec<Vec<usize>>) = folders.into_iter().unzip();
-        let mut which: Vec<Option<Vec<usize>>> = which.into_iter().map(Some).collect();
-        for (i, e) in sync_each(&paths) {
-            failed.push((disk(&paths[i], e), which[i].take().unwrap_or_default()));
+    let mut by_device: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, path) in paths.iter().enumerate() {
+        match std::fs::metadata(path) {
+            Ok(meta) => by_device.entry(meta.dev()).or_default().push(i),
+            Err(e) => failed.push((i, path.clone(), e)),
         }
-        return failed;
     }
-    let mut by_device: HashMap<u64, (PathBuf, Vec<usize>)> = HashMap::new();
-    for (folder, which) in folders {
-        match std::fs::metadata(&folder) {
-            Ok(meta) => {
-                let entry = by_device
-                    .entry(meta.dev())
-                    .or_insert_with(|| (folder, Vec::new()));
-                entry.1.extend(which);
+    for which in by_device.into_values() {
+        let first = &paths[which[0]];
+        if let Err(e) = sync_filesystem(first) {
+            for i in which {
+                let e = io::Error::new(e.kind(), e.to_string());
+                failed.push((i, first.clone(), e));
             }
-            Err(e) => failed.push((disk(&folder, e), which)),
-        }
-    }
-    for (folder, which) in by_device.into_values() {
-        if let Err(e) = sync_filesystem(&folder) {
-            failed.push((disk(&folder, e), which));
         }
     }
     failed

@@ -133,12 +133,17 @@ pub(super) async fn finish_all(
     // earlier version under the name the ledger is about to record as this one. Once per
     // folder, not per file (a sweep's results are a folder per cell: 10 000 files were 10 000
     // journal commits), and for many folders (`durable`) once per filesystem.
+    let (folders, which): (Vec<PathBuf>, Vec<Vec<usize>>) = renamed_in.into_iter().unzip();
     let synced = tokio::task::spawn_blocking(move || {
-        durable::sync_folders(renamed_in, |path, e| disk(path, e).to_string())
+        let failed = durable::sync_paths(&folders, 0);
+        failed
+            .into_iter()
+            .map(|(i, path, e)| (i, disk(&path, e).to_string()))
+            .collect::<Vec<_>>()
     })
     .await;
-    for (why, which) in synced.unwrap_or_default() {
-        for i in which {
+    for (folder, why) in synced.unwrap_or_default() {
+        for &i in &which[folder] {
             records[i].verified = false;
             records[i].error = Some(why.clone());
         }
