@@ -135,7 +135,11 @@ pub(super) async fn finish_all(
     // journal commits), and for many folders (`durable`) once per filesystem.
     let (folders, which): (Vec<PathBuf>, Vec<Vec<usize>>) = renamed_in.into_iter().unzip();
     let synced = tokio::task::spawn_blocking(move || {
-        let failed = durable::sync_paths(&folders, 0);
+        let folders_alone = durable::Batch {
+            ours: 0,
+            pull_files: 0,
+        };
+        let failed = durable::sync_paths(&folders, folders_alone);
         failed
             .into_iter()
             .map(|(i, path, e)| (i, disk(&path, e).to_string()))
