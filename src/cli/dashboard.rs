@@ -42,7 +42,12 @@ pub async fn live(
         return Ok(ExitCode::from(2));
     }
     // Cost so far and "last seen up" carry over between runs, shared with `status`.
-    let mut runtime = Runtime::live(Pool::start(fleet), fleet, &profiles, "rigwatch dashboard");
+    let mut runtime = Runtime::live(
+        Pool::start_for_pulls(fleet),
+        fleet,
+        &profiles,
+        "rigwatch dashboard",
+    );
     let shown =
         crate::ui::run_terminal(App::new(runtime.is_demo()), &mut runtime, theme, fleet.poll).await;
     let (_, saved) = runtime.shutdown().await;

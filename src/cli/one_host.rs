@@ -39,7 +39,7 @@ pub async fn connect(
         hosts: vec![host.clone()],
         ..fleet.clone()
     };
-    let pool = Pool::start(&one);
+    let pool = Pool::start_for_pulls(&one);
     let states = pool.settle(timeout).await;
     let session = pool.get(&host.name).and_then(|l| l.session());
     match session {

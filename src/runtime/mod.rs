@@ -37,7 +37,7 @@ use crate::fleet::memory::{self, FleetMemory};
 use crate::metrics::Metrics;
 use crate::monitor::feed::{Feed, LinkChanges};
 use crate::readings::Update;
-use crate::transport::{Pool, Session};
+use crate::transport::{Helpers, Pool, Session};
 use jobs::JobMsg;
 
 pub use alerting::Alerting;
@@ -100,6 +100,8 @@ pub struct Runtime {
     jobs: mpsc::Receiver<JobMsg>,
     /// The job each open cluster teardown dialog is about, by cluster.
     job_teardowns: BTreeMap<String, String>,
+    /// When the pool's helper shells start; a reload's pool starts them the same way.
+    helpers: Helpers,
 }
 
 fn interval(every: Duration) -> Interval {
@@ -112,6 +114,7 @@ impl Runtime {
     /// The live fleet on `pool`: cost and last-seen taken from the last run (shared with
     /// `status`), alerts as `what` ("rigwatch watch") delivers them.
     pub fn live(pool: Pool, fleet: &FleetConfig, profiles: &[Profile], what: &str) -> Runtime {
+        let helpers = pool.helpers();
         let Live {
             state,
             source,
@@ -138,6 +141,7 @@ impl Runtime {
             save: interval(SAVE_EVERY),
             memory,
             metrics: None,
+            helpers,
         }
     }
 
@@ -161,6 +165,7 @@ impl Runtime {
             alerting: Alerting::demo(group_wait),
             memory: None,
             metrics: None,
+            helpers: Helpers::OnDemand,
         }
     }
 
@@ -340,7 +345,7 @@ impl Runtime {
     /// remembered, and alert states carry over (a reload is no reason to fire again).
     pub async fn reload(&mut self, fleet: &FleetConfig, profiles: &[Profile]) {
         let saved = self.save_memory();
-        let next = Live::start(Pool::start(fleet), fleet, profiles);
+        let next = Live::start(Pool::start_with(fleet, self.helpers), fleet, profiles);
         let old = std::mem::replace(&mut self.source, next.source);
         self.state = next.state;
         self.updates = next.updates;

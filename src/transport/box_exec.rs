@@ -3,6 +3,7 @@
 //! over exec and the teardown guard's currentness look are the same code for both.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::process::Command;
@@ -52,13 +53,12 @@ impl BoxExec for Session {
     }
 }
 
-/// A box's commands for one pull or check, asked of one helper shell on `session` (see
-/// `shell`: sshd starts the login shell once, not once per command), started at the first
-/// command. A command goes to a channel of its own only where the helper could not be started
-/// or had ended before the command began.
+/// A box's commands for one pull or check, asked of the connection's helper shell (see
+/// `shell`: sshd starts the login shell once per connection, not once per command or pull). A
+/// command goes to a channel of its own only where the helper could not be started or had
+/// ended before the command began.
 pub struct OneShell<'a> {
     session: &'a Session,
-    helper: tokio::sync::OnceCell<Option<Helper>>,
 }
 
 /// Stderr a streamed command keeps for its message.
@@ -66,15 +66,11 @@ const STDERR_KEPT: usize = 4096;
 
 impl<'a> OneShell<'a> {
     pub fn new(session: &'a Session) -> OneShell<'a> {
-        OneShell {
-            session,
-            helper: tokio::sync::OnceCell::new(),
-        }
+        OneShell { session }
     }
 
-    async fn helper(&self) -> Option<&Helper> {
-        let started = self.helper.get_or_init(|| Helper::start(self.session));
-        started.await.as_ref().filter(|h| !h.ended())
+    async fn helper(&self) -> Option<Arc<Helper>> {
+        self.session.helper().await
     }
 
     /// A failure the link explains is said as the link's.

@@ -30,7 +30,7 @@ pub use exec::{ExecLimits, ExecOutput};
 pub use jumps::Jumps;
 pub use link::{LinkState, SLOW_RTT};
 pub use openssh::Handover;
-pub use pool::{HostLink, Pool, backoff};
+pub use pool::{Helpers, HostLink, Pool, backoff};
 pub use session::{ConnectOptions, Session, WINDOW_BYTES};
 pub use sftp::SftpChannel;
 pub use stream::{LineSplitter, STREAM_QUEUE, StreamEvent, StreamInput};

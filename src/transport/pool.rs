@@ -79,6 +79,16 @@ pub struct Pool {
     links: Vec<HostLink>,
     /// When the first connects began: what a host still connecting has been given.
     started: Instant,
+    helpers: Helpers,
+}
+
+/// When a connection's helper shell (`shell`) starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Helpers {
+    /// At the first command that needs it.
+    OnDemand,
+    /// As the connection opens, for hosts with a pull section.
+    Warm,
 }
 
 impl Drop for Pool {
@@ -92,6 +102,22 @@ impl Drop for Pool {
 impl Pool {
     /// Starts one supervisor per host; must be called inside a tokio runtime.
     pub fn start(fleet: &FleetConfig) -> Pool {
+        Pool::start_with(fleet, Helpers::OnDemand)
+    }
+
+    /// As `start`, for a front end that pulls or tears down: each host with a pull section
+    /// starts its helper shell as soon as it connects (`Session::warm_helper`), so pressing
+    /// `p` does not wait for the box's login shell. Monitoring alone never starts one.
+    pub fn start_for_pulls(fleet: &FleetConfig) -> Pool {
+        Pool::start_with(fleet, Helpers::Warm)
+    }
+
+    /// Whether this pool warms helper shells (a reload starts its successor the same way).
+    pub fn helpers(&self) -> Helpers {
+        self.helpers
+    }
+
+    pub fn start_with(fleet: &FleetConfig, helpers: Helpers) -> Pool {
         // One per pool: every host behind a jump host shares one connection to it.
         let jumps = Arc::new(Jumps::default());
         let links = fleet
@@ -103,6 +129,7 @@ impl Pool {
                 let (state_tx, state) = watch::channel(LinkState::Connecting { attempt: 0 });
                 let (session_tx, session) = watch::channel(None);
                 let supervisor = Supervisor {
+                    warm: helpers == Helpers::Warm && host.pull.is_some(),
                     host: host.clone(),
                     ssh_config: fleet.ssh_config.clone(),
                     known_hosts: fleet.known_hosts.clone(),
@@ -130,6 +157,7 @@ impl Pool {
         Pool {
             links,
             started: Instant::now(),
+            helpers,
         }
     }
 
@@ -198,6 +226,8 @@ impl Pool {
 }
 
 struct Supervisor {
+    /// Start the connection's helper shell as soon as it is up.
+    warm: bool,
     host: HostConfig,
     ssh_config: Option<PathBuf>,
     known_hosts: Option<PathBuf>,
@@ -290,6 +320,9 @@ impl Supervisor {
     /// Publishes the session and watches it until it is lost; returns why.
     async fn hold(&self, session: Arc<Session>) -> String {
         let since = Utc::now();
+        if self.warm {
+            session.warm_helper();
+        }
         let ping_timeout = self.ping_every.max(SLOW_RTT);
         // The first answers after login wait on sshd's own start-up traffic (its non-interactive
         // socket is not TCP_NODELAY, so a reply can sit behind a delayed ACK: 40 ms on

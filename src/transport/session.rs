@@ -15,6 +15,7 @@ use super::error::TransportError;
 use super::handler::ClientHandler;
 use super::jumps::Jumps;
 use super::known_hosts;
+use super::shell::{Helper, SharedHelper};
 use crate::config::ssh::ResolvedHost;
 
 /// A per-channel SSH window well above OpenSSH's fixed 2 MiB, so bulk reads are not capped at
@@ -48,6 +49,7 @@ pub struct Session {
     slots: Arc<Semaphore>,
     /// The jump host's name and its shared connection, kept alive while this one uses it.
     jump: Option<(String, Arc<Session>)>,
+    helper: SharedHelper,
 }
 
 /// How long a lost connection behind a jump host waits to see whether the jump host's own
@@ -193,7 +195,23 @@ impl Session {
             refusals,
             slots: Arc::new(Semaphore::new(opts.max_sessions.max(1) as usize)),
             jump,
+            helper: SharedHelper::default(),
         })
+    }
+
+    /// The shell on the box this connection's commands share (`shell`), started now if it is
+    /// not running; None where the box refuses one.
+    pub(super) async fn helper(&self) -> Option<Arc<Helper>> {
+        self.helper.get(self).await
+    }
+
+    /// Starts the shared shell now, in the background, so the first pull or look at the box
+    /// does not wait for the box's login shell (conda's block: 0.15–0.26 s of its CPU).
+    pub fn warm_helper(self: &Arc<Self>) {
+        let session = Arc::clone(self);
+        tokio::spawn(async move {
+            let _ = session.helper().await;
+        });
     }
 
     /// Why the connection ended, once it has; a lost jump host is named as the cause.

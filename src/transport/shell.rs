@@ -9,6 +9,8 @@
 //! long-lived streams pay the shell once per connection the same way.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use memchr::memmem::Finder;
@@ -30,6 +32,44 @@ const REPLIES: usize = 16;
 pub(super) struct Helper {
     requests: mpsc::Sender<Request>,
     marker: String,
+    /// A command ran past its clock or was stopped: it may still be running, and every later
+    /// command would wait behind it, so the connection starts a new helper for those.
+    retired: AtomicBool,
+}
+
+/// A connection's helper, shared by every pull, check and look at the box over it: started by
+/// the first command (or `Session::warm_helper` as the connection opens), kept while it lives,
+/// and started again once it has ended or was retired. A box that refuses `exec sh` is asked
+/// once per connection.
+#[derive(Default)]
+pub(super) struct SharedHelper {
+    state: tokio::sync::Mutex<Started>,
+}
+
+#[derive(Default)]
+enum Started {
+    #[default]
+    NotYet,
+    Refused,
+    Running(Arc<Helper>),
+}
+
+impl SharedHelper {
+    /// The live helper, started now if there is none; None where the box refused one.
+    pub(super) async fn get(&self, session: &Session) -> Option<Arc<Helper>> {
+        let mut state = self.state.lock().await;
+        match &*state {
+            Started::Refused => return None,
+            Started::Running(helper) if !helper.ended() => return Some(Arc::clone(helper)),
+            Started::Running(_) | Started::NotYet => {}
+        }
+        let started = Helper::start(session).await.map(Arc::new);
+        *state = match &started {
+            Some(helper) => Started::Running(Arc::clone(helper)),
+            None => Started::Refused,
+        };
+        started
+    }
 }
 
 struct Request {
@@ -152,7 +192,11 @@ impl Helper {
                 }
             }
         });
-        let helper = Helper { requests, marker };
+        let helper = Helper {
+            requests,
+            marker,
+            retired: AtomicBool::new(false),
+        };
         // Whatever the login shell prints before the first command (a banner) is this no-op's.
         let (discard, _) = mpsc::channel(1);
         let script = helper.script(":");
@@ -165,7 +209,7 @@ impl Helper {
     }
 
     pub(super) fn ended(&self) -> bool {
-        self.requests.is_closed()
+        self.requests.is_closed() || self.retired.load(Ordering::Relaxed)
     }
 
     /// The text written to the shell for `command`.
@@ -206,6 +250,7 @@ impl Helper {
             let next = match deadline {
                 None => rx.recv().await,
                 Some(at) => tokio::time::timeout_at(at, rx.recv()).await.map_err(|_| {
+                    self.retired.store(true, Ordering::Relaxed);
                     Attempt::Failed(TransportError::Timeout {
                         stage,
                         after: limit,
@@ -227,6 +272,7 @@ impl Helper {
                         deadline = Some(Instant::now() + idle);
                     }
                     if !out(&data) {
+                        self.retired.store(true, Ordering::Relaxed);
                         ran.stopped = true;
                         return Ok(ran);
                     }

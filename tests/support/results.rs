@@ -56,7 +56,7 @@ pub fn write_cells(dir: &Path, count: usize, per_folder: usize) {
 /// pull in the tests and benches starts from.
 pub async fn box_to_pull(config: &FleetConfig) -> (Pool, Arc<Session>, PullConfig) {
     let spec = config.hosts[0].pull.clone().expect("pull config");
-    let pool = Pool::start(config);
+    let pool = Pool::start_for_pulls(config);
     pool.settle(Duration::from_secs(30)).await;
     let session = pool.get("box").and_then(|l| l.session()).expect("session");
     (pool, session, spec)
