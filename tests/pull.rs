@@ -298,13 +298,7 @@ async fn a_pull_starts_at_most_two_login_shells_on_the_box() {
     let mut lab = Lab::new();
     let mut sshd = lab.start_host("box");
     sshd.external_sftp();
-    let log = sshd.home().join("shells.log");
-    // One write per shell (its command's first line), so shells started at once never mix.
-    let rc = format!(
-        "s=${{BASH_EXECUTION_STRING:-login}}; printf '%.60s\\n' \"${{s%%$'\\n'*}}\" >> {}\n",
-        log.display()
-    );
-    std::fs::write(sshd.home().join(".bashrc"), rc).expect("bashrc");
+    let log = sshd.log_login_shells();
     let run = sshd.dir.join("workspace/run");
     support::write_random(&run.join("final_ckpts/big.bin"), 64 << 20, 3);
     write_small(&run, 499);

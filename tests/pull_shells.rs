@@ -20,13 +20,7 @@ const SETTLE: Duration = Duration::from_secs(30);
 /// A box whose login shell logs the first line of what it was started for, and its fleet.
 fn logging_box(lab: &mut Lab) -> (support::Sshd, PathBuf, PathBuf) {
     let sshd = lab.start_host("box");
-    let log = sshd.home().join("shells.log");
-    // One write per shell (its command's first line), so shells started at once never mix.
-    let rc = format!(
-        "s=${{BASH_EXECUTION_STRING:-login}}; printf '%.60s\\n' \"${{s%%$'\\n'*}}\" >> {}\n",
-        log.display()
-    );
-    std::fs::write(sshd.home().join(".bashrc"), rc).expect("bashrc");
+    let log = sshd.log_login_shells();
     let run = sshd.dir.join("workspace/run");
     write_small(&run, 40);
     let dest = lab.path("results/box");

@@ -252,6 +252,19 @@ impl Sshd {
         self.dir.join("home")
     }
 
+    /// Gives this box's login user a `~/.bashrc` that logs every shell sshd starts, one line
+    /// each: the first line of its command (`login` for an interactive one), at most 60 bytes,
+    /// in one write so shells started at once never mix. Returns the log's path.
+    pub fn log_login_shells(&self) -> PathBuf {
+        let log = self.home().join("shells.log");
+        let rc = format!(
+            "s=${{BASH_EXECUTION_STRING:-login}}; printf '%.60s\\n' \"${{s%%$'\\n'*}}\" >> {}\n",
+            log.display()
+        );
+        std::fs::write(self.home().join(".bashrc"), rc).expect("bashrc");
+        log
+    }
+
     /// Gives this box's login user a `~/.bashrc` that costs what `conda init`'s block does at
     /// every shell sshd starts (~0.15 s of CPU: a bounded busy loop sized on this machine; Debian's
     /// bash reads it for commands sshd runs too). Returns the seconds one start took here.
