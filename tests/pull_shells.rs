@@ -91,6 +91,39 @@ async fn a_pool_that_pulls_starts_the_helper_as_the_host_connects_and_watching_s
     assert_eq!(helpers(&log), 1, "no helper started as the host connected");
 }
 
+/// A box without SFTP sends each checkpoint as a `tail` stream on the helper, which the copy
+/// stops at the file's last listed byte: the command ends then, so the helper serves the next
+/// file instead of being replaced (a login shell per file).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoints_from_a_box_without_sftp_share_one_helper_shell() {
+    let mut lab = Lab::new();
+    let (mut sshd, fleet, log) = logging_box(&mut lab);
+    sshd.without_sftp();
+    let run = sshd.dir.join("workspace/run");
+    for i in 0..3 {
+        let ckpt = run.join(format!("final_ckpts/ckpt{i}.bin"));
+        support::write_random(&ckpt, 2 << 20, i);
+    }
+    let config = fleet::load(&fleet).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let record = pull(
+        &session,
+        &PullJob::of("box", &spec, None),
+        Arc::new(Progress::default()),
+    )
+    .await
+    .expect("pull");
+    pool.shutdown().await;
+    assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
+    let ckpts = record
+        .files
+        .iter()
+        .filter(|f| f.remote_path.ends_with(".bin"));
+    assert_eq!(ckpts.map(|f| f.sent).sum::<u64>(), 3 * (2 << 20));
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(helpers(&log), 1, "login shells:\n{log_text}");
+}
+
 /// A command that runs past its clock leaves the shared helper: the next command gets a new
 /// one at once instead of waiting behind the one still running on the box.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

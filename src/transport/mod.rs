@@ -9,6 +9,7 @@ mod budget;
 mod bytes;
 mod error;
 mod exec;
+mod framer;
 mod handler;
 mod jumps;
 pub mod known_hosts;

@@ -5,8 +5,9 @@
 //! Here one channel runs `exec sh`, which reads commands from its stdin as they are written (no
 //! round trip between them). Each runs in a subshell with stdin from /dev/null, then prints a
 //! line with a per-run nonce on stdout (with the exit status) and on stderr: those lines split
-//! the two streams back into one reply per command, in the order they were sent. The probe's
-//! long-lived streams pay the shell once per connection the same way.
+//! the two streams back into one reply per command, in the order they were sent (`framer`).
+//! The connection keeps its helper for every pull and check over it (`SharedHelper`), as the
+//! probe's long-lived streams pay the shell once per connection.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -20,12 +21,15 @@ use tokio::time::Instant;
 
 use super::budget::Budget;
 use super::error::TransportError;
+use super::framer::{Framer, Piece};
 use super::session::Session;
 
 /// How long starting the helper may take before its commands go to channels of their own.
 const START: Duration = Duration::from_secs(20);
 /// Replies queued per command: the helper waits for a slow reader, as an exec channel does.
 const REPLIES: usize = 16;
+/// How long a command stopped by its reader may take to end before the helper is retired.
+const STOPPED_GRACE: Duration = Duration::from_secs(2);
 
 /// A running `exec sh` on its own channel, owned by a task; dropping this ends its stdin, and
 /// the shell with it.
@@ -63,6 +67,10 @@ impl SharedHelper {
             Started::Running(helper) if !helper.ended() => return Some(Arc::clone(helper)),
             Started::Running(_) | Started::NotYet => {}
         }
+        // An ended or retired helper is let go first: that ends its shell's stdin, so its
+        // channel (one of the connection's MaxSessions slots) closes once its last command
+        // has, and the new helper may need that slot.
+        *state = Started::NotYet;
         let started = Helper::start(session).await.map(Arc::new);
         *state = match &started {
             Some(helper) => Started::Running(Arc::clone(helper)),
@@ -104,6 +112,15 @@ pub(super) struct Ran {
     pub stderr_cut: bool,
     /// `out` asked to stop; the rest of its output is thrown away as it comes.
     pub stopped: bool,
+}
+
+impl Ran {
+    /// A piece of stderr, kept up to `cap` bytes in all.
+    fn keep_stderr(&mut self, data: &[u8], cap: usize) {
+        let room = cap.saturating_sub(self.stderr.len());
+        self.stderr_cut |= data.len() > room;
+        self.stderr.extend_from_slice(&data[..data.len().min(room)]);
+    }
 }
 
 /// Why a command did not run to its end.
@@ -272,21 +289,47 @@ impl Helper {
                         deadline = Some(Instant::now() + idle);
                     }
                     if !out(&data) {
-                        self.retired.store(true, Ordering::Relaxed);
                         ran.stopped = true;
+                        self.drain(&mut rx, &mut ran, err_cap, out_done, err_done)
+                            .await;
                         return Ok(ran);
                     }
                 }
-                Some(Reply::Err(data)) => {
-                    let room = err_cap.saturating_sub(ran.stderr.len());
-                    ran.stderr_cut |= data.len() > room;
-                    ran.stderr.extend_from_slice(&data[..data.len().min(room)]);
-                }
+                Some(Reply::Err(data)) => ran.keep_stderr(&data, err_cap),
                 Some(Reply::OutEnd(status)) => (ran.status, out_done) = (status, true),
                 Some(Reply::ErrEnd) => err_done = true,
             }
         }
         Ok(ran)
+    }
+}
+
+impl Helper {
+    /// After `out` stopped a command: its output thrown away until it ends. A copy stops at
+    /// its last listed byte and its command ends at once, so the helper serves the next; one
+    /// still running after `STOPPED_GRACE` (a listing past its cap) would hold every later
+    /// command behind it, so the helper is retired.
+    async fn drain(
+        &self,
+        rx: &mut mpsc::Receiver<Reply>,
+        ran: &mut Ran,
+        err_cap: usize,
+        mut out_done: bool,
+        mut err_done: bool,
+    ) {
+        let until = Instant::now() + STOPPED_GRACE;
+        while !(out_done && err_done) {
+            match tokio::time::timeout_at(until, rx.recv()).await {
+                Ok(Some(Reply::Err(data))) => ran.keep_stderr(&data, err_cap),
+                Ok(Some(Reply::OutEnd(status))) => (ran.status, out_done) = (status, true),
+                Ok(Some(Reply::ErrEnd)) => err_done = true,
+                Ok(Some(Reply::Started | Reply::Out(_))) => {}
+                Ok(None) | Err(_) => {
+                    self.retired.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
     }
 }
 
@@ -314,106 +357,6 @@ async fn route(piece: Piece, queue: &mut VecDeque<mpsc::Sender<Reply>>, stdout: 
             if let Some(next) = queue.front() {
                 let _ = next.send(Reply::Started).await;
             }
-        }
-    }
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum Piece {
-    Data(Vec<u8>),
-    /// The end line's word (the exit status on stdout).
-    End(Vec<u8>),
-}
-
-/// Splits one stream at its end lines (`marker`, a word, a newline), holding back only what
-/// could be the start of a marker cut between two pieces.
-struct Framer {
-    finder: Finder<'static>,
-    held: Vec<u8>,
-}
-
-impl Framer {
-    fn new(finder: Finder<'static>) -> Framer {
-        Framer {
-            finder,
-            held: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, data: &[u8]) -> Vec<Piece> {
-        self.held.extend_from_slice(data);
-        let len = self.finder.needle().len();
-        let mut pieces = Vec::new();
-        loop {
-            let Some(at) = self.finder.find(&self.held) else {
-                let keep = self.held.len().min(len - 1);
-                let free = self.held.len() - keep;
-                if free > 0 {
-                    pieces.push(Piece::Data(self.held.drain(..free).collect()));
-                }
-                return pieces;
-            };
-            if at > 0 {
-                pieces.push(Piece::Data(self.held.drain(..at).collect()));
-            }
-            let Some(nl) = self.held[len..].iter().position(|b| *b == b'\n') else {
-                return pieces;
-            };
-            let word = self.held[len..len + nl].to_vec();
-            self.held.drain(..len + nl + 1);
-            pieces.push(Piece::End(word));
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn data(s: &str) -> Piece {
-        Piece::Data(s.as_bytes().to_vec())
-    }
-
-    #[test]
-    fn end_lines_split_the_stream_wherever_the_pieces_are_cut() {
-        let stream = b"listing\0a\0@m:0\n@m:1\ntar\nbytes@m@m:2\n";
-        let whole = {
-            let mut f = Framer::new(Finder::new(b"@m:").into_owned());
-            f.push(stream)
-        };
-        assert_eq!(
-            whole,
-            vec![
-                data("listing\0a\0"),
-                Piece::End(b"0".to_vec()),
-                Piece::End(b"1".to_vec()),
-                data("tar\nbytes@m"),
-                Piece::End(b"2".to_vec()),
-            ]
-        );
-        // Cut at every place: the same commands get the same bytes and ends.
-        for cut in 0..stream.len() {
-            let mut f = Framer::new(Finder::new(b"@m:").into_owned());
-            let mut got = f.push(&stream[..cut]);
-            got.extend(f.push(&stream[cut..]));
-            let (mut bytes, mut ends) = (Vec::new(), Vec::new());
-            for p in got {
-                match p {
-                    Piece::Data(d) => bytes.extend(d),
-                    Piece::End(w) => {
-                        ends.push((bytes.len(), w));
-                    }
-                }
-            }
-            assert_eq!(bytes, b"listing\0a\0tar\nbytes@m", "cut at {cut}");
-            assert_eq!(
-                ends,
-                vec![
-                    (10, b"0".to_vec()),
-                    (10, b"1".to_vec()),
-                    (21, b"2".to_vec())
-                ]
-            );
         }
     }
 }
