@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rigwatch::config::fleet;
+use rigwatch::config::{PullConfig, fleet};
+use rigwatch::ledger::PullRecord;
 use rigwatch::pull::{Progress, PullJob, pull};
-use rigwatch::transport::{BoxExec, ExecLimits, OneShell, Pool, TransportError};
+use rigwatch::transport::{BoxExec, ExecLimits, OneShell, Pool, Session, TransportError};
 use support::Lab;
 use support::results::{box_to_pull, pull_fleet, write_small};
 
@@ -37,6 +38,18 @@ fn helpers(log: &Path) -> usize {
         .count()
 }
 
+/// One pull of "box" over `session`, against `previous`.
+async fn pull_over(
+    session: &Session,
+    spec: &PullConfig,
+    previous: Option<&PullRecord>,
+) -> PullRecord {
+    let job = PullJob::of("box", spec, previous);
+    pull(session, &job, Arc::new(Progress::default()))
+        .await
+        .expect("pull")
+}
+
 /// Two pulls over one connection (the dashboard's `p` pressed twice) start the box's login
 /// shell for their commands once: the helper lives as long as the connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -45,21 +58,9 @@ async fn two_pulls_on_one_connection_start_its_helper_shell_once() {
     let (_sshd, fleet, log) = logging_box(&mut lab);
     let config = fleet::load(&fleet).expect("fleet");
     let (pool, session, spec) = box_to_pull(&config).await;
-    let first = pull(
-        &session,
-        &PullJob::of("box", &spec, None),
-        Arc::new(Progress::default()),
-    )
-    .await
-    .expect("pull");
+    let first = pull_over(&session, &spec, None).await;
     assert!(first.files.iter().all(|f| f.is_good()), "{first:?}");
-    let again = pull(
-        &session,
-        &PullJob::of("box", &spec, Some(&first)),
-        Arc::new(Progress::default()),
-    )
-    .await
-    .expect("pull");
+    let again = pull_over(&session, &spec, Some(&first)).await;
     assert!(again.files.iter().all(|f| f.is_good()), "{again:?}");
     pool.shutdown().await;
     let log_text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -106,13 +107,7 @@ async fn checkpoints_from_a_box_without_sftp_share_one_helper_shell() {
     }
     let config = fleet::load(&fleet).expect("fleet");
     let (pool, session, spec) = box_to_pull(&config).await;
-    let record = pull(
-        &session,
-        &PullJob::of("box", &spec, None),
-        Arc::new(Progress::default()),
-    )
-    .await
-    .expect("pull");
+    let record = pull_over(&session, &spec, None).await;
     pool.shutdown().await;
     assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
     let ckpts = record
