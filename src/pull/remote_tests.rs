@@ -413,6 +413,20 @@ fn a_command_never_grows_with_the_box() {
         .map(|c| parse_resolved(&sh(c).0).len())
         .sum();
     assert_eq!(records, 2000);
+    // Many short names: the command's own text around each is most of it.
+    let short: Vec<PendingLink> = (0..20_000)
+        .map(|i| PendingLink {
+            path: format!("/l/{i}"),
+            ..links[0].clone()
+        })
+        .collect();
+    for command in resolve_commands(&short) {
+        assert!(
+            command.len() <= crate::pull::names::COMMAND_BYTES,
+            "{} bytes",
+            command.len()
+        );
+    }
     let names: Vec<String> = (0..200).map(long).collect();
     let batches = crate::pull::names::batches(&names, String::as_str, 200, 2);
     assert!(batches.len() > 1);
