@@ -38,6 +38,12 @@ fn helpers(log: &Path) -> usize {
         .count()
 }
 
+/// The box started `n` helper shells, its log shown where it did not.
+fn assert_helpers(log: &Path, n: usize) {
+    let log_text = std::fs::read_to_string(log).unwrap_or_default();
+    assert_eq!(helpers(log), n, "login shells:\n{log_text}");
+}
+
 /// One pull of "box" over `session`, against `previous`.
 async fn pull_over(
     session: &Session,
@@ -63,8 +69,7 @@ async fn two_pulls_on_one_connection_start_its_helper_shell_once() {
     let again = pull_over(&session, &spec, Some(&first)).await;
     assert!(again.files.iter().all(|f| f.is_good()), "{again:?}");
     pool.shutdown().await;
-    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(helpers(&log), 1, "login shells:\n{log_text}");
+    assert_helpers(&log, 1);
 }
 
 /// A front end that pulls starts each pull host's helper as the host connects, so `p` does not
@@ -115,8 +120,7 @@ async fn checkpoints_from_a_box_without_sftp_share_one_helper_shell() {
         .iter()
         .filter(|f| f.remote_path.ends_with(".bin"));
     assert_eq!(ckpts.map(|f| f.sent).sum::<u64>(), 3 * (2 << 20));
-    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(helpers(&log), 1, "login shells:\n{log_text}");
+    assert_helpers(&log, 1);
 }
 
 /// A command that runs past its clock leaves the shared helper: the next command gets a new
