@@ -117,6 +117,8 @@ impl Pool {
         self.helpers
     }
 
+    /// Starts one supervisor per host, whose connection starts its helper shell as `helpers`
+    /// says.
     pub fn start_with(fleet: &FleetConfig, helpers: Helpers) -> Pool {
         // One per pool: every host behind a jump host shares one connection to it.
         let jumps = Arc::new(Jumps::default());

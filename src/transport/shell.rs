@@ -36,8 +36,9 @@ const STOPPED_GRACE: Duration = Duration::from_secs(2);
 pub(super) struct Helper {
     requests: mpsc::Sender<Request>,
     marker: String,
-    /// A command ran past its clock or was stopped: it may still be running, and every later
-    /// command would wait behind it, so the connection starts a new helper for those.
+    /// A command ran past its clock, or its reader stopped it and it went on past
+    /// `STOPPED_GRACE`: it may still be running, and every later command would wait behind it,
+    /// so the connection starts a new helper for those.
     retired: AtomicBool,
 }
 
@@ -266,15 +267,24 @@ impl Helper {
         while !(out_done && err_done) {
             let next = match deadline {
                 None => rx.recv().await,
-                Some(at) => tokio::time::timeout_at(at, rx.recv()).await.map_err(|_| {
-                    self.retired.store(true, Ordering::Relaxed);
-                    Attempt::Failed(TransportError::Timeout {
-                        stage,
-                        after: limit,
-                    })
-                })?,
+                Some(at) => match tokio::time::timeout_at(at, rx.recv()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        // Still running: every later command would wait behind it.
+                        self.retired.store(true, Ordering::Relaxed);
+                        if ran.stopped {
+                            return Ok(ran);
+                        }
+                        let after = limit;
+                        return Err(Attempt::Failed(TransportError::Timeout { stage, after }));
+                    }
+                },
             };
             match next {
+                None if ran.stopped => {
+                    self.retired.store(true, Ordering::Relaxed);
+                    return Ok(ran);
+                }
                 None if started => {
                     let why = "the box's shell ended mid-command".to_string();
                     return Err(Attempt::Failed(TransportError::Disconnected(why)));
@@ -284,15 +294,18 @@ impl Helper {
                     started = true;
                     deadline = Some(Instant::now() + limit);
                 }
+                // Stopped: its output is thrown away until it ends.
+                Some(Reply::Out(_)) if ran.stopped => {}
                 Some(Reply::Out(data)) => {
                     if let Clock::Idle(idle) = clock {
                         deadline = Some(Instant::now() + idle);
                     }
                     if !out(&data) {
+                        // A copy stops at its last listed byte and its command ends at once,
+                        // so the helper serves the next; one still running after
+                        // `STOPPED_GRACE` (a listing past its cap) retires it.
                         ran.stopped = true;
-                        self.drain(&mut rx, &mut ran, err_cap, out_done, err_done)
-                            .await;
-                        return Ok(ran);
+                        deadline = Some(Instant::now() + STOPPED_GRACE);
                     }
                 }
                 Some(Reply::Err(data)) => ran.keep_stderr(&data, err_cap),
@@ -301,35 +314,6 @@ impl Helper {
             }
         }
         Ok(ran)
-    }
-}
-
-impl Helper {
-    /// After `out` stopped a command: its output thrown away until it ends. A copy stops at
-    /// its last listed byte and its command ends at once, so the helper serves the next; one
-    /// still running after `STOPPED_GRACE` (a listing past its cap) would hold every later
-    /// command behind it, so the helper is retired.
-    async fn drain(
-        &self,
-        rx: &mut mpsc::Receiver<Reply>,
-        ran: &mut Ran,
-        err_cap: usize,
-        mut out_done: bool,
-        mut err_done: bool,
-    ) {
-        let until = Instant::now() + STOPPED_GRACE;
-        while !(out_done && err_done) {
-            match tokio::time::timeout_at(until, rx.recv()).await {
-                Ok(Some(Reply::Err(data))) => ran.keep_stderr(&data, err_cap),
-                Ok(Some(Reply::OutEnd(status))) => (ran.status, out_done) = (status, true),
-                Ok(Some(Reply::ErrEnd)) => err_done = true,
-                Ok(Some(Reply::Started | Reply::Out(_))) => {}
-                Ok(None) | Err(_) => {
-                    self.retired.store(true, Ordering::Relaxed);
-                    return;
-                }
-            }
-        }
     }
 }
 
