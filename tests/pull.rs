@@ -15,7 +15,7 @@ use rigwatch::pull::local::{part_paths, sha256_file};
 use rigwatch::pull::{Progress, PullJob, pull};
 use rigwatch::transport::Pool;
 use support::Lab;
-use support::results::{box_to_pull, pull_fleet, write_small};
+use support::results::{box_to_pull, pull_fleet, pull_on, write_small};
 
 const BIG: u64 = 1 << 30;
 
@@ -25,13 +25,7 @@ async fn pull_once(
     previous: Option<&rigwatch::ledger::PullRecord>,
 ) -> rigwatch::ledger::PullRecord {
     let (pool, session, spec) = box_to_pull(config).await;
-    let record = pull(
-        &session,
-        &PullJob::of("box", &spec, previous),
-        Arc::new(Progress::default()),
-    )
-    .await
-    .expect("pull");
+    let record = pull_on(&session, &spec, previous).await;
     pool.shutdown().await;
     record
 }
@@ -290,9 +284,11 @@ async fn a_box_without_a_working_tar_still_pulls_every_small_file() {
 
 /// sshd starts the login user's shell for every exec channel and for the SFTP subsystem (a real
 /// box's sftp-server): with conda's block in `~/.bashrc` each start costs ~0.15 s of the box's
-/// CPU. A pull asks everything of one helper shell, so 500 small files and a 64 MiB checkpoint
-/// start two: the helper and sftp-server; a host whose last pull had no file too big for tar
-/// starts one.
+/// CPU. A connection asks everything of one helper shell and keeps one SFTP channel, so 500
+/// small files and a 64 MiB checkpoint start two (the helper and sftp-server), and a second
+/// pull over the same connection starts none. A connection that opened no SFTP channel (one
+/// that does not pull as it connects) opens none for a host whose last pull had no file too
+/// big for tar: one shell, as rsync.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pull_starts_at_most_two_login_shells_on_the_box() {
     let mut lab = Lab::new();
@@ -312,33 +308,48 @@ async fn a_pull_starts_at_most_two_login_shells_on_the_box() {
             .map(String::from)
             .collect::<Vec<_>>()
     };
-    // Connecting starts no shell: every one counted from here is the pull's.
-    let before = shells().len();
-    let record = pull_once(&config, None).await;
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let record = pull_on(&session, &spec, None).await;
     assert_eq!(record.files.len(), 501);
     assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
-    let started = shells().split_off(before);
+    let started = shells();
     assert!(
         !started.is_empty() && started.len() <= 2,
         "{} login shells: {started:#?}",
         started.len()
     );
+    // The same connection's next pull, of a checkpoint written again, starts none.
+    support::write_random(&run.join("final_ckpts/big.bin"), 4 << 20, 5);
+    let again = pull_on(&session, &spec, Some(&record)).await;
+    assert!(again.files.iter().all(|f| f.is_good()), "{again:?}");
+    assert_eq!(shells(), started, "the second pull started a shell");
+    pool.shutdown().await;
 
-    // The run's folder now holds small files only. The pull after the one that saw it so
-    // opens no SFTP channel (sftp-server's shell) unless a file needs it: one shell, as rsync.
+    // The run's folder now holds small files only. Over a connection that opened no SFTP
+    // channel, the pull after the one that saw it opens none unless a file needs it.
     std::fs::remove_file(run.join("final_ckpts/big.bin")).expect("rm");
-    let small_only = pull_once(&config, Some(&record)).await;
+    let watching = Pool::start(&config);
+    watching.settle(Duration::from_secs(30)).await;
+    let session = watching
+        .get("box")
+        .and_then(|l| l.session())
+        .expect("session");
+    let small_only = pull_on(&session, &spec, Some(&again)).await;
     std::fs::write(run.join("final_ckpts/extra.json"), b"{\"extra\": 1}\n").expect("write");
     let before = shells().len();
-    let again = pull_once(&config, Some(&small_only)).await;
-    assert!(again.files.iter().all(|f| f.is_good()), "{again:?}");
+    let extra_pulled = pull_on(&session, &spec, Some(&small_only)).await;
+    assert!(
+        extra_pulled.files.iter().all(|f| f.is_good()),
+        "{extra_pulled:?}"
+    );
     let extra = dest.join("final_ckpts/extra.json");
     assert_eq!(std::fs::read(&extra).expect("pulled"), b"{\"extra\": 1}\n");
     let started = shells().split_off(before);
-    assert_eq!(started.len(), 1, "login shells: {started:#?}");
+    assert!(started.is_empty(), "login shells: {started:#?}");
     // A checkpoint that appears again still comes, over the channel opened when it is listed.
     support::write_random(&run.join("final_ckpts/big.bin"), 4 << 20, 4);
-    let back = pull_once(&config, Some(&again)).await;
+    let back = pull_on(&session, &spec, Some(&extra_pulled)).await;
+    watching.shutdown().await;
     assert!(back.files.iter().all(|f| f.is_good()), "{back:?}");
     let big = back
         .files

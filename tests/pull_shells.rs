@@ -1,20 +1,19 @@
 //! The login shells a pull costs the box, counted by a line in the box's `~/.bashrc` (sshd runs
 //! the login shell for every channel; conda's block there costs 0.15–0.26 s of the box's CPU
 //! each time): one helper shell per connection, shared by every pull over it, started as the
-//! host connects where the front end pulls, never by monitoring alone.
+//! host connects where the front end pulls, never by monitoring alone. The SFTP channel
+//! (sftp-server, which sshd starts through the login shell too) is kept the same way.
 
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rigwatch::config::{PullConfig, fleet};
+use rigwatch::config::fleet;
 use rigwatch::ledger::PullRecord;
-use rigwatch::pull::{Progress, PullJob, pull};
-use rigwatch::transport::{BoxExec, ExecLimits, OneShell, Pool, Session, TransportError};
+use rigwatch::transport::{BoxExec, ExecLimits, OneShell, Pool, TransportError};
 use support::Lab;
-use support::results::{box_to_pull, pull_fleet, write_small};
+use support::results::{box_to_pull, pull_fleet, pull_on, write_small};
 
 const SETTLE: Duration = Duration::from_secs(30);
 
@@ -38,22 +37,39 @@ fn helpers(log: &Path) -> usize {
         .count()
 }
 
+/// The sftp-servers (each started through the login shell) the box's log shows so far.
+fn sftp_servers(log: &Path) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("sftp-server"))
+        .count()
+}
+
+/// As `logging_box`, with sftp-server a program of its own (a real box's, run through the login
+/// shell) and a checkpoint too big for a tar batch, which goes over SFTP. Returns its path too.
+fn logging_box_with_sftp(lab: &mut Lab) -> (support::Sshd, PathBuf, PathBuf, PathBuf) {
+    let (mut sshd, fleet, log) = logging_box(lab);
+    sshd.external_sftp();
+    let ckpt = sshd.dir.join("workspace/run/final_ckpts/ckpt.bin");
+    support::write_random(&ckpt, 4 << 20, 1);
+    (sshd, fleet, log, ckpt)
+}
+
+/// The checkpoint came home whole in `record`, sent in full.
+fn assert_ckpt_sent(record: &PullRecord) {
+    assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
+    let ckpt = record
+        .files
+        .iter()
+        .find(|f| f.remote_path.ends_with(".bin"));
+    assert_eq!(ckpt.map(|f| f.sent), Some(4 << 20), "{record:?}");
+}
+
 /// The box started `n` helper shells, its log shown where it did not.
 fn assert_helpers(log: &Path, n: usize) {
     let log_text = std::fs::read_to_string(log).unwrap_or_default();
     assert_eq!(helpers(log), n, "login shells:\n{log_text}");
-}
-
-/// One pull of "box" over `session`, against `previous`.
-async fn pull_over(
-    session: &Session,
-    spec: &PullConfig,
-    previous: Option<&PullRecord>,
-) -> PullRecord {
-    let job = PullJob::of("box", spec, previous);
-    pull(session, &job, Arc::new(Progress::default()))
-        .await
-        .expect("pull")
 }
 
 /// Two pulls over one connection (the dashboard's `p` pressed twice) start the box's login
@@ -64,37 +80,42 @@ async fn two_pulls_on_one_connection_start_its_helper_shell_once() {
     let (_sshd, fleet, log) = logging_box(&mut lab);
     let config = fleet::load(&fleet).expect("fleet");
     let (pool, session, spec) = box_to_pull(&config).await;
-    let first = pull_over(&session, &spec, None).await;
+    let first = pull_on(&session, &spec, None).await;
     assert!(first.files.iter().all(|f| f.is_good()), "{first:?}");
-    let again = pull_over(&session, &spec, Some(&first)).await;
+    let again = pull_on(&session, &spec, Some(&first)).await;
     assert!(again.files.iter().all(|f| f.is_good()), "{again:?}");
     pool.shutdown().await;
     assert_helpers(&log, 1);
 }
 
-/// A front end that pulls starts each pull host's helper as the host connects, so `p` does not
-/// wait for the box's login shell; watching alone starts no shell on the box.
+/// A front end that pulls starts each pull host's helper and opens its SFTP channel as the host
+/// connects, so `p` does not wait for the box's login shell; watching alone starts neither.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pool_that_pulls_starts_the_helper_as_the_host_connects_and_watching_starts_none() {
+async fn a_pool_that_pulls_starts_the_helper_and_sftp_as_the_host_connects_and_watching_neither() {
     let mut lab = Lab::new();
-    let (_sshd, fleet, log) = logging_box(&mut lab);
+    let (_sshd, fleet, log, _) = logging_box_with_sftp(&mut lab);
     let config = fleet::load(&fleet).expect("fleet");
 
     let watching = Pool::start(&config);
-    watching.settle(SETTLE).await;
-    assert!(watching.get("box").and_then(|l| l.session()).is_some());
+    let states = watching.settle(SETTLE).await;
+    let session = watching.get("box").and_then(|l| l.session());
+    assert!(session.is_some(), "{states:?}");
     tokio::time::sleep(Duration::from_secs(1)).await;
     watching.shutdown().await;
     assert_eq!(helpers(&log), 0, "a watching pool started a shell");
+    assert_eq!(sftp_servers(&log), 0, "a watching pool opened SFTP");
 
     let pulling = Pool::start_for_pulls(&config);
     pulling.settle(SETTLE).await;
     let began = Instant::now();
-    while helpers(&log) == 0 && began.elapsed() < Duration::from_secs(20) {
+    let warm = || helpers(&log) == 1 && sftp_servers(&log) == 1;
+    while !warm() && began.elapsed() < Duration::from_secs(20) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     pulling.shutdown().await;
     assert_eq!(helpers(&log), 1, "no helper started as the host connected");
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(sftp_servers(&log), 1, "no SFTP opened:\n{log_text}");
 }
 
 /// A box without SFTP sends each checkpoint as a `tail` stream on the helper, which the copy
@@ -112,7 +133,7 @@ async fn checkpoints_from_a_box_without_sftp_share_one_helper_shell() {
     }
     let config = fleet::load(&fleet).expect("fleet");
     let (pool, session, spec) = box_to_pull(&config).await;
-    let record = pull_over(&session, &spec, None).await;
+    let record = pull_on(&session, &spec, None).await;
     pool.shutdown().await;
     assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
     let ckpts = record
@@ -121,6 +142,61 @@ async fn checkpoints_from_a_box_without_sftp_share_one_helper_shell() {
         .filter(|f| f.remote_path.ends_with(".bin"));
     assert_eq!(ckpts.map(|f| f.sent).sum::<u64>(), 3 * (2 << 20));
     assert_helpers(&log, 1);
+}
+
+/// Two pulls of a changed checkpoint over one connection open its SFTP channel once: the
+/// channel, like the helper, lives as long as the connection, so the second `p` waits for no
+/// sftp-server (the box's login shell and four round trips).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_pulls_on_one_connection_open_its_sftp_channel_once() {
+    let mut lab = Lab::new();
+    let (_sshd, fleet, log, ckpt) = logging_box_with_sftp(&mut lab);
+    let config = fleet::load(&fleet).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let first = pull_on(&session, &spec, None).await;
+    assert_ckpt_sent(&first);
+    support::write_random(&ckpt, 4 << 20, 2);
+    let again = pull_on(&session, &spec, Some(&first)).await;
+    pool.shutdown().await;
+    assert_ckpt_sent(&again);
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(sftp_servers(&log), 1, "login shells:\n{log_text}");
+}
+
+/// A kept SFTP channel whose sftp-server has ended (killed, or crashed on the box) is not handed
+/// to the next pull: that pull opens another and brings the checkpoint home.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_after_the_box_ended_its_sftp_server_opens_another() {
+    let mut lab = Lab::new();
+    let (sshd, fleet, log, ckpt) = logging_box_with_sftp(&mut lab);
+    let config = fleet::load(&fleet).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let first = pull_on(&session, &spec, None).await;
+    assert_ckpt_sent(&first);
+    let servers = || -> Vec<u32> {
+        let all = sshd.cpu_breakdown().into_iter();
+        all.filter(|(_, cmd, _)| cmd.contains("sftp-server"))
+            .map(|(pid, _, _)| pid)
+            .collect()
+    };
+    let pids = servers();
+    assert_eq!(pids.len(), 1, "{:?}", sshd.cpu_breakdown());
+    let killed = std::process::Command::new("kill")
+        .arg(pids[0].to_string())
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let began = Instant::now();
+    while !servers().is_empty() && began.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(servers().is_empty(), "sftp-server still runs");
+    support::write_random(&ckpt, 4 << 20, 2);
+    let again = pull_on(&session, &spec, Some(&first)).await;
+    pool.shutdown().await;
+    assert_ckpt_sent(&again);
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(sftp_servers(&log), 2, "login shells:\n{log_text}");
 }
 
 /// A command that runs past its clock leaves the shared helper: the next command gets a new

@@ -1,19 +1,21 @@
-//! The pull's SFTP channel: asked for while the box lists (four round trips to open, which a
-//! 100 ms link made half a second of every pull), opened once for all the pull's chunks, and
-//! awaited only when a file first needs it.
+//! The pull's SFTP channel: the connection's kept one (`Session::sftp`), asked for while the
+//! box lists where it is not open yet (four round trips to open, which a 100 ms link made half
+//! a second of every pull), and awaited only when a file first needs it.
+
+use std::sync::Arc;
 
 use crate::transport::{SftpChannel, TransportError};
 
 /// An SFTP channel being opened (or opened), awaited only if some file needs it.
 pub type Opening<'a> = std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<SftpChannel, TransportError>> + Send + 'a>,
+    Box<dyn std::future::Future<Output = Result<Arc<SftpChannel>, TransportError>> + Send + 'a>,
 >;
 
 /// The pull's SFTP channel, opened once for all its chunks and awaited only when a file first
 /// needs it: None where the box has none (then files go over exec channels).
 pub struct LazySftp<'a> {
     opening: std::sync::Mutex<Option<Opening<'a>>>,
-    opened: tokio::sync::OnceCell<Option<SftpChannel>>,
+    opened: tokio::sync::OnceCell<Option<Arc<SftpChannel>>>,
 }
 
 impl<'a> LazySftp<'a> {
@@ -32,6 +34,6 @@ impl<'a> LazySftp<'a> {
                 None => None,
             }
         };
-        self.opened.get_or_init(open).await.as_ref()
+        self.opened.get_or_init(open).await.as_deref()
     }
 }

@@ -279,15 +279,30 @@ async fn download(
     progress: &AtomicU64,
 ) -> Result<Copied, PullError> {
     let sftp = &channel.raw;
+    // The channel is the connection's, kept for later pulls: one whose requests fail other than
+    // with the server's answer (a timeout, its stream gone) is not handed out again.
+    let failed = |e: SftpError| {
+        if !matches!(e, SftpError::Status(_)) {
+            channel.retire();
+        }
+        remote_error(remote, e)
+    };
     // The remote file first: one that vanished leaves no `.part` behind. The server's read
     // size is asked beside it (once per channel), not a round trip before it.
     let open = sftp.open(name, OpenFlags::READ, FileAttributes::default());
     let (opened, max_read) = tokio::join!(open, channel.max_read());
-    let handle = opened.map_err(|e| remote_error(remote, e))?.handle;
+    let handle = opened.map_err(failed)?.handle;
     let Span { from, rtt } = span;
     let chunk = chunk_for(max_read);
     let depth = reads_in_flight(rtt, chunk);
-    let (part, file, mut hasher) = open_part(remote, dest, local, from).await?;
+    let (part, file, mut hasher) = match open_part(remote, dest, local, from).await {
+        Ok(opened) => opened,
+        Err(e) => {
+            // The kept channel outlives this pull: its handle is closed, not left open.
+            let _ = sftp.close(handle.as_str()).await;
+            return Err(e);
+        }
+    };
     let mut file = Writeback::new(file);
 
     let began = std::time::Instant::now();
@@ -309,18 +324,22 @@ async fn download(
             // waited for (a lost one ends the copy where it is started).
             let answered = tokio::select! {
                 answered = inflight.next() => answered,
-                () = tokio::time::sleep(READ_IDLE) => return Err(PullError::Remote {
-                    path: remote.path.clone(),
-                    reason: format!(
-                        "no read answered for {} s on a live link",
-                        READ_IDLE.as_secs()
-                    ),
-                }),
+                () = tokio::time::sleep(READ_IDLE) => {
+                    // Its sftp-server may be stuck on this file: later pulls get another.
+                    channel.retire();
+                    return Err(PullError::Remote {
+                        path: remote.path.clone(),
+                        reason: format!(
+                            "no read answered for {} s on a live link",
+                            READ_IDLE.as_secs()
+                        ),
+                    });
+                }
             };
             let Some((offset, len, read)) = answered else {
                 break;
             };
-            let mut data = read.map_err(|e| remote_error(remote, e))?.data;
+            let mut data = read.map_err(failed)?.data;
             // A server may return fewer bytes than asked; fetch the rest of this chunk before
             // writing on, so the file is always written in order.
             while (data.len() as u64) < len {
@@ -335,7 +354,7 @@ async fn download(
                             got: at,
                         });
                     }
-                    Err(e) => return Err(remote_error(remote, e)),
+                    Err(e) => return Err(failed(e)),
                 }
             }
             file.file()

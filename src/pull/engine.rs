@@ -235,10 +235,11 @@ pub(super) async fn pull_into(
     progress: Arc<Progress>,
     book: &mut dyn Book,
 ) -> Result<(PullRecord, Tally), PullError> {
-    // The SFTP channel (four round trips to open) and the link's round trip (one ping) are
-    // asked for while the box lists, not after: on a 100 ms link that was half a second of
-    // every pull. The channel is used only if a file needs it; without it (a box with no
-    // SFTP) files go over exec channels.
+    // The connection's SFTP channel (kept from an earlier pull, or opened as the host
+    // connected; else four round trips to open) and the link's round trip (one ping) are asked
+    // for while the box lists, not after: on a 100 ms link that was half a second of every
+    // pull. The channel is used only if a file needs it; without it (a box with no SFTP) files
+    // go over exec channels.
     let sftp: Opening<'_> = Box::pin(session.sftp(SFTP_TIMEOUT));
     let rtt = async { session.ping(Duration::from_secs(5)).await.ok() };
     // Every command of the pull goes to one shell on the box: sshd starts the login shell (a

@@ -82,7 +82,7 @@ pub struct Pool {
     helpers: Helpers,
 }
 
-/// When a connection's helper shell (`shell`) starts.
+/// When a connection's helper shell (`shell`) starts and its SFTP channel (`sftp`) opens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Helpers {
     /// At the first command that needs it.
@@ -106,8 +106,9 @@ impl Pool {
     }
 
     /// As `start`, for a front end that pulls or tears down: each host with a pull section
-    /// starts its helper shell as soon as it connects (`Session::warm_helper`), so pressing
-    /// `p` does not wait for the box's login shell. Monitoring alone never starts one.
+    /// starts its helper shell and opens its SFTP channel as soon as it connects
+    /// (`Session::warm_for_pulls`), so pressing `p` waits for neither of the box's login
+    /// shells. Monitoring alone starts neither.
     pub fn start_for_pulls(fleet: &FleetConfig) -> Pool {
         Pool::start_with(fleet, Helpers::Warm)
     }
@@ -323,7 +324,7 @@ impl Supervisor {
     async fn hold(&self, session: Arc<Session>) -> String {
         let since = Utc::now();
         if self.warm {
-            session.warm_helper();
+            session.warm_for_pulls();
         }
         let ping_timeout = self.ping_every.max(SLOW_RTT);
         // The first answers after login wait on sshd's own start-up traffic (its non-interactive

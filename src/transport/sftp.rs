@@ -1,8 +1,16 @@
-//! An SFTP channel on a host's pooled connection, for pulling results home.
+//! An SFTP channel on a host's pooled connection, for pulling results home. The connection
+//! keeps one (`KeptSftp`) for every pull over it, as it keeps its helper shell: opening one
+//! costs the box a login shell (sshd runs sftp-server through it: conda's block, 0.15–0.26 s
+//! of CPU) and four round trips, which were the start of every big file's copy.
 
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use russh_sftp::client::RawSftpSession;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, broadcast};
 
 use super::budget::Budget;
@@ -19,10 +27,24 @@ pub struct SftpChannel {
     /// The connection's loss, so a copy stops waiting the moment it is gone: russh-sftp ends
     /// its reader with the channel but leaves the reads in flight to their own timeouts.
     lost: tokio::sync::watch::Receiver<Option<String>>,
+    /// The server ended the channel (its sftp-server exited), or a copy found it broken: the
+    /// connection then opens another for the next pull.
+    ended: Arc<AtomicBool>,
     _slot: OwnedSemaphorePermit,
 }
 
 impl SftpChannel {
+    /// Marks the channel as not to be handed out again: a request on it failed other than with
+    /// the server's answer (a timeout, a closed stream), or its reads stopped being answered,
+    /// so its sftp-server may still be busy with them. Those using it keep it till they end.
+    pub fn retire(&self) {
+        self.ended.store(true, Ordering::Relaxed);
+    }
+
+    fn usable(&self) -> bool {
+        !self.ended.load(Ordering::Relaxed) && self.lost.borrow().is_none()
+    }
+
     /// The largest read the server answers whole, from its `limits@openssh.com` extension
     /// (OpenSSH 8.9+: 255 KiB); None where it does not say (older OpenSSH caps reads at 64 KiB).
     /// Asked once, when first needed: a copy asks it beside its file's open, so its round trip
@@ -64,8 +86,89 @@ const LIMITS_TIMEOUT: Duration = Duration::from_secs(30);
 const NO_SFTP: &str =
     "the server has no SFTP subsystem or refused it; check `Subsystem sftp` in its sshd_config";
 
+/// A connection's SFTP channel, shared by every pull over it: opened by the first that needs it
+/// (or `Session::warm_for_pulls` as the connection opens), kept while it works, and opened again
+/// once it ended or was retired. A box without SFTP is asked again at each pull: its refusal
+/// costs one round trip and no shell.
+#[derive(Default)]
+pub(super) struct KeptSftp {
+    kept: tokio::sync::Mutex<Option<Arc<SftpChannel>>>,
+}
+
+impl KeptSftp {
+    /// The kept channel, opened now (within `timeout`) if there is none that works. Callers
+    /// that ask while it opens wait for that one rather than open a second.
+    pub(super) async fn get(
+        &self,
+        session: &Session,
+        timeout: Duration,
+    ) -> Result<Arc<SftpChannel>, TransportError> {
+        let mut kept = self.kept.lock().await;
+        if let Some(channel) = kept.as_ref().filter(|c| c.usable()) {
+            return Ok(Arc::clone(channel));
+        }
+        // An ended channel is let go first: once its last user ends it frees its MaxSessions
+        // slot, which the new one may need.
+        *kept = None;
+        let opened = Arc::new(session.open_sftp(timeout).await?);
+        *kept = Some(Arc::clone(&opened));
+        Ok(opened)
+    }
+}
+
+/// The channel's stream, noting when it ends: russh-sftp's reader stops quietly at the end of
+/// its stream, and a kept channel must not be handed to the next pull after that.
+struct Watched<S> {
+    inner: S,
+    ended: Arc<AtomicBool>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let (asked, before) = (buf.remaining(), buf.filled().len());
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(read) = &polled {
+            if read.is_err() || (asked > 0 && buf.filled().len() == before) {
+                self.ended.store(true, Ordering::Relaxed);
+            }
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, data);
+        if let Poll::Ready(Err(_)) = &polled {
+            self.ended.store(true, Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
 impl Session {
-    pub async fn sftp(&self, timeout: Duration) -> Result<SftpChannel, TransportError> {
+    /// The connection's SFTP channel (`KeptSftp`), opened within `timeout` if none works.
+    pub async fn sftp(&self, timeout: Duration) -> Result<Arc<SftpChannel>, TransportError> {
+        self.kept_sftp().get(self, timeout).await
+    }
+
+    async fn open_sftp(&self, timeout: Duration) -> Result<SftpChannel, TransportError> {
         // One budget for the whole opening, as for a command (budget.rs).
         let budget = Budget::new(timeout);
         let slot = budget
@@ -93,7 +196,12 @@ impl Session {
                 }
             }
         };
-        let raw = RawSftpSession::new(channel.into_stream());
+        let ended = Arc::new(AtomicBool::new(false));
+        let stream = Watched {
+            inner: channel.into_stream(),
+            ended: Arc::clone(&ended),
+        };
+        let raw = RawSftpSession::new(stream);
         raw.set_timeout(REQUEST_TIMEOUT_SECS);
         let init = async {
             tokio::select! {
@@ -113,6 +221,7 @@ impl Session {
             has_limits,
             max_read: tokio::sync::OnceCell::new(),
             lost: self.lost_watch(),
+            ended,
             _slot: slot,
         })
     }

@@ -43,7 +43,7 @@ pub(super) struct Helper {
 }
 
 /// A connection's helper, shared by every pull, check and look at the box over it: started by
-/// the first command (or `Session::warm_helper` as the connection opens), kept while it lives,
+/// the first command (or `Session::warm_for_pulls` as the connection opens), kept while it lives,
 /// and started again once it has ended or was retired. A box that refuses `exec sh` is asked
 /// once per connection.
 #[derive(Default)]

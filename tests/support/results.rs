@@ -62,6 +62,19 @@ pub async fn box_to_pull(config: &FleetConfig) -> (Pool, Arc<Session>, PullConfi
     (pool, session, spec)
 }
 
+/// One pull of "box" over `session`, against `previous`: every file's record kept.
+pub async fn pull_on(
+    session: &Session,
+    spec: &PullConfig,
+    previous: Option<&rigwatch::ledger::PullRecord>,
+) -> rigwatch::ledger::PullRecord {
+    let job = rigwatch::pull::PullJob::of("box", spec, previous);
+    let progress = Arc::new(rigwatch::pull::Progress::default());
+    rigwatch::pull::pull(session, &job, progress)
+        .await
+        .expect("pull")
+}
+
 /// How a measured pull is run.
 #[derive(Clone, Copy)]
 pub enum Way {
