@@ -11,8 +11,8 @@
 //! `cargo bench --bench pull`; rows are picked with PULL_BENCH (`large,small,resume`, and `many`
 //! for 10 000 and 100 000 files with peak RSS), PULL_BENCH_RTT (`0,30,100`) and PULL_BENCH_HOMES
 //! (`empty,conda`). rigwatch's pull is timed as the dashboard's `p`: the connection is up, and
-//! so is the helper shell it started for pulls (its box CPU is counted all the same);
-//! PULL_BENCH_COLD=1 times it as `rigwatch pull` does, the helper still starting. Prints
+//! so are the helper shell and SFTP channel it opened for pulls (their box CPU is counted all
+//! the same); PULL_BENCH_COLD=1 times it as `rigwatch pull` does, both still opening. Prints
 //! markdown tables; BENCHMARKS.md records a run.
 
 #[path = "../tests/support/mod.rs"]
@@ -164,17 +164,18 @@ async fn our_pull(
     let box_cpu = sshd.cpu_seconds();
     let (pool, session, spec) = support::results::box_to_pull(config).await;
     if std::env::var_os("PULL_BENCH_COLD").is_none() {
-        // As the dashboard's `p`: its connection has been up, and with it the helper shell it
-        // started for pulls. PULL_BENCH_COLD times it as `rigwatch pull` from a fresh process,
-        // whose helper is still starting when the pull begins.
+        // As the dashboard's `p`: its connection has been up, and with it the helper shell and
+        // SFTP channel it opened for pulls. PULL_BENCH_COLD times it as `rigwatch pull` from a
+        // fresh process, whose helper and channel are still opening when the pull begins.
         let limits = rigwatch::transport::ExecLimits {
             timeout: Duration::from_secs(30),
             max_output: 64,
         };
         let shell = rigwatch::transport::OneShell::new(&session);
-        rigwatch::transport::BoxExec::exec(&shell, "true", limits)
-            .await
-            .expect("the helper shell");
+        let helper = rigwatch::transport::BoxExec::exec(&shell, "true", limits);
+        let (helper, sftp) = tokio::join!(helper, session.sftp(Duration::from_secs(30)));
+        helper.expect("the helper shell");
+        sftp.expect("the SFTP channel");
     }
     let mut ledger = Ledger::open(&lab.path(&format!("{tag}.ledger"))).expect("ledger");
     let host = &config.hosts[0];

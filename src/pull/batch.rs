@@ -289,16 +289,24 @@ fn write_one(
 ) -> Result<Copied, NotCopied> {
     let (part, src) = part_paths(dest, local);
     let fail = |p: &Path, e: std::io::Error| NotCopied::from(disk(p, e));
-    if let Some(dir) = part.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
+    let open = || {
+        std::fs::OpenOptions::new()
+            .mode(0o600)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&part)
+    };
+    // The parts folder is made once it is found missing, not looked for before every file.
+    let mut out = match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let dir = part.parent().unwrap_or(Path::new("/"));
+            std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
+            open()
+        }
+        opened => opened,
     }
-    let mut out = std::fs::OpenOptions::new()
-        .mode(0o600)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&part)
-        .map_err(|e| fail(&part, e))?;
+    .map_err(|e| fail(&part, e))?;
     // Which remote version the `.part` holds, as the other copies tag theirs.
     super::local::tag_part(&out, &src, file).map_err(|e| fail(&src, e))?;
     let mut hasher = Sha256::new();

@@ -26,6 +26,19 @@ pub async fn verify(path: &Path, commands: &crate::config::fleet::VerifyCommands
     verify_with(path, &commands).await
 }
 
+/// The built-in check alone, for a file no user command applies to: what `verify` says of it,
+/// run where the caller is (a promote's blocking task: a hand-over per file was a many-file
+/// pull's largest cost after the disk's).
+pub fn verify_builtin(path: &Path) -> Verification {
+    match builtin(path) {
+        Err(reason) => Verification {
+            passed: false,
+            how: reason,
+        },
+        Ok(proof) => judged(path, proof, None),
+    }
+}
+
 async fn verify_with(path: &Path, commands: &[&str]) -> Verification {
     let owned = path.to_path_buf();
     let builtin = tokio::task::spawn_blocking(move || builtin(&owned))
@@ -53,6 +66,12 @@ async fn verify_with(path: &Path, commands: &[&str]) -> Verification {
         1 => Some("verify command exit 0".to_string()),
         n => Some(format!("{n} verify commands exit 0")),
     };
+    judged(path, builtin, ran)
+}
+
+/// What a file's checks came to: the built-in check's proof, if one applied, and what the
+/// user's commands ran, if any did (each passed). Neither is no proof: exists is not verified.
+fn judged(path: &Path, builtin: Option<String>, ran: Option<String>) -> Verification {
     match (builtin, ran) {
         (Some(proof), None) => Verification {
             passed: true,

@@ -94,9 +94,10 @@ pub fn tag_part(part: &std::fs::File, src: &Path, remote: &RemoteFile) -> std::i
     std::fs::write(src, tag)
 }
 
-/// The tag off a proven copy about to take its final name.
-pub fn untag_part(part: &Path) {
-    let _ = xattr::remove(part, SOURCE_XATTR);
+/// The tag off a proven copy about to take its final name; whether it was on the file itself
+/// (then there is no `.src` to remove: `tag_part` writes one only where xattrs fail).
+pub fn untag_part(part: &Path) -> bool {
+    xattr::remove(part, SOURCE_XATTR).is_ok()
 }
 
 /// Which remote version `part` holds, as [`tag_part`] marked it.

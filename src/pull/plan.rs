@@ -114,6 +114,7 @@ fn local_start(dest: &Path, file: &RemoteFile, local: &Path, recorded: Option<Re
         (&recorded, final_size),
         (Some((size, stamp, _)), Some(now)) if *size == now && *size == file.size && *stamp == file.stamp
     );
+    let part_size = std::fs::metadata(&part).ok().map(|m| m.len());
     let state = LocalState {
         final_size,
         final_hash: if may_be_unchanged {
@@ -122,8 +123,9 @@ fn local_start(dest: &Path, file: &RemoteFile, local: &Path, recorded: Option<Re
             None
         },
         recorded,
-        part_size: std::fs::metadata(&part).ok().map(|m| m.len()),
-        part_source: super::local::part_source(&part, &src),
+        part_size,
+        // Only a part that is there has a tag: looking for one costs two failed calls a file.
+        part_source: part_size.and_then(|_| super::local::part_source(&part, &src)),
     };
     decide(file, &state)
 }

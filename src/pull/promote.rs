@@ -10,7 +10,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use super::check::{Verification, verify};
+use super::check::{Verification, verify, verify_builtin};
 use super::copy::disk;
 use super::local::{part_paths, parts_dir};
 use super::protect::Protected;
@@ -36,18 +36,85 @@ pub async fn promote(
     protected: &Protected,
     staging: &Path,
 ) -> Promoted {
-    let staged = staging.join(local.file_name().unwrap_or_default());
-    let failed = |error: String| Promoted {
+    let name = local.file_name().unwrap_or_default();
+    let staged = staging.join(name);
+    let mode = file.mode & 0o777;
+    let refused = protected.refuses(local);
+    // A file only the built-in check applies to (every small file of most runs) is staged,
+    // checked and renamed into place in one blocking task, not one each.
+    if refused.is_none() && commands.for_file(&name.to_string_lossy()).is_empty() {
+        let (dest_owned, local_owned, staged_owned) =
+            (dest.to_path_buf(), local.to_path_buf(), staged.clone());
+        let done = blocking(move || {
+            stage_now(&dest_owned, &local_owned, &staged_owned, mode)?;
+            let verification = verify_builtin(&staged_owned);
+            if verification.passed {
+                into_place_now(&dest_owned, &local_owned, &staged_owned)?;
+            }
+            Ok(verification)
+        })
+        .await;
+        return match done {
+            Err(e) => failed(e),
+            Ok(verification) if verification.passed => Promoted {
+                verification,
+                error: None,
+            },
+            Ok(verification) => {
+                not_promoted(dest, local, &staged, verification, None, commands).await
+            }
+        };
+    }
+    let (dest_owned, local_owned, staged_owned) =
+        (dest.to_path_buf(), local.to_path_buf(), staged.clone());
+    if let Err(e) =
+        blocking(move || stage_now(&dest_owned, &local_owned, &staged_owned, mode)).await
+    {
+        return failed(e);
+    }
+    let verification = verify(&staged, commands).await;
+    if !verification.passed || refused.is_some() {
+        return not_promoted(dest, local, &staged, verification, refused, commands).await;
+    }
+    placed(dest, local, &staged, verification).await
+}
+
+/// `staged` renamed into place as `local`, its record saying how it was checked.
+async fn placed(dest: &Path, local: &Path, staged: &Path, verification: Verification) -> Promoted {
+    let (dest, local, staged) = (
+        dest.to_path_buf(),
+        local.to_path_buf(),
+        staged.to_path_buf(),
+    );
+    match blocking(move || into_place_now(&dest, &local, &staged)).await {
+        Ok(()) => Promoted {
+            verification,
+            error: None,
+        },
+        Err(e) => failed(e),
+    }
+}
+
+fn failed(error: String) -> Promoted {
+    Promoted {
         verification: Verification {
             passed: false,
             how: String::new(),
         },
         error: Some(error),
-    };
-    if let Err(e) = stage(dest, local, &staged, file.mode & 0o777).await {
-        return failed(e);
     }
-    let verification = verify(&staged, commands).await;
+}
+
+/// A staged copy that failed its check or may not replace `local`: back to a complete `.part`,
+/// and why. A copy that does not load never replaces an earlier one that does.
+async fn not_promoted(
+    dest: &Path,
+    local: &Path,
+    staged: &Path,
+    verification: Verification,
+    refused: Option<String>,
+    commands: &VerifyCommands,
+) -> Promoted {
     let kept = if verification.passed || !exists(local) {
         None
     } else if verify(local, commands).await.passed {
@@ -60,21 +127,16 @@ pub async fn promote(
     } else {
         None
     };
-    let refused = protected.refuses(local);
     if let Some(why) = kept.or(refused) {
-        unstage(dest, local, &staged).await;
+        unstage(dest, local, staged).await;
         return Promoted {
             verification,
             error: Some(why),
         };
     }
-    match into_place(dest, local, &staged).await {
-        Ok(()) => Promoted {
-            verification,
-            error: None,
-        },
-        Err(e) => failed(e),
-    }
+    // A failed check with no earlier copy that loads: the copy takes its place all the same,
+    // its record saying it failed.
+    placed(dest, local, staged, verification).await
 }
 
 fn exists(path: &Path) -> bool {
@@ -91,19 +153,24 @@ async fn blocking<T: Send + 'static>(
         .unwrap_or_else(|e| Err(format!("a promote's task failed: {e}")))
 }
 
-async fn stage(dest: &Path, local: &Path, staged: &Path, mode: u32) -> Result<(), String> {
+fn stage_now(dest: &Path, local: &Path, staged: &Path, mode: u32) -> Result<(), String> {
     let (part, _) = part_paths(dest, local);
-    let staged = staged.to_path_buf();
-    blocking(move || {
-        let io = |p: &Path, e| disk(p, e).to_string();
-        if let Some(dir) = staged.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let io = |p: &Path, e| disk(p, e).to_string();
+    rename_making_folder(&part, staged).map_err(|e| io(&part, e))?;
+    std::fs::set_permissions(staged, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| io(staged, e))
+}
+
+/// Renames `from` to `to`, making `to`'s folder only once the rename finds it missing: looking
+/// for it before every file was two calls a file, most of a many-file pull's.
+fn rename_making_folder(from: &Path, to: &Path) -> std::io::Result<()> {
+    match std::fs::rename(from, to) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(to.parent().unwrap_or(Path::new("/")))?;
+            std::fs::rename(from, to)
         }
-        std::fs::rename(&part, &staged).map_err(|e| io(&part, e))?;
-        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode))
-            .map_err(|e| io(&staged, e))
-    })
-    .await
+        other => other,
+    }
 }
 
 /// Back to a complete `.part` (its source tag still with it): the next pull resumes it at its
@@ -119,31 +186,22 @@ async fn unstage(dest: &Path, local: &Path, staged: &Path) {
     .await;
 }
 
-async fn into_place(dest: &Path, local: &Path, staged: &Path) -> Result<(), String> {
-    let (dest, local, staged) = (
-        dest.to_path_buf(),
-        local.to_path_buf(),
-        staged.to_path_buf(),
-    );
-    blocking(move || {
-        let io = |p: &Path, e| disk(p, e).to_string();
-        let parent = local.parent().unwrap_or(Path::new("/"));
-        std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
-        // The user's file carries nothing of rigwatch's.
-        super::local::untag_part(&staged);
-        match std::fs::rename(&staged, &local) {
-            Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
-                across_devices(&dest, &local, &staged)?;
-            }
-            other => other.map_err(|e| io(&local, e))?,
+fn into_place_now(dest: &Path, local: &Path, staged: &Path) -> Result<(), String> {
+    let io = |p: &Path, e| disk(p, e).to_string();
+    // The user's file carries nothing of rigwatch's.
+    let tagged_itself = super::local::untag_part(staged);
+    match rename_making_folder(staged, local) {
+        Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
+            across_devices(dest, local, staged)?;
         }
-        let (_, src) = part_paths(&dest, &local);
+        other => other.map_err(|e| io(local, e))?,
+    }
+    if !tagged_itself {
+        let (_, src) = part_paths(dest, local);
         let _ = std::fs::remove_file(src);
-        // The rename becomes durable when `finish_all` syncs its folder, once for all its
-        // files.
-        Ok(())
-    })
-    .await
+    }
+    // The rename becomes durable when `finish_all` syncs its folder, once for all its files.
+    Ok(())
 }
 
 /// `local`'s folder is on another filesystem than the parts folder beside dest (dest, or a
