@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::verify::{Verdict, verify_file};
+use super::verify::{Verdict, verify_file_named};
 use crate::process::Ended;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,22 +26,22 @@ pub async fn verify(path: &Path, commands: &crate::config::fleet::VerifyCommands
     verify_with(path, &commands).await
 }
 
-/// The built-in check alone, for a file no user command applies to: what `verify` says of it,
-/// run where the caller is (a promote's blocking task: a hand-over per file was a many-file
-/// pull's largest cost after the disk's).
-pub fn verify_builtin(path: &Path) -> Verification {
-    match builtin(path) {
+/// The built-in check alone of the file at `path` as if it were `named`, for a file no user
+/// command applies to: what `verify` says of it there, run where the caller is (a promote's
+/// blocking task: a hand-over per file was a many-file pull's largest cost after the disk's).
+pub fn verify_builtin_named(path: &Path, named: &Path) -> Verification {
+    match builtin(path, named) {
         Err(reason) => Verification {
             passed: false,
             how: reason,
         },
-        Ok(proof) => judged(path, proof, None),
+        Ok(proof) => judged(named, proof, None),
     }
 }
 
 async fn verify_with(path: &Path, commands: &[&str]) -> Verification {
     let owned = path.to_path_buf();
-    let builtin = tokio::task::spawn_blocking(move || builtin(&owned))
+    let builtin = tokio::task::spawn_blocking(move || builtin(&owned, &owned))
         .await
         .unwrap_or_else(|e| Err(format!("check crashed: {e}")));
     let builtin = match builtin {
@@ -99,8 +99,8 @@ fn judged(path: &Path, builtin: Option<String>, ran: Option<String>) -> Verifica
 }
 
 /// Ok(Some(proof)) when a built-in check passed, Ok(None) when none applies, Err when it failed.
-fn builtin(path: &Path) -> Result<Option<String>, String> {
-    match verify_file(path) {
+fn builtin(path: &Path, named: &Path) -> Result<Option<String>, String> {
+    match verify_file_named(path, named) {
         Err(e) => Err(format!("cannot read {}: {e}", path.display())),
         Ok(Verdict::Loads { detail, .. }) => Ok(Some(detail)),
         Ok(Verdict::Fails { format, reason }) => Err(format!("{}: {reason}", format.name())),

@@ -10,7 +10,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use super::check::{Verification, verify, verify_builtin};
+use super::check::{Verification, verify, verify_builtin_named};
 use super::copy::disk;
 use super::local::{part_paths, parts_dir};
 use super::protect::Protected;
@@ -25,9 +25,10 @@ pub struct Promoted {
 }
 
 /// Checks the `.part` of `local` (whose bytes hashed as the box's) and renames it into place,
-/// with the box's permission bits less setuid, setgid and sticky. While it is checked it waits
-/// in `staging` (a folder this promote has to itself) under the file's own name, so a check
-/// (built-in or the user's command) that goes by the name sees the real one.
+/// with the box's permission bits less setuid, setgid and sticky. A file the user's commands
+/// check waits in `staging` (a folder this promote has to itself) under its own name while
+/// they run, so a command that goes by the name sees the real one; the built-in checks are told
+/// the name.
 pub async fn promote(
     dest: &Path,
     local: &Path,
@@ -40,30 +41,34 @@ pub async fn promote(
     let staged = staging.join(name);
     let mode = file.mode & 0o777;
     let refused = protected.refuses(local);
-    // A file only the built-in check applies to (every small file of most runs) is staged,
-    // checked and renamed into place in one blocking task, not one each.
+    // A file only the built-in check applies to (every small file of most runs) is checked
+    // where its `.part` waits, by its own name, and renamed into place from there, in one
+    // blocking task: no staging rename, no hand-over per step. One that does not pass is
+    // staged and checked again under its real name, so what its record says names it.
     if refused.is_none() && commands.for_file(&name.to_string_lossy()).is_empty() {
-        let (dest_owned, local_owned, staged_owned) =
-            (dest.to_path_buf(), local.to_path_buf(), staged.clone());
+        let (dest_owned, local_owned) = (dest.to_path_buf(), local.to_path_buf());
         let done = blocking(move || {
-            stage_now(&dest_owned, &local_owned, &staged_owned, mode)?;
-            let verification = verify_builtin(&staged_owned);
-            if verification.passed {
-                into_place_now(&dest_owned, &local_owned, &staged_owned)?;
+            let (part, _) = part_paths(&dest_owned, &local_owned);
+            std::fs::set_permissions(&part, std::fs::Permissions::from_mode(mode))
+                .map_err(|e| disk(&part, e).to_string())?;
+            let verification = verify_builtin_named(&part, &local_owned);
+            if !verification.passed {
+                return Ok(None);
             }
-            Ok(verification)
+            into_place_now(&dest_owned, &local_owned, &part)?;
+            Ok(Some(verification))
         })
         .await;
-        return match done {
-            Err(e) => failed(e),
-            Ok(verification) if verification.passed => Promoted {
-                verification,
-                error: None,
-            },
-            Ok(verification) => {
-                not_promoted(dest, local, &staged, verification, None, commands).await
+        match done {
+            Err(e) => return failed(e),
+            Ok(Some(verification)) => {
+                return Promoted {
+                    verification,
+                    error: None,
+                };
             }
-        };
+            Ok(None) => {}
+        }
     }
     let (dest_owned, local_owned, staged_owned) =
         (dest.to_path_buf(), local.to_path_buf(), staged.clone());

@@ -183,6 +183,12 @@ pub enum Verdict {
 /// `Err` only when the file cannot be read at all (missing, not a regular file, permission,
 /// an I/O error from the disk); anything wrong with its contents is a `Fails`.
 pub fn verify_file(path: &Path) -> io::Result<Verdict> {
+    verify_file_named(path, path)
+}
+
+/// As `verify_file`, the format judged by `named`'s file name rather than `path`'s: a copy
+/// checked where it waits, under a name of rigwatch's, before it is given its own.
+pub fn verify_file_named(path: &Path, named: &Path) -> io::Result<Verdict> {
     let mut file = File::open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
@@ -195,12 +201,12 @@ pub fn verify_file(path: &Path) -> io::Result<Verdict> {
     let mut head = [0u8; 512];
     let got = read_full(&mut file, &mut head)?;
     std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
-    let name = path
+    let name = named
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     // Content first; where the name says something else, the verdict says so.
-    let by_name = Format::detect(path);
+    let by_name = Format::detect(named);
     let by_content = Format::sniff(&head[..got], &name, len);
     // A zip is only guessed to be a torch checkpoint; a name that says which zip kind it is
     // (or another format outright) keeps its own check, with what the bytes are said.
