@@ -155,7 +155,10 @@ fn a_damaged_results_folder_names_each_damaged_file_and_the_guard_refuses() {
             .unwrap_or_else(|| panic!("no line for {name} in:\n{said}"));
         assert!(line.trim_start().starts_with("FAILED"), "{line}");
         // Checked where its `.part` waited, it is still named by its own name.
-        assert!(!line.contains(".part") && !line.contains("staging"), "{line}");
+        assert!(
+            !line.contains(".part") && !line.contains("staging"),
+            "{line}"
+        );
     }
     let failed: Vec<String> = b
         .outcomes()

@@ -263,7 +263,8 @@ pub(super) async fn pull_over<B: BoxExec>(
     // The listing does not wait for the channel: a pull of small files never needs it. The
     // channel is opened beside the listing unless the host's last pull held no file too big
     // for a tar batch: opening it starts a login shell on the box (sftp-server's; conda's
-    // block costs 0.15 s), so such a pull opens it only once a file needs it.
+    // block costs 0.15 s), so such a pull opens it only once a file needs it. (A connection
+    // that pulls as it connects has opened it already: then it is ready at once.)
     let listed = async { tokio::join!(spool_listing(session, host, spec), rtt) };
     let listing_began = Instant::now();
     let beside = book
