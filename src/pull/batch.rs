@@ -77,23 +77,46 @@ fn split(plan: &[(RemoteFile, PathBuf)], small: &[usize]) -> Vec<Vec<usize>> {
     let (mut batch, mut bytes, mut command) = (Vec::new(), 0u64, 0usize);
     for &i in small {
         let file = &plan[i].0;
+        let cost = command_cost(&file.path);
         let full = batch.len() == BATCH_FILES
             || bytes + file.size > BATCH_BYTES
-            || command + file.path.len() * 4 > BATCH_COMMAND;
+            || command + cost > BATCH_COMMAND - BATCH_TEXT;
         if full && !batch.is_empty() {
             batches.push(std::mem::take(&mut batch));
             (bytes, command) = (0, 0);
         }
         batch.push(i);
         bytes += file.size;
-        // A name that is not UTF-8 is rebuilt with printf, four bytes per byte.
-        command += file.path.len() * 4 + 3;
+        command += cost;
     }
     if !batch.is_empty() {
         batches.push(batch);
     }
     batches
 }
+
+/// What one file adds to its batch's command (`batch_command`): its word and a space at each
+/// use (twice in the hashing, which tries two tools, once in tar, once in the second look),
+/// and for a name that is not UTF-8 the printf line each of the three lists rebuilds it with
+/// (its variable named here `rw_n0`, in a batch up to `rw_n255`: two digits more at each of
+/// the line's three uses and the word's).
+fn command_cost(path: &str) -> usize {
+    let word = |escaped: &str, uses: usize| {
+        let mut words = Words::default();
+        let word = words.word(escaped);
+        let digits = if words.preamble().is_empty() {
+            0
+        } else {
+            2 * (3 + uses)
+        };
+        (word.len() + 1) * uses + words.preamble().len() + digits
+    };
+    word(path.get(1..).unwrap_or_default(), 1) + word(path, 2) + word(path, 1)
+}
+
+/// A batch command's own text around its files' words (the hashing tools' choice, timeouts,
+/// tar, the second look), with room to spare.
+const BATCH_TEXT: usize = 4 * 1024;
 
 async fn one_batch<B: BoxExec>(
     session: &B,
@@ -102,25 +125,7 @@ async fn one_batch<B: BoxExec>(
     batch: Vec<usize>,
     progress: &super::Progress,
 ) -> Vec<(usize, Option<Result<Copied, NotCopied>>)> {
-    let mut words = Words::default();
-    let names: Vec<String> = batch
-        .iter()
-        .map(|&i| words.word(&plan[i].0.path[1..]))
-        .collect();
-    // The box's hashes come first, on stderr, in the same round trip: a file is renamed into
-    // place only when its bytes hash as the box's do. tar's own complaints are dropped (its
-    // exit status says enough), so stderr holds the hashes alone, then, once tar has read
-    // every file, the box's second look at them (`restat`) behind a `@restat` record: a
-    // change made while tar read a file shows there, and the chunk asks nothing more after.
-    let paths: Vec<&str> = batch.iter().map(|&i| plan[i].0.path.as_str()).collect();
-    let command = format!(
-        "{{ ( {} ) 2>/dev/null; }} >&2\n{}tar -cf - -C / -- {} 2>/dev/null; s=$?\n\
-         {{ printf '{SECOND_LOOK}\\0'; ( {} ); }} >&2; exit $s",
-        hash_command(&paths),
-        words.preamble(),
-        names.join(" "),
-        restat_command(&paths)
-    );
+    let command = batch_command(plan, &batch);
     let bytes: u64 = batch.iter().map(|&i| plan[i].0.size).sum();
     // Every entry adds a header and padding, a long name a header and its blocks; tar pads
     // the whole to its 10 KiB record.
@@ -183,6 +188,28 @@ async fn one_batch<B: BoxExec>(
     let copied = landed.iter().filter(|(_, r)| r.is_some()).count();
     progress.files_copied.fetch_add(copied, Ordering::Relaxed);
     landed
+}
+
+/// The box's hashes come first, on stderr, in the same round trip: a file is renamed into
+/// place only when its bytes hash as the box's do. tar's own complaints are dropped (its exit
+/// status says enough), so stderr holds the hashes alone, then, once tar has read every file,
+/// the box's second look at them (`restat`) behind a `@restat` record: a change made while tar
+/// read a file shows there, and the chunk asks nothing more after.
+fn batch_command(plan: &[(RemoteFile, PathBuf)], batch: &[usize]) -> String {
+    let mut words = Words::default();
+    let names: Vec<String> = batch
+        .iter()
+        .map(|&i| words.word(&plan[i].0.path[1..]))
+        .collect();
+    let paths: Vec<&str> = batch.iter().map(|&i| plan[i].0.path.as_str()).collect();
+    format!(
+        "{{ ( {} ) 2>/dev/null; }} >&2\n{}tar -cf - -C / -- {} 2>/dev/null; s=$?\n\
+         {{ printf '{SECOND_LOOK}\\0'; ( {} ); }} >&2; exit $s",
+        hash_command(&paths),
+        words.preamble(),
+        names.join(" "),
+        restat_command(&paths)
+    )
 }
 
 /// The record between a batch's hashes and its second look.
@@ -387,6 +414,39 @@ mod tests {
                 .all(|b| b.len() as u64 * 100_000 <= BATCH_BYTES)
         );
         assert_eq!(batches.concat(), all, "every file once, in order");
+    }
+
+    /// A batch's command names each file four times (two hashing tools, tar, the second
+    /// look), and each of its three lists rebuilds a name that is not UTF-8 with a printf line
+    /// of its own. Each name was counted at four bytes a byte of its escaped text: a name of
+    /// quotes is four times longer quoted, so 256 of them made a command past what the box can
+    /// start (Linux caps one argument at 128 KiB; a batch past it goes file by file).
+    #[test]
+    fn a_batch_s_command_is_as_long_as_its_words_and_the_box_can_start_it() {
+        let names = |tail: &dyn Fn(&mut Vec<u8>)| -> Vec<(RemoteFile, PathBuf)> {
+            (0..256)
+                .map(|i| {
+                    let mut name = format!("/w/{i:03}-").into_bytes();
+                    tail(&mut name);
+                    file(&crate::pull::names::escape(&name), 10)
+                })
+                .collect()
+        };
+        let quotes = names(&|n| n.extend(std::iter::repeat_n(b'\'', 100)));
+        let odd = names(&|n| n.extend(std::iter::repeat_n(0xff_u8, 200)));
+        let plain = names(&|n| n.extend(std::iter::repeat_n(b'a', 40)));
+        let all: Vec<usize> = (0..256).collect();
+        for plan in [&quotes, &odd, &plain] {
+            for batch in split(plan, &all) {
+                let command = batch_command(plan, &batch);
+                assert!(command.len() <= BATCH_COMMAND, "{} bytes", command.len());
+            }
+        }
+        assert_eq!(
+            split(&plain, &all).len(),
+            1,
+            "256 short plain names are one batch"
+        );
     }
 
     #[test]
