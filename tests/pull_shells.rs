@@ -66,6 +66,12 @@ fn assert_ckpt_sent(record: &PullRecord) {
     assert_eq!(ckpt.map(|f| f.sent), Some(4 << 20), "{record:?}");
 }
 
+/// The box started `n` sftp-servers, its log shown where it did not.
+fn assert_sftp_servers(log: &Path, n: usize) {
+    let log_text = std::fs::read_to_string(log).unwrap_or_default();
+    assert_eq!(sftp_servers(log), n, "login shells:\n{log_text}");
+}
+
 /// The box started `n` helper shells, its log shown where it did not.
 fn assert_helpers(log: &Path, n: usize) {
     let log_text = std::fs::read_to_string(log).unwrap_or_default();
@@ -114,8 +120,7 @@ async fn a_pool_that_pulls_starts_the_helper_and_sftp_as_the_host_connects_and_w
     }
     pulling.shutdown().await;
     assert_eq!(helpers(&log), 1, "no helper started as the host connected");
-    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(sftp_servers(&log), 1, "no SFTP opened:\n{log_text}");
+    assert_sftp_servers(&log, 1);
 }
 
 /// A box without SFTP sends each checkpoint as a `tail` stream on the helper, which the copy
@@ -159,8 +164,7 @@ async fn two_pulls_on_one_connection_open_its_sftp_channel_once() {
     let again = pull_on(&session, &spec, Some(&first)).await;
     pool.shutdown().await;
     assert_ckpt_sent(&again);
-    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(sftp_servers(&log), 1, "login shells:\n{log_text}");
+    assert_sftp_servers(&log, 1);
 }
 
 /// A kept SFTP channel whose sftp-server has ended (killed, or crashed on the box) is not handed
@@ -195,8 +199,7 @@ async fn a_pull_after_the_box_ended_its_sftp_server_opens_another() {
     let again = pull_on(&session, &spec, Some(&first)).await;
     pool.shutdown().await;
     assert_ckpt_sent(&again);
-    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(sftp_servers(&log), 2, "login shells:\n{log_text}");
+    assert_sftp_servers(&log, 2);
 }
 
 /// A command that runs past its clock leaves the shared helper: the next command gets a new
