@@ -101,17 +101,18 @@ fn split(plan: &[(RemoteFile, PathBuf)], small: &[usize]) -> Vec<Vec<usize>> {
 /// (its variable named here `rw_n0`, in a batch up to `rw_n255`: two digits more at each of
 /// the line's three uses and the word's).
 fn command_cost(path: &str) -> usize {
-    let word = |escaped: &str, uses: usize| {
+    // A word, and the printf line with its variable's extra digits where there is one.
+    let word = |escaped: &str| {
         let mut words = Words::default();
-        let word = words.word(escaped);
-        let digits = if words.preamble().is_empty() {
-            0
-        } else {
-            2 * (3 + uses)
-        };
-        (word.len() + 1) * uses + words.preamble().len() + digits
+        let word = words.word(escaped).len() + 1;
+        let line = words.preamble().len();
+        (word, if line == 0 { 0 } else { line + 6 }, line > 0)
     };
-    word(path.get(1..).unwrap_or_default(), 1) + word(path, 2) + word(path, 1)
+    let (tar_word, tar_line, _) = word(path.get(1..).unwrap_or_default());
+    let (word, line, rebuilt) = word(path);
+    // The hashing and the second look each rebuild it once and use it three times between
+    // them; the word's own extra digits at each use.
+    tar_word + tar_line + 3 * word + 2 * line + if rebuilt { 2 * 4 } else { 0 }
 }
 
 /// A batch command's own text around its files' words (the hashing tools' choice, timeouts,

@@ -30,7 +30,6 @@ use crate::transport::{BoxExec, ExecLimits, OneShell, Session};
 
 const HASH_BATCH: usize = 200;
 const HASH_BATCHES_AT_ONCE: usize = 4;
-const SFTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Files at least this big are hashed one process each, by the box's fastest tool, as many at
 /// once as the box has cores: a pull's commands share one shell (`OneShell`), so batches no
 /// longer run side by side, and a sha256sum batch would hash a results folder of 10 MiB files on
@@ -240,7 +239,7 @@ pub(super) async fn pull_into(
     // for while the box lists, not after: on a 100 ms link that was half a second of every
     // pull. The channel is used only if a file needs it; without it (a box with no SFTP) files
     // go over exec channels.
-    let sftp: Opening<'_> = Box::pin(session.sftp(SFTP_TIMEOUT));
+    let sftp: Opening<'_> = Box::pin(session.sftp(crate::transport::SFTP_OPEN_TIMEOUT));
     let rtt = async { session.ping(Duration::from_secs(5)).await.ok() };
     // Every command of the pull goes to one shell on the box: sshd starts the login shell (a
     // conda block's 0.15 s) once, not once per command.

@@ -110,8 +110,10 @@ fn failed(error: String) -> Promoted {
     }
 }
 
-/// A staged copy that failed its check or may not replace `local`: back to a complete `.part`,
-/// and why. A copy that does not load never replaces an earlier one that does.
+/// A staged copy that failed its check or may not replace `local`. Where an earlier copy loads
+/// (a copy that does not load never replaces one that does) or `local` is protected, it goes
+/// back to a complete `.part` and the record says why; else it takes its place all the same,
+/// its record saying it failed.
 async fn not_promoted(
     dest: &Path,
     local: &Path,
@@ -139,8 +141,6 @@ async fn not_promoted(
             error: Some(why),
         };
     }
-    // A failed check with no earlier copy that loads: the copy takes its place all the same,
-    // its record saying it failed.
     placed(dest, local, staged, verification).await
 }
 

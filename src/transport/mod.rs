@@ -33,7 +33,7 @@ pub use link::{LinkState, SLOW_RTT};
 pub use openssh::Handover;
 pub use pool::{Helpers, HostLink, Pool, backoff};
 pub use session::{ConnectOptions, Session, WINDOW_BYTES};
-pub use sftp::SftpChannel;
+pub use sftp::{SFTP_OPEN_TIMEOUT, SftpChannel};
 pub use stream::{LineSplitter, STREAM_QUEUE, StreamEvent, StreamInput};
 
 pub fn fmt_duration(d: Duration) -> String {

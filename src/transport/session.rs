@@ -15,7 +15,7 @@ use super::error::TransportError;
 use super::handler::ClientHandler;
 use super::jumps::Jumps;
 use super::known_hosts;
-use super::sftp::KeptSftp;
+use super::sftp::{KeptSftp, SFTP_OPEN_TIMEOUT, SftpChannel};
 use super::shell::{Helper, SharedHelper};
 use crate::config::ssh::ResolvedHost;
 
@@ -53,9 +53,6 @@ pub struct Session {
     helper: SharedHelper,
     sftp: KeptSftp,
 }
-
-/// How long the SFTP channel opened as a pull host connects may take to open.
-const WARM_SFTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a lost connection behind a jump host waits to see whether the jump host's own
 /// connection went too (both end together when the bastion dies), so the reason names it.
@@ -211,8 +208,9 @@ impl Session {
         self.helper.get(self).await
     }
 
-    pub(super) fn kept_sftp(&self) -> &KeptSftp {
-        &self.sftp
+    /// The connection's SFTP channel (`sftp`), opened within `timeout` if none works.
+    pub async fn sftp(&self, timeout: Duration) -> Result<Arc<SftpChannel>, TransportError> {
+        self.sftp.get(self, timeout).await
     }
 
     /// Starts the shared shell and opens the SFTP channel now, in the background, so the first
@@ -221,7 +219,7 @@ impl Session {
     pub fn warm_for_pulls(self: &Arc<Self>) {
         let session = Arc::clone(self);
         tokio::spawn(async move {
-            let _ = tokio::join!(session.helper(), session.sftp(WARM_SFTP_TIMEOUT));
+            let _ = tokio::join!(session.helper(), session.sftp(SFTP_OPEN_TIMEOUT));
         });
     }
 

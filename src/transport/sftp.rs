@@ -162,13 +162,12 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     }
 }
 
-impl Session {
-    /// The connection's SFTP channel (`KeptSftp`), opened within `timeout` if none works.
-    pub async fn sftp(&self, timeout: Duration) -> Result<Arc<SftpChannel>, TransportError> {
-        self.kept_sftp().get(self, timeout).await
-    }
+/// How long opening an SFTP channel may take, whoever asks (a pull, or the warm-up as a pull
+/// host connects).
+pub const SFTP_OPEN_TIMEOUT: Duration = Duration::from_secs(30);
 
-    async fn open_sftp(&self, timeout: Duration) -> Result<SftpChannel, TransportError> {
+impl Session {
+    pub(super) async fn open_sftp(&self, timeout: Duration) -> Result<SftpChannel, TransportError> {
         // One budget for the whole opening, as for a command (budget.rs).
         let budget = Budget::new(timeout);
         let slot = budget
