@@ -27,7 +27,7 @@ use super::durable;
 use super::local::{Start, part_paths};
 use super::names::{Words, unescape};
 use super::remote::{HashOutput, RemoteFile, hash_command, parse_hashes};
-use super::restat::{Seen, parse_restat, restat_command};
+use super::restat::{SECOND_LOOK, Seen, parse_restat, restat_command, split_second_look};
 use crate::transport::{BoxExec, ExecLimits};
 
 /// Files up to this size go by tar; above it, SFTP's many reads in flight win.
@@ -213,29 +213,16 @@ fn batch_command(plan: &[(RemoteFile, PathBuf)], batch: &[usize]) -> String {
     )
 }
 
-/// The record between a batch's hashes and its second look.
-const SECOND_LOOK: &str = "@restat";
-
 /// A batch's stderr read: the box's hashes, and its second look at the files after tar (empty
 /// where the box's answer did not get that far: the chunk then looks again itself).
 fn hashes_and_second_look(stderr: &[u8]) -> (BTreeMap<String, String>, Seen) {
-    let mut records = stderr.split_inclusive(|b| *b == 0);
-    let mut at = 0;
-    let marker = [SECOND_LOOK.as_bytes(), b"\0"].concat();
-    let split = records.find_map(|r| {
-        at += r.len();
-        (r == marker.as_slice()).then_some(at)
-    });
-    let (hashes, after) = match split {
-        Some(at) => (&stderr[..at - marker.len()], &stderr[at..]),
-        None => (stderr, &[][..]),
-    };
+    let (hashes, after) = split_second_look(stderr);
     let hashes = match parse_hashes(hashes) {
         HashOutput::Hashes(h) => h,
         HashOutput::NoTool => Default::default(),
     };
     let mut seen = Seen::new();
-    parse_restat(after, &mut seen);
+    parse_restat(after.unwrap_or_default(), &mut seen);
     (hashes, seen)
 }
 

@@ -1,10 +1,22 @@
 //! SHA-256 of pulled files on the box, with whichever tool it has, as NUL-terminated
-//! `hash  name` records whatever the names' bytes.
+//! `hash  name` records whatever the names' bytes: the commands, their parser, and the runs of
+//! them a chunk asks for (with the second look at unchanged files in the same command).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
 
-use super::names::{Words, escape};
-use super::remote::TIMEOUT_PREAMBLE;
+use super::names::{self, Words, escape};
+use super::remote::{RemoteFile, TIMEOUT_PREAMBLE};
+use super::restat::{Seen, hash_then_look_again, parse_restat, split_second_look};
+use crate::transport::{BoxExec, ExecLimits};
+
+const HASH_BATCH: usize = 200;
+const HASH_BATCHES_AT_ONCE: usize = 4;
+/// Files at least this big are hashed one process each, by the box's fastest tool, as many at
+/// once as the box has cores: a pull's commands share one shell (`OneShell`), so batches no
+/// longer run side by side, and a sha256sum batch would hash a results folder of 10 MiB files on
+/// one core. Smaller ones go by tar, whose batch hashes them.
+const BIG_HASH: u64 = super::batch::SMALL;
 
 /// How long one hashing batch may run on the box before it is killed (a hung mount).
 pub const HASH_TIMEOUT_SECS: u64 = 3500;
@@ -83,4 +95,98 @@ pub fn parse_hashes(out: &[u8]) -> HashOutput {
         }
     }
     HashOutput::Hashes(map)
+}
+
+/// SHA-256 of each file as the box sees it; an empty map when the box has no hashing tool or the
+/// link failed (each file then fails with that reason).
+pub(super) async fn remote_hashes<B: BoxExec>(
+    session: &B,
+    files: impl Iterator<Item = &RemoteFile>,
+) -> Result<BTreeMap<String, String>, String> {
+    hash_on_box(session, files, false)
+        .await
+        .map(|(hashes, _)| hashes)
+}
+
+/// The box's second look at files hashed with it (`hashes_then_looks`), by path: each file of a
+/// command whose answer came whole, with its size and stamp now, or None where the box no
+/// longer has it as a regular file.
+pub(super) type Looked = HashMap<String, Option<(u64, String)>>;
+
+/// As `remote_hashes`, each command then looking at its files again (`restat`) for files
+/// nothing is copied of: their hashes and second look in one command, not two. Files whose
+/// look did not come whole (a cut answer) are not in `Looked`: the chunk asks for them again.
+pub(super) async fn hashes_then_looks<B: BoxExec>(
+    session: &B,
+    files: impl Iterator<Item = &RemoteFile>,
+) -> Result<(BTreeMap<String, String>, Looked), String> {
+    hash_on_box(session, files, true).await
+}
+
+async fn hash_on_box<B: BoxExec>(
+    session: &B,
+    files: impl Iterator<Item = &RemoteFile>,
+    look_again: bool,
+) -> Result<(BTreeMap<String, String>, Looked), String> {
+    let (big, rest): (Vec<&RemoteFile>, Vec<&RemoteFile>) = files.partition(|f| f.size >= BIG_HASH);
+    // Batches bounded in size as well as count: a command names each file twice at most, and
+    // once more where it looks again.
+    fn path<'x>(f: &'x &RemoteFile) -> &'x str {
+        &f.path
+    }
+    fn paths_of<'a>(b: &[&'a RemoteFile]) -> Vec<&'a str> {
+        b.iter().map(|f| f.path.as_str()).collect()
+    }
+    let uses = if look_again { 3 } else { 2 };
+    let big = names::batches(&big, path, HASH_BATCH, uses)
+        .into_iter()
+        .map(|b| (big_file_hash_command(&paths_of(b)), b));
+    let rest = names::batches(&rest, path, HASH_BATCH, uses)
+        .into_iter()
+        .map(|b| (hash_command(&paths_of(b)), b));
+    let commands: Vec<(String, &[&RemoteFile])> = big
+        .chain(rest)
+        .map(|(hashing, b)| match look_again {
+            true => (hash_then_look_again(&hashing, &paths_of(b)), b),
+            false => (hashing, b),
+        })
+        .collect();
+    let limits = ExecLimits {
+        timeout: Duration::from_secs(3600),
+        max_output: 4 * 1024 * 1024,
+    };
+    // Batches run side by side (the big files' batch hashes across the box's cores itself).
+    let began = Instant::now();
+    let mut outs = Vec::with_capacity(commands.len());
+    for side_by_side in commands.chunks(HASH_BATCHES_AT_ONCE) {
+        let each = side_by_side.iter().map(|(c, _)| session.exec(c, limits));
+        outs.extend(futures::future::join_all(each).await);
+    }
+    tracing::debug!(
+        commands = commands.len(),
+        look_again,
+        ms = began.elapsed().as_millis() as u64,
+        "pull: hashed on the box"
+    );
+    let (mut all, mut looked) = (BTreeMap::new(), Looked::new());
+    for (out, (_, files)) in outs.into_iter().zip(&commands) {
+        let out = out.map_err(|e| format!("hashing on the box: {e}"))?;
+        let whole = !out.truncated && out.exit_status.is_some();
+        let (hashed, second) = match look_again {
+            true => split_second_look(&out.stdout),
+            false => (&out.stdout[..], None),
+        };
+        match parse_hashes(hashed) {
+            HashOutput::NoTool => {
+                return Err("the box has neither sha256sum nor shasum".to_string());
+            }
+            HashOutput::Hashes(h) => all.extend(h),
+        }
+        if let (Some(second), true) = (second, whole) {
+            let mut seen = Seen::new();
+            parse_restat(second, &mut seen);
+            looked.extend(files.iter().map(|f| (f.path.clone(), seen.remove(&f.path))));
+        }
+    }
+    Ok((all, looked))
 }

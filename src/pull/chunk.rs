@@ -15,9 +15,10 @@ use futures::StreamExt;
 
 use super::PullError;
 use super::book::Book;
+use super::box_hash::{Looked, hashes_then_looks, remote_hashes};
 use super::channel::LazySftp;
 use super::copy::copy_all;
-use super::engine::{Progress, Stage, failed_file, remote_hashes};
+use super::engine::{Progress, Stage, failed_file};
 use super::finish::{Landings, finish_all};
 use super::local::Start;
 use super::names;
@@ -177,7 +178,7 @@ async fn one_chunk<B: BoxExec>(
         .iter()
         .map(|r| r.as_ref().map(|r| r.2.clone()))
         .collect();
-    let starts = local_starts(&spec.dest, plan, records).await;
+    let (starts, checked) = local_starts(&spec.dest, plan, records, &spec.verify).await;
     // The bar's total began as every listed byte: what need not be sent comes off it.
     let not_sent: u64 = plan
         .iter()
@@ -198,12 +199,26 @@ async fn one_chunk<B: BoxExec>(
         (shared.sftp, shared.rtt),
         progress,
     );
-    // A small fresh file's box hash comes with its tar batch; the rest are hashed beside the
-    // copies, and whatever a batch handed back (or could not hash) after them.
+    // A small fresh file's box hash comes with its tar batch; files copied otherwise are hashed
+    // beside the copies, and whatever a batch handed back (or could not hash) after them.
+    // Unchanged files, of which nothing is copied, are looked at again right after their hash,
+    // in the same command.
     let by_tar = |i: &usize| super::batch::eligible(&plan[*i].0, starts[*i]);
-    let hashed_beside = (0..plan.len()).filter(|i| !by_tar(i)).map(|i| &plan[i].0);
+    let unchanged = |i: &usize| starts[*i] == Start::Unchanged;
+    let hashed_beside = (0..plan.len())
+        .filter(|i| !by_tar(i) && !unchanged(i))
+        .map(|i| &plan[i].0);
     let hashes = remote_hashes(session, hashed_beside);
-    let (copied, mut hashes) = tokio::join!(copies, hashes);
+    let unchanged_files = (0..plan.len()).filter(unchanged).map(|i| &plan[i].0);
+    let looks = hashes_then_looks(session, unchanged_files);
+    let (copied, hashes, looks) = tokio::join!(copies, hashes, looks);
+    let (mut hashes, looked) = match (hashes, looks) {
+        (Ok(mut hashes), Ok((more, looked))) => {
+            hashes.extend(more);
+            (Ok(hashes), looked)
+        }
+        (Err(e), _) | (_, Err(e)) => (Err(e), Looked::new()),
+    };
     let unhashed: Vec<&RemoteFile> = (0..plan.len())
         .filter(|i| by_tar(i) && matches!(&copied[*i], Ok(Some(c)) if c.box_sha256.is_none()))
         .map(|i| &plan[i].0)
@@ -220,19 +235,30 @@ async fn one_chunk<B: BoxExec>(
     {
         progress.set_stage(Stage::Verifying);
     }
-    // The second look: a tar batch brought its files' along; the rest are asked for now.
+    // The second look: a tar batch brought its files' along, and the hashing of unchanged
+    // files theirs; the rest are asked for now.
+    let brought = |i: usize| {
+        matches!(&copied[i], Ok(Some(c)) if c.seen.is_some())
+            || looked.contains_key(plan[i].0.path.as_str())
+    };
     let files: Vec<&RemoteFile> = (0..plan.len())
-        .filter(|&i| !matches!(&copied[i], Ok(Some(c)) if c.seen.is_some()))
+        .filter(|&i| !brought(i))
         .map(|i| &plan[i].0)
         .collect();
     let mut relisted = restat(session, &files).await;
     drop(files);
     if let Ok(relisted) = &mut relisted {
-        let brought = plan.iter().zip(&copied).filter_map(|((f, _), c)| {
+        let by_tar = plan.iter().zip(&copied).filter_map(|((f, _), c)| {
             let seen = c.as_ref().ok()?.as_ref()?.seen.clone()?;
             Some((f.path.clone(), seen))
         });
-        relisted.extend(brought);
+        relisted.extend(by_tar);
+        // A file the box no longer has stays out: the finish reads that as vanished.
+        relisted.extend(
+            looked
+                .into_iter()
+                .filter_map(|(path, now)| Some((path, now?))),
+        );
     }
     tracing::debug!(ms = ms(), "pull chunk: looked at the box again");
     let disk_full = copied.iter().any(|c| matches!(c, Err(e) if e.disk_full));
@@ -244,7 +270,7 @@ async fn one_chunk<B: BoxExec>(
         hashes: &hashes,
         progress: &progress.files_done,
     };
-    let mut files = finish_all(plan, copied, recorded_hashes, &landings).await;
+    let mut files = finish_all(plan, copied, recorded_hashes, checked, &landings).await;
     tracing::debug!(ms = ms(), "pull chunk: finished");
     for (file, local, why) in refused {
         files.push(failed_file(&file, &local, why));

@@ -3,7 +3,6 @@
 //! flight), hash both ends, look at the box again to catch files that changed while they were
 //! copied, verify; each chunk's records go to the pull's book (the ledger) as it ends.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,22 +18,14 @@ use super::copy::disk;
 use super::plan::Planner;
 use super::protect::Protected;
 use super::remote::{
-    HashOutput, Listing, RemoteFile, big_file_hash_command, hash_command, listing_command,
-    parse_hashes, parse_listing, parse_resolved, resolve_commands, settle_links,
+    Listing, RemoteFile, listing_command, parse_listing, parse_resolved, resolve_commands,
+    settle_links,
 };
 use super::spool::spool_listing;
 use super::{PullError, names};
 use crate::config::PullConfig;
 use crate::ledger::{PullRecord, PulledFile};
 use crate::transport::{BoxExec, ExecLimits, OneShell, Session};
-
-const HASH_BATCH: usize = 200;
-const HASH_BATCHES_AT_ONCE: usize = 4;
-/// Files at least this big are hashed one process each, by the box's fastest tool, as many at
-/// once as the box has cores: a pull's commands share one shell (`OneShell`), so batches no
-/// longer run side by side, and a sha256sum batch would hash a results folder of 10 MiB files on
-/// one core. Smaller ones go by tar, whose batch hashes them.
-const BIG_HASH: u64 = super::batch::SMALL;
 
 /// Where a pull is: one at a time, in this order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -353,58 +344,6 @@ pub(super) async fn pull_over<B: BoxExec>(
         local_disk_full: tally.local_disk_full,
     };
     Ok((head, tally))
-}
-
-/// SHA-256 of each file as the box sees it; an empty map when the box has no hashing tool or the
-/// link failed (each file then fails with that reason).
-pub(super) async fn remote_hashes<B: BoxExec>(
-    session: &B,
-    files: impl Iterator<Item = &RemoteFile>,
-) -> Result<BTreeMap<String, String>, String> {
-    let (big, rest): (Vec<&RemoteFile>, Vec<&RemoteFile>) = files.partition(|f| f.size >= BIG_HASH);
-    // Batches bounded in size as well as count: a command names each file twice at most.
-    fn path<'x>(f: &'x &RemoteFile) -> &'x str {
-        &f.path
-    }
-    fn paths_of<'a>(b: &[&'a RemoteFile]) -> Vec<&'a str> {
-        b.iter().map(|f| f.path.as_str()).collect()
-    }
-    let commands = names::batches(&big, path, HASH_BATCH, 2)
-        .into_iter()
-        .map(|b| big_file_hash_command(&paths_of(b)))
-        .chain(
-            names::batches(&rest, path, HASH_BATCH, 2)
-                .into_iter()
-                .map(|b| hash_command(&paths_of(b))),
-        );
-    let limits = ExecLimits {
-        timeout: Duration::from_secs(3600),
-        max_output: 4 * 1024 * 1024,
-    };
-    // Batches run side by side (the big files' batch hashes across the box's cores itself).
-    let commands: Vec<String> = commands.collect();
-    let began = Instant::now();
-    let mut outs = Vec::with_capacity(commands.len());
-    for side_by_side in commands.chunks(HASH_BATCHES_AT_ONCE) {
-        let each = side_by_side.iter().map(|c| session.exec(c, limits));
-        outs.extend(futures::future::join_all(each).await);
-    }
-    tracing::debug!(
-        commands = commands.len(),
-        ms = began.elapsed().as_millis() as u64,
-        "pull: hashed on the box"
-    );
-    let mut all = BTreeMap::new();
-    for out in outs {
-        let out = out.map_err(|e| format!("hashing on the box: {e}"))?;
-        match parse_hashes(&out.stdout) {
-            HashOutput::NoTool => {
-                return Err("the box has neither sha256sum nor shasum".to_string());
-            }
-            HashOutput::Hashes(h) => all.extend(h),
-        }
-    }
-    Ok(all)
 }
 
 /// Runs `main` to its end while also driving `side`; `side`'s output if it ended first (it is

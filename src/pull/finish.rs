@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use futures::StreamExt;
 
 use super::NotCopied;
-use super::check::verify;
+use super::check::{Verification, verify};
 use super::copy::{Copied, disk};
 use super::durable;
 use super::engine::failed_file;
@@ -40,6 +40,8 @@ struct Landing<'a> {
     protected: &'a Protected,
     /// The staging folder this file has to itself while it is checked.
     staging: &'a Path,
+    /// An unchanged file's built-in check, made as it was hashed.
+    checked: Option<Verification>,
 }
 
 /// What every planned file's landing shares.
@@ -93,12 +95,18 @@ pub(super) async fn finish_all(
     plan: &[(RemoteFile, PathBuf)],
     copied: Vec<Result<Option<Copied>, NotCopied>>,
     recorded_hashes: Vec<Option<String>>,
+    checked: Vec<Option<Verification>>,
     all: &Landings<'_>,
 ) -> Vec<PulledFile> {
     // Each finish is made when a slot frees, never all up front: a waiting finish is a few KiB
     // of state, which for 100 000 files was most of the pull's 522 MB. (A loop, not a lazy
     // stream: a closure held across the await trips rustc's `Send` check when it is spawned.)
-    let mut items = plan.iter().zip(copied).zip(recorded_hashes);
+    let mut checked = checked.into_iter();
+    let mut items = plan
+        .iter()
+        .zip(copied)
+        .zip(recorded_hashes)
+        .map(|item| (item, checked.next().flatten()));
     let mut running = futures::stream::FuturesOrdered::new();
     let mut records = Vec::with_capacity(plan.len());
     let mut renamed_in: HashMap<PathBuf, Vec<usize>> = HashMap::new();
@@ -109,12 +117,13 @@ pub(super) async fn finish_all(
     let mut in_use = std::collections::VecDeque::new();
     loop {
         while let Some(&slot) = free.last() {
-            let Some((((file, local), outcome), recorded)) = items.next() else {
+            let Some(((((file, local), outcome), recorded), checked)) = items.next() else {
                 break;
             };
             free.pop();
             in_use.push_back(slot);
-            let finishing = finish_one(file, local, outcome, recorded, all, staging.slot(slot));
+            let earlier = Earlier { recorded, checked };
+            let finishing = finish_one(file, local, outcome, earlier, all, staging.slot(slot));
             running.push_back(finishing);
         }
         match running.next().await {
@@ -155,11 +164,19 @@ pub(super) async fn finish_all(
     records
 }
 
+/// What was known of an unchanged file before its finish: the hash the last pull recorded of
+/// its local copy, and what the built-in check said of it as it was hashed again (`None` where
+/// it was not checked then: a user command applies, or it is not unchanged).
+struct Earlier {
+    recorded: Option<String>,
+    checked: Option<Verification>,
+}
+
 async fn finish_one(
     file: &RemoteFile,
     local: &Path,
     outcome: Result<Option<Copied>, NotCopied>,
-    recorded_hash: Option<String>,
+    earlier: Earlier,
     all: &Landings<'_>,
     staging: PathBuf,
 ) -> (PulledFile, Option<PathBuf>) {
@@ -181,7 +198,7 @@ async fn finish_one(
             // Not copied means unchanged: its bytes were just hashed equal to the record.
             let copied = copied.unwrap_or(Copied {
                 sent: 0,
-                sha256: recorded_hash.unwrap_or_default(),
+                sha256: earlier.recorded.unwrap_or_default(),
                 box_sha256: None,
                 seen: None,
             });
@@ -192,6 +209,7 @@ async fn finish_one(
                 verify: all.verify,
                 protected: all.protected,
                 staging: &staging,
+                checked: earlier.checked,
             };
             let record = finish(file, &landing, copied, seen, all.hashes).await;
             if fresh && record.verified {
@@ -261,6 +279,8 @@ async fn finish(
         )
         .await;
         (p.verification, p.error)
+    } else if let Some(checked) = landing.checked.clone() {
+        (checked, None)
     } else {
         (verify(local, landing.verify).await, None)
     };

@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 
 use futures::StreamExt;
 
+use super::check::{Verification, verify_builtin_named};
 use super::engine::PullJob;
 use super::listing::digest;
 use super::local::{LocalState, Start, decide, local_path, part_paths, sha256_file};
 use super::remote::RemoteFile;
+use crate::config::fleet::VerifyCommands;
 
 /// Each file to pull and where it lands at home.
 pub(super) type Plan = Vec<(RemoteFile, PathBuf)>;
@@ -74,35 +76,60 @@ pub(super) type Recorded = (u64, String, String);
 /// 10 000-file pull.
 const STARTS_PER_TASK: usize = 512;
 
-/// How each planned file starts, in plan order; looked at a few tasks at once (re-pulls hash
-/// every file that may be unchanged).
+/// How each planned file starts, in plan order, and for each unchanged one that only the
+/// built-in check applies to, what that check says of it now; looked at a few tasks at once
+/// (re-pulls hash every file that may be unchanged). The check runs here, in the task that
+/// reads the file for its hash, not in a hand-over of its own when the file is finished: on a
+/// re-pull of 100 000 small files that hand-over was an eighth of the client's CPU.
 pub(super) async fn local_starts(
     dest: &Path,
     plan: &[(RemoteFile, PathBuf)],
     records: Vec<Option<Recorded>>,
-) -> Vec<Start> {
+    verify: &VerifyCommands,
+) -> (Vec<Start>, Vec<Option<Verification>>) {
     let mut records = records.into_iter();
     let mut chunks = plan.chunks(STARTS_PER_TASK);
     let mut running = futures::stream::FuturesOrdered::new();
-    let mut starts = Vec::with_capacity(plan.len());
+    let (mut starts, mut checked) = (Vec::with_capacity(plan.len()), Vec::new());
     loop {
         // Two chunks at a time, each copied only when its task starts.
         while running.len() < 2 {
             let Some(chunk) = chunks.next() else { break };
-            let jobs: Vec<_> = chunk.iter().cloned().zip(records.by_ref()).collect();
+            let jobs: Vec<_> = chunk
+                .iter()
+                .cloned()
+                .zip(records.by_ref())
+                .map(|((file, local), record)| {
+                    let builtin_only = local
+                        .file_name()
+                        .is_some_and(|n| verify.for_file(&n.to_string_lossy()).is_empty());
+                    (file, local, record, builtin_only)
+                })
+                .collect();
             let (dest, fresh) = (dest.to_path_buf(), jobs.len());
             running.push_back(async move {
                 let looked = tokio::task::spawn_blocking(move || {
                     jobs.into_iter()
-                        .map(|((file, local), record)| local_start(&dest, &file, &local, record))
+                        .map(|(file, local, record, builtin_only)| {
+                            let start = local_start(&dest, &file, &local, record);
+                            let check = start == Start::Unchanged && builtin_only;
+                            (start, check.then(|| verify_builtin_named(&local, &local)))
+                        })
                         .collect::<Vec<_>>()
                 });
-                looked.await.unwrap_or_else(|_| vec![Start::Fresh; fresh])
+                looked
+                    .await
+                    .unwrap_or_else(|_| vec![(Start::Fresh, None); fresh])
             });
         }
         match running.next().await {
-            Some(looked) => starts.extend(looked),
-            None => return starts,
+            Some(looked) => {
+                for (start, check) in looked {
+                    starts.push(start);
+                    checked.push(check);
+                }
+            }
+            None => return (starts, checked),
         }
     }
 }

@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use super::box_hash::remote_hashes;
 use super::check::verify;
 use super::current::{Currentness, LocalNow, NotCurrent, judge, judge_content};
-use super::engine::{list_remote, remote_hashes};
+use super::engine::list_remote;
 use super::local::sha256_file;
 use super::{PullError, names};
 use crate::config::{HostConfig, KubeConfig, PullConfig};
