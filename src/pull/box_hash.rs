@@ -10,7 +10,11 @@ use super::remote::{RemoteFile, TIMEOUT_PREAMBLE};
 use super::restat::{Seen, hash_then_look_again, parse_restat, split_second_look};
 use crate::transport::{BoxExec, ExecLimits};
 
-const HASH_BATCH: usize = 200;
+/// Files per hashing command: big ones few enough that a command ends well within its
+/// timeout; small ones (at most 1 GiB a command) as many as its text allows, since on a
+/// re-pull of many small files each command's process starts were most of the box's time.
+const HASH_BATCH_BIG: usize = 200;
+const HASH_BATCH: usize = 1024;
 const HASH_BATCHES_AT_ONCE: usize = 4;
 /// Files at least this big are hashed one process each, by the box's fastest tool, as many at
 /// once as the box has cores: a pull's commands share one shell (`OneShell`), so batches no
@@ -123,34 +127,49 @@ pub(super) async fn hashes_then_looks<B: BoxExec>(
     hash_on_box(session, files, true).await
 }
 
-async fn hash_on_box<B: BoxExec>(
-    session: &B,
-    files: impl Iterator<Item = &RemoteFile>,
+/// The commands that hash `big` and `rest` (and look at them again), each with the files it
+/// names, in batches bounded in size as well as count.
+fn hash_commands<'a, 'f>(
+    big: &'a [&'f RemoteFile],
+    rest: &'a [&'f RemoteFile],
     look_again: bool,
-) -> Result<(BTreeMap<String, String>, Looked), String> {
-    let (big, rest): (Vec<&RemoteFile>, Vec<&RemoteFile>) = files.partition(|f| f.size >= BIG_HASH);
-    // Batches bounded in size as well as count: a command names each file twice at most, and
-    // once more where it looks again.
+) -> Vec<(String, &'a [&'f RemoteFile])> {
     fn path<'x>(f: &'x &RemoteFile) -> &'x str {
         &f.path
     }
     fn paths_of<'a>(b: &[&'a RemoteFile]) -> Vec<&'a str> {
         b.iter().map(|f| f.path.as_str()).collect()
     }
-    let uses = if look_again { 3 } else { 2 };
-    let big = names::batches(&big, path, HASH_BATCH, uses)
+    // Each name is a bare word in the hashing's two lists (sha256sum's, and shasum's where the
+    // box lacks it), and in the second look's.
+    let naming = match look_again {
+        true => names::Naming {
+            rebuilds: 2,
+            ..names::Naming::listed(3)
+        },
+        false => names::Naming::listed(2),
+    };
+    let big = names::batches(big, path, HASH_BATCH_BIG, naming)
         .into_iter()
         .map(|b| (big_file_hash_command(&paths_of(b)), b));
-    let rest = names::batches(&rest, path, HASH_BATCH, uses)
+    let rest = names::batches(rest, path, HASH_BATCH, naming)
         .into_iter()
         .map(|b| (hash_command(&paths_of(b)), b));
-    let commands: Vec<(String, &[&RemoteFile])> = big
-        .chain(rest)
+    big.chain(rest)
         .map(|(hashing, b)| match look_again {
             true => (hash_then_look_again(&hashing, &paths_of(b)), b),
             false => (hashing, b),
         })
-        .collect();
+        .collect()
+}
+
+async fn hash_on_box<B: BoxExec>(
+    session: &B,
+    files: impl Iterator<Item = &RemoteFile>,
+    look_again: bool,
+) -> Result<(BTreeMap<String, String>, Looked), String> {
+    let (big, rest): (Vec<&RemoteFile>, Vec<&RemoteFile>) = files.partition(|f| f.size >= BIG_HASH);
+    let commands = hash_commands(&big, &rest, look_again);
     let limits = ExecLimits {
         timeout: Duration::from_secs(3600),
         max_output: 4 * 1024 * 1024,
@@ -189,4 +208,63 @@ async fn hash_on_box<B: BoxExec>(
         }
     }
     Ok((all, looked))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(path: String, size: u64) -> RemoteFile {
+        RemoteFile {
+            path,
+            size,
+            ..RemoteFile::default()
+        }
+    }
+
+    /// A hash list's names are bare words: counted as if each carried a readlink line (64
+    /// bytes a use) and capped at 200, a re-pull's chunk of 2 185 results files took 13
+    /// commands, each a few process starts on the box.
+    #[test]
+    fn a_hash_command_holds_as_many_names_as_its_text_allows() {
+        let files: Vec<RemoteFile> = (0..2185)
+            .map(|i| {
+                file(
+                    format!(
+                        "/tmp/.tmpAbCdEf/run/many-100000/cell-{:04}/f-{i:05}.json",
+                        i / 1000
+                    ),
+                    40,
+                )
+            })
+            .collect();
+        let rest: Vec<&RemoteFile> = files.iter().collect();
+        let commands = hash_commands(&[], &rest, true);
+        assert!(commands.len() <= 7, "{} commands", commands.len());
+        assert_eq!(commands.iter().map(|(_, b)| b.len()).sum::<usize>(), 2185);
+    }
+
+    /// Whatever the names (quotes, bytes that are not UTF-8, each rebuilt by both scripts of a
+    /// hash-then-look command), no command passes what Linux lets one argument hold.
+    #[test]
+    fn no_hash_command_passes_what_a_box_can_start() {
+        let files: Vec<RemoteFile> = (0..3000)
+            .map(|i| match i % 3 {
+                0 => format!("/w/{}\\xff{i}", "n".repeat(200)),
+                1 => format!("/w/it's {}{i}", "q'".repeat(100)),
+                _ => format!("/w/{}{i}", "p".repeat(300)),
+            })
+            .enumerate()
+            .map(|(i, p)| file(p, if i % 2 == 0 { 40 } else { 2 << 20 }))
+            .collect();
+        let (big, rest): (Vec<&RemoteFile>, Vec<&RemoteFile>) =
+            files.iter().partition(|f| f.size >= BIG_HASH);
+        for look_again in [false, true] {
+            let commands = hash_commands(&big, &rest, look_again);
+            assert_eq!(commands.iter().map(|(_, b)| b.len()).sum::<usize>(), 3000);
+            for (command, _) in &commands {
+                assert!(command.len() <= 128 * 1024, "{} bytes", command.len());
+            }
+        }
+    }
 }

@@ -120,14 +120,51 @@ impl Words {
 /// list the box makes long (links, files to hash) is split into commands this size at most.
 pub const COMMAND_BYTES: usize = 64 * 1024;
 
+/// How a command names each of its files: how many times, and the most text it writes around
+/// each use.
+#[derive(Debug, Clone, Copy)]
+pub struct Naming {
+    pub uses: usize,
+    pub around: usize,
+    /// How many of the command's scripts rebuild a name that is not UTF-8 (each has its own
+    /// `Words` preamble).
+    pub rebuilds: usize,
+}
+
+impl Naming {
+    /// `uses` times, with up to `PER_USE` bytes of text around each (the most any command writes:
+    /// `resolve_command`'s readlink and printf line).
+    pub const fn with_text(uses: usize) -> Naming {
+        Naming {
+            uses,
+            around: PER_USE,
+            rebuilds: 1,
+        }
+    }
+
+    /// `uses` times as a bare word in a list (a space after each).
+    pub const fn listed(uses: usize) -> Naming {
+        Naming {
+            uses,
+            around: 1,
+            rebuilds: 1,
+        }
+    }
+}
+
 /// `names` in order, in batches of at most `most` names whose words (`Words::word`) stay within
-/// [`COMMAND_BYTES`]; each name is counted `uses` times, as often as a command names it. A name
-/// longer than the bound alone is a batch of its own (no path on a box is: PATH_MAX is 4096).
-pub fn batches<T>(items: &[T], name: impl Fn(&T) -> &str, most: usize, uses: usize) -> Vec<&[T]> {
+/// [`COMMAND_BYTES`]; each name is counted as its command names it (`Naming`). A name longer
+/// than the bound alone is a batch of its own (no path on a box is: PATH_MAX is 4096).
+pub fn batches<T>(
+    items: &[T],
+    name: impl Fn(&T) -> &str,
+    most: usize,
+    naming: Naming,
+) -> Vec<&[T]> {
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (i, item) in items.iter().enumerate() {
-        let cost = word_cost(name(item), uses);
+        let cost = word_cost(name(item), naming);
         if i > start && (i - start == most || bytes + cost > COMMAND_BYTES) {
             out.push(&items[start..i]);
             (start, bytes) = (i, 0);
@@ -144,16 +181,22 @@ pub fn batches<T>(items: &[T], name: impl Fn(&T) -> &str, most: usize, uses: usi
 /// printf line is the longest, ~60 bytes).
 const PER_USE: usize = 64;
 
-/// What `escaped` adds to a command that names it `uses` times: its word and `PER_USE` each
-/// time, and for a name that is not UTF-8, the printf line that rebuilds it (four bytes a byte)
-/// once. Counting every name at four bytes a byte, as if none were UTF-8, cut a re-pull's
-/// hashing of 2 200 plain names into 17 commands where 12 do.
-fn word_cost(escaped: &str, uses: usize) -> usize {
+/// What `escaped` adds to a command that names it as `naming` says: its word and the text
+/// around it each time, and for a name that is not UTF-8, the printf line that rebuilds it (four
+/// bytes a byte) once. Counting every name at four bytes a byte, as if none were UTF-8, cut a
+/// re-pull's hashing of 2 200 plain names into 17 commands where 12 do; counting a hash list's
+/// bare words as if each carried a readlink line cut it into 13 where 8 do.
+fn word_cost(escaped: &str, naming: Naming) -> usize {
     let bytes = unescape(escaped);
+    let Naming {
+        uses,
+        around,
+        rebuilds,
+    } = naming;
     match std::str::from_utf8(&bytes) {
-        Ok(text) => (shell_quote(text).len() + PER_USE) * uses,
-        // `rw_nN=$(printf '…x'); rw_nN=${rw_nN%x}` once, `"$rw_nN"` per use.
-        Err(_) => bytes.len() * 4 + 48 + (16 + PER_USE) * uses,
+        Ok(text) => (shell_quote(text).len() + around) * uses,
+        // `rw_nN=$(printf '…x'); rw_nN=${rw_nN%x}` once a script, `"$rw_nN"` per use.
+        Err(_) => (bytes.len() * 4 + 48) * rebuilds + (16 + around) * uses,
     }
 }
 
@@ -195,7 +238,7 @@ mod tests {
         let plain: Vec<String> = (0..400)
             .map(|i| format!("/w/{}/m{i:06}.json", "d".repeat(45)))
             .collect();
-        let split = batches(&plain, String::as_str, 200, 2);
+        let split = batches(&plain, String::as_str, 200, Naming::with_text(2));
         assert_eq!(
             split.iter().map(|b| b.len()).collect::<Vec<_>>(),
             [200, 200]
@@ -209,7 +252,7 @@ mod tests {
                 _ => format!("/w/{}{i}", "p".repeat(300)),
             })
             .collect();
-        for batch in batches(&mixed, String::as_str, usize::MAX, 2) {
+        for batch in batches(&mixed, String::as_str, usize::MAX, Naming::with_text(2)) {
             let mut words = Words::default();
             let said: Vec<String> = batch.iter().map(|n| words.word(n)).collect();
             let around = " ".repeat(PER_USE - 1);

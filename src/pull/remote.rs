@@ -224,10 +224,15 @@ pub fn listing_command(paths: &[String]) -> String {
 /// Asks the box where each pending link really points (`readlink -f`), one record per link, in
 /// commands of bounded size (`names::batches`): their outputs, in order, are one per link.
 pub fn resolve_commands(links: &[PendingLink]) -> Vec<String> {
-    super::names::batches(links, |l| l.path.as_str(), usize::MAX, 1)
-        .into_iter()
-        .map(resolve_command)
-        .collect()
+    super::names::batches(
+        links,
+        |l| l.path.as_str(),
+        usize::MAX,
+        super::names::Naming::with_text(1),
+    )
+    .into_iter()
+    .map(resolve_command)
+    .collect()
 }
 
 fn resolve_command(links: &[PendingLink]) -> String {

@@ -428,7 +428,12 @@ fn a_command_never_grows_with_the_box() {
         );
     }
     let names: Vec<String> = (0..200).map(long).collect();
-    let batches = crate::pull::names::batches(&names, String::as_str, 200, 2);
+    let batches = crate::pull::names::batches(
+        &names,
+        String::as_str,
+        200,
+        crate::pull::names::Naming::listed(2),
+    );
     assert!(batches.len() > 1);
     for batch in batches {
         let paths: Vec<&str> = batch.iter().map(String::as_str).collect();

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::names::{Words, batches, escape};
+use super::names::{Naming, Words, batches, escape};
 use super::remote::{FIND_TIMEOUT_SECS, RemoteFile, TIMEOUT_PREAMBLE};
 use crate::transport::{BoxExec, ExecLimits};
 
@@ -90,7 +90,7 @@ pub(super) async fn restat<B: BoxExec>(session: &B, files: &[&RemoteFile]) -> Re
         max_output: 8 * 1024 * 1024,
     };
     let mut seen = Seen::with_capacity(files.len());
-    for batch in batches(files, |f| f.path.as_str(), PER_COMMAND, 1) {
+    for batch in batches(files, |f| f.path.as_str(), PER_COMMAND, Naming::listed(1)) {
         let paths: Vec<&str> = batch.iter().map(|f| f.path.as_str()).collect();
         let out = session
             .exec(&restat_command(&paths), limits)
