@@ -202,6 +202,76 @@ async fn a_pull_after_the_box_ended_its_sftp_server_opens_another() {
     assert_sftp_servers(&log, 2);
 }
 
+/// A pull dropped mid-copy (the dashboard's pull cancelled, `rigwatch pull` interrupted)
+/// leaves no file open on the box: the SFTP channel is the connection's and outlives the pull,
+/// so a handle left open would hold a descriptor in its sftp-server for as long as the host is
+/// watched, one more each time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_dropped_mid_copy_leaves_no_file_open_on_the_box() {
+    let mut lab = Lab::new();
+    let (sshd, _, _log, ckpt) = logging_box_with_sftp(&mut lab);
+    support::write_random(&ckpt, 64 << 20, 3);
+    // A link of 20 ms round trips: the copy is still under way when it is dropped.
+    let proxy = support::delay::DelayProxy::start(sshd.port, Duration::from_millis(10));
+    let run = sshd.dir.join("workspace/run");
+    let body = format!(
+        "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\nverify = \"test -s {{file}}\"",
+        lab.host_entry_via(&sshd, proxy.port),
+        run.join("final_ckpts").display(),
+        lab.path("results/box").display()
+    );
+    let config = fleet::load(&lab.fleet("slow.toml", "", &[("box", body)])).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let progress = std::sync::Arc::new(rigwatch::pull::Progress::default());
+    let pulling = {
+        let (session, spec, progress) = (session.clone(), spec.clone(), progress.clone());
+        tokio::spawn(async move {
+            let job = rigwatch::pull::PullJob::of("box", &spec, None);
+            rigwatch::pull::pull(&session, &job, progress).await
+        })
+    };
+    let began = Instant::now();
+    while progress
+        .bytes_done
+        .load(std::sync::atomic::Ordering::Relaxed)
+        < 4 << 20
+    {
+        assert!(began.elapsed() < SETTLE, "the copy never began");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    pulling.abort();
+    assert!(
+        pulling.await.is_err_and(|e| e.is_cancelled()),
+        "the pull ended first"
+    );
+    // What holds the checkpoint open on the box, once its close has had time to cross.
+    let holders = || -> Vec<String> {
+        let pids = sshd.cpu_breakdown().into_iter().map(|(pid, _, _)| pid);
+        pids.flat_map(|pid| {
+            let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .into_iter()
+                .flatten();
+            fds.flatten()
+                .filter(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == ckpt))
+                .map(move |fd| format!("{pid}: {}", fd.path().display()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+    };
+    let waited = Instant::now();
+    while !holders().is_empty() && waited.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let left = holders();
+    // The next pull over the same connection (`p` pressed again) resumes and brings it home.
+    let again = pull_on(&session, &spec, None).await;
+    pool.shutdown().await;
+    assert!(left.is_empty(), "still open on the box: {left:?}");
+    assert!(again.files.iter().all(|f| f.is_good()), "{again:?}");
+    let ckpt = again.files.iter().find(|f| f.remote_path.ends_with(".bin"));
+    assert!(ckpt.is_some_and(|f| f.sent < 64 << 20), "{ckpt:?}");
+}
+
 /// A command that runs past its clock leaves the shared helper: the next command gets a new
 /// one at once instead of waiting behind the one still running on the box.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,7 @@
 //! The pull's SFTP channel: the connection's kept one (`Session::sftp`), asked for while the
 //! box lists where it is not open yet (four round trips to open, which a 100 ms link made half
-//! a second of every pull), and awaited only when a file first needs it.
+//! a second of every pull), and awaited only when a file first needs it; and each remote file's
+//! handle on it, closed however its copy ends.
 
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ impl<'a> LazySftp<'a> {
         }
     }
 
-    pub async fn get(&self) -> Option<&SftpChannel> {
+    pub async fn get(&self) -> Option<&Arc<SftpChannel>> {
         let open = || async {
             let opening = self.opening.lock().ok().and_then(|mut o| o.take());
             match opening {
@@ -34,6 +35,50 @@ impl<'a> LazySftp<'a> {
                 None => None,
             }
         };
-        self.opened.get_or_init(open).await.as_deref()
+        self.opened.get_or_init(open).await.as_ref()
+    }
+}
+
+/// A remote file's handle on the connection's SFTP channel, closed when its copy is done with
+/// it, and also when the copy is dropped half way (the dashboard's pull cancelled, `rigwatch
+/// pull` interrupted): the channel outlives the pull, and each handle left open would hold a
+/// descriptor in its sftp-server for as long as the host is watched.
+pub(super) struct OpenHandle {
+    channel: Arc<SftpChannel>,
+    handle: Option<String>,
+}
+
+impl OpenHandle {
+    pub(super) fn new(channel: &Arc<SftpChannel>, handle: String) -> OpenHandle {
+        OpenHandle {
+            channel: channel.clone(),
+            handle: Some(handle),
+        }
+    }
+
+    pub(super) fn name(&self) -> &str {
+        self.handle.as_deref().unwrap_or_default()
+    }
+
+    pub(super) async fn close(mut self) {
+        if let Some(handle) = self.handle.take() {
+            let _ = self.channel.raw.close(handle).await;
+        }
+    }
+}
+
+impl Drop for OpenHandle {
+    /// Only a copy dropped before its close gets here with its handle: the close is sent from
+    /// a task of its own, since a drop cannot wait for the answer.
+    fn drop(&mut self) {
+        let (Some(handle), Ok(runtime)) =
+            (self.handle.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let channel = self.channel.clone();
+        runtime.spawn(async move {
+            let _ = channel.raw.close(handle).await;
+        });
     }
 }

@@ -3,6 +3,7 @@
 //! left there: it takes its final name only once proven (`promote`).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
@@ -13,7 +14,7 @@ use sha2::{Digest, Sha256};
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::OpenOptionsExt;
 
-use super::channel::LazySftp;
+use super::channel::{LazySftp, OpenHandle};
 use super::local::{Start, part_paths, tag_part};
 use super::names::{Words, as_utf8};
 use super::remote::RemoteFile;
@@ -270,7 +271,7 @@ pub struct Copied {
 /// Writes go straight to the page cache from this task: a 128 KiB write costs microseconds,
 /// far less than handing each chunk to a blocking thread.
 async fn download(
-    channel: &SftpChannel,
+    channel: &Arc<SftpChannel>,
     name: &str,
     remote: &RemoteFile,
     dest: &Path,
@@ -291,15 +292,14 @@ async fn download(
     // size is asked beside it (once per channel), not a round trip before it.
     let open = sftp.open(name, OpenFlags::READ, FileAttributes::default());
     let (opened, max_read) = tokio::join!(open, channel.max_read());
-    let handle = opened.map_err(failed)?.handle;
+    let handle = OpenHandle::new(channel, opened.map_err(failed)?.handle);
     let Span { from, rtt } = span;
     let chunk = chunk_for(max_read);
     let depth = reads_in_flight(rtt, chunk);
     let (part, file, mut hasher) = match open_part(remote, dest, local, from).await {
         Ok(opened) => opened,
         Err(e) => {
-            // The kept channel outlives this pull: its handle is closed, not left open.
-            let _ = sftp.close(handle.as_str()).await;
+            handle.close().await;
             return Err(e);
         }
     };
@@ -315,7 +315,7 @@ async fn download(
             while inflight.len() < depth && next < remote.size {
                 let len = chunk.min(remote.size - next);
                 let offset = next;
-                let read = sftp.read(handle.as_str(), offset, len as u32);
+                let read = sftp.read(handle.name(), offset, len as u32);
                 inflight.push_back(async move { (offset, len, read.await) });
                 next += len;
             }
@@ -345,7 +345,7 @@ async fn download(
             while (data.len() as u64) < len {
                 let at = offset + data.len() as u64;
                 let want = (len - data.len() as u64) as u32;
-                match sftp.read(handle.as_str(), at, want).await {
+                match sftp.read(handle.name(), at, want).await {
                     Ok(more) if !more.data.is_empty() => data.extend_from_slice(&more.data),
                     Ok(_) | Err(SftpError::Status(_)) => {
                         return Err(PullError::Shrank {
@@ -368,13 +368,15 @@ async fn download(
         Ok(())
     }
     .await;
+    // Reads still in flight (a copy that failed) borrow the handle it is about to close.
+    drop(inflight);
     let received = began.elapsed();
     // The close's round trip overlaps the fsync instead of following it.
     let finished = async {
         result?;
         file.seal(&part).await
     };
-    let (_, finished) = tokio::join!(sftp.close(handle.as_str()), finished);
+    let (_, finished) = tokio::join!(handle.close(), finished);
     finished?;
     tracing::debug!(
         bytes = sent,
