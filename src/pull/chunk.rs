@@ -92,6 +92,10 @@ pub(super) async fn pull_chunks<B: BoxExec>(
     shared: &Shared<'_, '_, '_, B>,
     chunks: &mut Chunks<'_>,
 ) -> Tally {
+    // One chunk looks at home at a time: the two in hand then fall out of step, one asking
+    // the box while the other reads local disk, instead of both reading local disk while the
+    // box idles and both asking the box while local disk idles.
+    let looking = tokio::sync::Mutex::new(());
     let mut running = futures::stream::FuturesOrdered::new();
     let mut tally = Tally::default();
     // A loop, not a lazy stream: a closure held across the await trips rustc's `Send` check
@@ -101,7 +105,7 @@ pub(super) async fn pull_chunks<B: BoxExec>(
             let Some((plan, refused)) = chunks() else {
                 break;
             };
-            running.push_back(one_chunk(shared, plan, refused));
+            running.push_back(one_chunk(shared, &looking, plan, refused));
         }
         match running.next().await {
             Some((files, full, read)) => {
@@ -147,6 +151,7 @@ fn recorded(
 /// One chunk from its local look to its records.
 async fn one_chunk<B: BoxExec>(
     shared: &Shared<'_, '_, '_, B>,
+    looking: &tokio::sync::Mutex<()>,
     plan: Plan,
     refused: Refused,
 ) -> (Vec<PulledFile>, bool, Result<(), PullError>) {
@@ -162,6 +167,7 @@ async fn one_chunk<B: BoxExec>(
     progress
         .files_done
         .fetch_add(refused.len(), Ordering::Relaxed);
+    let home = looking.lock().await;
     let (recorded, read) = recorded(shared.book, plan);
     let records: Vec<Option<Recorded>> = plan
         .iter()
@@ -179,6 +185,7 @@ async fn one_chunk<B: BoxExec>(
         .map(|r| r.as_ref().map(|r| r.2.clone()))
         .collect();
     let (starts, checked) = local_starts(&spec.dest, plan, records, &spec.verify).await;
+    drop(home);
     // The bar's total began as every listed byte: what need not be sent comes off it.
     let not_sent: u64 = plan
         .iter()
