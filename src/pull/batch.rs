@@ -25,7 +25,7 @@ use super::NotCopied;
 use super::copy::{Copied, disk};
 use super::durable;
 use super::local::{Start, part_paths};
-use super::names::{Words, unescape};
+use super::names::{Naming, Words, unescape};
 use super::remote::{HashOutput, RemoteFile, hash_command, parse_hashes};
 use super::restat::{SECOND_LOOK, Seen, parse_restat, restat_command, split_second_look};
 use crate::transport::{BoxExec, ExecLimits};
@@ -77,7 +77,7 @@ fn split(plan: &[(RemoteFile, PathBuf)], small: &[usize]) -> Vec<Vec<usize>> {
     let (mut batch, mut bytes, mut command) = (Vec::new(), 0u64, 0usize);
     for &i in small {
         let file = &plan[i].0;
-        let cost = command_cost(&file.path);
+        let cost = BATCH_NAMING.cost(&file.path);
         let full = batch.len() == BATCH_FILES
             || bytes + file.size > BATCH_BYTES
             || command + cost > BATCH_COMMAND - BATCH_TEXT;
@@ -95,25 +95,13 @@ fn split(plan: &[(RemoteFile, PathBuf)], small: &[usize]) -> Vec<Vec<usize>> {
     batches
 }
 
-/// What one file adds to its batch's command (`batch_command`): its word and a space at each
-/// use (twice in the hashing, which tries two tools, once in tar, once in the second look),
-/// and for a name that is not UTF-8 the printf line each of the three lists rebuilds it with
-/// (its variable named here `rw_n0`, in a batch up to `rw_n255`: two digits more at each of
-/// the line's three uses and the word's).
-fn command_cost(path: &str) -> usize {
-    // A word, and the printf line with its variable's extra digits where there is one.
-    let word = |escaped: &str| {
-        let mut words = Words::default();
-        let word = words.word(escaped).len() + 1;
-        let line = words.preamble().len();
-        (word, if line == 0 { 0 } else { line + 6 }, line > 0)
-    };
-    let (tar_word, tar_line, _) = word(path.get(1..).unwrap_or_default());
-    let (word, line, rebuilt) = word(path);
-    // The hashing and the second look each rebuild it once and use it three times between
-    // them; the word's own extra digits at each use.
-    tar_word + tar_line + 3 * word + 2 * line + if rebuilt { 2 * 4 } else { 0 }
-}
+/// How a batch's command (`batch_command`) names each file: a bare word four times (twice in
+/// the hashing, which tries two tools, once in tar, once in the second look), a name that is
+/// not UTF-8 rebuilt by a printf line in each of its three scripts.
+const BATCH_NAMING: Naming = Naming {
+    rebuilds: 3,
+    ..Naming::listed(4)
+};
 
 /// A batch command's own text around its files' words (the hashing tools' choice, timeouts,
 /// tar, the second look), with room to spare.

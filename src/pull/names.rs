@@ -150,6 +150,25 @@ impl Naming {
             rebuilds: 1,
         }
     }
+
+    /// What `escaped` adds to a command that names it this way: its word and the text around it
+    /// each time, and for a name that is not UTF-8, the printf line that rebuilds it (four bytes
+    /// a byte) in each script that does. Counting every name at four bytes a byte, as if none were UTF-8, cut a
+    /// re-pull's hashing of 2 200 plain names into 17 commands where 12 do; counting a hash list's
+    /// bare words as if each carried a readlink line cut it into 13 where 8 do.
+    pub fn cost(self, escaped: &str) -> usize {
+        let bytes = unescape(escaped);
+        let Naming {
+            uses,
+            around,
+            rebuilds,
+        } = self;
+        match std::str::from_utf8(&bytes) {
+            Ok(text) => (shell_quote(text).len() + around) * uses,
+            // `rw_nN=$(printf '…x'); rw_nN=${rw_nN%x}` once a script, `"$rw_nN"` per use.
+            Err(_) => (bytes.len() * 4 + 48) * rebuilds + (16 + around) * uses,
+        }
+    }
 }
 
 /// `names` in order, in batches of at most `most` names whose words (`Words::word`) stay within
@@ -164,7 +183,7 @@ pub fn batches<T>(
     let mut out = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (i, item) in items.iter().enumerate() {
-        let cost = word_cost(name(item), naming);
+        let cost = naming.cost(name(item));
         if i > start && (i - start == most || bytes + cost > COMMAND_BYTES) {
             out.push(&items[start..i]);
             (start, bytes) = (i, 0);
@@ -180,25 +199,6 @@ pub fn batches<T>(
 /// The most text a command writes around one use of a name (`resolve_command`'s readlink and
 /// printf line is the longest, ~60 bytes).
 const PER_USE: usize = 64;
-
-/// What `escaped` adds to a command that names it as `naming` says: its word and the text
-/// around it each time, and for a name that is not UTF-8, the printf line that rebuilds it (four
-/// bytes a byte) once. Counting every name at four bytes a byte, as if none were UTF-8, cut a
-/// re-pull's hashing of 2 200 plain names into 17 commands where 12 do; counting a hash list's
-/// bare words as if each carried a readlink line cut it into 13 where 8 do.
-fn word_cost(escaped: &str, naming: Naming) -> usize {
-    let bytes = unescape(escaped);
-    let Naming {
-        uses,
-        around,
-        rebuilds,
-    } = naming;
-    match std::str::from_utf8(&bytes) {
-        Ok(text) => (shell_quote(text).len() + around) * uses,
-        // `rw_nN=$(printf '…x'); rw_nN=${rw_nN%x}` once a script, `"$rw_nN"` per use.
-        Err(_) => (bytes.len() * 4 + 48) * rebuilds + (16 + around) * uses,
-    }
-}
 
 pub use crate::sanitize::shell_quote;
 
