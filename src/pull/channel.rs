@@ -40,43 +40,38 @@ impl<'a> LazySftp<'a> {
 }
 
 /// A remote file's handle on the connection's SFTP channel, closed when its copy is done with
-/// it, and also when the copy is dropped half way (the dashboard's pull cancelled, `rigwatch
-/// pull` interrupted): the channel outlives the pull, and each handle left open would hold a
+/// it, or when the copy is dropped half way (the dashboard's pull cancelled, `rigwatch pull`
+/// interrupted): the channel outlives the pull, and each handle left open would hold a
 /// descriptor in its sftp-server for as long as the host is watched.
+///
+/// Its close is sent from a task of its own, never waited for: the server answers requests in
+/// order, so nothing later on the channel finds the file still open, and the close's answer
+/// says nothing the copy needs (a read-only handle). Waiting for it was the last round trip of
+/// every copy: 0.1 s of a 256 MiB pull over a 100 ms link.
 pub(super) struct OpenHandle {
     channel: Arc<SftpChannel>,
-    handle: Option<String>,
+    handle: String,
 }
 
 impl OpenHandle {
     pub(super) fn new(channel: &Arc<SftpChannel>, handle: String) -> OpenHandle {
         OpenHandle {
             channel: channel.clone(),
-            handle: Some(handle),
+            handle,
         }
     }
 
     pub(super) fn name(&self) -> &str {
-        self.handle.as_deref().unwrap_or_default()
-    }
-
-    pub(super) async fn close(mut self) {
-        if let Some(handle) = self.handle.take() {
-            let _ = self.channel.raw.close(handle).await;
-        }
+        &self.handle
     }
 }
 
 impl Drop for OpenHandle {
-    /// Only a copy dropped before its close gets here with its handle: the close is sent from
-    /// a task of its own, since a drop cannot wait for the answer.
     fn drop(&mut self) {
-        let (Some(handle), Ok(runtime)) =
-            (self.handle.take(), tokio::runtime::Handle::try_current())
-        else {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let channel = self.channel.clone();
+        let (channel, handle) = (self.channel.clone(), std::mem::take(&mut self.handle));
         runtime.spawn(async move {
             let _ = channel.raw.close(handle).await;
         });

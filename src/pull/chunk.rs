@@ -13,10 +13,12 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
+use super::NotCopied;
 use super::PullError;
 use super::book::Book;
 use super::box_hash::{Looked, hashes_then_looks, remote_hashes};
 use super::channel::LazySftp;
+use super::copy::Copied;
 use super::copy::copy_all;
 use super::engine::{Progress, Stage, failed_file};
 use super::finish::{Landings, finish_all};
@@ -207,24 +209,16 @@ async fn one_chunk<B: BoxExec>(
         progress,
     );
     // A small fresh file's box hash comes with its tar batch; files copied otherwise are hashed
-    // beside the copies, and whatever a batch handed back (or could not hash) after them.
-    // Unchanged files, of which nothing is copied, are looked at again right after their hash,
-    // in the same command.
+    // beside the copies, and whatever a batch handed back (or could not hash) after them. Each
+    // hash is followed by the box's second look at its files, in the same command
+    // (`second_look_brought` says when that look holds for a copy).
     let by_tar = |i: &usize| super::batch::eligible(&plan[*i].0, starts[*i]);
-    let unchanged = |i: &usize| starts[*i] == Start::Unchanged;
-    let hashed_beside = (0..plan.len())
-        .filter(|i| !by_tar(i) && !unchanged(i))
-        .map(|i| &plan[i].0);
-    let hashes = remote_hashes(session, hashed_beside);
-    let unchanged_files = (0..plan.len()).filter(unchanged).map(|i| &plan[i].0);
-    let looks = hashes_then_looks(session, unchanged_files);
-    let (copied, hashes, looks) = tokio::join!(copies, hashes, looks);
-    let (mut hashes, looked) = match (hashes, looks) {
-        (Ok(mut hashes), Ok((more, looked))) => {
-            hashes.extend(more);
-            (Ok(hashes), looked)
-        }
-        (Err(e), _) | (_, Err(e)) => (Err(e), Looked::new()),
+    let hashed_beside = (0..plan.len()).filter(|i| !by_tar(i)).map(|i| &plan[i].0);
+    let looks = hashes_then_looks(session, hashed_beside);
+    let (copied, looks) = tokio::join!(copies, looks);
+    let (mut hashes, looked) = match looks {
+        Ok((hashes, looked)) => (Ok(hashes), looked),
+        Err(e) => (Err(e), Looked::new()),
     };
     let unhashed: Vec<&RemoteFile> = (0..plan.len())
         .filter(|i| by_tar(i) && matches!(&copied[*i], Ok(Some(c)) if c.box_sha256.is_none()))
@@ -242,14 +236,13 @@ async fn one_chunk<B: BoxExec>(
     {
         progress.set_stage(Stage::Verifying);
     }
-    // The second look: a tar batch brought its files' along, and the hashing of unchanged
-    // files theirs; the rest are asked for now.
-    let brought = |i: usize| {
-        matches!(&copied[i], Ok(Some(c)) if c.seen.is_some())
-            || looked.contains_key(plan[i].0.path.as_str())
-    };
+    // The second look: a tar batch brought its files' along, and each hashing command its own;
+    // the rest are asked for now.
+    let brought: Vec<bool> = (0..plan.len())
+        .map(|i| second_look_brought(&plan[i].0, &copied[i], &hashes, &looked))
+        .collect();
     let files: Vec<&RemoteFile> = (0..plan.len())
-        .filter(|&i| !brought(i))
+        .filter(|&i| !brought[i])
         .map(|i| &plan[i].0)
         .collect();
     let mut relisted = restat(session, &files).await;
@@ -261,11 +254,11 @@ async fn one_chunk<B: BoxExec>(
         });
         relisted.extend(by_tar);
         // A file the box no longer has stays out: the finish reads that as vanished.
-        relisted.extend(
-            looked
-                .into_iter()
-                .filter_map(|(path, now)| Some((path, now?))),
-        );
+        let by_hash = (0..plan.len()).filter(|&i| brought[i]).filter_map(|i| {
+            let path = plan[i].0.path.as_str();
+            Some((path.to_string(), looked.get(path)?.clone()?))
+        });
+        relisted.extend(by_hash.collect::<Vec<_>>());
     }
     tracing::debug!(ms = ms(), "pull chunk: looked at the box again");
     let disk_full = copied.iter().any(|c| matches!(c, Err(e) if e.disk_full));
@@ -283,4 +276,81 @@ async fn one_chunk<B: BoxExec>(
         files.push(failed_file(&file, &local, why));
     }
     (files, disk_full, read)
+}
+
+/// Whether the look that followed a file's hash on the box (in the hashing's own command) is
+/// its second look, so the chunk need not ask again once the copies end. For a file nothing was
+/// copied of, always. For a copy, when its bytes hash as the box's did: the box saw the file
+/// unchanged from the listing until after it hashed it, so the bytes it hashed are the listed
+/// version, and bytes that hash the same are those bytes, whenever the copy read them. A copy
+/// that hashes otherwise is looked at again after it, so a file changed while it was copied is
+/// named as changed, not as a mismatch.
+fn second_look_brought(
+    file: &RemoteFile,
+    copied: &Result<Option<Copied>, NotCopied>,
+    hashes: &Result<std::collections::BTreeMap<String, String>, String>,
+    looked: &Looked,
+) -> bool {
+    match copied {
+        Ok(Some(c)) if c.seen.is_some() => true,
+        _ if !looked.contains_key(file.path.as_str()) => false,
+        Ok(Some(c)) => hashes
+            .as_ref()
+            .is_ok_and(|h| h.get(&file.path) == Some(&c.sha256)),
+        Ok(None) | Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The look that came with a file's hash stands for a copy only when the copy hashes as the
+    /// box did; a copy that hashes otherwise (changed while it was copied) is looked at again.
+    #[test]
+    fn a_hash_s_look_stands_for_a_copy_only_when_the_copy_hashes_as_the_box_did() {
+        let file = RemoteFile {
+            path: "/w/ckpt.pt".to_string(),
+            size: 10,
+            ..RemoteFile::default()
+        };
+        let copy = |sha: &str, seen: Option<(u64, String)>| -> Result<Option<Copied>, NotCopied> {
+            Ok(Some(Copied {
+                sent: 10,
+                sha256: sha.to_string(),
+                box_sha256: None,
+                seen,
+            }))
+        };
+        let hashes: Hashes = Ok([(file.path.clone(), "aa".to_string())]
+            .into_iter()
+            .collect());
+        let looked: Looked = [(file.path.clone(), Some((10, "1 2 3".to_string())))].into();
+        type Hashes = Result<std::collections::BTreeMap<String, String>, String>;
+        let brought = |c: &Result<Option<Copied>, NotCopied>, h: &Hashes, l: &Looked| {
+            second_look_brought(&file, c, h, l)
+        };
+        assert!(brought(&copy("aa", None), &hashes, &looked));
+        assert!(
+            !brought(&copy("bb", None), &hashes, &looked),
+            "hashed otherwise"
+        );
+        assert!(
+            !brought(&copy("aa", None), &Err("no".into()), &looked),
+            "no hashes"
+        );
+        assert!(
+            !brought(&copy("aa", None), &hashes, &Looked::new()),
+            "no look"
+        );
+        assert!(
+            brought(&Ok(None), &hashes, &looked),
+            "unchanged: nothing copied"
+        );
+        let by_tar = copy("bb", Some((10, "1 2 3".to_string())));
+        assert!(
+            brought(&by_tar, &hashes, &Looked::new()),
+            "a tar batch's own look"
+        );
+    }
 }

@@ -298,10 +298,7 @@ async fn download(
     let depth = reads_in_flight(rtt, chunk);
     let (part, file, mut hasher) = match open_part(remote, dest, local, from).await {
         Ok(opened) => opened,
-        Err(e) => {
-            handle.close().await;
-            return Err(e);
-        }
+        Err(e) => return Err(e),
     };
     let mut file = Writeback::new(file);
 
@@ -371,13 +368,9 @@ async fn download(
     // Reads still in flight (a copy that failed) borrow the handle it is about to close.
     drop(inflight);
     let received = began.elapsed();
-    // The close's round trip overlaps the fsync instead of following it.
-    let finished = async {
-        result?;
-        file.seal(&part).await
-    };
-    let (_, finished) = tokio::join!(handle.close(), finished);
-    finished?;
+    drop(handle);
+    result?;
+    file.seal(&part).await?;
     tracing::debug!(
         bytes = sent,
         reads_in_flight = depth,

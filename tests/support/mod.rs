@@ -237,7 +237,7 @@ impl Lab {
             readiness_probes: 0,
             sftp: true,
             netns,
-            sftp_server: false,
+            sftp_server: None,
         };
         sshd.start_on(free_port());
         sshd

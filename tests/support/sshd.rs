@@ -19,10 +19,12 @@ pub struct Sshd {
     pub(super) sftp: bool,
     /// The network namespace it runs in, when not this machine's own.
     pub(super) netns: Option<String>,
-    /// The SFTP subsystem as a real box runs it: OpenSSH's sftp-server, started through the
-    /// login user's shell, not the lab's in-process internal-sftp.
-    pub(super) sftp_server: bool,
+    /// The SFTP subsystem as a real box runs it: OpenSSH's sftp-server (this command line),
+    /// started through the login user's shell, not the lab's in-process internal-sftp.
+    pub(super) sftp_server: Option<String>,
 }
+
+const SFTP_SERVER: &str = "/usr/lib/openssh/sftp-server";
 
 impl Sshd {
     /// sshd's config. Every session gets the box's PATH (its shims first) and the box's own
@@ -40,10 +42,10 @@ impl Sshd {
             port = self.port,
             addr = self.addr,
             bin = self.bin.display(),
-            subsystem = match (self.sftp, self.sftp_server) {
-                (false, _) => "",
-                (true, false) => "Subsystem sftp internal-sftp\n",
-                (true, true) => "Subsystem sftp /usr/lib/openssh/sftp-server\n",
+            subsystem = match (self.sftp, &self.sftp_server) {
+                (false, _) => String::new(),
+                (true, None) => "Subsystem sftp internal-sftp\n".to_string(),
+                (true, Some(server)) => format!("Subsystem sftp {server}\n"),
             },
         );
         std::fs::write(&self.config, config).expect("sshd_config");
@@ -237,7 +239,14 @@ impl Sshd {
     /// The same box, restarted with OpenSSH's sftp-server binary as its SFTP subsystem: sshd
     /// starts it through the login shell, as on a real box.
     pub fn external_sftp(&mut self) {
-        self.sftp_server = true;
+        self.sftp_server = Some(SFTP_SERVER.to_string());
+        self.restart();
+    }
+
+    /// As `external_sftp`, its sftp-server logging each file it opens and closes (`open "…"`,
+    /// `close "…" bytes read N`) to `log`, a line each, appended.
+    pub fn external_sftp_logging(&mut self, log: &Path) {
+        self.sftp_server = Some(format!("{SFTP_SERVER} -e -l INFO 2>>{}", log.display()));
         self.restart();
     }
 
