@@ -296,10 +296,7 @@ async fn download(
     let Span { from, rtt } = span;
     let chunk = chunk_for(max_read);
     let depth = reads_in_flight(rtt, chunk);
-    let (part, file, mut hasher) = match open_part(remote, dest, local, from).await {
-        Ok(opened) => opened,
-        Err(e) => return Err(e),
-    };
+    let (part, file, mut hasher) = open_part(remote, dest, local, from).await?;
     let mut file = Writeback::new(file);
 
     let began = std::time::Instant::now();
