@@ -251,6 +251,36 @@ fn pods_that_survive_the_delete_leave_it_unconfirmed() {
     assert_eq!(doc["teardowns"][0]["outcome"], "unconfirmed", "{doc}");
 }
 
+/// kubectl can lose the end of a command's stdout and still exit 0
+/// (kubernetes/kubernetes#124571), as this file's pull once saw: `train-log.txt` arrived 48 KiB
+/// short and was failed as shrunk on the box. The stream is asked again from where it stopped,
+/// and the file comes home whole and proven.
+#[test]
+fn a_stream_kubectl_cuts_short_is_asked_again_from_where_it_stopped() {
+    let setup = Setup::new("");
+    let cut = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(48 * 1024));
+    let answer = ExecAnswer {
+        cut_tail: Some(cut.clone()),
+        ..ExecAnswer::run()
+    };
+    setup.fake.answer_exec(POD, answer);
+    let said = setup.pull();
+    assert_eq!(
+        cut.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "never cut"
+    );
+    assert!(said.contains("3 proven, 0 unproven, 0 failed"), "{said}");
+    let name = "train-log.txt";
+    assert_eq!(
+        std::fs::read(setup.dest.join("out").join(name)).expect("home copy"),
+        std::fs::read(setup.results.join(name)).expect("pod file"),
+    );
+    let tails = setup.fake.requests();
+    let tails: Vec<_> = tails.iter().filter(|r| r.path.contains("tail")).collect();
+    assert_eq!(tails.len(), 2, "the cut stream and the rest: {tails:?}");
+}
+
 /// The dashboard's jobs pane: `p` pulls the Job under the cursor from its pod, and `T` opens
 /// its teardown through the same guard; the cluster's name typed, it is deleted once.
 #[test]

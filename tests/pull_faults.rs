@@ -172,6 +172,69 @@ fn vanish(with_sftp: bool) {
     assert!(said.contains("REFUSED"), "{said}");
 }
 
+/// A checkpoint cut short on a box without SFTP after it was listed: its `tail` stream ends
+/// early with a clean exit, is asked once more from where it stopped (kubectl can lose a
+/// stream's end, so a short stream alone proves nothing), brings nothing, and the file is named
+/// as shrunk; the rest arrive.
+#[test]
+fn a_file_that_shrinks_on_a_box_without_sftp_is_named_as_shrunk_after_one_more_ask() {
+    let mut lab = Lab::new();
+    let dest = lab.path("pulled");
+    let (mut sshd, run, fleet) = a_box(&mut lab, &dest);
+    sshd.without_sftp();
+    let mark = sshd.dir.join("shrunk-once");
+    let tails = sshd.dir.join("tails.log");
+    let big = run.join("big.bin");
+    sshd.shim_script(
+        "find",
+        &format!(
+            "#!/bin/sh
+/usr/bin/find \"$@\"\nrc=$?\nif [ ! -e {mark} ]; then touch {mark}; \
+             truncate -s 1M {big}; fi\nexit $rc\n",
+            mark = mark.display(),
+            big = big.display(),
+        ),
+    );
+    sshd.shim_script(
+        "tail",
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> {tails}\nexec /usr/bin/tail \"$@\"\n",
+            tails = tails.display()
+        ),
+    );
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["pull", "box"])
+        .output()
+        .expect("pull");
+    let said = text(&out);
+    assert!(mark.exists(), "the listing ran through the shim: {said}");
+    assert!(
+        !out.status.success(),
+        "a pull that lost a file fails: {said}"
+    );
+    let line = said
+        .lines()
+        .find(|l| l.contains("/big.bin"))
+        .unwrap_or_else(|| panic!("no line for big.bin in:\n{said}"));
+    assert!(line.contains("shrank on the box"), "{line}\n{said}");
+    let asked = std::fs::read_to_string(&tails).unwrap_or_default();
+    let big_tails: Vec<&str> = asked.lines().filter(|l| l.contains("big.bin")).collect();
+    assert_eq!(
+        big_tails,
+        [
+            "-c +1 -- ".to_string() + &big.display().to_string(),
+            format!("-c +{} -- {}", (1 << 20) + 1, big.display())
+        ],
+        "one stream, then one more ask from where it stopped:\n{asked}"
+    );
+    assert!(!dest.join("run/big.bin").exists(), "{said}");
+    assert!(
+        dest.join("run/small.bin").exists(),
+        "the rest arrived: {said}"
+    );
+}
+
 /// A box whose fleet pulls into `pulled` inside `disk`, a folder `on_small_disk` mounts a
 /// tmpfs over: (disk, fleet, the box).
 fn a_box_on_its_own_disk(lab: &mut Lab, name: &str) -> (PathBuf, PathBuf, Sshd) {

@@ -103,6 +103,9 @@ pub async fn copy_all<B: BoxExec>(
         .collect()
 }
 
+/// Streams one `tail` copy may take, each from where the last stopped short (`download_by_exec`).
+const STREAM_TRIES: usize = 4;
+
 /// A file SFTP cannot carry (a name that is not UTF-8, or a box without SFTP): `tail -c +N` on
 /// an exec channel, resumed from `from` like an SFTP copy, written and hashed as it arrives.
 async fn download_by_exec<B: BoxExec>(
@@ -117,31 +120,44 @@ async fn download_by_exec<B: BoxExec>(
     let mut file = Writeback::new(file);
     let mut words = Words::default();
     let word = words.word(&remote.path);
-    let command = format!("{}tail -c +{} -- {word}", words.preamble(), from + 1);
     let (mut sent, mut write_error) = (0u64, None);
-    let mut sink = |data: &[u8]| {
-        // A box that kept writing the file sends more than was listed: stop there, as the
-        // SFTP copy reads only the listed size.
-        let room = remote.size.saturating_sub(from + sent);
-        let data = &data[..data.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
-        if let Err(e) = file.file().write_all(data) {
-            write_error = Some(e);
-            return false;
-        }
-        file.wrote(data.len() as u64);
-        hasher.update(data);
-        sent += data.len() as u64;
-        progress.fetch_add(data.len() as u64, Ordering::Relaxed);
-        from + sent < remote.size
-    };
     let remote_err = |reason: String| PullError::Remote {
         path: remote.path.clone(),
         reason,
     };
-    let end = session
-        .exec_bytes(&command, EXEC_IDLE, &mut sink)
-        .await
-        .map_err(|e| remote_err(e.to_string()))?;
+    // A stream that ends short of the listed size with a clean exit is asked again from where
+    // it stopped, while each try brings bytes: `kubectl exec` can lose the end of a command's
+    // stdout and still exit 0 (kubernetes/kubernetes#124571). A file that really shrank brings
+    // nothing on its next try, and is named as shrunk then.
+    let mut tries = 0;
+    let end = loop {
+        let before = sent;
+        let command = format!("{}tail -c +{} -- {word}", words.preamble(), from + sent + 1);
+        let mut sink = |data: &[u8]| {
+            // A box that kept writing the file sends more than was listed: stop there, as the
+            // SFTP copy reads only the listed size.
+            let room = remote.size.saturating_sub(from + sent);
+            let data = &data[..data.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+            if let Err(e) = file.file().write_all(data) {
+                write_error = Some(e);
+                return false;
+            }
+            file.wrote(data.len() as u64);
+            hasher.update(data);
+            sent += data.len() as u64;
+            progress.fetch_add(data.len() as u64, Ordering::Relaxed);
+            from + sent < remote.size
+        };
+        let end = session
+            .exec_bytes(&command, EXEC_IDLE, &mut sink)
+            .await
+            .map_err(|e| remote_err(e.to_string()))?;
+        tries += 1;
+        let cut_clean = from + sent < remote.size && end.exit_status == Some(0);
+        if !cut_clean || write_error.is_some() || sent == before || tries == STREAM_TRIES {
+            break end;
+        }
+    };
     if let Some(e) = write_error {
         return Err(disk(&part, e));
     }

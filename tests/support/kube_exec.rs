@@ -8,6 +8,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::Ordering::SeqCst;
 use std::time::Duration;
 
 use serde_json::json;
@@ -21,6 +22,9 @@ pub struct ExecAnswer {
     pub stderr: String,
     pub code: i32,
     pub run: bool,
+    /// With `run`: bytes the next `tail` command's stdout loses at its end while its exit still
+    /// says success, as the real kubectl can (kubernetes/kubernetes#124571); used once.
+    pub cut_tail: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 impl ExecAnswer {
@@ -43,8 +47,9 @@ fn command_of(path: &str) -> Vec<String> {
         .collect()
 }
 
-/// Runs the command, streaming its stdout as frames while it runs; its stderr and exit code.
-fn run_here(conn: &mut TcpStream, argv: &[String]) -> (Vec<u8>, i32) {
+/// Runs the command, streaming its stdout as frames while it runs, less its last `cut` bytes
+/// (held back until it ends, then dropped); its stderr and exit code.
+fn run_here(conn: &mut TcpStream, argv: &[String], cut: usize) -> (Vec<u8>, i32) {
     use std::process::{Command, Stdio};
     let Some((program, args)) = argv.split_first() else {
         return (b"exec: no command\n".to_vec(), 127);
@@ -67,11 +72,19 @@ fn run_here(conn: &mut TcpStream, argv: &[String]) -> (Vec<u8>, i32) {
     });
     let mut out = child.stdout.take().expect("stdout");
     let mut buf = vec![0u8; 32 * 1024];
+    let mut held = Vec::new();
     loop {
         match out.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                if conn.write_all(&channel(1, &buf[..n])).is_err() {
+                held.extend_from_slice(&buf[..n]);
+                let send = held.len().saturating_sub(cut);
+                if send == 0 {
+                    continue;
+                }
+                let frame = channel(1, &held[..send]);
+                held.drain(..send);
+                if conn.write_all(&frame).is_err() {
                     // kubectl hung up (rigwatch stopped reading): end the command.
                     let _ = child.kill();
                     break;
@@ -125,7 +138,12 @@ pub fn serve_exec(
     );
     let mut out = Vec::new();
     let (stderr, code) = if answer.run {
-        run_here(&mut conn, &command_of(path))
+        let argv = command_of(path);
+        let cut = match &answer.cut_tail {
+            Some(cut) if argv.iter().any(|a| a.contains("tail -c")) => cut.swap(0, SeqCst),
+            _ => 0,
+        };
+        run_here(&mut conn, &argv, cut)
     } else {
         if !answer.stdout.is_empty() {
             out.extend(channel(1, answer.stdout.as_bytes()));
