@@ -35,6 +35,8 @@ pub struct ListingParser<'p> {
     count: usize,
     /// A record could not be read: nothing after it is trusted.
     broke: bool,
+    /// The listing's last record (`@end`) was read.
+    ended: bool,
 }
 
 impl<'p> ListingParser<'p> {
@@ -49,6 +51,7 @@ impl<'p> ListingParser<'p> {
             complaint: crate::sanitize::line(&String::from_utf8_lossy(stderr), 300),
             count: 0,
             broke: false,
+            ended: false,
         }
     }
 
@@ -97,6 +100,13 @@ impl<'p> ListingParser<'p> {
                 "the listing ended mid-record after {} records",
                 self.count
             )));
+        } else if !self.ended && !self.broke {
+            // Cut between two records: the files after the cut would be missing from the pull
+            // with nothing said.
+            self.listing.problems.push(Problem::Garbled(format!(
+                "the listing ended after {} records, before its last (cut on the way)",
+                self.count
+            )));
         }
         self.listing.unmatched = self
             .paths
@@ -111,6 +121,7 @@ impl<'p> ListingParser<'p> {
     fn record(&mut self, tag: &[u8], f: &[&[u8]], file: &mut dyn FnMut(RemoteFile)) -> Option<()> {
         let listing = &mut self.listing;
         match (tag, self.root) {
+            (b"@end", _) => self.ended = true,
             (b"@home", _) => listing.home = Some(escape(f[0])),
             (b"@user", _) => listing.user = Some(escape(f[0])),
             (b"@root", _) => {

@@ -195,7 +195,8 @@ pub(super) const TIMEOUT_PREAMBLE: &str =
 
 /// Lists every path as NUL-separated records (names are bytes; only `/` and NUL cannot be in
 /// them). Each configured path's block starts with `@root N`; each thing it matched with `@base`
-/// (as matched, and its real location); each `find` ends with `@exit` and its status.
+/// (as matched, and its real location); each `find` ends with `@exit` and its status; the whole
+/// listing with `@end`.
 pub fn listing_command(paths: &[String]) -> String {
     let mut script = String::from("LC_ALL=C; export LC_ALL\n");
     script.push_str(TIMEOUT_PREAMBLE);
@@ -218,6 +219,9 @@ pub fn listing_command(paths: &[String]) -> String {
             glob_word(p)
         ));
     }
+    // The last record: a listing without it was cut on the way, even on a record's boundary
+    // and with a clean exit (`kubectl exec` can lose a stream's end and exit 0).
+    script.push_str("printf '@end\\0'\n");
     script
 }
 

@@ -213,6 +213,50 @@ fn fifos_and_names_that_are_not_utf8_are_carried_not_dropped() {
     );
 }
 
+/// `kubectl exec` can lose the end of a command's stdout and exit 0
+/// (kubernetes/kubernetes#124571): a listing cut on a record's boundary reads as whole records,
+/// and the files after the cut were simply not in the pull, with nothing said.
+#[test]
+fn a_listing_cut_between_two_records_is_a_problem_never_a_shorter_listing() {
+    let paths = vec!["/w".to_string()];
+    let whole = b"@home\0/root\0@root\x000\0@base\0/w\0/w\0\
+                  F\x005\x001.0\x002.0\x003\x00644\0/w/a\0\
+                  F\x005\x001.0\x002.0\x003\x00644\0/w/b\0@exit\x000\0@end\0"
+        .as_slice();
+    let l = parse_listing(&paths, whole, b"");
+    assert_eq!(
+        (l.files.len(), l.problems.len()),
+        (2, 0),
+        "{:?}",
+        l.problems
+    );
+    let at_b = whole.windows(2).position(|w| w == b"F\x00").expect("F") + 1;
+    let at_b = at_b
+        + whole[at_b..]
+            .windows(2)
+            .position(|w| w == b"F\x00")
+            .expect("2nd F");
+    for cut in [
+        at_b,
+        whole.len() - b"@exit\x000\0@end\0".len(),
+        whole.len() - 5,
+    ] {
+        let l = parse_listing(&paths, &whole[..cut], b"");
+        assert!(
+            matches!(l.problems.last(), Some(Problem::Garbled(_))),
+            "cut at {cut}: {:?}",
+            l.problems
+        );
+    }
+    // The real command ends with it.
+    let (out, _) = sh(&listing_command(&paths));
+    assert!(
+        out.ends_with(b"@end\0"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+}
+
 #[test]
 fn a_cut_or_garbled_listing_is_a_problem_never_an_empty_folder() {
     let paths = vec!["/w".to_string()];
@@ -230,14 +274,14 @@ fn a_cut_or_garbled_listing_is_a_problem_never_an_empty_folder() {
         "{:?}",
         l.problems
     );
-    let failed = b"@root\x000\0@base\0/w\0/w\0@exit\x00124\0".as_slice();
+    let failed = b"@root\x000\0@base\0/w\0/w\0@exit\x00124\0@end\0".as_slice();
     let l = parse_listing(&paths, failed, b"");
     assert!(
         matches!(&l.problems[..], [Problem::ListingFailed { why, .. }] if why.contains("timed out")),
         "{:?}",
         l.problems
     );
-    let failed = b"@root\x000\0@base\0/w\0/w\0@exit\x001\0".as_slice();
+    let failed = b"@root\x000\0@base\0/w\0/w\0@exit\x001\0@end\0".as_slice();
     let l = parse_listing(&paths, failed, b"find: '/w/x': Input/output error\n");
     assert!(
         matches!(&l.problems[..], [Problem::ListingFailed { why, .. }] if why.contains("Input/output")),
