@@ -87,6 +87,42 @@ fn last_pull(lab: &Lab, fleet: &Path) -> Vec<(String, String, String, u64)> {
         .collect()
 }
 
+/// Runs `action` on the box once, right after its first `find` (the pull's listing): the file
+/// the action touches was listed as it was, and meets the copy changed. `mark` says it ran.
+fn after_the_listing(sshd: &Sshd, mark: &Path, action: &str) {
+    sshd.shim_script(
+        "find",
+        &format!(
+            "#!/bin/sh\n/usr/bin/find \"$@\"\nrc=$?\nif [ ! -e {mark} ]; then touch {mark}; \
+             {action}; fi\nexit $rc\n",
+            mark = mark.display(),
+        ),
+    );
+}
+
+/// `rigwatch pull box`, which fails once the shim has run: what it said.
+fn a_failed_pull(lab: &Lab, fleet: &Path, mark: &Path) -> String {
+    let out = lab
+        .rigwatch_on(fleet)
+        .args(["pull", "box"])
+        .output()
+        .expect("pull");
+    let said = text(&out);
+    assert!(mark.exists(), "the listing ran through the shim: {said}");
+    assert!(
+        !out.status.success(),
+        "a pull that lost files fails: {said}"
+    );
+    said
+}
+
+/// The line of `said` that names `name`.
+fn line_for<'a>(said: &'a str, name: &str) -> &'a str {
+    said.lines()
+        .find(|l| l.contains(&format!("/{name}")))
+        .unwrap_or_else(|| panic!("no line for {name} in:\n{said}"))
+}
+
 #[test]
 fn files_that_vanish_after_the_listing_are_named_and_the_rest_arrive() {
     vanish(true);
@@ -108,32 +144,15 @@ fn vanish(with_sftp: bool) {
     // The box's find lists the folder, then the run's cleanup removes a big checkpoint and a
     // small metrics file before rigwatch reads them: both paths of the copy meet a vanished file.
     let mark = sshd.dir.join("vanished-once");
-    sshd.shim_script(
-        "find",
-        &format!(
-            "#!/bin/sh\n/usr/bin/find \"$@\"\nrc=$?\nif [ ! -e {mark} ]; then touch {mark}; \
-             rm -f {big} {small}; fi\nexit $rc\n",
-            mark = mark.display(),
-            big = run.join("big.bin").display(),
-            small = run.join("metrics/cell07.json").display(),
-        ),
+    let (big, small) = (run.join("big.bin"), run.join("metrics/cell07.json"));
+    after_the_listing(
+        &sshd,
+        &mark,
+        &format!("rm -f {} {}", big.display(), small.display()),
     );
-    let out = lab
-        .rigwatch_on(&fleet)
-        .args(["pull", "box"])
-        .output()
-        .expect("pull");
-    let said = text(&out);
-    assert!(mark.exists(), "the listing ran through the shim: {said}");
-    assert!(
-        !out.status.success(),
-        "a pull that lost files fails: {said}"
-    );
+    let said = a_failed_pull(&lab, &fleet, &mark);
     for gone in ["big.bin", "cell07.json"] {
-        let line = said
-            .lines()
-            .find(|l| l.contains(&format!("/{gone}")))
-            .unwrap_or_else(|| panic!("no line for {gone} in:\n{said}"));
+        let line = line_for(&said, gone);
         assert!(line.contains("vanished from the box"), "{line}\n{said}");
         assert_eq!(
             line.matches(gone).count(),
@@ -185,16 +204,7 @@ fn a_file_that_shrinks_on_a_box_without_sftp_is_named_as_shrunk_after_one_more_a
     let mark = sshd.dir.join("shrunk-once");
     let tails = sshd.dir.join("tails.log");
     let big = run.join("big.bin");
-    sshd.shim_script(
-        "find",
-        &format!(
-            "#!/bin/sh
-/usr/bin/find \"$@\"\nrc=$?\nif [ ! -e {mark} ]; then touch {mark}; \
-             truncate -s 1M {big}; fi\nexit $rc\n",
-            mark = mark.display(),
-            big = big.display(),
-        ),
-    );
+    after_the_listing(&sshd, &mark, &format!("truncate -s 1M {}", big.display()));
     sshd.shim_script(
         "tail",
         &format!(
@@ -202,21 +212,8 @@ fn a_file_that_shrinks_on_a_box_without_sftp_is_named_as_shrunk_after_one_more_a
             tails = tails.display()
         ),
     );
-    let out = lab
-        .rigwatch_on(&fleet)
-        .args(["pull", "box"])
-        .output()
-        .expect("pull");
-    let said = text(&out);
-    assert!(mark.exists(), "the listing ran through the shim: {said}");
-    assert!(
-        !out.status.success(),
-        "a pull that lost a file fails: {said}"
-    );
-    let line = said
-        .lines()
-        .find(|l| l.contains("/big.bin"))
-        .unwrap_or_else(|| panic!("no line for big.bin in:\n{said}"));
+    let said = a_failed_pull(&lab, &fleet, &mark);
+    let line = line_for(&said, "big.bin");
     assert!(line.contains("shrank on the box"), "{line}\n{said}");
     let asked = std::fs::read_to_string(&tails).unwrap_or_default();
     let big_tails: Vec<&str> = asked.lines().filter(|l| l.contains("big.bin")).collect();
