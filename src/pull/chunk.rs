@@ -309,6 +309,7 @@ mod tests {
     /// box did; a copy that hashes otherwise (changed while it was copied) is looked at again.
     #[test]
     fn a_hash_s_look_stands_for_a_copy_only_when_the_copy_hashes_as_the_box_did() {
+        type Hashes = Result<std::collections::BTreeMap<String, String>, String>;
         let file = RemoteFile {
             path: "/w/ckpt.pt".to_string(),
             size: 10,
@@ -326,7 +327,6 @@ mod tests {
             .into_iter()
             .collect());
         let looked: Looked = [(file.path.clone(), Some((10, "1 2 3".to_string())))].into();
-        type Hashes = Result<std::collections::BTreeMap<String, String>, String>;
         let brought = |c: &Result<Option<Copied>, NotCopied>, h: &Hashes, l: &Looked| {
             second_look_brought(&file, c, h, l)
         };
