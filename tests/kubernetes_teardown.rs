@@ -260,7 +260,7 @@ fn a_stream_kubectl_cuts_short_is_asked_again_from_where_it_stopped() {
     let setup = Setup::new("");
     let cut = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(48 * 1024));
     let answer = ExecAnswer {
-        cut_tail: Some(cut.clone()),
+        cut: Some(("tail -c", cut.clone())),
         ..ExecAnswer::run()
     };
     setup.fake.answer_exec(POD, answer);
@@ -279,6 +279,39 @@ fn a_stream_kubectl_cuts_short_is_asked_again_from_where_it_stopped() {
     let tails = setup.fake.requests();
     let tails: Vec<_> = tails.iter().filter(|r| r.path.contains("tail")).collect();
     assert_eq!(tails.len(), 2, "the cut stream and the rest: {tails:?}");
+}
+
+/// The guard's fresh look lists the pod again through the same kubectl: a listing that loses its
+/// last record on the way (cut on a record's boundary, kubectl still exiting 0) read as a whole
+/// one, so files after the cut were out of sight of the guard. It refuses now, naming why.
+#[test]
+fn a_guard_s_listing_cut_on_the_way_refuses() {
+    let setup = Setup::new("");
+    setup.pull();
+    let out = setup.rigwatch(&["teardown", "lab", "--job", JOB]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("needs a person at a terminal"),
+        "current: {text}"
+    );
+    // `@end` and its NUL: the listing's last record, and nothing of any other.
+    let cut = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(5));
+    let answer = ExecAnswer {
+        cut: Some(("find -H", cut.clone())),
+        ..ExecAnswer::run()
+    };
+    setup.fake.answer_exec(POD, answer);
+    let out = setup.rigwatch(&["teardown", "lab", "--job", JOB]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        cut.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "never cut"
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("REFUSED"), "{text}");
+    assert!(text.contains("before its last"), "the cut is named: {text}");
+    assert!(setup.deletes().is_empty(), "{:?}", setup.deletes());
 }
 
 /// The dashboard's jobs pane: `p` pulls the Job under the cursor from its pod, and `T` opens

@@ -22,9 +22,10 @@ pub struct ExecAnswer {
     pub stderr: String,
     pub code: i32,
     pub run: bool,
-    /// With `run`: bytes the next `tail` command's stdout loses at its end while its exit still
-    /// says success, as the real kubectl can (kubernetes/kubernetes#124571); used once.
-    pub cut_tail: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
+    /// With `run`: the next command whose text holds the first, and the bytes its stdout loses
+    /// at its end while its exit still says success, as the real kubectl can
+    /// (kubernetes/kubernetes#124571); used once.
+    pub cut: Option<(&'static str, std::sync::Arc<std::sync::atomic::AtomicUsize>)>,
 }
 
 impl ExecAnswer {
@@ -139,8 +140,8 @@ pub fn serve_exec(
     let mut out = Vec::new();
     let (stderr, code) = if answer.run {
         let argv = command_of(path);
-        let cut = match &answer.cut_tail {
-            Some(cut) if argv.iter().any(|a| a.contains("tail -c")) => cut.swap(0, SeqCst),
+        let cut = match &answer.cut {
+            Some((text, cut)) if argv.iter().any(|a| a.contains(text)) => cut.swap(0, SeqCst),
             _ => 0,
         };
         run_here(&mut conn, &argv, cut)
