@@ -258,7 +258,7 @@ async fn one_chunk<B: BoxExec>(
             let path = plan[i].0.path.as_str();
             Some((path.to_string(), looked.get(path)?.clone()?))
         });
-        relisted.extend(by_hash.collect::<Vec<_>>());
+        relisted.extend(by_hash);
     }
     tracing::debug!(ms = ms(), "pull chunk: looked at the box again");
     let disk_full = copied.iter().any(|c| matches!(c, Err(e) if e.disk_full));
