@@ -115,6 +115,16 @@ impl Words {
     }
 }
 
+/// `paths` as the script's arguments (`set -- …`), for what follows to name as `"$@"`: each
+/// name is written once however many tools read it. A tar batch named each file four times
+/// (two hashing tools, tar, the second look), so its command held a quarter of the files, and
+/// each batch's process starts were most of the box's CPU on a many-file pull.
+pub fn as_args(paths: &[&str]) -> String {
+    let mut words = Words::default();
+    let quoted: Vec<String> = paths.iter().map(|p| words.word(p)).collect();
+    format!("{}set -- {}\n", words.preamble(), quoted.join(" "))
+}
+
 /// The most a command carrying remote names may hold: sshd hands the command to the login shell
 /// as one argument, which Linux caps at 128 KiB (past it the box cannot start it at all), so a
 /// list the box makes long (links, files to hash) is split into commands this size at most.
@@ -126,9 +136,6 @@ pub const COMMAND_BYTES: usize = 64 * 1024;
 pub struct Naming {
     pub uses: usize,
     pub around: usize,
-    /// How many of the command's scripts rebuild a name that is not UTF-8 (each has its own
-    /// `Words` preamble).
-    pub rebuilds: usize,
 }
 
 impl Naming {
@@ -138,35 +145,26 @@ impl Naming {
         Naming {
             uses,
             around: PER_USE,
-            rebuilds: 1,
         }
     }
 
     /// `uses` times as a bare word in a list (a space after each).
     pub const fn listed(uses: usize) -> Naming {
-        Naming {
-            uses,
-            around: 1,
-            rebuilds: 1,
-        }
+        Naming { uses, around: 1 }
     }
 
     /// What `escaped` adds to a command that names it this way: its word and the text around it
     /// each time, and for a name that is not UTF-8, the printf line that rebuilds it (four bytes
-    /// a byte) in each script that does. Counting every name at four bytes a byte, as if none were UTF-8, cut a
+    /// a byte), once. Counting every name at four bytes a byte, as if none were UTF-8, cut a
     /// re-pull's hashing of 2 200 plain names into 17 commands where 12 do; counting a hash list's
     /// bare words as if each carried a readlink line cut it into 13 where 8 do.
     pub fn cost(self, escaped: &str) -> usize {
         let bytes = unescape(escaped);
-        let Naming {
-            uses,
-            around,
-            rebuilds,
-        } = self;
+        let Naming { uses, around } = self;
         match std::str::from_utf8(&bytes) {
             Ok(text) => (shell_quote(text).len() + around) * uses,
             // `rw_nN=$(printf '…x'); rw_nN=${rw_nN%x}` once a script, `"$rw_nN"` per use.
-            Err(_) => (bytes.len() * 4 + 48) * rebuilds + (16 + around) * uses,
+            Err(_) => bytes.len() * 4 + 48 + (16 + around) * uses,
         }
     }
 }

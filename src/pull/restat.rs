@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::names::{Naming, Words, batches, escape};
+use super::names::{Naming, as_args, batches, escape};
 use super::remote::{FIND_TIMEOUT_SECS, RemoteFile, TIMEOUT_PREAMBLE};
 use crate::transport::{BoxExec, ExecLimits};
 
@@ -19,13 +19,15 @@ const PER_COMMAND: usize = 2048;
 /// One command per batch: a file the box no longer has (or that is no longer a regular file)
 /// prints nothing, which the finish reads as vanished or changed.
 pub(super) fn restat_command(paths: &[&str]) -> String {
-    let mut words = Words::default();
-    let quoted: Vec<String> = paths.iter().map(|p| words.word(p)).collect();
+    format!("{}{}", as_args(paths), restat_args())
+}
+
+/// `restat_command`'s script, over the files set as its arguments (`names::as_args`). Every
+/// argument is a path from the root, so `find` never takes one for an option.
+pub(super) fn restat_args() -> String {
     format!(
-        "LC_ALL=C; export LC_ALL\n{TIMEOUT_PREAMBLE}{}${{T:+$T {FIND_TIMEOUT_SECS}}} find -H {} \
-         -maxdepth 0 -type f -printf '%s\\0%T@\\0%C@\\0%i\\0%p\\0' 2>/dev/null; :",
-        words.preamble(),
-        quoted.join(" ")
+        "LC_ALL=C; export LC_ALL\n{TIMEOUT_PREAMBLE}${{T:+$T {FIND_TIMEOUT_SECS}}} find -H \"$@\" \
+         -maxdepth 0 -type f -printf '%s\\0%T@\\0%C@\\0%i\\0%p\\0' 2>/dev/null; :"
     )
 }
 
@@ -46,14 +48,14 @@ pub(super) fn split_second_look(out: &[u8]) -> (&[u8], Option<&[u8]>) {
     (out, None)
 }
 
-/// `hashing`, then the second look at `paths` in the same command: for files nothing is copied
-/// of (unchanged since the last pull) the look may follow their hash at once, and a chunk of
-/// them then asks the box once, not twice (on a 100 000-file re-pull the separate look was a
-/// fifth of each chunk's time).
-pub(super) fn hash_then_look_again(hashing: &str, paths: &[&str]) -> String {
+/// `hashing`, then the second look at the same files (the command's arguments) in the same
+/// command: for files nothing is copied of (unchanged since the last pull) the look may follow
+/// their hash at once, and a chunk of them then asks the box once, not twice (on a 100 000-file
+/// re-pull the separate look was a fifth of each chunk's time).
+pub(super) fn hash_then_look_again(hashing: &str) -> String {
     format!(
         "( {hashing}\n); printf '{SECOND_LOOK}\\0'; ( {}\n)",
-        restat_command(paths)
+        restat_args()
     )
 }
 
@@ -107,7 +109,7 @@ pub(super) async fn restat<B: BoxExec>(session: &B, files: &[&RemoteFile]) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pull::remote::{HashOutput, hash_command, parse_hashes};
+    use crate::pull::remote::{HashOutput, parse_hashes};
 
     /// Run by a local `sh` over real files, as a box runs it: every file's hash, then the look
     /// at each file it still has, split apart whatever the names' bytes.
@@ -127,7 +129,11 @@ mod tests {
             .map(|p| escape(p.as_os_str().as_bytes()))
             .collect();
         let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-        let command = hash_then_look_again(&hash_command(&paths), &paths);
+        let command = format!(
+            "{}{}",
+            crate::pull::names::as_args(&paths),
+            hash_then_look_again(&crate::pull::box_hash::hash_args())
+        );
         let out = std::process::Command::new("sh")
             .arg("-c")
             .arg(&command)
