@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod delay;
+pub mod fresh_disk;
 pub mod kube;
 pub mod kube_exec;
 pub mod netns;
@@ -133,6 +134,11 @@ pub fn whoami() -> String {
 
 impl Lab {
     pub fn new() -> Lab {
+        Lab::new_in(&std::env::temp_dir())
+    }
+
+    /// A lab whose folder is made in `root` (a bench's fresh filesystem).
+    pub fn new_in(root: &Path) -> Lab {
         assert!(
             Path::new(SSHD).exists(),
             "{SSHD} is missing: apt-get install openssh-server"
@@ -142,7 +148,7 @@ impl Lab {
         }
         let dir = tempfile::Builder::new()
             .prefix("rigwatch-lab")
-            .tempdir()
+            .tempdir_in(root)
             .expect("tempdir");
         let client_key = dir.path().join("client_ed25519");
         keygen(&client_key, "");
