@@ -387,3 +387,52 @@ async fn a_pull_hashes_each_small_file_on_the_box_once() {
         twice.len()
     );
 }
+
+/// A copy that does not load never replaces an earlier one that does, on the path most small
+/// files take (tar, then checked and renamed where the `.part` waits): a results JSON cut on
+/// the box after a pull that proved it stays home as it was, the cut version waiting as its
+/// `.part` and its record saying why; a file that does not load with no earlier copy takes its
+/// name all the same, its record saying it failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_that_does_not_load_never_replaces_one_that_does() {
+    let mut lab = Lab::new();
+    let sshd = lab.start_host("box");
+    let run = sshd.dir.join("workspace/run");
+    std::fs::create_dir_all(&run).expect("run");
+    let good = "{\"loss\": 0.5}\n";
+    std::fs::write(run.join("metrics.json"), good).expect("metrics");
+    let dest = lab.path("results/box");
+    let body = format!(
+        "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\n",
+        lab.host_entry(&sshd),
+        run.display(),
+        dest.display()
+    );
+    let config = fleet::load(&lab.fleet("fleet.toml", "", &[("box", body)])).expect("fleet");
+    let first = pull_once(&config, None).await;
+    assert!(first.files.iter().all(|f| f.verified), "{first:?}");
+    std::fs::write(run.join("metrics.json"), "{\"loss\": 0.").expect("cut");
+    std::fs::write(run.join("new.json"), "{\"loss\"").expect("new");
+    let second = pull_once(&config, Some(&first)).await;
+    let record = |name: &str| {
+        let found = second.files.iter().find(|f| f.remote_path.ends_with(name));
+        found.unwrap_or_else(|| panic!("no record of {name}: {second:?}"))
+    };
+    let kept = record("metrics.json");
+    let why = kept.error.as_deref().unwrap_or_default();
+    assert!(!kept.verified, "{kept:?}");
+    assert!(
+        why.contains("the earlier copy, which loads, was kept"),
+        "{why}"
+    );
+    let local = rigwatch::pull::names::to_path(&kept.local_path);
+    assert_eq!(std::fs::read_to_string(&local).expect("kept"), good);
+    let waiting = std::fs::read_to_string(part_paths(&dest, &local).0).expect("part");
+    assert_eq!(waiting, "{\"loss\": 0.");
+    let new = record("new.json");
+    assert!(!new.verified && new.error.is_none(), "{new:?}");
+    assert!(!new.verification.is_empty(), "{new:?}");
+    let placed = rigwatch::pull::names::to_path(&new.local_path);
+    let placed = std::fs::read_to_string(placed).expect("placed");
+    assert_eq!(placed, "{\"loss\"");
+}

@@ -1,11 +1,11 @@
 //! A copy takes its final name only once it is proven. Every copy path (SFTP, exec `tail`, tar
 //! batches) leaves its bytes in the `.part` beside dest, made durable before any is promoted
-//! (`finish`); only after the box's hash and
-//! the local hash agree and a second look at the box saw the file unchanged does the pull call
-//! [`promote`], which checks that it loads and then renames it into place. A torn or changed copy
-//! never replaces anything, and a copy that does not load never replaces an earlier one that
-//! does: the previous verified version stays until its successor is proven. `finish` makes
-//! that call for each copied file and writes its record.
+//! (`finish`); only after the box's hash and the local hash agree and a second look at the box
+//! saw the file unchanged does the pull check that it loads and rename it into place: where it
+//! waits ([`in_place`]) when only the built-in check applies, else staged under its own name
+//! ([`staged`]). A torn or changed copy never replaces anything, and a copy that does not load
+//! never replaces an earlier one that does: the previous verified version stays until its
+//! successor is proven. `finish` does this for each copied file and writes its record.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -24,12 +24,34 @@ pub struct Promoted {
     pub error: Option<String>,
 }
 
-/// Checks the `.part` of `local` (whose bytes hashed as the box's) and renames it into place,
-/// with the box's permission bits less setuid, setgid and sticky. A file the user's commands
-/// check waits in `staging` (a folder this promote has to itself) under its own name while
-/// they run, so a command that goes by the name sees the real one; the built-in checks are told
-/// the name.
-pub async fn promote(
+/// Whether only the built-in check applies to `local` and nothing refuses its replacement:
+/// then it can be checked where its `.part` waits and renamed from there (`in_place`).
+pub fn builtin_only(local: &Path, commands: &VerifyCommands, protected: &Protected) -> bool {
+    let name = local.file_name().unwrap_or_default();
+    protected.refuses(local).is_none() && commands.for_file(&name.to_string_lossy()).is_empty()
+}
+
+/// A file only the built-in check applies to (every small file of most runs), checked where
+/// its `.part` waits, by its own name, and renamed into place from there: no staging rename.
+/// Blocking. Some(how it loads) once in place; None where it does not load: it is then staged
+/// and checked again under its real name (`staged`), so what its record says names it.
+pub fn in_place(dest: &Path, local: &Path, box_mode: u32) -> Result<Option<Verification>, String> {
+    let (part, _) = part_paths(dest, local);
+    std::fs::set_permissions(&part, std::fs::Permissions::from_mode(box_mode & 0o777))
+        .map_err(|e| disk(&part, e).to_string())?;
+    let verification = verify_builtin_named(&part, local);
+    if !verification.passed {
+        return Ok(None);
+    }
+    into_place_now(dest, local, &part)?;
+    Ok(Some(verification))
+}
+
+/// The `.part` of `local` staged under its own name in `staging` (a folder this promote has to
+/// itself), so a command that goes by the name sees the real one, checked by every command
+/// that applies, and renamed into place with the box's permission bits less setuid, setgid
+/// and sticky, unless it does not load where an earlier copy does, or `local` is protected.
+pub async fn staged(
     dest: &Path,
     local: &Path,
     file: &RemoteFile,
@@ -37,39 +59,9 @@ pub async fn promote(
     protected: &Protected,
     staging: &Path,
 ) -> Promoted {
-    let name = local.file_name().unwrap_or_default();
-    let staged = staging.join(name);
+    let staged = staging.join(local.file_name().unwrap_or_default());
     let mode = file.mode & 0o777;
     let refused = protected.refuses(local);
-    // A file only the built-in check applies to (every small file of most runs) is checked
-    // where its `.part` waits, by its own name, and renamed into place from there, in one
-    // blocking task: no staging rename, no hand-over per step. One that does not pass is
-    // staged and checked again under its real name, so what its record says names it.
-    if refused.is_none() && commands.for_file(&name.to_string_lossy()).is_empty() {
-        let (dest_owned, local_owned) = (dest.to_path_buf(), local.to_path_buf());
-        let done = blocking(move || {
-            let (part, _) = part_paths(&dest_owned, &local_owned);
-            std::fs::set_permissions(&part, std::fs::Permissions::from_mode(mode))
-                .map_err(|e| disk(&part, e).to_string())?;
-            let verification = verify_builtin_named(&part, &local_owned);
-            if !verification.passed {
-                return Ok(None);
-            }
-            into_place_now(&dest_owned, &local_owned, &part)?;
-            Ok(Some(verification))
-        })
-        .await;
-        match done {
-            Err(e) => return failed(e),
-            Ok(Some(verification)) => {
-                return Promoted {
-                    verification,
-                    error: None,
-                };
-            }
-            Ok(None) => {}
-        }
-    }
     let (dest_owned, local_owned, staged_owned) =
         (dest.to_path_buf(), local.to_path_buf(), staged.clone());
     if let Err(e) =
@@ -100,7 +92,7 @@ async fn placed(dest: &Path, local: &Path, staged: &Path, verification: Verifica
     }
 }
 
-fn failed(error: String) -> Promoted {
+pub fn failed(error: String) -> Promoted {
     Promoted {
         verification: Verification {
             passed: false,
