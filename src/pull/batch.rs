@@ -287,37 +287,26 @@ fn write_one(
 ) -> Result<Copied, NotCopied> {
     let (part, src) = part_paths(dest, local);
     let fail = |p: &Path, e: std::io::Error| NotCopied::from(disk(p, e));
-    let open = |new: bool| {
-        let mut options = std::fs::OpenOptions::new();
-        options.mode(0o600).write(true);
-        match new {
-            true => options.create_new(true),
-            false => options.create(true).truncate(true),
-        };
-        options.open(&part)
+    let open = || {
+        std::fs::OpenOptions::new()
+            .mode(0o600)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&part)
     };
     // The parts folder is made once it is found missing, not looked for before every file.
-    let made = match open(true) {
+    let mut out = match open() {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let dir = part.parent().unwrap_or(Path::new("/"));
             std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
-            open(true)
+            open()
         }
-        made => made,
-    };
-    // A part made new needs no tag (a part without one is never resumed, only copied again):
-    // its tag, set here and taken off again as it took its final name, was two of a small
-    // file's dozen calls. One already there (an earlier pull's) is tagged with this version,
-    // so an older tag never stays on newer bytes.
-    let (mut out, tagged) = match made {
-        Ok(out) => (out, false),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let out = open(false).map_err(|e| fail(&part, e))?;
-            super::local::tag_part(&out, &src, file).map_err(|e| fail(&src, e))?;
-            (out, true)
-        }
-        Err(e) => return Err(fail(&part, e)),
-    };
+        opened => opened,
+    }
+    .map_err(|e| fail(&part, e))?;
+    // Which remote version the `.part` holds, as the other copies tag theirs.
+    super::local::tag_part(&out, &src, file).map_err(|e| fail(&src, e))?;
     let mut hasher = Sha256::new();
     // Sized to the entry (at most 64 KiB), one read past its end: most are a few hundred bytes.
     let mut buf = vec![0u8; usize::try_from(file.size.min(64 * 1024)).unwrap_or(64 * 1024) + 1];
@@ -356,7 +345,6 @@ fn write_one(
         sha256,
         box_sha256: box_hash.map(String::from),
         seen: None,
-        tagged,
     })
 }
 
@@ -523,33 +511,6 @@ mod tests {
             assert_eq!(seen.get(&remote.path).map(|s| s.0), Some(remote.size));
         }
         assert_eq!((carried.len(), hashes.len(), seen.len()), (9, 9, 9));
-    }
-
-    /// A part a batch makes new carries no source tag (nothing of an earlier copy is in it, and
-    /// a part without a tag is never resumed); one an earlier pull left is tagged with this
-    /// version as it is overwritten, so an older tag never stays on newer bytes.
-    #[test]
-    fn a_part_made_new_is_untagged_and_one_overwritten_is_tagged_anew() {
-        use crate::pull::local::{part_source, source_tag};
-        let dest = tempfile::tempdir().expect("dest");
-        let dest = dest.path().join("box");
-        let (remote, local) = file("/w/a.json", 2);
-        let local = dest.join(local.strip_prefix("/local").expect("local"));
-        let (part, src) = part_paths(&dest, &local);
-        let copied = write_one(&mut &b"{}"[..], &remote, None, &dest, &local).expect("new");
-        assert!(!copied.tagged);
-        assert_eq!(part_source(&part, &src), None, "a new part has no tag");
-        assert_eq!(std::fs::read(&part).expect("part"), b"{}");
-        let older = RemoteFile {
-            stamp: "1 1 1".into(),
-            ..remote.clone()
-        };
-        let out = std::fs::OpenOptions::new().write(true).open(&part).expect("open");
-        crate::pull::local::tag_part(&out, &src, &older).expect("tag");
-        let copied = write_one(&mut &b"[]"[..], &remote, None, &dest, &local).expect("again");
-        assert!(copied.tagged);
-        assert_eq!(part_source(&part, &src), Some(source_tag(&remote)));
-        assert_eq!(std::fs::read(&part).expect("part"), b"[]");
     }
 
     #[test]

@@ -321,7 +321,6 @@ mod tests {
                 sha256: sha.to_string(),
                 box_sha256: None,
                 seen,
-                tagged: true,
             }))
         };
         let hashes: Hashes = Ok([(file.path.clone(), "aa".to_string())]

@@ -192,7 +192,6 @@ async fn download_by_exec<B: BoxExec>(
         sha256: super::local::hex(&hasher.finalize()),
         box_sha256: None,
         seen: None,
-        tagged: true,
     })
 }
 
@@ -282,10 +281,6 @@ pub struct Copied {
     /// The box's second look at the file (size, stamp) where the copy brought it along: a tar
     /// batch looks once tar has read its files, so no command after the copy looks again.
     pub seen: Option<(u64, String)>,
-    /// Whether the `.part` carries a source tag (`local::tag_part`) to take off before it takes
-    /// its final name. A tar batch's part made new holds nothing of an earlier copy and needs
-    /// none: a part without a tag is never resumed, only copied again.
-    pub tagged: bool,
 }
 
 /// Copies `remote` from byte `from` into `local`'s `.part`, fsynced.
@@ -402,7 +397,6 @@ async fn download(
         sha256: super::local::hex(&hasher.finalize()),
         box_sha256: None,
         seen: None,
-        tagged: true,
     })
 }
 

@@ -87,9 +87,8 @@ impl Staging {
 enum Step {
     /// Torn or of another version: its `.part` is thrown away, never resumed or promoted.
     Discard,
-    /// A fresh copy only the built-in check applies to: checked and renamed where it waits
-    /// (with the source tag, if its part has one).
-    InPlace { tagged: bool },
+    /// A fresh copy only the built-in check applies to: checked and renamed where it waits.
+    InPlace,
     /// A fresh copy staged under its own name and checked there (the user's commands, a
     /// protected name, or a copy that did not load in place).
     Staged,
@@ -128,7 +127,8 @@ pub(super) async fn finish_all(
     }
     let (simple, mut rest): (Vec<_>, Vec<_>) = left
         .into_iter()
-        .partition(|(_, step)| matches!(step, Step::InPlace { .. }));
+        .partition(|(_, step)| *step == Step::InPlace);
+    let simple: Vec<usize> = simple.into_iter().map(|(i, _)| i).collect();
     let mut renamed = Vec::new();
     rest.extend(promote_in_place(plan, &mut records, &simple, &mut renamed, all).await);
     finish_the_rest(plan, &mut records, rest, &mut renamed, all).await;
@@ -194,14 +194,12 @@ fn judge(
         Ok(copied) => copied,
     };
     let fresh = copied.is_some();
-    let tagged = copied.as_ref().is_none_or(|c| c.tagged);
     // Not copied means unchanged: its bytes were just hashed equal to the record.
     let copied = copied.unwrap_or(Copied {
         sent: 0,
         sha256: earlier.recorded.unwrap_or_default(),
         box_sha256: None,
         seen: None,
-        tagged: true,
     });
     let seen = match all.relisted {
         Err(e) => Seen::Unknown(e.clone()),
@@ -249,7 +247,7 @@ fn judge(
     }
     if fresh {
         let step = match builtin_only(local, all.verify, all.protected) {
-            true => Step::InPlace { tagged },
+            true => Step::InPlace,
             false => Step::Staged,
         };
         return (record, Some(step));
@@ -276,7 +274,7 @@ fn settle(record: &mut PulledFile, verification: Verification, error: Option<Str
 async fn promote_in_place(
     plan: &[(RemoteFile, PathBuf)],
     records: &mut [PulledFile],
-    which: &[(usize, Step)],
+    which: &[usize],
     renamed: &mut Vec<usize>,
     all: &Landings<'_>,
 ) -> Vec<(usize, Step)> {
@@ -322,25 +320,22 @@ async fn promote_in_place(
 async fn in_place_task(
     dest: &Path,
     plan: &[(RemoteFile, PathBuf)],
-    which: &[(usize, Step)],
+    which: &[usize],
 ) -> Vec<(usize, Result<Option<Verification>, String>)> {
-    let jobs: Vec<(usize, PathBuf, u32, bool)> = which
+    let jobs: Vec<(usize, PathBuf, u32)> = which
         .iter()
-        .map(|&(i, step)| {
-            let tagged = step != Step::InPlace { tagged: false };
-            (i, plan[i].1.clone(), plan[i].0.mode, tagged)
-        })
+        .map(|&i| (i, plan[i].1.clone(), plan[i].0.mode))
         .collect();
     let dest = dest.to_path_buf();
     let done = tokio::task::spawn_blocking(move || {
         jobs.into_iter()
-            .map(|(i, local, mode, tagged)| (i, in_place(&dest, &local, mode, tagged)))
+            .map(|(i, local, mode)| (i, in_place(&dest, &local, mode)))
             .collect()
     })
     .await;
     done.unwrap_or_else(|e| {
         let why = format!("a promote's task failed: {e}");
-        which.iter().map(|&(i, _)| (i, Err(why.clone()))).collect()
+        which.iter().map(|&i| (i, Err(why.clone()))).collect()
     })
 }
 
@@ -373,7 +368,7 @@ async fn finish_the_rest(
                         None
                     }
                     Step::Verify => Some((verify(local, all.verify).await, None)),
-                    Step::InPlace { .. } | Step::Staged => {
+                    Step::InPlace | Step::Staged => {
                         let p = staged(
                             all.dest,
                             local,

@@ -35,12 +35,7 @@ pub fn builtin_only(local: &Path, commands: &VerifyCommands, protected: &Protect
 /// its `.part` waits, by its own name, and renamed into place from there: no staging rename.
 /// Blocking. Some(how it loads) once in place; None where it does not load: it is then staged
 /// and checked again under its real name (`staged`), so what its record says names it.
-pub fn in_place(
-    dest: &Path,
-    local: &Path,
-    box_mode: u32,
-    tagged: bool,
-) -> Result<Option<Verification>, String> {
+pub fn in_place(dest: &Path, local: &Path, box_mode: u32) -> Result<Option<Verification>, String> {
     let (part, _) = part_paths(dest, local);
     std::fs::set_permissions(&part, std::fs::Permissions::from_mode(box_mode & 0o777))
         .map_err(|e| disk(&part, e).to_string())?;
@@ -48,7 +43,7 @@ pub fn in_place(
     if !verification.passed {
         return Ok(None);
     }
-    into_place_now(dest, local, &part, tagged)?;
+    into_place_now(dest, local, &part)?;
     Ok(Some(verification))
 }
 
@@ -88,7 +83,7 @@ async fn placed(dest: &Path, local: &Path, staged: &Path, verification: Verifica
         local.to_path_buf(),
         staged.to_path_buf(),
     );
-    match blocking(move || into_place_now(&dest, &local, &staged, true)).await {
+    match blocking(move || into_place_now(&dest, &local, &staged)).await {
         Ok(()) => Promoted {
             verification,
             error: None,
@@ -175,9 +170,8 @@ fn rename_making_folder(from: &Path, to: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Back to a complete `.part`: with its source tag (an SFTP or `tail` copy's), the next pull
-/// resumes it at its end, sending nothing, and checks it again; without one (a tar batch's,
-/// at most 1 MiB) the next pull copies it again.
+/// Back to a complete `.part` (its source tag still with it): the next pull resumes it at its
+/// end, sending nothing, and checks it again.
 async fn unstage(dest: &Path, local: &Path, staged: &Path) {
     let (part, _) = part_paths(dest, local);
     let staged = staged.to_path_buf();
@@ -189,12 +183,10 @@ async fn unstage(dest: &Path, local: &Path, staged: &Path) {
     .await;
 }
 
-/// `staged` renamed to `local`; `tagged` where it may carry a source tag (a part made new by a
-/// tar batch has none: looking for one was two failed calls).
-fn into_place_now(dest: &Path, local: &Path, staged: &Path, tagged: bool) -> Result<(), String> {
+fn into_place_now(dest: &Path, local: &Path, staged: &Path) -> Result<(), String> {
     let io = |p: &Path, e| disk(p, e).to_string();
     // The user's file carries nothing of rigwatch's.
-    let tagged_itself = !tagged || super::local::untag_part(staged);
+    let tagged_itself = super::local::untag_part(staged);
     match rename_making_folder(staged, local) {
         Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
             across_devices(dest, local, staged)?;
