@@ -17,9 +17,11 @@ fn heap() -> (usize, usize) {
     (now.curr_bytes, now.max_bytes)
 }
 
-/// 1 024 and then 2 048 files, both within one chunk and both with every tar batch slot busy:
-/// what the extra 1 024 cost at the peak, per file, with every record kept (what a chunk holds
-/// of each of its files while it is copied and finished, and the record: 993 B as measured).
+/// 4 096 and then 8 192 files, with every record kept: both past the two chunks a pull works
+/// on at once, each with every tar batch slot busy, so what the extra 4 096 cost at the peak is
+/// what the pull holds of each file to its end: the record (993 B as measured) and nothing
+/// more. (It was 1 024 and 2 048 files within one chunk while a batch held 256 files; batches
+/// of 1 024 made the two sizes differ by a whole batch in flight, a bounded 3 KB a file.)
 /// Before the finishing stage made its per-file work as it went, every file's waiting finish
 /// was built up front (about 3 KiB each: 100 000 files peaked at 522 MB of RSS).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -27,6 +29,6 @@ async fn a_pulls_peak_memory_per_file_is_a_small_record() {
     let _heap = dhat::Profiler::builder().testing().build();
     let mut lab = Lab::new();
     let sshd = lab.start_host("box");
-    let per_file = peak_per_file(&lab, &sshd, (1_024, 2_048), Way::Kept, heap).await;
+    let per_file = peak_per_file(&lab, &sshd, (4_096, 8_192), Way::Kept, heap).await;
     assert!(per_file < 1536, "a pull's peak grew {per_file} B per file");
 }
