@@ -506,7 +506,7 @@ mod tests {
                 .get(&key)
                 .unwrap_or_else(|| panic!("{} not carried", remote.path));
             assert_eq!(body, format!("{{\"n\": {i}}}").as_bytes());
-            let sha = super::super::local::hex(&Sha256::digest(body));
+            let sha = crate::pull::local::hex(&Sha256::digest(body));
             assert_eq!(hashes.get(&remote.path), Some(&sha), "{}", remote.path);
             assert_eq!(seen.get(&remote.path).map(|s| s.0), Some(remote.size));
         }

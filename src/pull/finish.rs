@@ -108,27 +108,23 @@ pub(super) async fn finish_all(
     let began = std::time::Instant::now();
     let mut checked = checked.into_iter();
     let mut records = Vec::with_capacity(plan.len());
-    let mut left: Vec<(usize, Step)> = Vec::new();
+    // Copies to check and rename in place, and every other step left.
+    let (mut simple, mut rest) = (Vec::new(), Vec::new());
     for (((file, local), outcome), recorded) in plan.iter().zip(copied).zip(recorded_hashes) {
         let earlier = Earlier {
             recorded,
             checked: checked.next().flatten(),
         };
-        match judge(file, local, outcome, earlier, all) {
-            (record, Some(step)) => {
-                left.push((records.len(), step));
-                records.push(record);
-            }
-            (record, None) => {
+        let (record, step) = judge(file, local, outcome, earlier, all);
+        match step {
+            Some(Step::InPlace) => simple.push(records.len()),
+            Some(step) => rest.push((records.len(), step)),
+            None => {
                 all.progress.fetch_add(1, Ordering::Relaxed);
-                records.push(record);
             }
         }
+        records.push(record);
     }
-    let (simple, mut rest): (Vec<_>, Vec<_>) = left
-        .into_iter()
-        .partition(|(_, step)| *step == Step::InPlace);
-    let simple: Vec<usize> = simple.into_iter().map(|(i, _)| i).collect();
     let mut renamed = Vec::new();
     rest.extend(promote_in_place(plan, &mut records, &simple, &mut renamed, all).await);
     finish_the_rest(plan, &mut records, rest, &mut renamed, all).await;
