@@ -1,6 +1,6 @@
 //! A pull goes through its planned files a chunk at a time: each chunk is looked at locally,
 //! copied, hashed on the box, looked at again on the box and finished before its state is let
-//! go, two chunks at once (one finishing on local disk while the next copies). A pull that
+//! go, three chunks at once (one finishing on local disk while the others copy). A pull that
 //! carried every file through each stage together held every file's copy, hash and second
 //! listing until the last one finished: for 100 000 files that was most of its memory, and
 //! the local disk idled while the box sent, then the box while the disk wrote.
@@ -33,10 +33,13 @@ use crate::ledger::PulledFile;
 use crate::transport::BoxExec;
 
 /// Files per chunk (about: the listing is read a block at a time): enough that a chunk's
-/// commands and syncs are few (one second look at the box each), few enough that the two in
+/// commands and syncs are few (one second look at the box each), few enough that the three in
 /// hand are a few MB (about 1.2 KB a file while it is copied and finished).
 pub(super) const CHUNK_FILES: usize = 2048;
-const CHUNKS_AT_ONCE: usize = 2;
+/// Three, not two: two chunks fell into step (both asking the box, then both finishing on
+/// local disk while the box idled); with a third, one is nearly always asking. A 100 000-file
+/// pull went from 0.45–0.63× rsync's time to 0.61–0.64× (`cargo bench --bench pull`, A/B).
+const CHUNKS_AT_ONCE: usize = 3;
 
 /// What every chunk of one pull shares.
 pub(super) struct Shared<'a, 's, 'k, B> {
@@ -45,6 +48,8 @@ pub(super) struct Shared<'a, 's, 'k, B> {
     pub protected: &'a Protected,
     pub sftp: &'a LazySftp<'s>,
     pub rtt: Duration,
+    /// Whether the parts folder held anything as the pull began (`local_starts`).
+    pub parts_held: bool,
     pub progress: &'a Progress,
     /// Where the records go, and the last pull's come from (locked only between awaits).
     pub book: &'a Mutex<&'k mut dyn Book>,
@@ -94,9 +99,9 @@ pub(super) async fn pull_chunks<B: BoxExec>(
     shared: &Shared<'_, '_, '_, B>,
     chunks: &mut Chunks<'_>,
 ) -> Tally {
-    // One chunk looks at home at a time: the two in hand then fall out of step, one asking
-    // the box while the other reads local disk, instead of both reading local disk while the
-    // box idles and both asking the box while local disk idles.
+    // One chunk looks at home at a time: the chunks in hand then fall out of step, one asking
+    // the box while another reads local disk, instead of all reading local disk while the
+    // box idles and all asking the box while local disk idles.
     let looking = tokio::sync::Mutex::new(());
     let mut running = futures::stream::FuturesOrdered::new();
     let mut tally = Tally::default();
@@ -186,7 +191,8 @@ async fn one_chunk<B: BoxExec>(
         .iter()
         .map(|r| r.as_ref().map(|r| r.2.clone()))
         .collect();
-    let (starts, checked) = local_starts(&spec.dest, plan, records, &spec.verify).await;
+    let (starts, checked) =
+        local_starts(&spec.dest, plan, records, &spec.verify, shared.parts_held).await;
     drop(home);
     // The bar's total began as every listed byte: what need not be sent comes off it.
     let not_sent: u64 = plan

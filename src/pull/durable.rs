@@ -111,22 +111,8 @@ fn sync_filesystem(path: &Path) -> io::Result<()> {
 /// whose sync failed and why.
 pub(super) fn sync_paths(paths: &[PathBuf], batch: Batch) -> Vec<(usize, PathBuf, io::Error)> {
     use std::os::unix::fs::MetadataExt;
-    if paths.is_empty() {
-        return Vec::new();
-    }
-    let waiting = waiting();
-    let how = how(paths.len(), batch, waiting);
-    tracing::debug!(
-        paths = paths.len(),
-        ?how,
-        waiting_mib = waiting.map(|w| w >> 20),
-        "pull: making durable"
-    );
-    if how == How::EachFile {
-        return sync_each(paths)
-            .into_iter()
-            .map(|(i, e)| (i, paths[i].clone(), e))
-            .collect();
+    if !whole_filesystem(paths, batch) {
+        return one_by_one(paths);
     }
     let mut failed = Vec::new();
     let mut by_device: HashMap<u64, Vec<usize>> = HashMap::new();
@@ -146,6 +132,55 @@ pub(super) fn sync_paths(paths: &[PathBuf], batch: Batch) -> Vec<(usize, PathBuf
         }
     }
     failed
+}
+
+/// Files this pull has just made in `folder`, made durable as `sync_paths` would; where that is
+/// once for the filesystem, through `folder`: the files were made there, so they are on its
+/// filesystem, and they are not looked up one by one (a stat each was 100 000 calls of a
+/// 100 000-file pull).
+pub(super) fn sync_made_in(
+    folder: &Path,
+    files: &[PathBuf],
+    batch: Batch,
+) -> Vec<(usize, PathBuf, io::Error)> {
+    if !whole_filesystem(files, batch) {
+        return one_by_one(files);
+    }
+    match sync_filesystem(folder) {
+        Ok(()) => Vec::new(),
+        Err(e) => (0..files.len())
+            .map(|i| {
+                (
+                    i,
+                    folder.to_path_buf(),
+                    io::Error::new(e.kind(), e.to_string()),
+                )
+            })
+            .collect(),
+    }
+}
+
+/// Whether `paths` are synced once for their filesystem rather than one by one, as `how`
+/// says now.
+fn whole_filesystem(paths: &[PathBuf], batch: Batch) -> bool {
+    let waiting = waiting();
+    let how = how(paths.len(), batch, waiting);
+    if !paths.is_empty() {
+        tracing::debug!(
+            paths = paths.len(),
+            ?how,
+            waiting_mib = waiting.map(|w| w >> 20),
+            "pull: making durable"
+        );
+    }
+    how == How::Filesystem
+}
+
+fn one_by_one(paths: &[PathBuf]) -> Vec<(usize, PathBuf, io::Error)> {
+    sync_each(paths)
+        .into_iter()
+        .map(|(i, e)| (i, paths[i].clone(), e))
+        .collect()
 }
 
 #[cfg(test)]

@@ -305,6 +305,7 @@ pub(super) async fn pull_over<B: BoxExec>(
     // The link's round trip sizes the reads kept in flight (the pooled session is warm, so the
     // ping measures the link, not a login's delayed ACK).
     let sftp = LazySftp::new(sftp);
+    let parts_held = super::local::parts_held(&spec.dest);
     let book = std::sync::Mutex::new(book);
     let shared = Shared {
         session,
@@ -312,6 +313,7 @@ pub(super) async fn pull_over<B: BoxExec>(
         protected: &job.protected,
         sftp: &sftp,
         rtt: rtt.unwrap_or(Duration::ZERO),
+        parts_held,
         progress: &progress,
         book: &book,
     };

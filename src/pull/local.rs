@@ -52,6 +52,15 @@ pub fn parts_dir(dest: &Path) -> PathBuf {
     dest.with_file_name(name)
 }
 
+/// Whether `dest`'s parts folder holds anything now (an earlier pull's parts, to resume); one
+/// that cannot be read is taken to.
+pub fn parts_held(dest: &Path) -> bool {
+    match std::fs::read_dir(parts_dir(dest)) {
+        Ok(mut entries) => entries.next().is_some(),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    }
+}
+
 /// The unfinished copy of `local` and, beside it, which remote version it holds (`size stamp`):
 /// a partial copy of an older version must not be resumed into the new one. Named by a hash of
 /// the local path so every file has its own pair.
@@ -213,6 +222,17 @@ mod tests {
             Some("10 5.0 5.0 7"),
             "untagged, only the old .src is left"
         );
+    }
+
+    #[test]
+    fn parts_are_looked_for_only_where_the_parts_folder_holds_some() {
+        let home = tempfile::tempdir().expect("tmp");
+        let dest = home.path().join("box");
+        assert!(!parts_held(&dest), "no parts folder");
+        std::fs::create_dir_all(parts_dir(&dest)).expect("parts");
+        assert!(!parts_held(&dest), "an empty one");
+        std::fs::write(part_paths(&dest, &dest.join("a.pt")).0, b"half").expect("part");
+        assert!(parts_held(&dest));
     }
 
     #[test]

@@ -118,11 +118,106 @@ impl Words {
 /// `paths` as the script's arguments (`set -- …`), for what follows to name as `"$@"`: each
 /// name is written once however many tools read it. A tar batch named each file four times
 /// (two hashing tools, tar, the second look), so its command held a quarter of the files, and
-/// each batch's process starts were most of the box's CPU on a many-file pull.
+/// each batch's process starts were most of the box's CPU on a many-file pull. The folder the
+/// names share is written once too (`rw_p`, each name `"$rw_p"'…'`): a batch's names mostly
+/// differ only past a long one.
 pub fn as_args(paths: &[&str]) -> String {
+    let folder = shared_folder(paths.iter().copied());
     let mut words = Words::default();
-    let quoted: Vec<String> = paths.iter().map(|p| words.word(p)).collect();
-    format!("{}set -- {}\n", words.preamble(), quoted.join(" "))
+    let quoted: Vec<String> = paths
+        .iter()
+        .map(|p| match (as_utf8(p), &folder) {
+            (Some(text), Some(f)) => format!("{FOLDER_WORD}{}", shell_quote(&text[f.len()..])),
+            _ => words.word(p),
+        })
+        .collect();
+    let set_folder = folder
+        .map(|f| format!("{FOLDER_VAR}={}\n", shell_quote(&f)))
+        .unwrap_or_default();
+    format!(
+        "{}{set_folder}set -- {}\n",
+        words.preamble(),
+        quoted.join(" ")
+    )
+}
+
+/// The variable `as_args` sets to the names' shared folder, and the word each name starts with.
+const FOLDER_VAR: &str = "rw_p";
+const FOLDER_WORD: &str = "\"$rw_p\"";
+
+/// The folder (ending in `/`) every UTF-8 name of `paths` is under, where writing it once is
+/// shorter than in each name; names that are not UTF-8 are written whole.
+fn shared_folder<'p>(paths: impl Iterator<Item = &'p str>) -> Option<String> {
+    let mut shared: Option<String> = None;
+    for text in paths.filter_map(as_utf8) {
+        shared = Some(match shared {
+            None => folder_of(&text).to_string(),
+            Some(f) => common_folder(&f, &text).to_string(),
+        });
+    }
+    shared.filter(|f| worth_sharing(f))
+}
+
+/// `path` up to and with its last `/`.
+fn folder_of(path: &str) -> &str {
+    path.rfind('/').map_or("", |i| &path[..=i])
+}
+
+/// The longest folder (ending in `/`) both `folder` and `path` are under. A cut just past a
+/// `/` (ASCII) is always at a character's edge.
+fn common_folder<'f>(folder: &'f str, path: &str) -> &'f str {
+    let same = folder
+        .bytes()
+        .zip(path.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    folder_of(&folder[..same])
+}
+
+/// Whether naming `folder` once saves text: each name's word then starts with `"$rw_p"`
+/// (7 bytes) instead of the folder.
+fn worth_sharing(folder: &str) -> bool {
+    folder.len() > FOLDER_WORD.len() + 1
+}
+
+/// How long `as_args`'s text is for a list of names as it grows, each added in turn: a tar
+/// batch is cut where the next name would take its command past the box's bound. Exact for
+/// UTF-8 names; one that is not is counted at its most (`Naming::cost`).
+#[derive(Debug, Clone, Default)]
+pub struct ArgsText {
+    folder: Option<String>,
+    utf8: usize,
+    /// Each UTF-8 name's word written whole, and the space after it.
+    utf8_words: usize,
+    others: usize,
+}
+
+impl ArgsText {
+    pub fn add(&mut self, escaped: &str) {
+        let Some(text) = as_utf8(escaped) else {
+            self.others += Naming::listed(1).cost(escaped);
+            return;
+        };
+        self.folder = Some(match self.folder.take() {
+            None => folder_of(&text).to_string(),
+            Some(f) => common_folder(&f, &text).to_string(),
+        });
+        self.utf8 += 1;
+        self.utf8_words += shell_quote(&text).len() + 1;
+    }
+
+    pub fn bytes(&self) -> usize {
+        // `set -- ` and the newline; the last word's space is not written, the newline is.
+        let plain = ("set -- \n".len() + self.utf8_words + self.others).saturating_sub(1);
+        match self.folder.as_deref().filter(|f| worth_sharing(f)) {
+            // `'folder'` less `"$rw_p"` a name, and `rw_p='folder'` once.
+            Some(f) => {
+                let quoted = shell_quote(f).len();
+                plain - self.utf8 * (quoted - 2 - FOLDER_WORD.len()) + FOLDER_VAR.len() + 2 + quoted
+            }
+            None => plain,
+        }
+    }
 }
 
 /// The most a command carrying remote names may hold: sshd hands the command to the login shell
@@ -259,6 +354,52 @@ mod tests {
             let text = format!("{}{text}", words.preamble());
             assert!(text.len() <= COMMAND_BYTES, "{} bytes", text.len());
         }
+    }
+
+    /// The folder a command's names share is written once; `sh` rebuilds every name's bytes
+    /// from it (quotes, spaces, `$`, a name outside it, one that is not UTF-8), and the text
+    /// `ArgsText` counts is the text `as_args` writes.
+    #[test]
+    fn a_shared_folder_is_written_once_and_sh_rebuilds_every_name() {
+        let folder = "/w/it's a \"run\" $(x)/cells";
+        let names: Vec<String> = vec![
+            format!("{folder}/a/e1.json"),
+            format!("{folder}/b/it's.json"),
+            format!("{folder}/a/caf\\xe9"),
+            format!("{folder}/a/back\\\\slash"),
+            format!("{folder}/a/--rf"),
+        ];
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let text = as_args(&refs);
+        assert_eq!(text.matches("run").count(), 1, "{text}");
+        let counted = |names: &[&str]| {
+            let mut counted = ArgsText::default();
+            names.iter().for_each(|n| counted.add(n));
+            counted.bytes()
+        };
+        // Exact for UTF-8 names; a name rebuilt by printf is counted at its most.
+        let utf8: Vec<&str> = refs
+            .iter()
+            .copied()
+            .filter(|n| as_utf8(n).is_some())
+            .collect();
+        assert_eq!(counted(&utf8), as_args(&utf8).len());
+        assert!(counted(&refs) >= text.len(), "{text}");
+        let said = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{text}printf '%s\\0' \"$@\""))
+            .output()
+            .expect("sh");
+        let got: Vec<&[u8]> = said
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|n| !n.is_empty())
+            .collect();
+        let want: Vec<Vec<u8>> = refs.iter().map(|n| unescape(n)).collect();
+        assert_eq!(got, want.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        // Names with no folder worth sharing are written out.
+        let short = as_args(&["/a", "/b/c"]);
+        assert!(!short.contains("rw_p"), "{short}");
     }
 
     #[test]

@@ -81,11 +81,14 @@ const STARTS_PER_TASK: usize = 512;
 /// (re-pulls hash every file that may be unchanged). The check runs here, in the task that
 /// reads the file for its hash, not in a hand-over of its own when the file is finished: on a
 /// re-pull of 100 000 small files that hand-over was an eighth of the client's CPU.
+/// `parts_held` says whether the parts folder held anything when the pull began: where it held
+/// nothing, no file of this pull has a part to resume, and none is looked for (a stat a file).
 pub(super) async fn local_starts(
     dest: &Path,
     plan: &[(RemoteFile, PathBuf)],
     records: Vec<Option<Recorded>>,
     verify: &VerifyCommands,
+    parts_held: bool,
 ) -> (Vec<Start>, Vec<Option<Verification>>) {
     let mut records = records.into_iter();
     let mut chunks = plan.chunks(STARTS_PER_TASK);
@@ -111,7 +114,7 @@ pub(super) async fn local_starts(
                 let looked = tokio::task::spawn_blocking(move || {
                     jobs.into_iter()
                         .map(|(file, local, record, builtin_only)| {
-                            let start = local_start(&dest, &file, &local, record);
+                            let start = local_start(&dest, &file, &local, record, parts_held);
                             let check = start == Start::Unchanged && builtin_only;
                             (start, check.then(|| verify_builtin_named(&local, &local)))
                         })
@@ -134,14 +137,22 @@ pub(super) async fn local_starts(
     }
 }
 
-fn local_start(dest: &Path, file: &RemoteFile, local: &Path, recorded: Option<Recorded>) -> Start {
+fn local_start(
+    dest: &Path,
+    file: &RemoteFile,
+    local: &Path,
+    recorded: Option<Recorded>,
+    parts_held: bool,
+) -> Start {
     let (part, src) = part_paths(dest, local);
     let final_size = std::fs::metadata(local).ok().map(|m| m.len());
     let may_be_unchanged = matches!(
         (&recorded, final_size),
         (Some((size, stamp, _)), Some(now)) if *size == now && *size == file.size && *stamp == file.stamp
     );
-    let part_size = std::fs::metadata(&part).ok().map(|m| m.len());
+    let part_size = parts_held
+        .then(|| std::fs::metadata(&part).ok().map(|m| m.len()))
+        .flatten();
     let state = LocalState {
         final_size,
         final_hash: if may_be_unchanged {
