@@ -122,17 +122,19 @@ impl Words {
 /// names share is written once too (`rw_p`, each name `"$rw_p"'…'`): a batch's names mostly
 /// differ only past a long one.
 pub fn as_args(paths: &[&str]) -> String {
-    let folder = shared_folder(paths.iter().copied());
+    let mut counted = ArgsText::default();
+    paths.iter().for_each(|p| counted.add(p));
+    let folder = counted.shared();
     let mut words = Words::default();
     let quoted: Vec<String> = paths
         .iter()
-        .map(|p| match (as_utf8(p), &folder) {
+        .map(|p| match (as_utf8(p), folder) {
             (Some(text), Some(f)) => format!("{FOLDER_WORD}{}", shell_quote(&text[f.len()..])),
             _ => words.word(p),
         })
         .collect();
     let set_folder = folder
-        .map(|f| format!("{FOLDER_VAR}={}\n", shell_quote(&f)))
+        .map(|f| format!("{FOLDER_VAR}={}\n", shell_quote(f)))
         .unwrap_or_default();
     format!(
         "{}{set_folder}set -- {}\n",
@@ -144,19 +146,6 @@ pub fn as_args(paths: &[&str]) -> String {
 /// The variable `as_args` sets to the names' shared folder, and the word each name starts with.
 const FOLDER_VAR: &str = "rw_p";
 const FOLDER_WORD: &str = "\"$rw_p\"";
-
-/// The folder (ending in `/`) every UTF-8 name of `paths` is under, where writing it once is
-/// shorter than in each name; names that are not UTF-8 are written whole.
-fn shared_folder<'p>(paths: impl Iterator<Item = &'p str>) -> Option<String> {
-    let mut shared: Option<String> = None;
-    for text in paths.filter_map(as_utf8) {
-        shared = Some(match shared {
-            None => folder_of(&text).to_string(),
-            Some(f) => common_folder(&f, &text).to_string(),
-        });
-    }
-    shared.filter(|f| worth_sharing(f))
-}
 
 /// `path` up to and with its last `/`.
 fn folder_of(path: &str) -> &str {
@@ -206,10 +195,16 @@ impl ArgsText {
         self.utf8_words += shell_quote(&text).len() + 1;
     }
 
+    /// The folder (ending in `/`) every UTF-8 name so far is under, where writing it once is
+    /// shorter than in each name.
+    fn shared(&self) -> Option<&str> {
+        self.folder.as_deref().filter(|f| worth_sharing(f))
+    }
+
     pub fn bytes(&self) -> usize {
         // `set -- ` and the newline; the last word's space is not written, the newline is.
         let plain = ("set -- \n".len() + self.utf8_words + self.others).saturating_sub(1);
-        match self.folder.as_deref().filter(|f| worth_sharing(f)) {
+        match self.shared() {
             // `'folder'` less `"$rw_p"` a name, and `rw_p='folder'` once.
             Some(f) => {
                 let quoted = shell_quote(f).len();
@@ -357,7 +352,8 @@ mod tests {
     }
 
     /// The folder a command's names share is written once; `sh` rebuilds every name's bytes
-    /// from it (quotes, spaces, `$`, a name outside it, one that is not UTF-8), and the text
+    /// from it (quotes, spaces, `$`, a backslash, one that is not UTF-8 and so written whole),
+    /// and the text
     /// `ArgsText` counts is the text `as_args` writes.
     #[test]
     fn a_shared_folder_is_written_once_and_sh_rebuilds_every_name() {
