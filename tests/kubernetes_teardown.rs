@@ -335,9 +335,7 @@ fn the_dashboards_jobs_pane_pulls_a_job_then_deletes_it_through_the_guard() {
     tmux.wait_for("the refusal", Duration::from_secs(60), |s| {
         s.contains("REFUSED — not until") && s.contains("never pulled")
     });
-    tmux.keys(&["Escape"]);
-    // Alone, so the terminal never reads Escape and p as one Alt-p.
-    std::thread::sleep(Duration::from_millis(500));
+    tmux.escape_closing("REFUSED — not until");
     tmux.keys(&["p"]);
     tmux.wait_for("the pull", Duration::from_secs(60), |s| {
         s.contains(&format!(

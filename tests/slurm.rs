@@ -506,11 +506,7 @@ fn the_dashboard_cancels_a_job_through_the_modal_only_after_a_pull() {
         "{screen}"
     );
     assert_eq!(state_of(&runs), "RUNNING", "refused: the job keeps running");
-    // Escape alone: followed at once by a key, a terminal reads the pair as Alt-key.
-    tmux.keys(&["Escape"]);
-    tmux.wait_for("the modal closed", Duration::from_secs(10), |s| {
-        !s.contains("Teardown hpc — guarded")
-    });
+    tmux.escape_closing("Teardown hpc — guarded");
     tmux.keys(&["p"]);
     tmux.wait_for("the pull", Duration::from_secs(60), |s| {
         s.contains("pull #1 of hpc: 1/1 files hashed and verified")

@@ -101,7 +101,7 @@ fn the_dashboard_modal_refuses_then_pulls_then_destroys_once() {
         s.changes().is_empty(),
         "refused: the destroy shim must not run"
     );
-    tmux.keys(&["Escape"]);
+    tmux.escape_closing("Teardown box — guarded");
 
     tmux.keys(&["p"]);
     tmux.wait_for("the pull", Duration::from_secs(60), |sc| {

@@ -71,6 +71,17 @@ impl Tmux {
         }
     }
 
+    /// Escape alone, waited on until `shown` (what it closes) is gone: a key sent at once after
+    /// it reaches the program with it, and the terminal reads the pair as Alt and that key.
+    pub fn escape_closing(&self, shown: &str) {
+        self.keys(&["Escape"]);
+        self.wait_for(
+            &format!("Escape to close {shown:?}"),
+            Duration::from_secs(10),
+            |s| !s.contains(shown),
+        );
+    }
+
     /// From now on, every byte the program writes to its terminal is appended to `path`.
     pub fn pipe_to(&self, path: &std::path::Path) {
         let out = self.run(&["pipe-pane", "-o", &format!("cat >> '{}'", path.display())]);
