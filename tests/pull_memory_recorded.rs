@@ -18,10 +18,9 @@ fn heap() -> (usize, usize) {
 
 /// What a recorded pull may hold per file at its peak: a digest of its name and of where it
 /// lands (so no file is listed or landed twice), 62 B as measured. The peak of the chunks in
-/// hand moves by up to a MB between runs (which of their stages overlap), 213 B a file in
-/// one run over 4 000 extra files: the bound leaves room for that, and the code before (1 219 B
-/// a file) is far past it. Before the listing was
-/// spooled and read a chunk at a time and the records went to the ledger as each chunk ended,
+/// hand moves between runs (which of their stages overlap: up to a MB with two chunks, 2–3 MB
+/// with three), which the span of files measured below keeps well under the bound; the code
+/// before (1 219 B a file) is far past it. Before the listing was spooled and read a chunk at a time and the records went to the ledger as each chunk ended,
 /// the listing, every file's copy, hashes, second listing and record were held to the pull's
 /// end.
 const PER_FILE: usize = 400;

@@ -36,10 +36,11 @@ pub const SMALL: u64 = 1 << 20;
 /// A batch's bounds: its stream is held in memory once, its command line stays far below the
 /// box's ARG_MAX, and so do the names as the hashing, tar and find get them (Linux lets them
 /// take a quarter of the stack limit: 2 MiB on most boxes; on a box whose limit is under
-/// 1 MiB a full batch is refused, and its files go by SFTP). Each batch starts a few processes on the box (the hashing, its timeout,
-/// tar, find) and syncs the local disk once: 1 024 files a batch took the box's CPU for 10 000
-/// small files from 0.70 s to 0.38 s against 256 a batch, and 2 048 (the shared folder written
-/// once) a 100 000-file pull's by a further third.
+/// 1 MiB a full batch is refused, and its files go by SFTP). Each batch starts a few
+/// processes on the box (the hashing, its timeout, tar, find) and syncs the local disk once:
+/// 1 024 files a batch took the box's CPU for 10 000 small files from 0.70 s to 0.38 s against
+/// 256 a batch, and 2 048 (the shared folder written once) a 100 000-file pull's by a further
+/// third.
 const BATCH_FILES: usize = 2048;
 const BATCH_BYTES: u64 = 16 << 20;
 /// sshd hands a command to the login shell as one argument, which Linux caps at 128 KiB.

@@ -353,8 +353,7 @@ mod tests {
 
     /// The folder a command's names share is written once; `sh` rebuilds every name's bytes
     /// from it (quotes, spaces, `$`, a backslash, one that is not UTF-8 and so written whole),
-    /// and the text
-    /// `ArgsText` counts is the text `as_args` writes.
+    /// and the text `ArgsText` counts is the text `as_args` writes.
     #[test]
     fn a_shared_folder_is_written_once_and_sh_rebuilds_every_name() {
         let folder = "/w/it's a \"run\" $(x)/cells";
