@@ -1,10 +1,12 @@
 //! Small files travel as tar streams, not one SFTP round trip each: on a 30 ms link 500 eval
 //! files cost ~4 round trips apiece over SFTP (open, read, read to EOF, close), seconds in all,
 //! while one `tar -cf -` per batch on an exec channel costs one. The same exec hashes the files
-//! on the box first; each entry is unpacked into its `.part`, hashed as it is written, and
-//! thrown away at once when the hashes disagree; the batch's parts are made durable together
-//! before any counts as copied. Like every copy it takes its final name
-//! only when the pull has proven it (`promote`).
+//! on the box first and looks at them again once tar has read them; each entry is hashed from
+//! the stream and thrown away at once when the hashes disagree. A file nothing was at the name
+//! of, that the box's second look saw as listed, goes into an unnamed copy that is checked,
+//! made durable with its batch and linked under its name (`place`); any other into its `.part`,
+//! made durable with the batch's others before any counts as copied, to take its final name
+//! only once the pull has proven it (`promote`).
 //! Files tar cannot carry as plain entries (a link at the end of a path, a file that changed
 //! size), and every file of a batch that fails as a whole (no tar on the box, a dropped link, a
 //! stream cut short), are handed back to the SFTP path, so this is only ever a faster way, never
@@ -12,7 +14,7 @@
 //! re-sends at most the batches in flight, never a file already copied whole.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -27,6 +29,7 @@ use super::copy::{Copied, disk};
 use super::durable;
 use super::local::{Start, part_paths, parts_dir};
 use super::names::{ArgsText, as_args, unescape};
+use super::place;
 use super::remote::{HashOutput, RemoteFile, parse_hashes};
 use super::restat::{SECOND_LOOK, Seen, parse_restat, restat_args, split_second_look};
 use crate::transport::{BoxExec, ExecLimits};
@@ -55,25 +58,31 @@ const BATCHES_AT_ONCE: usize = 4;
 /// A/B). Their syncs and transfers still overlap.
 static UNPACKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// A file of a batch by its plan index: copied, failed, or `None`, handed back to the SFTP path.
+type Landing = (usize, Option<Result<Copied, NotCopied>>);
+
 /// Whether a planned file goes by tar: to be copied whole (a resumed `.part` keeps SFTP's
 /// byte-exact resume), small, and named from the root so `tar -C /` finds it.
 pub fn eligible(file: &RemoteFile, start: Start) -> bool {
-    start == Start::Fresh && file.size <= SMALL && file.path.starts_with('/')
+    matches!(start, Start::Fresh | Start::New) && file.size <= SMALL && file.path.starts_with('/')
 }
 
-/// One result per index in `small`: `None` hands the file back to the SFTP path.
+/// One result per index in `small`: `None` hands the file back to the SFTP path. `placeable`
+/// says, by plan index, which may take their final names as soon as their batch proves them
+/// (`place`): nothing is at their names, and only the built-in check applies.
 pub async fn copy_small<B: BoxExec>(
     session: &B,
     dest: &Path,
     plan: &[(RemoteFile, PathBuf)],
     small: &[usize],
+    placeable: &[bool],
     progress: &super::Progress,
-) -> Vec<(usize, Option<Result<Copied, NotCopied>>)> {
+) -> Vec<Landing> {
     let batches = split(plan, small);
     futures::stream::iter(
         batches
             .into_iter()
-            .map(|batch| one_batch(session, dest, plan, batch, progress)),
+            .map(|batch| one_batch(session, dest, plan, batch, placeable, progress)),
     )
     .buffer_unordered(BATCHES_AT_ONCE)
     .flat_map(futures::stream::iter)
@@ -121,8 +130,9 @@ async fn one_batch<B: BoxExec>(
     dest: &Path,
     plan: &[(RemoteFile, PathBuf)],
     batch: Vec<usize>,
+    placeable: &[bool],
     progress: &super::Progress,
-) -> Vec<(usize, Option<Result<Copied, NotCopied>>)> {
+) -> Vec<Landing> {
     let command = batch_command(plan, &batch);
     let bytes: u64 = batch.iter().map(|&i| plan[i].0.size).sum();
     // Every entry adds a header and padding, a long name a header and its blocks; tar pads
@@ -143,22 +153,27 @@ async fn one_batch<B: BoxExec>(
     if out.truncated || !matches!(out.exit_status, Some(0 | 1)) {
         return handed_back(&batch);
     }
-    let jobs: Vec<(usize, RemoteFile, PathBuf)> = batch
+    let jobs: Vec<Job> = batch
         .iter()
-        .map(|&i| (i, plan[i].0.clone(), plan[i].1.clone()))
+        .map(|&i| Job {
+            i,
+            file: plan[i].0.clone(),
+            local: plan[i].1.clone(),
+            placeable: placeable[i],
+        })
         .collect();
     let dest = dest.to_path_buf();
     let pull_files = progress.files_total.load(Ordering::Relaxed);
     let arrived = began.elapsed();
     let (hashes, seen) = hashes_and_second_look(&out.stderr);
     let landed = tokio::task::spawn_blocking(move || {
-        let locals: Vec<PathBuf> = jobs.iter().map(|(_, _, local)| local.clone()).collect();
+        let locals: Vec<PathBuf> = jobs.iter().map(|job| job.local.clone()).collect();
         let one = UNPACKING.lock().unwrap_or_else(|e| e.into_inner());
         let unpacking = std::time::Instant::now();
-        let mut landed = unpack(&out.stdout, &hashes, &seen, &dest, jobs);
+        let (mut landed, unnamed) = unpack(&out.stdout, &hashes, &seen, &dest, jobs);
         drop(one);
         let unpacked = unpacking.elapsed();
-        make_durable(&dest, &locals, &mut landed, pull_files);
+        make_durable(&dest, &locals, &mut landed, unnamed, pull_files);
         (landed, unpacking, unpacked)
     })
     .await;
@@ -219,17 +234,20 @@ fn hashes_and_second_look(stderr: &[u8]) -> (BTreeMap<String, String>, Seen) {
     (hashes, seen)
 }
 
-/// The batch's parts made durable as soon as they are written (`durable::sync_made_in`), before
-/// any counts as copied: their fsyncs overlap the next batches' transfer instead of all
-/// waiting for the chunk's end. A part that could not be synced fails.
+/// The batch's parts and unnamed copies made durable as soon as they are written
+/// (`durable::sync_made_in`, `durable::sync_open`), before any counts as copied: their fsyncs
+/// overlap the next batches' transfer instead of all waiting for the chunk's end. A copy that
+/// could not be synced fails; then each unnamed copy is linked under its name, and one whose
+/// name was taken meanwhile is handed back.
 fn make_durable(
     dest: &Path,
     locals: &[PathBuf],
-    landed: &mut [(usize, Option<Result<Copied, NotCopied>>)],
+    landed: &mut [Landing],
+    unnamed: Vec<(usize, place::Unnamed)>,
     pull_files: usize,
 ) {
     let written: Vec<usize> = (0..landed.len())
-        .filter(|&k| matches!(landed[k].1, Some(Ok(_))))
+        .filter(|&k| matches!(&landed[k].1, Some(Ok(c)) if c.placed.is_none()))
         .collect();
     let parts: Vec<PathBuf> = written
         .iter()
@@ -244,57 +262,129 @@ fn make_durable(
     for (i, path, e) in durable::sync_made_in(&parts_dir(dest), &parts, batch) {
         landed[written[i]].1 = Some(Err(NotCopied::from(disk(&path, e))));
     }
+    let files: Vec<&std::fs::File> = unnamed.iter().map(|(_, u)| &u.file).collect();
+    let mut unsynced: Vec<Option<std::io::Error>> = unnamed.iter().map(|_| None).collect();
+    for (i, e) in durable::sync_open(&files, batch) {
+        unsynced[i] = Some(e);
+    }
+    drop(files);
+    for ((k, copy), unsynced) in unnamed.into_iter().zip(unsynced) {
+        let folder = copy.local.parent().unwrap_or(Path::new("/")).to_path_buf();
+        landed[k].1 = match unsynced {
+            Some(e) => Some(Err(NotCopied::from(disk(&folder, e)))),
+            None if place::link(copy).is_ok() => continue,
+            None => None,
+        };
+    }
 }
 
-/// Writes each entry that is a planned regular file into its place; the rest stay `None`.
+/// A batch's file: its plan index, what the listing said of it, where it lands, and whether it
+/// may take that name as soon as the batch proves it (`copy_small`).
+struct Job {
+    i: usize,
+    file: RemoteFile,
+    local: PathBuf,
+    placeable: bool,
+}
+
+/// Writes each entry that is a planned regular file into its `.part`, or, where it may be put
+/// straight at its name and the box's hash and second look vouch for it, into an unnamed copy
+/// (`place`), returned beside the results by position to be linked once durable; the rest stay
+/// `None`.
 fn unpack(
     stream: &[u8],
     hashes: &BTreeMap<String, String>,
     seen: &Seen,
     dest: &Path,
-    jobs: Vec<(usize, RemoteFile, PathBuf)>,
-) -> Vec<(usize, Option<Result<Copied, NotCopied>>)> {
+    jobs: Vec<Job>,
+) -> (Vec<Landing>, Vec<(usize, place::Unnamed)>) {
     let by_name: HashMap<Vec<u8>, usize> = jobs
         .iter()
         .enumerate()
-        .map(|(j, (_, file, _))| (unescape(&file.path)[1..].to_vec(), j))
+        .map(|(j, job)| (unescape(&job.file.path)[1..].to_vec(), j))
         .collect();
+    let mut unnamed = Vec::new();
     let mut results: Vec<Option<Result<Copied, NotCopied>>> = jobs.iter().map(|_| None).collect();
     let mut archive = tar::Archive::new(stream);
     if let Ok(entries) = archive.entries() {
         for entry in entries {
-            let Ok(mut entry) = entry else { break };
+            let Ok(entry) = entry else { break };
             let regular = entry.header().entry_type() == tar::EntryType::Regular;
             let Some(&j) = by_name.get(entry.path_bytes().as_ref()) else {
                 continue;
             };
-            let (_, file, local) = &jobs[j];
-            if regular && entry.size() == file.size && results[j].is_none() {
-                let box_hash = hashes.get(&file.path).map(String::as_str);
-                results[j] = Some(write_one(&mut entry, file, box_hash, dest, local).map(
-                    |copied| Copied {
-                        seen: seen.get(&file.path).cloned(),
-                        ..copied
-                    },
-                ));
+            let job = &jobs[j];
+            if regular && entry.size() == job.file.size && results[j].is_none() {
+                let at = usize::try_from(entry.raw_file_position()).unwrap_or(usize::MAX);
+                let bytes = at
+                    .checked_add(usize::try_from(job.file.size).unwrap_or(usize::MAX))
+                    .and_then(|end| stream.get(at..end));
+                let Some(bytes) = bytes else {
+                    results[j] = Some(Err(NotCopied::from(
+                        "the tar stream ended inside it".to_string(),
+                    )));
+                    break;
+                };
+                let box_hash = hashes.get(&job.file.path).map(String::as_str);
+                let look = seen.get(&job.file.path);
+                let (result, copy) = land(bytes, job, box_hash, look, dest);
+                results[j] = Some(result);
+                unnamed.extend(copy.map(|c| (j, c)));
             }
         }
     }
-    jobs.iter()
+    let landed = jobs
+        .iter()
         .zip(results)
-        .map(|((i, _, _), r)| (*i, r))
-        .collect()
+        .map(|(job, r)| (job.i, r))
+        .collect();
+    (landed, unnamed)
 }
 
-/// One entry into its `.part`, hashed as written (made durable with every other before any is
-/// promoted: `finish_all`).
-fn write_one(
-    entry: &mut impl Read,
-    file: &RemoteFile,
+/// One whole file's bytes from the batch: hashed, and thrown away when the box's hash
+/// disagrees; else, where it may take its name now and the box's second look saw it as listed,
+/// written into an unnamed copy that loads (returned, to be linked once durable), or otherwise
+/// into its `.part` (made durable with every other before any is promoted: `finish_all`).
+fn land(
+    bytes: &[u8],
+    job: &Job,
     box_hash: Option<&str>,
+    look: Option<&(u64, String)>,
     dest: &Path,
-    local: &Path,
-) -> Result<Copied, NotCopied> {
+) -> (Result<Copied, NotCopied>, Option<place::Unnamed>) {
+    let file = &job.file;
+    let sha256 = super::local::hex(&Sha256::digest(bytes));
+    // Without the box's hash (no hashing tool there) the pull's own comparison decides later.
+    if let Some(expected) = box_hash.filter(|h| *h != sha256) {
+        let why =
+            format!("hash mismatch: box {expected} local {sha256} (kept out of place; pull again)");
+        return (Err(why.into()), None);
+    }
+    let copied = Copied {
+        sent: bytes.len() as u64,
+        sha256,
+        box_sha256: box_hash.map(String::from),
+        seen: look.cloned(),
+        placed: None,
+    };
+    let as_listed = look.is_some_and(|(size, stamp)| *size == file.size && *stamp == file.stamp);
+    if job.placeable && box_hash.is_some() && as_listed {
+        if let Some((copy, verification)) = place::write(&job.local, bytes, file.mode) {
+            let placed = Copied {
+                placed: Some(verification),
+                ..copied
+            };
+            return (Ok(placed), Some(copy));
+        }
+    }
+    (
+        write_part(bytes, file, dest, &job.local).map(|()| copied),
+        None,
+    )
+}
+
+/// A whole file's bytes into its `.part`, tagged with the version they are.
+fn write_part(bytes: &[u8], file: &RemoteFile, dest: &Path, local: &Path) -> Result<(), NotCopied> {
     let (part, src) = part_paths(dest, local);
     let fail = |p: &Path, e: std::io::Error| NotCopied::from(disk(p, e));
     let open = || {
@@ -317,50 +407,13 @@ fn write_one(
     .map_err(|e| fail(&part, e))?;
     // Which remote version the `.part` holds, as the other copies tag theirs.
     super::local::tag_part(&out, &src, file).map_err(|e| fail(&src, e))?;
-    let mut hasher = Sha256::new();
-    // Sized to the entry (at most 64 KiB), one read past its end: most are a few hundred bytes.
-    let mut buf = vec![0u8; usize::try_from(file.size.min(64 * 1024)).unwrap_or(64 * 1024) + 1];
-    let mut sent = 0u64;
-    loop {
-        let n = entry
-            .read(&mut buf)
-            .map_err(|e| format!("the tar stream: {e}"))?;
-        if n == 0 {
-            break;
-        }
-        out.write_all(&buf[..n]).map_err(|e| fail(&part, e))?;
-        hasher.update(&buf[..n]);
-        sent += n as u64;
-    }
-    if sent != file.size {
-        return Err(format!(
-            "changed on the box during the pull (tar carried {sent} of {} bytes); pull again",
-            file.size
-        )
-        .into());
-    }
-    let sha256 = super::local::hex(&hasher.finalize());
-    // Without the box's hash (no hashing tool there) the pull's own comparison decides later.
-    if let Some(expected) = box_hash.filter(|h| *h != sha256) {
-        drop(out);
-        let _ = std::fs::remove_file(&part);
-        let _ = std::fs::remove_file(&src);
-        return Err(format!(
-            "hash mismatch: box {expected} local {sha256} (kept out of place; pull again)"
-        )
-        .into());
-    }
-    Ok(Copied {
-        sent,
-        sha256,
-        box_sha256: box_hash.map(String::from),
-        seen: None,
-    })
+    out.write_all(bytes).map_err(|e| fail(&part, e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     fn file(path: &str, size: u64) -> (RemoteFile, PathBuf) {
         let f = RemoteFile {
@@ -561,6 +614,69 @@ mod tests {
             assert_eq!(seen.get(&remote.path).map(|s| s.0), Some(remote.size));
         }
         assert_eq!((carried.len(), hashes.len(), seen.len()), (9, 9, 9));
+    }
+
+    /// A batch run by a real `sh`: the file that may take its name (nothing there, only the
+    /// built-in check) and that the box saw as listed is linked there by its batch once durable,
+    /// no `.part` made; one that may not, and one the box saw changed, wait in their parts.
+    #[test]
+    fn a_proven_file_takes_its_name_from_its_batch_and_no_part_is_made() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut plan: Vec<(RemoteFile, PathBuf)> = ["a", "b", "c"]
+            .iter()
+            .map(|name| {
+                let path = dir.path().join(format!("box/{name}.json"));
+                std::fs::create_dir_all(path.parent().expect("folder")).expect("folder");
+                std::fs::write(&path, format!("{{\"{name}\": 1}}")).expect("write");
+                let (file, _) = file(path.to_str().expect("utf-8"), 8);
+                (file, dir.path().join(format!("home/run/{name}.json")))
+            })
+            .collect();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(batch_command(&plan, &[0, 1, 2]))
+            .output()
+            .expect("sh");
+        let (hashes, seen) = hashes_and_second_look(&out.stderr);
+        // Listed as the second look saw them, but c: it changed between the two.
+        for (file, _) in &mut plan {
+            file.stamp = seen[&file.path].1.clone();
+        }
+        plan[2].0.stamp = "1.0 1.0 1".to_string();
+        let jobs = plan
+            .iter()
+            .enumerate()
+            .map(|(i, (file, local))| Job {
+                i,
+                file: file.clone(),
+                local: local.clone(),
+                placeable: i != 1,
+            })
+            .collect();
+        let dest = dir.path().join("home");
+        let (mut landed, unnamed) = unpack(&out.stdout, &hashes, &seen, &dest, jobs);
+        assert_eq!(unnamed.len(), 1, "only a is placed");
+        assert!(!plan[0].1.exists(), "no name before its batch is durable");
+        let locals: Vec<PathBuf> = plan.iter().map(|(_, l)| l.clone()).collect();
+        make_durable(&dest, &locals, &mut landed, unnamed, 3);
+        let copied = |k: usize| match &landed[k].1 {
+            Some(Ok(c)) => c,
+            Some(Err(e)) => panic!("{k}: {e:?}"),
+            None => panic!("{k} handed back"),
+        };
+        let placed = copied(0).placed.as_ref().expect("a is in place");
+        assert!(
+            placed.passed && placed.how.starts_with("json"),
+            "{placed:?}"
+        );
+        assert_eq!(std::fs::read(&plan[0].1).expect("a"), b"{\"a\": 1}");
+        assert!(!part_paths(&dest, &plan[0].1).0.exists(), "no part of a");
+        for k in [1, 2] {
+            assert!(copied(k).placed.is_none(), "{k}");
+            assert!(!plan[k].1.exists(), "{k} waits for the pull's proof");
+            let part = std::fs::read(part_paths(&dest, &plan[k].1).0).expect("part");
+            assert_eq!(part.len(), 8);
+        }
     }
 
     #[test]

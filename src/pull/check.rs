@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::verify::{Verdict, verify_file_named};
+use super::verify::{Verdict, verify_file_named, verify_open_named};
 use crate::process::Ended;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +69,19 @@ async fn verify_with(path: &Path, commands: &[&str]) -> Verification {
     judged(path, builtin, ran)
 }
 
+/// As `verify_builtin_named`, for a copy of `len` bytes open for reading that has no name yet
+/// (`place`): its bytes are read back through the open file, not looked up by a path.
+pub fn verify_builtin_open(file: &mut std::fs::File, len: u64, named: &Path) -> Verification {
+    let verdict = verify_open_named(file, len, named);
+    match proof(verdict, named) {
+        Err(reason) => Verification {
+            passed: false,
+            how: reason,
+        },
+        Ok(proof) => judged(named, proof, None),
+    }
+}
+
 /// What a file's checks came to: the built-in check's proof, if one applied, and what the
 /// user's commands ran, if any did (each passed). Neither is no proof: exists is not verified.
 fn judged(path: &Path, builtin: Option<String>, ran: Option<String>) -> Verification {
@@ -100,7 +113,12 @@ fn judged(path: &Path, builtin: Option<String>, ran: Option<String>) -> Verifica
 
 /// Ok(Some(proof)) when a built-in check passed, Ok(None) when none applies, Err when it failed.
 fn builtin(path: &Path, named: &Path) -> Result<Option<String>, String> {
-    match verify_file_named(path, named) {
+    proof(verify_file_named(path, named), path)
+}
+
+/// A verdict as `builtin` gives it, the file that could not be read named as `path`.
+fn proof(verdict: std::io::Result<Verdict>, path: &Path) -> Result<Option<String>, String> {
+    match verdict {
         Err(e) => Err(format!("cannot read {}: {e}", path.display())),
         Ok(Verdict::Loads { detail, .. }) => Ok(Some(detail)),
         Ok(Verdict::Fails { format, reason }) => Err(format!("{}: {reason}", format.name())),

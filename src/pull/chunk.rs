@@ -201,7 +201,7 @@ async fn one_chunk<B: BoxExec>(
         .map(|((f, _), s)| match s {
             Start::Unchanged => f.size,
             Start::Resume(n) => *n,
-            Start::Fresh => 0,
+            Start::Fresh | Start::New => 0,
         })
         .sum();
     progress.bytes_total.fetch_sub(not_sent, Ordering::Relaxed);
@@ -211,6 +211,7 @@ async fn one_chunk<B: BoxExec>(
         &spec.dest,
         plan,
         &starts,
+        &spec.verify,
         (shared.sftp, shared.rtt),
         progress,
     );
@@ -327,6 +328,7 @@ mod tests {
                 sha256: sha.to_string(),
                 box_sha256: None,
                 seen,
+                placed: None,
             }))
         };
         let hashes: Hashes = Ok([(file.path.clone(), "aa".to_string())]

@@ -20,6 +20,7 @@ use super::names::{Words, as_utf8};
 use super::remote::RemoteFile;
 use super::writeback::Writeback;
 use super::{NotCopied, PullError};
+use crate::config::fleet::VerifyCommands;
 use crate::transport::{BoxExec, SftpChannel};
 
 const FILES_AT_ONCE: usize = 8;
@@ -32,6 +33,7 @@ pub async fn copy_all<B: BoxExec>(
     dest: &Path,
     plan: &[(RemoteFile, std::path::PathBuf)],
     starts: &[Start],
+    verify: &VerifyCommands,
     (sftp, rtt): (&LazySftp<'_>, std::time::Duration),
     everything: &super::Progress,
 ) -> Vec<Result<Option<Copied>, NotCopied>> {
@@ -55,7 +57,7 @@ pub async fn copy_all<B: BoxExec>(
                     return (i, Ok(None));
                 }
                 Start::Resume(n) => n,
-                Start::Fresh => 0,
+                Start::Fresh | Start::New => 0,
             };
             let result = match (sftp, as_utf8(&file.path)) {
                 (Some(sftp), Some(name)) => {
@@ -81,8 +83,18 @@ pub async fn copy_all<B: BoxExec>(
             .buffer_unordered(FILES_AT_ONCE)
             .collect::<Vec<_>>()
     };
+    // Where nothing is at its name and no command of the user's applies, a batch may put a
+    // proven copy straight there (`place`).
+    let placeable: Vec<bool> = plan
+        .iter()
+        .zip(starts)
+        .map(|((_, local), start)| {
+            let name = local.file_name().unwrap_or_default().to_string_lossy();
+            *start == Start::New && verify.for_file(&name).is_empty()
+        })
+        .collect();
     let (tarred, direct) = tokio::join!(
-        super::batch::copy_small(session, dest, plan, &small, everything),
+        super::batch::copy_small(session, dest, plan, &small, &placeable, everything),
         each(rest)
     );
     let mut results: Vec<Option<Result<Option<Copied>, NotCopied>>> =
@@ -192,6 +204,7 @@ async fn download_by_exec<B: BoxExec>(
         sha256: super::local::hex(&hasher.finalize()),
         box_sha256: None,
         seen: None,
+        placed: None,
     })
 }
 
@@ -281,6 +294,8 @@ pub struct Copied {
     /// The box's second look at the file (size, stamp) where the copy brought it along: a tar
     /// batch looks once tar has read its files, so no command after the copy looks again.
     pub seen: Option<(u64, String)>,
+    /// Set where the copy already took its final name, proven (`place`): how it loads.
+    pub placed: Option<super::check::Verification>,
 }
 
 /// Copies `remote` from byte `from` into `local`'s `.part`, fsynced.
@@ -397,6 +412,7 @@ async fn download(
         sha256: super::local::hex(&hasher.finalize()),
         box_sha256: None,
         seen: None,
+        placed: None,
     })
 }
 

@@ -78,17 +78,28 @@ fn parse_meminfo(text: &str) -> Option<u64> {
 /// Each path (a file or a folder) fsynced, `AT_ONCE` at a time on threads of their own
 /// (blocking: run it off the async workers); the index and error of each that failed.
 pub(super) fn sync_each(paths: &[PathBuf]) -> Vec<(usize, io::Error)> {
+    sync_each_by(paths.len(), |i| {
+        std::fs::File::open(&paths[i]).and_then(|f| f.sync_all())
+    })
+}
+
+/// `sync(i)` for each `i` below `count`, `AT_ONCE` at a time; the index and error of each that
+/// failed.
+fn sync_each_by(
+    count: usize,
+    sync: impl Fn(usize) -> io::Result<()> + Sync,
+) -> Vec<(usize, io::Error)> {
     let next = AtomicUsize::new(0);
     let failed = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|scope| {
-        for _ in 0..AT_ONCE.min(paths.len()) {
+        for _ in 0..AT_ONCE.min(count) {
             scope.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(path) = paths.get(i) else {
+                    if i >= count {
                         return;
-                    };
-                    if let Err(e) = std::fs::File::open(path).and_then(|f| f.sync_all()) {
+                    }
+                    if let Err(e) = sync(i) {
                         if let Ok(mut failed) = failed.lock() {
                             failed.push((i, e));
                         }
@@ -111,7 +122,7 @@ fn sync_filesystem(path: &Path) -> io::Result<()> {
 /// whose sync failed and why.
 pub(super) fn sync_paths(paths: &[PathBuf], batch: Batch) -> Vec<(usize, PathBuf, io::Error)> {
     use std::os::unix::fs::MetadataExt;
-    if !whole_filesystem(paths, batch) {
+    if !whole_filesystem(paths.len(), batch) {
         return one_by_one(paths);
     }
     let mut failed = Vec::new();
@@ -143,7 +154,7 @@ pub(super) fn sync_made_in(
     files: &[PathBuf],
     batch: Batch,
 ) -> Vec<(usize, PathBuf, io::Error)> {
-    if !whole_filesystem(files, batch) {
+    if !whole_filesystem(files.len(), batch) {
         return one_by_one(files);
     }
     match sync_filesystem(folder) {
@@ -160,14 +171,38 @@ pub(super) fn sync_made_in(
     }
 }
 
-/// Whether `paths` are synced once for their filesystem rather than one by one, as `how`
-/// says now.
-fn whole_filesystem(paths: &[PathBuf], batch: Batch) -> bool {
+/// Files this pull has just written and holds open (unnamed copies: `place`), made durable
+/// as `sync_paths` would, each filesystem synced once through one of its files. The index and
+/// error of each that could not be.
+pub(super) fn sync_open(files: &[&std::fs::File], batch: Batch) -> Vec<(usize, io::Error)> {
+    use std::os::unix::fs::MetadataExt;
+    if !whole_filesystem(files.len(), batch) {
+        return sync_each_by(files.len(), |i| files[i].sync_all());
+    }
+    let mut failed = Vec::new();
+    let mut by_device: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (i, file) in files.iter().enumerate() {
+        match file.metadata() {
+            Ok(meta) => by_device.entry(meta.dev()).or_default().push(i),
+            Err(e) => failed.push((i, e)),
+        }
+    }
+    for which in by_device.into_values() {
+        if let Err(e) = nix::unistd::syncfs(files[which[0]]) {
+            failed.extend(which.into_iter().map(|i| (i, io::Error::from(e))));
+        }
+    }
+    failed
+}
+
+/// Whether `count` paths are synced once for their filesystem rather than one by one, as
+/// `how` says now.
+fn whole_filesystem(count: usize, batch: Batch) -> bool {
     let waiting = waiting();
-    let how = how(paths.len(), batch, waiting);
-    if !paths.is_empty() {
+    let how = how(count, batch, waiting);
+    if count > 0 {
         tracing::debug!(
-            paths = paths.len(),
+            paths = count,
             ?how,
             waiting_mib = waiting.map(|w| w >> 20),
             "pull: making durable"

@@ -94,6 +94,8 @@ enum Step {
     Staged,
     /// Unchanged since the last pull, checked again by the user's commands.
     Verify,
+    /// A fresh copy its batch proved and put in place (`place`): only its folder's sync is left.
+    Placed,
 }
 
 /// Each planned file's record, in plan order: judged against the box's second look, its hashes
@@ -108,8 +110,8 @@ pub(super) async fn finish_all(
     let began = std::time::Instant::now();
     let mut checked = checked.into_iter();
     let mut records = Vec::with_capacity(plan.len());
-    // Copies to check and rename in place, and every other step left.
-    let (mut simple, mut rest) = (Vec::new(), Vec::new());
+    // Copies to check and rename in place, every other step left, and the copies in place.
+    let (mut simple, mut rest, mut renamed) = (Vec::new(), Vec::new(), Vec::new());
     for (((file, local), outcome), recorded) in plan.iter().zip(copied).zip(recorded_hashes) {
         let earlier = Earlier {
             recorded,
@@ -118,6 +120,10 @@ pub(super) async fn finish_all(
         let (record, step) = judge(file, local, outcome, earlier, all);
         match step {
             Some(Step::InPlace) => simple.push(records.len()),
+            Some(Step::Placed) => {
+                renamed.push(records.len());
+                all.progress.fetch_add(1, Ordering::Relaxed);
+            }
             Some(step) => rest.push((records.len(), step)),
             None => {
                 all.progress.fetch_add(1, Ordering::Relaxed);
@@ -125,7 +131,6 @@ pub(super) async fn finish_all(
         }
         records.push(record);
     }
-    let mut renamed = Vec::new();
     rest.extend(promote_in_place(plan, &mut records, &simple, &mut renamed, all).await);
     finish_the_rest(plan, &mut records, rest, &mut renamed, all).await;
     let promoted_at = std::time::Instant::now();
@@ -191,21 +196,27 @@ fn judge(
     };
     let fresh = copied.is_some();
     // Not copied means unchanged: its bytes were just hashed equal to the record.
-    let copied = copied.unwrap_or(Copied {
+    let mut copied = copied.unwrap_or(Copied {
         sent: 0,
         sha256: earlier.recorded.unwrap_or_default(),
         box_sha256: None,
         seen: None,
+        placed: None,
     });
-    let seen = match all.relisted {
+    let placed = copied.placed.take();
+    // A copy its batch put in place was looked at again by that batch, and is judged by that
+    // look alone: its name is taken, so no other look may say otherwise.
+    let look = match (&placed, &copied.seen) {
+        (Some(_), Some(look)) => Ok(Some(look)),
+        _ => all.relisted.as_ref().map(|now| now.get(&file.path)),
+    };
+    let seen = match look {
         Err(e) => Seen::Unknown(e.clone()),
-        Ok(now) => match now.get(&file.path) {
-            None => Seen::Changed("vanished from the box during the pull".to_string()),
-            Some((size, stamp)) if *size != file.size || *stamp != file.stamp => {
-                Seen::Changed("changed on the box during the pull; pull again".to_string())
-            }
-            Some(_) => Seen::Same,
-        },
+        Ok(None) => Seen::Changed("vanished from the box during the pull".to_string()),
+        Ok(Some((size, stamp))) if *size != file.size || *stamp != file.stamp => {
+            Seen::Changed("changed on the box during the pull; pull again".to_string())
+        }
+        Ok(Some(_)) => Seen::Same,
     };
     let mut record = failed_file(file, local, String::new());
     record.sent = copied.sent;
@@ -240,6 +251,10 @@ fn judge(
     }
     if record.error.is_some() {
         return (record, (fresh && useless).then_some(Step::Discard));
+    }
+    if let Some(verification) = placed {
+        settle(&mut record, verification, None);
+        return (record, Some(Step::Placed));
     }
     if fresh {
         let step = match builtin_only(local, all.verify, all.protected) {
@@ -364,6 +379,8 @@ async fn finish_the_rest(
                         None
                     }
                     Step::Verify => Some((verify(local, all.verify).await, None)),
+                    // Its batch put it in place: never queued here.
+                    Step::Placed => None,
                     Step::InPlace | Step::Staged => {
                         let p = staged(
                             all.dest,

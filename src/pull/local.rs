@@ -124,7 +124,11 @@ pub enum Start {
     Unchanged,
     /// A `.part` of this exact remote version holds this many bytes.
     Resume(u64),
+    /// Copied whole, over what is at its local name or a `.part` of another version.
     Fresh,
+    /// Copied whole, and nothing was at its local name nor in its `.part`: once proven it can
+    /// take its name without replacing anything (`place`).
+    New,
 }
 
 /// What is on local disk for one remote file, gathered before deciding.
@@ -150,6 +154,7 @@ pub fn decide(remote: &RemoteFile, local: &LocalState) -> Start {
     }
     match (local.part_size, &local.part_source) {
         (Some(n), Some(src)) if *src == source_tag(remote) && n <= remote.size => Start::Resume(n),
+        _ if local.final_size.is_none() && local.part_size.is_none() => Start::New,
         _ => Start::Fresh,
     }
 }
@@ -304,6 +309,21 @@ mod tests {
             ..good
         };
         assert_eq!(decide(&remote(10, 5), &corrupted), Start::Fresh);
+    }
+
+    #[test]
+    fn new_only_where_nothing_is_at_its_name_nor_in_its_part() {
+        assert_eq!(decide(&remote(10, 5), &LocalState::default()), Start::New);
+        let there = LocalState {
+            final_size: Some(3),
+            ..LocalState::default()
+        };
+        assert_eq!(decide(&remote(10, 5), &there), Start::Fresh);
+        let stale_part = LocalState {
+            part_size: Some(3),
+            ..LocalState::default()
+        };
+        assert_eq!(decide(&remote(10, 5), &stale_part), Start::Fresh);
     }
 
     #[test]

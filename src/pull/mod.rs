@@ -15,6 +15,7 @@ mod finish;
 mod listing;
 pub mod local;
 pub mod names;
+mod place;
 mod plan;
 mod promote;
 pub mod protect;

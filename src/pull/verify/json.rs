@@ -15,10 +15,9 @@
 
 use super::{Checked, Problem, corrupt, counted, human_bytes};
 use serde::de::IgnoredAny;
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 
-pub(super) fn check_json(file: File, len: u64) -> Checked {
+pub(super) fn check_json(file: impl Read, len: u64) -> Checked {
     let mut utf8 = Utf8Check {
         inner: file,
         carry: Vec::new(),
@@ -43,7 +42,7 @@ pub(super) fn check_json(file: File, len: u64) -> Checked {
     }
 }
 
-pub(super) fn check_jsonl(file: File) -> Checked {
+pub(super) fn check_jsonl(file: impl Read) -> Checked {
     let mut r = BufReader::with_capacity(1 << 16, file);
     let mut line = Vec::new();
     let (mut number, mut records) = (0usize, 0u64);

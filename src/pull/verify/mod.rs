@@ -197,10 +197,16 @@ pub fn verify_file_named(path: &Path, named: &Path) -> io::Result<Verdict> {
             format!("{} is not a regular file", path.display()),
         ));
     }
-    let len = meta.len();
+    verify_open_named(&mut file, meta.len(), named)
+}
+
+/// As `verify_file_named`, for a regular file of `len` bytes already open for reading (one
+/// with no name yet: a copy written where it will be linked once proven), read from its start.
+pub fn verify_open_named(file: &mut File, len: u64, named: &Path) -> io::Result<Verdict> {
+    std::io::Seek::seek(file, std::io::SeekFrom::Start(0))?;
     let mut head = [0u8; 512];
-    let got = read_full(&mut file, &mut head)?;
-    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
+    let got = read_full(file, &mut head)?;
+    std::io::Seek::seek(file, std::io::SeekFrom::Start(0))?;
     let name = named
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -222,27 +228,27 @@ pub fn verify_file_named(path: &Path, named: &Path) -> io::Result<Verdict> {
         (None, None) => return Ok(Verdict::Unchecked),
     };
     let checked = match format {
-        Format::Safetensors => safetensors::check(&mut file, len),
-        Format::Torch => torch::check(&mut file, len),
-        Format::Npy => npy::check_npy(&mut file, len),
-        Format::Npz => npy::check_npz(&mut file, len),
+        Format::Safetensors => safetensors::check(file, len),
+        Format::Torch => torch::check(file, len),
+        Format::Npy => npy::check_npy(file, len),
+        Format::Npz => npy::check_npz(file, len),
         Format::Json => json::check_json(file, len),
         Format::Jsonl => json::check_jsonl(file),
-        Format::Tar => tar::check(&mut file, len),
-        Format::Gzip => gzip::check(&mut file, len),
-        Format::Zip => zip::check(&mut file, len),
-        Format::Png => png::check(&mut file, len),
-        Format::Jpeg => jpeg::check(&mut file, len),
-        Format::Pdf => pdf::check(&mut file, len),
-        Format::Hdf5 => hdf5::check(&mut file, len),
-        Format::Gguf => gguf::check(&mut file, len),
-        Format::Parquet => parquet::check(&mut file, len),
-        Format::TfRecord => tfrecord::check(&mut file, len),
-        Format::Yaml => text::check_yaml(&mut file, len),
-        Format::Toml => text::check_toml(&mut file, len),
-        Format::Csv => text::check_csv(&mut file, len, b','),
-        Format::Tsv => text::check_csv(&mut file, len, b'\t'),
-        Format::Text => text::check_text(&mut file, len),
+        Format::Tar => tar::check(file, len),
+        Format::Gzip => gzip::check(file, len),
+        Format::Zip => zip::check(file, len),
+        Format::Png => png::check(file, len),
+        Format::Jpeg => jpeg::check(file, len),
+        Format::Pdf => pdf::check(file, len),
+        Format::Hdf5 => hdf5::check(file, len),
+        Format::Gguf => gguf::check(file, len),
+        Format::Parquet => parquet::check(file, len),
+        Format::TfRecord => tfrecord::check(file, len),
+        Format::Yaml => text::check_yaml(file, len),
+        Format::Toml => text::check_toml(file, len),
+        Format::Csv => text::check_csv(file, len, b','),
+        Format::Tsv => text::check_csv(file, len, b'\t'),
+        Format::Text => text::check_text(file, len),
     };
     match checked {
         Ok(detail) => Ok(Verdict::Loads {

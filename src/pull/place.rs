@@ -1,0 +1,159 @@
+//! A small file a tar batch carried, put straight at its final name once proven where nothing
+//! was there (`Start::New`): written into an unnamed file in its own folder (`O_TMPFILE`),
+//! checked by reading it back through that file, made durable with the rest of its batch, and
+//! only then linked under its name. Nothing is seen at the name before the bytes are proven and
+//! durable, and no `.part` is made, tagged, renamed and untagged: on a 100 000-file pull those
+//! steps were a quarter of the client's CPU (BENCHMARKS.md, seventh session).
+//!
+//! A file that cannot go this way (a filesystem without unnamed files, no file descriptors to
+//! spare, bytes that do not load) goes by its `.part` as before, and one whose name was taken
+//! meanwhile is handed back to be copied the usual way: this is only ever a faster way.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::check::{Verification, verify_builtin_open};
+
+/// A proven copy waiting, unnamed, for its batch to be durable.
+pub(super) struct Unnamed {
+    pub file: File,
+    pub local: PathBuf,
+    _held: Held,
+}
+
+/// Writes `bytes` (a whole file the box's hash and second look already vouch for) into an
+/// unnamed file in `local`'s folder, made if missing, with the box's permission bits less
+/// setuid, setgid and sticky, and checks it loads as `local`. None where this way is not open
+/// to it: the caller then writes its `.part`.
+pub(super) fn write(local: &Path, bytes: &[u8], mode: u32) -> Option<(Unnamed, Verification)> {
+    let held = Held::take()?;
+    let folder = local.parent()?;
+    let open = || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_TMPFILE)
+            .open(folder)
+    };
+    let mut file = match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(folder).ok()?;
+            open()
+        }
+        opened => opened,
+    }
+    .ok()?;
+    file.write_all(bytes).ok()?;
+    file.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))
+        .ok()?;
+    let verification = verify_builtin_open(&mut file, bytes.len() as u64, local);
+    verification.passed.then(|| {
+        let unnamed = Unnamed {
+            file,
+            local: local.to_path_buf(),
+            _held: held,
+        };
+        (unnamed, verification)
+    })
+}
+
+/// The durable copy given its name. Fails where the name was taken since the pull looked
+/// (`EEXIST`): nothing there is replaced.
+pub(super) fn link(unnamed: Unnamed) -> std::io::Result<()> {
+    use nix::fcntl::{AT_FDCWD, AtFlags};
+    // linkat(2) of an open file by its descriptor needs CAP_DAC_READ_SEARCH with AT_EMPTY_PATH;
+    // through /proc it needs nothing (open(2), O_TMPFILE).
+    let by_fd = format!("/proc/self/fd/{}", unnamed.file.as_raw_fd());
+    nix::unistd::linkat(
+        AT_FDCWD,
+        by_fd.as_str(),
+        AT_FDCWD,
+        &unnamed.local,
+        AtFlags::AT_SYMLINK_FOLLOW,
+    )
+    .map_err(std::io::Error::from)
+}
+
+/// One of the file descriptors unnamed copies may hold at once: each stays open until its
+/// batch is durable, so a batch of 2 048 holds 2 048, and the process must keep descriptors
+/// for everything else (its connections, the ledger, other pulls' parts).
+struct Held;
+
+impl Held {
+    fn take() -> Option<Held> {
+        let budget = *BUDGET.get_or_init(budget);
+        HELD.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < budget).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| Held)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        HELD.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+static HELD: AtomicUsize = AtomicUsize::new(0);
+static BUDGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// Half the descriptors this process may open, once its soft limit is raised to its hard one
+/// (at most 65 536; the common soft limit of 1 024 would leave a batch a few hundred).
+fn budget() -> usize {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return 0;
+    };
+    let wanted = hard.min(1 << 16);
+    let soft = if wanted > soft && setrlimit(Resource::RLIMIT_NOFILE, wanted, hard).is_ok() {
+        wanted
+    } else {
+        soft
+    };
+    usize::try_from(soft / 2).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proven_copy_has_no_name_until_it_is_linked_and_never_replaces_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let local = dir.path().join("cells/d000/m000001.json");
+        let (unnamed, verification) =
+            write(&local, b"{\"loss\": 0.25}\n", 0o4755).expect("written unnamed");
+        assert!(verification.passed, "{verification:?}");
+        assert!(verification.how.starts_with("json"), "{verification:?}");
+        // Its folder was made; nothing in it has a name yet.
+        let folder = local.parent().expect("folder");
+        assert_eq!(std::fs::read_dir(folder).expect("folder").count(), 0);
+        link(unnamed).expect("linked");
+        assert_eq!(std::fs::read(&local).expect("read"), b"{\"loss\": 0.25}\n");
+        let mode = std::fs::metadata(&local)
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7777, 0o755, "setuid dropped, the rest kept");
+        // A name taken since the pull looked is not replaced.
+        let (again, _) = write(&local, b"{\"loss\": 0.5}\n", 0o644).expect("written");
+        let err = link(again).expect_err("the name is taken");
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&local).expect("read"), b"{\"loss\": 0.25}\n");
+    }
+
+    #[test]
+    fn bytes_that_do_not_load_are_left_to_the_part_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let local = dir.path().join("m.json");
+        assert!(write(&local, b"{\"loss\": ", 0o644).is_none());
+        assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+    }
+}
