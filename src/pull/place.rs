@@ -14,7 +14,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::check::{Verification, verify_builtin_open};
 
@@ -66,18 +66,42 @@ pub(super) fn write(local: &Path, bytes: &[u8], mode: u32) -> Option<(Unnamed, V
 /// (`EEXIST`): nothing there is replaced.
 pub(super) fn link(unnamed: Unnamed) -> std::io::Result<()> {
     use nix::fcntl::{AT_FDCWD, AtFlags};
-    // linkat(2) of an open file by its descriptor needs CAP_DAC_READ_SEARCH with AT_EMPTY_PATH;
-    // through /proc it needs nothing (open(2), O_TMPFILE).
-    let by_fd = format!("/proc/self/fd/{}", unnamed.file.as_raw_fd());
+    // By its descriptor alone (AT_EMPTY_PATH) where this process may: with CAP_DAC_READ_SEARCH,
+    // or on kernels that let the opener of a file link it. Else through /proc, which needs
+    // neither (open(2), O_TMPFILE) but costs a lookup in /proc a file.
+    if !NO_EMPTY_PATH.load(Ordering::Relaxed) {
+        let by_fd = nix::unistd::linkat(
+            &unnamed.file,
+            "",
+            AT_FDCWD,
+            &unnamed.local,
+            AtFlags::AT_EMPTY_PATH,
+        );
+        match by_fd {
+            Err(nix::errno::Errno::ENOENT | nix::errno::Errno::EPERM) => {
+                NO_EMPTY_PATH.store(true, Ordering::Relaxed);
+            }
+            done => return done.map_err(std::io::Error::from),
+        }
+    }
+    link_through_proc(&unnamed)
+}
+
+fn link_through_proc(unnamed: &Unnamed) -> std::io::Result<()> {
+    use nix::fcntl::{AT_FDCWD, AtFlags};
+    let by_proc = format!("/proc/self/fd/{}", unnamed.file.as_raw_fd());
     nix::unistd::linkat(
         AT_FDCWD,
-        by_fd.as_str(),
+        by_proc.as_str(),
         AT_FDCWD,
         &unnamed.local,
         AtFlags::AT_SYMLINK_FOLLOW,
     )
     .map_err(std::io::Error::from)
 }
+
+/// Set once linking by descriptor alone was refused: every later link goes through /proc.
+static NO_EMPTY_PATH: AtomicBool = AtomicBool::new(false);
 
 /// One of the file descriptors unnamed copies may hold at once: each stays open until its
 /// batch is durable, so a batch of 2 048 holds 2 048, and the process must keep descriptors
@@ -147,6 +171,20 @@ mod tests {
         let err = link(again).expect_err("the name is taken");
         assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&local).expect("read"), b"{\"loss\": 0.25}\n");
+    }
+
+    /// The way every process may take, whoever runs the tests.
+    #[test]
+    fn a_copy_linked_through_proc_takes_its_name_and_never_replaces_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let local = dir.path().join("m.json");
+        let (unnamed, _) = write(&local, b"[1]", 0o644).expect("written");
+        link_through_proc(&unnamed).expect("linked");
+        assert_eq!(std::fs::read(&local).expect("read"), b"[1]");
+        let (again, _) = write(&local, b"[2]", 0o644).expect("written");
+        let err = link_through_proc(&again).expect_err("taken");
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&local).expect("read"), b"[1]");
     }
 
     #[test]
