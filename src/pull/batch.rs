@@ -3,10 +3,10 @@
 //! while one `tar -cf -` per batch on an exec channel costs one. The same exec hashes the files
 //! on the box first and looks at them again once tar has read them; each entry is hashed from
 //! the stream and thrown away at once when the hashes disagree. A file nothing was at the name
-//! of, that the box's second look saw as listed, goes into an unnamed copy that is checked,
-//! made durable with its batch and linked under its name (`place`); any other into its `.part`,
-//! made durable with the batch's others before any counts as copied, to take its final name
-//! only once the pull has proven it (`promote`).
+//! of, that the box's second look saw as listed, goes into an unnamed copy that is checked and
+//! made durable with its batch, to be linked at its name once the pull has judged its record
+//! (`place`); any other into its `.part`, made durable with the batch's others before any counts
+//! as copied, to take its final name only once the pull has proven it (`promote`).
 //! Files tar cannot carry as plain entries (a link at the end of a path, a file that changed
 //! size), and every file of a batch that fails as a whole (no tar on the box, a dropped link, a
 //! stream cut short), are handed back to the SFTP path, so this is only ever a faster way, never
@@ -32,6 +32,7 @@ use super::names::{ArgsText, as_args, unescape};
 use super::place;
 use super::remote::{HashOutput, RemoteFile, parse_hashes};
 use super::restat::{SECOND_LOOK, Seen, parse_restat, restat_args, split_second_look};
+use super::tar_stream;
 use crate::transport::{BoxExec, ExecLimits};
 
 /// Files up to this size go by tar; above it, SFTP's many reads in flight win.
@@ -153,6 +154,9 @@ async fn one_batch<B: BoxExec>(
     if out.truncated || !matches!(out.exit_status, Some(0 | 1)) {
         return handed_back(&batch);
     }
+    let Some(stream) = tar_stream::unpacked(out.stdout, limits.max_output) else {
+        return handed_back(&batch);
+    };
     let jobs: Vec<Job> = batch
         .iter()
         .map(|&i| Job {
@@ -170,10 +174,10 @@ async fn one_batch<B: BoxExec>(
         let locals: Vec<PathBuf> = jobs.iter().map(|job| job.local.clone()).collect();
         let one = UNPACKING.lock().unwrap_or_else(|e| e.into_inner());
         let unpacking = std::time::Instant::now();
-        let (mut landed, unnamed) = unpack(&out.stdout, &hashes, &seen, &dest, jobs);
+        let mut landed = unpack(&stream, &hashes, &seen, &dest, jobs);
         drop(one);
         let unpacked = unpacking.elapsed();
-        make_durable(&dest, &locals, &mut landed, unnamed, pull_files);
+        make_durable(&dest, &locals, &mut landed, pull_files);
         (landed, unpacking, unpacked)
     })
     .await;
@@ -212,11 +216,13 @@ fn batch_command(plan: &[(RemoteFile, PathBuf)], batch: &[usize]) -> String {
     let paths: Vec<&str> = batch.iter().map(|&i| plan[i].0.path.as_str()).collect();
     // tar takes the paths from the root and strips their leading `/` from its entries' names
     // (GNU, busybox and bsdtar alike), which is what `unpack` looks them up by.
+    let gzip = tar_stream::mostly_padding(batch.iter().map(|&i| plan[i].0.size));
     format!(
-        "{}{{ ( {} ) 2>/dev/null; }} >&2\ntar -cf - -C / -- \"$@\" 2>/dev/null; s=$?\n\
+        "{}{{ ( {} ) 2>/dev/null; }} >&2\n{}\
          {{ printf '{SECOND_LOOK}\\0'; ( {} ); }} >&2; exit $s",
         as_args(&paths),
         hash_args(),
+        tar_stream::tar_into_s(gzip),
         restat_args()
     )
 }
@@ -237,18 +243,15 @@ fn hashes_and_second_look(stderr: &[u8]) -> (BTreeMap<String, String>, Seen) {
 /// The batch's parts and unnamed copies made durable as soon as they are written
 /// (`durable::sync_made_in`, `durable::sync_open`), before any counts as copied: their fsyncs
 /// overlap the next batches' transfer instead of all waiting for the chunk's end. A copy that
-/// could not be synced fails; then each unnamed copy is linked under its name, and one whose
-/// name was taken meanwhile is handed back.
-fn make_durable(
-    dest: &Path,
-    locals: &[PathBuf],
-    landed: &mut [Landing],
-    unnamed: Vec<(usize, place::Unnamed)>,
-    pull_files: usize,
-) {
-    let written: Vec<usize> = (0..landed.len())
-        .filter(|&k| matches!(&landed[k].1, Some(Ok(c)) if c.placed.is_none()))
-        .collect();
+/// could not be synced fails.
+fn make_durable(dest: &Path, locals: &[PathBuf], landed: &mut [Landing], pull_files: usize) {
+    let copied = |k: usize| match &landed[k].1 {
+        Some(Ok(c)) => Some(c),
+        _ => None,
+    };
+    let (unnamed, written): (Vec<usize>, Vec<usize>) = (0..landed.len())
+        .filter(|&k| copied(k).is_some())
+        .partition(|&k| copied(k).is_some_and(|c| c.unnamed.is_some()));
     let parts: Vec<PathBuf> = written
         .iter()
         .map(|&k| part_paths(dest, &locals[k]).0)
@@ -259,22 +262,20 @@ fn make_durable(
         .map(|c| c.sent)
         .sum();
     let batch = durable::Batch { ours, pull_files };
+    let mut failed: Vec<(usize, NotCopied)> = Vec::new();
     for (i, path, e) in durable::sync_made_in(&parts_dir(dest), &parts, batch) {
-        landed[written[i]].1 = Some(Err(NotCopied::from(disk(&path, e))));
+        failed.push((written[i], NotCopied::from(disk(&path, e))));
     }
-    let files: Vec<&std::fs::File> = unnamed.iter().map(|(_, u)| &u.file).collect();
-    let mut unsynced: Vec<Option<std::io::Error>> = unnamed.iter().map(|_| None).collect();
+    let files: Vec<&std::fs::File> = unnamed
+        .iter()
+        .filter_map(|&k| Some(&copied(k)?.unnamed.as_ref()?.unnamed.file))
+        .collect();
     for (i, e) in durable::sync_open(&files, batch) {
-        unsynced[i] = Some(e);
+        let folder = locals[unnamed[i]].parent().unwrap_or(Path::new("/"));
+        failed.push((unnamed[i], NotCopied::from(disk(folder, e))));
     }
-    drop(files);
-    for ((k, copy), unsynced) in unnamed.into_iter().zip(unsynced) {
-        let folder = copy.local.parent().unwrap_or(Path::new("/")).to_path_buf();
-        landed[k].1 = match unsynced {
-            Some(e) => Some(Err(NotCopied::from(disk(&folder, e)))),
-            None if place::link(copy).is_ok() => continue,
-            None => None,
-        };
+    for (k, why) in failed {
+        landed[k].1 = Some(Err(why));
     }
 }
 
@@ -289,21 +290,19 @@ struct Job {
 
 /// Writes each entry that is a planned regular file into its `.part`, or, where it may be put
 /// straight at its name and the box's hash and second look vouch for it, into an unnamed copy
-/// (`place`), returned beside the results by position to be linked once durable; the rest stay
-/// `None`.
+/// (`place`) its result carries; the rest stay `None`.
 fn unpack(
     stream: &[u8],
     hashes: &BTreeMap<String, String>,
     seen: &Seen,
     dest: &Path,
     jobs: Vec<Job>,
-) -> (Vec<Landing>, Vec<(usize, place::Unnamed)>) {
+) -> Vec<Landing> {
     let by_name: HashMap<Vec<u8>, usize> = jobs
         .iter()
         .enumerate()
         .map(|(j, job)| (unescape(&job.file.path)[1..].to_vec(), j))
         .collect();
-    let mut unnamed = Vec::new();
     let mut results: Vec<Option<Result<Copied, NotCopied>>> = jobs.iter().map(|_| None).collect();
     let mut archive = tar::Archive::new(stream);
     if let Ok(entries) = archive.entries() {
@@ -327,60 +326,50 @@ fn unpack(
                 };
                 let box_hash = hashes.get(&job.file.path).map(String::as_str);
                 let look = seen.get(&job.file.path);
-                let (result, copy) = land(bytes, job, box_hash, look, dest);
-                results[j] = Some(result);
-                unnamed.extend(copy.map(|c| (j, c)));
+                results[j] = Some(land(bytes, job, box_hash, look, dest));
             }
         }
     }
-    let landed = jobs
-        .iter()
+    jobs.iter()
         .zip(results)
         .map(|(job, r)| (job.i, r))
-        .collect();
-    (landed, unnamed)
+        .collect()
 }
 
 /// One whole file's bytes from the batch: hashed, and thrown away when the box's hash
 /// disagrees; else, where it may take its name now and the box's second look saw it as listed,
-/// written into an unnamed copy that loads (returned, to be linked once durable), or otherwise
-/// into its `.part` (made durable with every other before any is promoted: `finish_all`).
+/// written into an unnamed copy that loads, or otherwise into its `.part` (made durable with
+/// every other before any is promoted: `finish_all`).
 fn land(
     bytes: &[u8],
     job: &Job,
     box_hash: Option<&str>,
     look: Option<&(u64, String)>,
     dest: &Path,
-) -> (Result<Copied, NotCopied>, Option<place::Unnamed>) {
+) -> Result<Copied, NotCopied> {
     let file = &job.file;
     let sha256 = super::local::hex(&Sha256::digest(bytes));
     // Without the box's hash (no hashing tool there) the pull's own comparison decides later.
     if let Some(expected) = box_hash.filter(|h| *h != sha256) {
         let why =
             format!("hash mismatch: box {expected} local {sha256} (kept out of place; pull again)");
-        return (Err(why.into()), None);
+        return Err(why.into());
     }
     let copied = Copied {
         sent: bytes.len() as u64,
         sha256,
         box_sha256: box_hash.map(String::from),
         seen: look.cloned(),
-        placed: None,
+        unnamed: None,
     };
     let as_listed = look.is_some_and(|(size, stamp)| *size == file.size && *stamp == file.stamp);
     if job.placeable && box_hash.is_some() && as_listed {
-        if let Some((copy, verification)) = place::write(&job.local, bytes, file.mode) {
-            let placed = Copied {
-                placed: Some(verification),
-                ..copied
-            };
-            return (Ok(placed), Some(copy));
+        if let Some(proven) = place::write(&job.local, bytes, file.mode) {
+            let unnamed = Some(proven);
+            return Ok(Copied { unnamed, ..copied });
         }
     }
-    (
-        write_part(bytes, file, dest, &job.local).map(|()| copied),
-        None,
-    )
+    write_part(bytes, file, dest, &job.local).map(|()| copied)
 }
 
 /// A whole file's bytes into its `.part`, tagged with the version they are.
@@ -591,7 +580,8 @@ mod tests {
             !dir.path().join("pwned").exists(),
             "a name ran as a command"
         );
-        let mut archive = tar::Archive::new(&out.stdout[..]);
+        let stream = tar_stream::unpacked(out.stdout, 1 << 20).expect("the stream");
+        let mut archive = tar::Archive::new(&stream[..]);
         let carried: HashMap<Vec<u8>, Vec<u8>> = archive
             .entries()
             .expect("tar")
@@ -654,25 +644,23 @@ mod tests {
             })
             .collect();
         let dest = dir.path().join("home");
-        let (mut landed, unnamed) = unpack(&out.stdout, &hashes, &seen, &dest, jobs);
-        assert_eq!(unnamed.len(), 1, "only a is placed");
-        assert!(!plan[0].1.exists(), "no name before its batch is durable");
+        let stream = tar_stream::unpacked(out.stdout, 1 << 20).expect("the stream");
+        let mut landed = unpack(&stream, &hashes, &seen, &dest, jobs);
         let locals: Vec<PathBuf> = plan.iter().map(|(_, l)| l.clone()).collect();
-        make_durable(&dest, &locals, &mut landed, unnamed, 3);
+        make_durable(&dest, &locals, &mut landed, 3);
         let copied = |k: usize| match &landed[k].1 {
             Some(Ok(c)) => c,
             Some(Err(e)) => panic!("{k}: {e:?}"),
             None => panic!("{k} handed back"),
         };
-        let placed = copied(0).placed.as_ref().expect("a is in place");
-        assert!(
-            placed.passed && placed.how.starts_with("json"),
-            "{placed:?}"
-        );
-        assert_eq!(std::fs::read(&plan[0].1).expect("a"), b"{\"a\": 1}");
+        let proven = copied(0).unnamed.as_ref().expect("a is proven, unnamed");
+        let how = &proven.verification;
+        assert!(how.passed && how.how.starts_with("json"), "{how:?}");
+        // Nothing at its name until the pull links it, its record judged.
+        assert!(!plan[0].1.exists(), "no name before the pull links it");
         assert!(!part_paths(&dest, &plan[0].1).0.exists(), "no part of a");
         for k in [1, 2] {
-            assert!(copied(k).placed.is_none(), "{k}");
+            assert!(copied(k).unnamed.is_none(), "{k}");
             assert!(!plan[k].1.exists(), "{k} waits for the pull's proof");
             let part = std::fs::read(part_paths(&dest, &plan[k].1).0).expect("part");
             assert_eq!(part.len(), 8);

@@ -328,7 +328,7 @@ mod tests {
                 sha256: sha.to_string(),
                 box_sha256: None,
                 seen,
-                placed: None,
+                unnamed: None,
             }))
         };
         let hashes: Hashes = Ok([(file.path.clone(), "aa".to_string())]

@@ -204,7 +204,7 @@ async fn download_by_exec<B: BoxExec>(
         sha256: super::local::hex(&hasher.finalize()),
         box_sha256: None,
         seen: None,
-        placed: None,
+        unnamed: None,
     })
 }
 
@@ -294,8 +294,8 @@ pub struct Copied {
     /// The box's second look at the file (size, stamp) where the copy brought it along: a tar
     /// batch looks once tar has read its files, so no command after the copy looks again.
     pub seen: Option<(u64, String)>,
-    /// Set where the copy already took its final name, proven (`place`): how it loads.
-    pub placed: Option<super::check::Verification>,
+    /// A tar batch's proven copy that has no name yet, to be linked at it (`place`).
+    pub unnamed: Option<super::place::Proven>,
 }
 
 /// Copies `remote` from byte `from` into `local`'s `.part`, fsynced.
@@ -412,7 +412,7 @@ async fn download(
         sha256: super::local::hex(&hasher.finalize()),
         box_sha256: None,
         seen: None,
-        placed: None,
+        unnamed: None,
     })
 }
 

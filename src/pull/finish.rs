@@ -94,7 +94,7 @@ enum Step {
     Staged,
     /// Unchanged since the last pull, checked again by the user's commands.
     Verify,
-    /// A fresh copy its batch proved and put in place (`place`): only its folder's sync is left.
+    /// A fresh copy its batch proved, unnamed (`place`): linked at its name.
     Placed,
 }
 
@@ -110,18 +110,26 @@ pub(super) async fn finish_all(
     let began = std::time::Instant::now();
     let mut checked = checked.into_iter();
     let mut records = Vec::with_capacity(plan.len());
-    // Copies to check and rename in place, every other step left, and the copies in place.
-    let (mut simple, mut rest, mut renamed) = (Vec::new(), Vec::new(), Vec::new());
+    // Copies to check and rename in place, to link at their names, and every other step left.
+    let (mut simple, mut to_link, mut rest) = (Vec::new(), Vec::new(), Vec::new());
     for (((file, local), outcome), recorded) in plan.iter().zip(copied).zip(recorded_hashes) {
         let earlier = Earlier {
             recorded,
             checked: checked.next().flatten(),
         };
-        let (record, step) = judge(file, local, outcome, earlier, all);
+        let (outcome, proven) = match outcome {
+            Ok(Some(mut copy)) => {
+                let proven = copy.unnamed.take();
+                (Ok(Some(copy)), proven)
+            }
+            other => (other, None),
+        };
+        let placed = proven.as_ref().map(|p| &p.verification);
+        let (record, step) = judge(file, local, outcome, placed, earlier, all);
         match step {
             Some(Step::InPlace) => simple.push(records.len()),
             Some(Step::Placed) => {
-                renamed.push(records.len());
+                to_link.extend(proven.map(|p| (records.len(), p.unnamed)));
                 all.progress.fetch_add(1, Ordering::Relaxed);
             }
             Some(step) => rest.push((records.len(), step)),
@@ -131,6 +139,7 @@ pub(super) async fn finish_all(
         }
         records.push(record);
     }
+    let mut renamed = link_placed(plan, &mut records, to_link).await;
     rest.extend(promote_in_place(plan, &mut records, &simple, &mut renamed, all).await);
     finish_the_rest(plan, &mut records, rest, &mut renamed, all).await;
     let promoted_at = std::time::Instant::now();
@@ -187,6 +196,7 @@ fn judge(
     file: &RemoteFile,
     local: &Path,
     outcome: Result<Option<Copied>, NotCopied>,
+    placed: Option<&Verification>,
     earlier: Earlier,
     all: &Landings<'_>,
 ) -> (PulledFile, Option<Step>) {
@@ -196,17 +206,16 @@ fn judge(
     };
     let fresh = copied.is_some();
     // Not copied means unchanged: its bytes were just hashed equal to the record.
-    let mut copied = copied.unwrap_or(Copied {
+    let copied = copied.unwrap_or(Copied {
         sent: 0,
         sha256: earlier.recorded.unwrap_or_default(),
         box_sha256: None,
         seen: None,
-        placed: None,
+        unnamed: None,
     });
-    let placed = copied.placed.take();
-    // A copy its batch put in place was looked at again by that batch, and is judged by that
-    // look alone: its name is taken, so no other look may say otherwise.
-    let look = match (&placed, &copied.seen) {
+    // A copy its batch proved was looked at again by that batch, and is judged by that look
+    // alone, as the batch judged it.
+    let look = match (placed, &copied.seen) {
         (Some(_), Some(look)) => Ok(Some(look)),
         _ => all.relisted.as_ref().map(|now| now.get(&file.path)),
     };
@@ -253,7 +262,7 @@ fn judge(
         return (record, (fresh && useless).then_some(Step::Discard));
     }
     if let Some(verification) = placed {
-        settle(&mut record, verification, None);
+        settle(&mut record, verification.clone(), None);
         return (record, Some(Step::Placed));
     }
     if fresh {
@@ -277,6 +286,45 @@ fn settle(record: &mut PulledFile, verification: Verification, error: Option<Str
     record.verified = verification.passed && error.is_none();
     record.verification = verification.how;
     record.error = error;
+}
+
+/// The copies their batches proved, linked at their names now their records are judged
+/// (`place::link`), in one blocking task; the indices of those linked, whose folders are to be
+/// made durable. One whose name was taken since the pull looked is not linked (nothing is
+/// replaced), and its record says so.
+async fn link_placed(
+    plan: &[(RemoteFile, PathBuf)],
+    records: &mut [PulledFile],
+    to_link: Vec<(usize, super::place::Unnamed)>,
+) -> Vec<usize> {
+    if to_link.is_empty() {
+        return Vec::new();
+    }
+    let which: Vec<usize> = to_link.iter().map(|(i, _)| *i).collect();
+    let linking = tokio::task::spawn_blocking(move || {
+        to_link
+            .into_iter()
+            .map(|(i, unnamed)| (i, super::place::link(unnamed)))
+            .collect::<Vec<_>>()
+    });
+    let done = linking.await.unwrap_or_else(|e| {
+        let why = format!("a link's task failed: {e}");
+        which
+            .iter()
+            .map(|&i| (i, Err(std::io::Error::other(why.clone()))))
+            .collect()
+    });
+    let mut linked = Vec::with_capacity(done.len());
+    for (i, result) in done {
+        match result {
+            Ok(()) => linked.push(i),
+            Err(e) => {
+                records[i].verified = false;
+                records[i].error = Some(format!("{}; pull again", disk(&plan[i].1, e)));
+            }
+        }
+    }
+    linked
 }
 
 /// The fresh copies at `which` checked and renamed where they wait (`promote::in_place`),

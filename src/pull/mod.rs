@@ -23,6 +23,7 @@ mod recheck;
 pub mod remote;
 mod restat;
 mod spool;
+mod tar_stream;
 pub mod verify;
 mod writeback;
 

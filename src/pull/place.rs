@@ -1,13 +1,15 @@
 //! A small file a tar batch carried, put straight at its final name once proven where nothing
 //! was there (`Start::New`): written into an unnamed file in its own folder (`O_TMPFILE`),
 //! checked by reading it back through that file, made durable with the rest of its batch, and
-//! only then linked under its name. Nothing is seen at the name before the bytes are proven and
-//! durable, and no `.part` is made, tagged, renamed and untagged: on a 100 000-file pull those
-//! steps were a quarter of the client's CPU (BENCHMARKS.md, seventh session).
+//! linked under its name once the pull has judged its record (`finish`), as a `.part` is
+//! renamed. Nothing is seen at the name before the bytes are proven and durable, and no `.part`
+//! is made, tagged, renamed and untagged: on a 100 000-file pull those steps were a quarter of
+//! the client's CPU (BENCHMARKS.md, seventh session). A pull cut before then leaves nothing:
+//! the kernel frees an unnamed file with its last descriptor.
 //!
 //! A file that cannot go this way (a filesystem without unnamed files, no file descriptors to
-//! spare, bytes that do not load) goes by its `.part` as before, and one whose name was taken
-//! meanwhile is handed back to be copied the usual way: this is only ever a faster way.
+//! spare, bytes that do not load) goes by its `.part` as before. One whose name was taken
+//! since the pull looked is not linked (nothing is replaced), and its record says to pull again.
 
 use std::fs::File;
 use std::io::Write;
@@ -18,18 +20,26 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::check::{Verification, verify_builtin_open};
 
-/// A proven copy waiting, unnamed, for its batch to be durable.
-pub(super) struct Unnamed {
-    pub file: File,
-    pub local: PathBuf,
+/// A proven copy with no name yet: made durable with its batch, then linked at its name once
+/// the pull has judged its record (`finish`), so a pull cut before it records the file leaves
+/// no unrecorded copy at the name (the kernel frees an unnamed file with its last descriptor).
+pub struct Unnamed {
+    pub(super) file: File,
+    pub(super) local: PathBuf,
     _held: Held,
+}
+
+/// An unnamed copy and how it loads.
+pub struct Proven {
+    pub verification: Verification,
+    pub unnamed: Unnamed,
 }
 
 /// Writes `bytes` (a whole file the box's hash and second look already vouch for) into an
 /// unnamed file in `local`'s folder, made if missing, with the box's permission bits less
 /// setuid, setgid and sticky, and checks it loads as `local`. None where this way is not open
 /// to it: the caller then writes its `.part`.
-pub(super) fn write(local: &Path, bytes: &[u8], mode: u32) -> Option<(Unnamed, Verification)> {
+pub(super) fn write(local: &Path, bytes: &[u8], mode: u32) -> Option<Proven> {
     let held = Held::take()?;
     let folder = local.parent()?;
     let open = || {
@@ -52,13 +62,13 @@ pub(super) fn write(local: &Path, bytes: &[u8], mode: u32) -> Option<(Unnamed, V
     file.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))
         .ok()?;
     let verification = verify_builtin_open(&mut file, bytes.len() as u64, local);
-    verification.passed.then(|| {
-        let unnamed = Unnamed {
+    verification.passed.then(|| Proven {
+        verification,
+        unnamed: Unnamed {
             file,
             local: local.to_path_buf(),
             _held: held,
-        };
-        (unnamed, verification)
+        },
     })
 }
 
@@ -128,8 +138,10 @@ impl Drop for Held {
 static HELD: AtomicUsize = AtomicUsize::new(0);
 static BUDGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 
-/// Half the descriptors this process may open, once its soft limit is raised to its hard one
-/// (at most 65 536; the common soft limit of 1 024 would leave a batch a few hundred).
+/// The descriptors this process may open, once its soft limit is raised to its hard one (at
+/// most 65 536; the common soft limit of 1 024 would leave a pull a few hundred), less 1 024
+/// kept for everything else (at least half kept). Copies wait unnamed until their chunk is
+/// judged, and a pull keeps three chunks of up to ~4 000 files in hand.
 fn budget() -> usize {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
@@ -141,7 +153,7 @@ fn budget() -> usize {
     } else {
         soft
     };
-    usize::try_from(soft / 2).unwrap_or(0)
+    usize::try_from(soft.saturating_sub(1024).max(soft / 2)).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -152,8 +164,10 @@ mod tests {
     fn a_proven_copy_has_no_name_until_it_is_linked_and_never_replaces_one() {
         let dir = tempfile::tempdir().expect("tempdir");
         let local = dir.path().join("cells/d000/m000001.json");
-        let (unnamed, verification) =
-            write(&local, b"{\"loss\": 0.25}\n", 0o4755).expect("written unnamed");
+        let Proven {
+            verification,
+            unnamed,
+        } = write(&local, b"{\"loss\": 0.25}\n", 0o4755).expect("written unnamed");
         assert!(verification.passed, "{verification:?}");
         assert!(verification.how.starts_with("json"), "{verification:?}");
         // Its folder was made; nothing in it has a name yet.
@@ -167,8 +181,8 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o7777, 0o755, "setuid dropped, the rest kept");
         // A name taken since the pull looked is not replaced.
-        let (again, _) = write(&local, b"{\"loss\": 0.5}\n", 0o644).expect("written");
-        let err = link(again).expect_err("the name is taken");
+        let again = write(&local, b"{\"loss\": 0.5}\n", 0o644).expect("written");
+        let err = link(again.unnamed).expect_err("the name is taken");
         assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&local).expect("read"), b"{\"loss\": 0.25}\n");
     }
@@ -178,10 +192,10 @@ mod tests {
     fn a_copy_linked_through_proc_takes_its_name_and_never_replaces_one() {
         let dir = tempfile::tempdir().expect("tempdir");
         let local = dir.path().join("m.json");
-        let (unnamed, _) = write(&local, b"[1]", 0o644).expect("written");
+        let unnamed = write(&local, b"[1]", 0o644).expect("written").unnamed;
         link_through_proc(&unnamed).expect("linked");
         assert_eq!(std::fs::read(&local).expect("read"), b"[1]");
-        let (again, _) = write(&local, b"[2]", 0o644).expect("written");
+        let again = write(&local, b"[2]", 0o644).expect("written").unnamed;
         let err = link_through_proc(&again).expect_err("taken");
         assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&local).expect("read"), b"[1]");
