@@ -69,8 +69,8 @@ pub fn eligible(file: &RemoteFile, start: Start) -> bool {
 }
 
 /// One result per index in `small`: `None` hands the file back to the SFTP path. `placeable`
-/// says, by plan index, which may take their final names as soon as their batch proves them
-/// (`place`): nothing is at their names, and only the built-in check applies.
+/// says, by plan index, which may skip the `.part` for an unnamed copy, linked at its name once
+/// proven (`place`): nothing is at their names, and only the built-in check applies.
 pub async fn copy_small<B: BoxExec>(
     session: &B,
     dest: &Path,
@@ -280,7 +280,7 @@ fn make_durable(dest: &Path, locals: &[PathBuf], landed: &mut [Landing], pull_fi
 }
 
 /// A batch's file: its plan index, what the listing said of it, where it lands, and whether it
-/// may take that name as soon as the batch proves it (`copy_small`).
+/// may skip the `.part` for an unnamed copy (`copy_small`).
 struct Job {
     i: usize,
     file: RemoteFile,

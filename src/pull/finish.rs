@@ -427,7 +427,7 @@ async fn finish_the_rest(
                         None
                     }
                     Step::Verify => Some((verify(local, all.verify).await, None)),
-                    // Its batch put it in place: never queued here.
+                    // Linked by `link_placed`: never queued here.
                     Step::Placed => None,
                     Step::InPlace | Step::Staged => {
                         let p = staged(
