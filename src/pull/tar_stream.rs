@@ -21,11 +21,12 @@ pub(super) fn mostly_padding(sizes: impl Iterator<Item = u64>) -> bool {
 }
 
 /// The shell that writes the batch's tar stream of `"$@"` to stdout, gzipped where `gzip` says
-/// so and the box has gzip, and leaves tar's own exit status in `s` (a pipeline's status is its
-/// last command's: tar's comes back through fd 3).
+/// so and the box's gzip takes `-1` (an old busybox's does not: asked once, on nothing), and
+/// leaves tar's own exit status in `s` (a pipeline's status is its last command's: tar's comes
+/// back through fd 3).
 pub(super) fn tar_into_s(gzip: bool) -> &'static str {
     if gzip {
-        "Z=cat; command -v gzip >/dev/null 2>&1 && Z='gzip -1'\nexec 4>&1\n\
+        "Z=cat; gzip -1 </dev/null >/dev/null 2>&1 && Z='gzip -1'\nexec 4>&1\n\
          s=$( { { tar -cf - -C / -- \"$@\" 2>/dev/null; echo $? >&3; } | $Z >&4; } 3>&1 )\n\
          exec 4>&-\n"
     } else {
@@ -124,5 +125,44 @@ mod tests {
         assert_eq!(names, vec![want]);
         let (_, status) = run(&[&dir.path().join("missing")]);
         assert_eq!(status, "2", "tar's status for a file it could not read");
+    }
+
+    /// A box whose gzip refuses `-1` (an old busybox's) sends plain tar, not a cut stream.
+    #[test]
+    fn a_gzip_that_refuses_level_one_leaves_the_stream_plain() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("dir");
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).expect("bin");
+        let gzip = bin.join("gzip");
+        std::fs::write(
+            &gzip,
+            "#!/bin/sh\necho 'gzip: invalid option -- 1' >&2\nexit 1\n",
+        )
+        .expect("shim");
+        std::fs::set_permissions(&gzip, std::fs::Permissions::from_mode(0o755)).expect("mode");
+        let file = dir.path().join("m.json");
+        std::fs::write(&file, "{}").expect("write");
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let script = format!(
+            "set -- {}\n{}printf %s \"$s\" >&2",
+            crate::sanitize::shell_quote(&file.to_string_lossy()),
+            tar_into_s(true)
+        );
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .env("PATH", path)
+            .output()
+            .expect("sh");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "0");
+        assert!(!out.stdout.starts_with(&[0x1f, 0x8b]));
+        let tar = unpacked(out.stdout, 1 << 20).expect("plain");
+        let entries = tar::Archive::new(&tar[..]).entries().expect("tar").count();
+        assert_eq!(entries, 1);
     }
 }
