@@ -114,8 +114,9 @@ fn link_through_proc(unnamed: &Unnamed) -> std::io::Result<()> {
 static NO_EMPTY_PATH: AtomicBool = AtomicBool::new(false);
 
 /// One of the file descriptors unnamed copies may hold at once: each stays open until its
-/// batch is durable, so a batch of 2 048 holds 2 048, and the process must keep descriptors
-/// for everything else (its connections, the ledger, other pulls' parts).
+/// chunk is judged and it is linked, so a pull with three chunks in hand holds up to ~12 000,
+/// and the process must keep descriptors for everything else (its connections, the ledger,
+/// other pulls' parts).
 struct Held;
 
 impl Held {
