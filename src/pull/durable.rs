@@ -125,15 +125,12 @@ pub(super) fn sync_paths(paths: &[PathBuf], batch: Batch) -> Vec<(usize, PathBuf
     if !whole_filesystem(paths.len(), batch) {
         return one_by_one(paths);
     }
-    let mut failed = Vec::new();
-    let mut by_device: HashMap<u64, Vec<usize>> = HashMap::new();
-    for (i, path) in paths.iter().enumerate() {
-        match std::fs::metadata(path) {
-            Ok(meta) => by_device.entry(meta.dev()).or_default().push(i),
-            Err(e) => failed.push((i, path.clone(), e)),
-        }
-    }
-    for which in by_device.into_values() {
+    let (groups, unseen) = by_device(paths.len(), |i| Ok(std::fs::metadata(&paths[i])?.dev()));
+    let mut failed: Vec<_> = unseen
+        .into_iter()
+        .map(|(i, e)| (i, paths[i].clone(), e))
+        .collect();
+    for which in groups {
         let first = &paths[which[0]];
         if let Err(e) = sync_filesystem(first) {
             for i in which {
@@ -179,20 +176,29 @@ pub(super) fn sync_open(files: &[&std::fs::File], batch: Batch) -> Vec<(usize, i
     if !whole_filesystem(files.len(), batch) {
         return sync_each_by(files.len(), |i| files[i].sync_all());
     }
-    let mut failed = Vec::new();
-    let mut by_device: HashMap<u64, Vec<usize>> = HashMap::new();
-    for (i, file) in files.iter().enumerate() {
-        match file.metadata() {
-            Ok(meta) => by_device.entry(meta.dev()).or_default().push(i),
-            Err(e) => failed.push((i, e)),
-        }
-    }
-    for which in by_device.into_values() {
+    let (groups, mut failed) = by_device(files.len(), |i| Ok(files[i].metadata()?.dev()));
+    for which in groups {
         if let Err(e) = nix::unistd::syncfs(files[which[0]]) {
             failed.extend(which.into_iter().map(|i| (i, io::Error::from(e))));
         }
     }
     failed
+}
+
+/// The indices below `count` grouped by the filesystem `dev(i)` says each is on, and those it
+/// could not say it for, with why.
+fn by_device(
+    count: usize,
+    dev: impl Fn(usize) -> io::Result<u64>,
+) -> (Vec<Vec<usize>>, Vec<(usize, io::Error)>) {
+    let (mut groups, mut failed) = (HashMap::<u64, Vec<usize>>::new(), Vec::new());
+    for i in 0..count {
+        match dev(i) {
+            Ok(dev) => groups.entry(dev).or_default().push(i),
+            Err(e) => failed.push((i, e)),
+        }
+    }
+    (groups.into_values().collect(), failed)
 }
 
 /// Whether `count` paths are synced once for their filesystem rather than one by one, as

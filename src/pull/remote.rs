@@ -305,4 +305,4 @@ fn under(path: &str, base: &str) -> bool {
 
 #[cfg(test)]
 #[path = "remote_tests.rs"]
-mod tests;
+pub(super) mod tests;

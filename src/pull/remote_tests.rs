@@ -341,8 +341,8 @@ fn parsers_never_panic_on_arbitrary_bytes() {
     }
 }
 
-/// Runs `script` with `dir` first on PATH.
-fn sh_with_path(dir: &std::path::Path, script: &str) -> Vec<u8> {
+/// Runs `script` with `dir` first on PATH; its stdout, and its stderr as text.
+pub(in crate::pull) fn sh_with_path(dir: &std::path::Path, script: &str) -> (Vec<u8>, String) {
     let path = format!(
         "{}:{}",
         dir.display(),
@@ -354,10 +354,14 @@ fn sh_with_path(dir: &std::path::Path, script: &str) -> Vec<u8> {
         .env("PATH", path)
         .output()
         .expect("sh");
-    out.stdout
+    (
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
-fn shim(dir: &std::path::Path, name: &str, body: &str) {
+/// An executable `name` in `dir` whose script is `body`.
+pub(in crate::pull) fn shim(dir: &std::path::Path, name: &str, body: &str) {
     use std::os::unix::fs::PermissionsExt;
     let path = dir.join(name);
     std::fs::write(&path, body).expect("shim");
@@ -397,7 +401,7 @@ fn big_files_are_hashed_by_openssl_where_it_answers_right_else_as_before() {
             log.display()
         ),
     );
-    let out = sh_with_path(&shims, &big_file_hash_command(&[name.as_str()]));
+    let (out, _) = sh_with_path(&shims, &big_file_hash_command(&[name.as_str()]));
     assert_eq!(hashed(&out).as_deref(), Some(want));
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(calls.lines().count(), 2, "the probe and the file: {calls}");
@@ -407,14 +411,14 @@ fn big_files_are_hashed_by_openssl_where_it_answers_right_else_as_before() {
         "openssl",
         "#!/bin/sh\necho 'usage: openssl' >&2\nexit 1\n",
     );
-    let out = sh_with_path(&shims, &big_file_hash_command(&[name.as_str()]));
+    let (out, _) = sh_with_path(&shims, &big_file_hash_command(&[name.as_str()]));
     assert_eq!(hashed(&out).as_deref(), Some(want));
     shim(
         &shims,
         "openssl",
         "#!/bin/sh\necho 0000000000000000000000000000000000000000000000000000000000000000 '*stdin'\n",
     );
-    let out = sh_with_path(&shims, &big_file_hash_command(&[name.as_str()]));
+    let (out, _) = sh_with_path(&shims, &big_file_hash_command(&[name.as_str()]));
     assert_eq!(hashed(&out).as_deref(), Some(want));
     // A file that cannot be read gets no hash, never a wrong one.
     shim(
@@ -423,7 +427,7 @@ fn big_files_are_hashed_by_openssl_where_it_answers_right_else_as_before() {
         &format!("#!/bin/sh\nexec {real} \"$@\"\n"),
     );
     let gone = format!("{name}.gone");
-    let out = sh_with_path(
+    let (out, _) = sh_with_path(
         &shims,
         &big_file_hash_command(&[gone.as_str(), name.as_str()]),
     );

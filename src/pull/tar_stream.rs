@@ -84,34 +84,28 @@ mod tests {
         assert_eq!(unpacked(cut[..cut.len() / 2].to_vec(), 10_000), None);
     }
 
-    /// The shell fragment run by a real `sh`: the stream unzips to a tar of the files, and `s`
-    /// is tar's status, not gzip's.
+    /// `tar_into_s` run by a real `sh` over `paths`, with `bin` first on PATH: its stdout, and
+    /// `s` as it printed it.
+    fn fragment(paths: &[&std::path::Path], bin: &std::path::Path) -> (Vec<u8>, String) {
+        let args: Vec<String> = paths
+            .iter()
+            .map(|p| crate::sanitize::shell_quote(&p.to_string_lossy()))
+            .collect();
+        let script = format!(
+            "set -- {}\n{}printf %s \"$s\" >&2",
+            args.join(" "),
+            tar_into_s(true)
+        );
+        crate::pull::remote::tests::sh_with_path(bin, &script)
+    }
+
+    /// The stream unzips to a tar of the files, and `s` is tar's status, not gzip's.
     #[test]
     fn the_box_s_gzipped_tar_unzips_and_keeps_tar_s_status() {
         let dir = tempfile::tempdir().expect("dir");
         let file = dir.path().join("m.json");
         std::fs::write(&file, "{\"loss\": 1}").expect("write");
-        let run = |paths: &[&std::path::Path]| {
-            let args: Vec<String> = paths
-                .iter()
-                .map(|p| crate::sanitize::shell_quote(&p.to_string_lossy()))
-                .collect();
-            let script = format!(
-                "set -- {}\n{}printf %s \"$s\" >&2",
-                args.join(" "),
-                tar_into_s(true)
-            );
-            let out = std::process::Command::new("sh")
-                .arg("-c")
-                .arg(script)
-                .output()
-                .expect("sh");
-            (
-                out.stdout,
-                String::from_utf8_lossy(&out.stderr).into_owned(),
-            )
-        };
-        let (stdout, status) = run(&[&file]);
+        let (stdout, status) = fragment(&[&file], dir.path());
         assert_eq!(status, "0");
         assert!(stdout.starts_with(&[0x1f, 0x8b]), "gzipped");
         let tar = unpacked(stdout, 1 << 20).expect("unzips");
@@ -123,45 +117,24 @@ mod tests {
             .collect();
         let want = file.to_string_lossy()[1..].as_bytes().to_vec();
         assert_eq!(names, vec![want]);
-        let (_, status) = run(&[&dir.path().join("missing")]);
+        let (_, status) = fragment(&[&dir.path().join("missing")], dir.path());
         assert_eq!(status, "2", "tar's status for a file it could not read");
     }
 
     /// A box whose gzip refuses `-1` (an old busybox's) sends plain tar, not a cut stream.
     #[test]
     fn a_gzip_that_refuses_level_one_leaves_the_stream_plain() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("dir");
         let bin = dir.path().join("bin");
         std::fs::create_dir(&bin).expect("bin");
-        let gzip = bin.join("gzip");
-        std::fs::write(
-            &gzip,
-            "#!/bin/sh\necho 'gzip: invalid option -- 1' >&2\nexit 1\n",
-        )
-        .expect("shim");
-        std::fs::set_permissions(&gzip, std::fs::Permissions::from_mode(0o755)).expect("mode");
+        let refuses = "#!/bin/sh\necho 'gzip: invalid option -- 1' >&2\nexit 1\n";
+        crate::pull::remote::tests::shim(&bin, "gzip", refuses);
         let file = dir.path().join("m.json");
         std::fs::write(&file, "{}").expect("write");
-        let path = format!(
-            "{}:{}",
-            bin.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let script = format!(
-            "set -- {}\n{}printf %s \"$s\" >&2",
-            crate::sanitize::shell_quote(&file.to_string_lossy()),
-            tar_into_s(true)
-        );
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .env("PATH", path)
-            .output()
-            .expect("sh");
-        assert_eq!(String::from_utf8_lossy(&out.stderr), "0");
-        assert!(!out.stdout.starts_with(&[0x1f, 0x8b]));
-        let tar = unpacked(out.stdout, 1 << 20).expect("plain");
+        let (stdout, status) = fragment(&[&file], &bin);
+        assert_eq!(status, "0");
+        assert!(!stdout.starts_with(&[0x1f, 0x8b]));
+        let tar = unpacked(stdout, 1 << 20).expect("plain");
         let entries = tar::Archive::new(&tar[..]).entries().expect("tar").count();
         assert_eq!(entries, 1);
     }
