@@ -77,13 +77,14 @@ pub async fn copy_small<B: BoxExec>(
     plan: &[(RemoteFile, PathBuf)],
     small: &[usize],
     placeable: &[bool],
+    rtt: Duration,
     progress: &super::Progress,
 ) -> Vec<Landing> {
     let batches = split(plan, small);
     futures::stream::iter(
         batches
             .into_iter()
-            .map(|batch| one_batch(session, dest, plan, batch, placeable, progress)),
+            .map(|batch| one_batch(session, dest, plan, batch, placeable, rtt, progress)),
     )
     .buffer_unordered(BATCHES_AT_ONCE)
     .flat_map(futures::stream::iter)
@@ -132,9 +133,10 @@ async fn one_batch<B: BoxExec>(
     plan: &[(RemoteFile, PathBuf)],
     batch: Vec<usize>,
     placeable: &[bool],
+    rtt: Duration,
     progress: &super::Progress,
 ) -> Vec<Landing> {
-    let command = batch_command(plan, &batch);
+    let command = batch_command(plan, &batch, rtt);
     let bytes: u64 = batch.iter().map(|&i| plan[i].0.size).sum();
     // Every entry adds a header and padding, a long name a header and its blocks; tar pads
     // the whole to its 10 KiB record.
@@ -212,11 +214,11 @@ async fn one_batch<B: BoxExec>(
 /// status says enough), so stderr holds the hashes alone, then, once tar has read every file,
 /// the box's second look at them (`restat`) behind a `@restat` record: a change made while tar
 /// read a file shows there, and the chunk asks nothing more after.
-fn batch_command(plan: &[(RemoteFile, PathBuf)], batch: &[usize]) -> String {
+fn batch_command(plan: &[(RemoteFile, PathBuf)], batch: &[usize], rtt: Duration) -> String {
     let paths: Vec<&str> = batch.iter().map(|&i| plan[i].0.path.as_str()).collect();
     // tar takes the paths from the root and strips their leading `/` from its entries' names
     // (GNU, busybox and bsdtar alike), which is what `unpack` looks them up by.
-    let gzip = tar_stream::mostly_padding(batch.iter().map(|&i| plan[i].0.size));
+    let gzip = tar_stream::travels_gzipped(batch.iter().map(|&i| plan[i].0.size), rtt);
     format!(
         "{}{{ ( {} ) 2>/dev/null; }} >&2\n{}\
          {{ printf '{SECOND_LOOK}\\0'; ( {} ); }} >&2; exit $s",
@@ -404,6 +406,9 @@ mod tests {
     use super::*;
     use std::io::Read;
 
+    /// A link across the internet: tiny files' batches travel gzipped over it.
+    const FAR: Duration = Duration::from_millis(30);
+
     fn file(path: &str, size: u64) -> (RemoteFile, PathBuf) {
         let f = RemoteFile {
             path: path.to_string(),
@@ -461,7 +466,7 @@ mod tests {
         let all: Vec<usize> = (0..256).collect();
         for plan in [&quotes, &odd, &plain] {
             for batch in split(plan, &all) {
-                let command = batch_command(plan, &batch);
+                let command = batch_command(plan, &batch, FAR);
                 assert!(command.len() <= BATCH_COMMAND, "{} bytes", command.len());
             }
         }
@@ -492,7 +497,7 @@ mod tests {
         let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
         assert_eq!(sizes, [2048, 2048]);
         for batch in &batches {
-            let command = batch_command(&plan, batch);
+            let command = batch_command(&plan, batch, FAR);
             assert!(command.len() <= BATCH_COMMAND, "{} bytes", command.len());
         }
         // Long names: the tools' arguments, not the command's text, bound the batch.
@@ -502,7 +507,7 @@ mod tests {
         for batch in split(&long, &all[..2048]) {
             let args: usize = batch.iter().map(|&i| long[i].0.path.len() + 9).sum();
             assert!(args <= BATCH_ARGS, "{args} bytes of arguments");
-            assert!(batch_command(&long, &batch).len() <= BATCH_COMMAND);
+            assert!(batch_command(&long, &batch, FAR).len() <= BATCH_COMMAND);
         }
     }
 
@@ -522,7 +527,7 @@ mod tests {
         let all: Vec<usize> = (0..plan.len()).collect();
         let batches = split(&plan, &all);
         assert_eq!(batches.len(), 1, "{} batches", batches.len());
-        let command = batch_command(&plan, &batches[0]);
+        let command = batch_command(&plan, &batches[0], FAR);
         assert_eq!(
             command.matches("/cell-0000/").count(),
             1,
@@ -566,7 +571,7 @@ mod tests {
         let all: Vec<usize> = (0..plan.len()).collect();
         let out = std::process::Command::new("sh")
             .arg("-c")
-            .arg(batch_command(&plan, &all))
+            .arg(batch_command(&plan, &all, FAR))
             .current_dir(dir.path())
             .output()
             .expect("sh");
@@ -624,7 +629,7 @@ mod tests {
             .collect();
         let out = std::process::Command::new("sh")
             .arg("-c")
-            .arg(batch_command(&plan, &[0, 1, 2]))
+            .arg(batch_command(&plan, &[0, 1, 2], FAR))
             .output()
             .expect("sh");
         let (hashes, seen) = hashes_and_second_look(&out.stderr);

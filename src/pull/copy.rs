@@ -94,7 +94,7 @@ pub async fn copy_all<B: BoxExec>(
         })
         .collect();
     let (tarred, direct) = tokio::join!(
-        super::batch::copy_small(session, dest, plan, &small, &placeable, everything),
+        super::batch::copy_small(session, dest, plan, &small, &placeable, rtt, everything),
         each(rest)
     );
     let mut results: Vec<Option<Result<Option<Copied>, NotCopied>>> =
