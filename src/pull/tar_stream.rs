@@ -80,9 +80,18 @@ mod tests {
         let tiny = || [40u64; 2048].into_iter();
         assert!(travels_gzipped(tiny(), Duration::from_millis(30)));
         assert!(travels_gzipped(tiny(), NEAR));
-        assert!(!travels_gzipped(tiny(), Duration::from_micros(150)), "loopback");
-        assert!(!travels_gzipped(tiny(), Duration::ZERO), "unknown counts as near");
-        assert!(!travels_gzipped([4096u64; 500].into_iter(), Duration::from_millis(30)));
+        assert!(
+            !travels_gzipped(tiny(), Duration::from_micros(150)),
+            "loopback"
+        );
+        assert!(
+            !travels_gzipped(tiny(), Duration::ZERO),
+            "unknown counts as near"
+        );
+        assert!(!travels_gzipped(
+            [4096u64; 500].into_iter(),
+            Duration::from_millis(30)
+        ));
     }
 
     fn gzipped(bytes: &[u8]) -> Vec<u8> {
