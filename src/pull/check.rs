@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::verify::{Verdict, verify_file_named, verify_open_named};
+use super::verify::{Verdict, verify_file_named, verify_written_named};
 use crate::process::Ended;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,10 +69,15 @@ async fn verify_with(path: &Path, commands: &[&str]) -> Verification {
     judged(path, builtin, ran)
 }
 
-/// As `verify_builtin_named`, for a copy of `len` bytes open for reading that has no name yet
-/// (`place`): its bytes are read back through the open file, not looked up by a path.
-pub fn verify_builtin_open(file: &mut std::fs::File, len: u64, named: &Path) -> Verification {
-    let verdict = verify_open_named(file, len, named);
+/// As `verify_builtin_named`, for a copy just written from `bytes` into a file that has no name
+/// yet (`place`): checked on those bytes where its format's check reads it through, else read
+/// back through the open file, never looked up by a path (`verify_written_named`).
+pub fn verify_builtin_written(
+    file: &mut std::fs::File,
+    bytes: &[u8],
+    named: &Path,
+) -> Verification {
+    let verdict = verify_written_named(file, bytes, named);
     match proof(verdict, named) {
         Err(reason) => Verification {
             passed: false,

@@ -206,3 +206,22 @@ proptest! {
         prop_assert!(verify_file(&path).is_ok());
     }
 }
+
+/// A copy just written is checked on the bytes it was written from where its format's check
+/// reads a file through (JSON here: the file on disk is not read again), and read back through
+/// the file for the rest (a PNG here: what is on disk decides).
+#[test]
+fn a_written_copy_is_checked_on_its_bytes_where_the_check_reads_it_through() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let on_disk = write(&dir, "unnamed", b"{\"cut\": ");
+    let mut file = File::open(&on_disk).expect("open");
+    let named = Path::new("/results/metrics.json");
+    let verdict = verify_written_named(&mut file, b"{\"loss\": 1.5}\n", named).expect("read");
+    assert!(matches!(verdict, Verdict::Loads { .. }), "{verdict:?}");
+    let verdict = verify_written_named(&mut file, b"{\"cut\": ", named).expect("read");
+    assert!(reason(&verdict).contains("EOF"), "{verdict:?}");
+    // A PNG's check seeks about: it reads the file, whatever bytes it is handed.
+    let png = Path::new("/results/plot.png");
+    let verdict = verify_written_named(&mut file, b"\x89PNG\r\n\x1a\n", png).expect("read");
+    assert!(matches!(verdict, Verdict::Fails { .. }), "{verdict:?}");
+}

@@ -7,13 +7,12 @@
 //! break is a shorter valid file; the values are not checked against any schema.
 
 use super::{Checked, Problem, corrupt, counted, human_bytes};
-use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 
 /// Configs are small; a larger "config" is read only as text would be, not parsed whole.
 const MAX_PARSED: u64 = 64 << 20;
 
-pub(super) fn check_text(file: &mut File, len: u64) -> Checked {
+pub(super) fn check_text(file: &mut (impl Read + Seek), len: u64) -> Checked {
     let mut r = BufReader::with_capacity(1 << 16, file);
     let mut chunk = vec![0u8; 1 << 16];
     let (mut carry, mut at, mut lines) = (Vec::new(), 0u64, 0u64);
@@ -55,7 +54,7 @@ pub(super) fn check_text(file: &mut File, len: u64) -> Checked {
     ))
 }
 
-fn read_small(file: &mut File, len: u64) -> Result<String, Problem> {
+fn read_small(file: &mut (impl Read + Seek), len: u64) -> Result<String, Problem> {
     if len > MAX_PARSED {
         return Err(Problem::Unverifiable);
     }
@@ -69,7 +68,7 @@ fn read_small(file: &mut File, len: u64) -> Result<String, Problem> {
     })
 }
 
-pub(super) fn check_yaml(file: &mut File, len: u64) -> Checked {
+pub(super) fn check_yaml(file: &mut (impl Read + Seek), len: u64) -> Checked {
     let text = read_small(file, len)?;
     let docs = yaml_rust2::YamlLoader::load_from_str(&text).map_err(|e| {
         let m = e.marker();
@@ -90,7 +89,7 @@ pub(super) fn check_yaml(file: &mut File, len: u64) -> Checked {
     ))
 }
 
-pub(super) fn check_toml(file: &mut File, len: u64) -> Checked {
+pub(super) fn check_toml(file: &mut (impl Read + Seek), len: u64) -> Checked {
     let text = read_small(file, len)?;
     let table: toml::Table = toml::from_str(&text).map_err(|e| {
         let at = e.span().map_or(0, |s| s.start);
@@ -104,7 +103,7 @@ pub(super) fn check_toml(file: &mut File, len: u64) -> Checked {
     ))
 }
 
-pub(super) fn check_csv(file: &mut File, len: u64, delimiter: u8) -> Checked {
+pub(super) fn check_csv(file: &mut (impl Read + Seek), len: u64, delimiter: u8) -> Checked {
     // Every writer (Python's csv, pandas, polars, R) ends each row with a line break, so a row
     // without one is a copy or a writer that stopped mid-row, even when its fields still count
     // right ("0.31" cut to "0.3").
