@@ -36,6 +36,12 @@ pub(super) fn hash_args() -> String {
     format!("{TIMEOUT_PREAMBLE}T=${{T:+$T {HASH_TIMEOUT_SECS}}}\n{COREUTILS_HASH}")
 }
 
+/// `hash_args` without a `timeout` of its own, for a command that another clock bounds (a tar
+/// batch's: `batch::batch_command`).
+pub(super) fn hash_args_unclocked() -> String {
+    format!("T=''\n{COREUTILS_HASH}")
+}
+
 /// SHA-256 of the empty input as `openssl dgst -sha256 -r` prints it: a box whose openssl
 /// answers this is trusted to hash the rest.
 const OPENSSL_EMPTY: &str =

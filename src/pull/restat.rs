@@ -26,7 +26,21 @@ pub(super) fn restat_command(paths: &[&str]) -> String {
 /// argument is a path from the root, so `find` never takes one for an option.
 pub(super) fn restat_args() -> String {
     format!(
-        "LC_ALL=C; export LC_ALL\n{TIMEOUT_PREAMBLE}${{T:+$T {FIND_TIMEOUT_SECS}}} find -H \"$@\" \
+        "{TIMEOUT_PREAMBLE}{}",
+        restat_with(&format!("${{T:+$T {FIND_TIMEOUT_SECS}}} "))
+    )
+}
+
+/// `restat_args` without a `timeout` of its own, for a command that another clock bounds (a tar
+/// batch's: `batch::batch_command`).
+pub(super) fn restat_args_unclocked() -> String {
+    restat_with("")
+}
+
+/// The second look, `find` run behind `clock` (a `timeout` and its limit, or nothing).
+fn restat_with(clock: &str) -> String {
+    format!(
+        "LC_ALL=C; export LC_ALL\n{clock}find -H \"$@\" \
          -maxdepth 0 -type f -printf '%s\\0%T@\\0%C@\\0%i\\0%p\\0' 2>/dev/null; :"
     )
 }
