@@ -1,4 +1,5 @@
-//! JSON and JSON Lines, streamed.
+//! JSON and JSON Lines, streamed (a JSON file of up to 4 MiB is read whole and parsed from
+//! memory).
 //!
 //! JSON proves: the whole file is exactly one JSON value (trailing whitespace only) in valid
 //! UTF-8, as Python's `json.load` demands. JSONL proves the same of every non-blank line, and
