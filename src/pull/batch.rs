@@ -77,7 +77,7 @@ pub async fn copy_small<B: BoxExec>(
     plan: &[(RemoteFile, PathBuf)],
     small: &[usize],
     placeable: &[bool],
-    rtt: Duration,
+    rtt: Option<Duration>,
     progress: &super::Progress,
 ) -> Vec<Landing> {
     let batches = split(plan, small);
@@ -133,7 +133,7 @@ async fn one_batch<B: BoxExec>(
     plan: &[(RemoteFile, PathBuf)],
     batch: Vec<usize>,
     placeable: &[bool],
-    rtt: Duration,
+    rtt: Option<Duration>,
     progress: &super::Progress,
 ) -> Vec<Landing> {
     let command = batch_command(plan, &batch, rtt);
@@ -217,7 +217,7 @@ async fn one_batch<B: BoxExec>(
 /// without a `timeout` each: tar never had one, so a hung mount holds the batch either way until
 /// this side's clock (`one_batch`'s 600 s) gives up and retires the helper shell, and the two
 /// took the box 7 ms of CPU a 2 048-file batch (4 % of a 100 000-file pull's).
-fn batch_command(plan: &[(RemoteFile, PathBuf)], batch: &[usize], rtt: Duration) -> String {
+fn batch_command(plan: &[(RemoteFile, PathBuf)], batch: &[usize], rtt: Option<Duration>) -> String {
     let paths: Vec<&str> = batch.iter().map(|&i| plan[i].0.path.as_str()).collect();
     // tar takes the paths from the root and strips their leading `/` from its entries' names
     // (GNU, busybox and bsdtar alike), which is what `unpack` looks them up by.
@@ -410,7 +410,7 @@ mod tests {
     use std::io::Read;
 
     /// A link across the internet: tiny files' batches travel gzipped over it.
-    const FAR: Duration = Duration::from_millis(30);
+    const FAR: Option<Duration> = Some(Duration::from_millis(30));
 
     fn file(path: &str, size: u64) -> (RemoteFile, PathBuf) {
         let f = RemoteFile {

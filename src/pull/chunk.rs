@@ -47,7 +47,8 @@ pub(super) struct Shared<'a, 's, 'k, B> {
     pub spec: &'a PullConfig,
     pub protected: &'a Protected,
     pub sftp: &'a LazySftp<'s>,
-    pub rtt: Duration,
+    /// The link's round trip; None where it is not known (a pod's, a failed ping).
+    pub rtt: Option<Duration>,
     /// Whether the parts folder held anything as the pull began (`local_starts`).
     pub parts_held: bool,
     pub progress: &'a Progress,

@@ -34,7 +34,7 @@ pub async fn copy_all<B: BoxExec>(
     plan: &[(RemoteFile, std::path::PathBuf)],
     starts: &[Start],
     verify: &VerifyCommands,
-    (sftp, rtt): (&LazySftp<'_>, std::time::Duration),
+    (sftp, rtt): (&LazySftp<'_>, Option<std::time::Duration>),
     everything: &super::Progress,
 ) -> Vec<Result<Option<Copied>, NotCopied>> {
     let progress = &everything.bytes_done;
@@ -61,6 +61,8 @@ pub async fn copy_all<B: BoxExec>(
             };
             let result = match (sftp, as_utf8(&file.path)) {
                 (Some(sftp), Some(name)) => {
+                    // An unknown round trip keeps the fewest reads in flight.
+                    let rtt = rtt.unwrap_or_default();
                     let span = Span { from, rtt };
                     // Every request of the copy (its open, reads and close) stops waiting once
                     // the connection is lost; what arrived stays in the `.part` for next time.

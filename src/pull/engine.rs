@@ -312,7 +312,7 @@ pub(super) async fn pull_over<B: BoxExec>(
         spec,
         protected: &job.protected,
         sftp: &sftp,
-        rtt: rtt.unwrap_or(Duration::ZERO),
+        rtt,
         parts_held,
         progress: &progress,
         book: &book,
