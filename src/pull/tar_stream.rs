@@ -1,11 +1,11 @@
 //! A tar batch's stream as it crosses the link. tar gives every entry a 512-byte header and
 //! pads its data to 512 bytes, so a batch of 2 048 result files of ~40 bytes is 2 MiB of tar
 //! for 80 KiB of data: sshd encrypts it, the link carries it, and this process decrypts, copies
-//! and parses it. Where padding is most of a batch, the box gzips the stream (`gzip -1`: 5 ms
-//! for such a batch here, ~60 times smaller) where it has gzip and the link is slower than
-//! gzip, and sends it as it is where not; the stream says which (gzip's magic: no tar entry's name starts with it, as the names
-//! are the batch's own paths less their leading `/`, and a name that did would only send its
-//! batch by SFTP).
+//! and parses it. Where padding is most of a batch and the link is slower than gzip, the box
+//! gzips the stream (`gzip -1`: 15–17 ms of CPU for such a batch here, ~60 times smaller)
+//! where it has gzip, and sends it as it is where not; the stream says which (gzip's magic: no
+//! tar entry's name starts with it, as the names are the batch's own paths less their leading
+//! `/`, and a name that did would only send its batch by SFTP).
 
 use std::io::Read;
 use std::time::Duration;
