@@ -112,11 +112,10 @@ fn verify_source(
         (None, Some(n)) => (n, String::new()),
         (None, None) => return Ok(Verdict::Unchecked),
     };
-    let checked = match bytes {
-        Some(bytes) if read_through(format) => {
-            check_read_through(format, &mut std::io::Cursor::new(bytes), len)
-        }
-        _ => {
+    let in_memory = bytes.and_then(|b| check_read_through(format, &mut io::Cursor::new(b), len));
+    let checked = match in_memory {
+        Some(checked) => checked,
+        None => {
             if bytes.is_some() {
                 std::io::Seek::seek(file, std::io::SeekFrom::Start(0))?;
             }
@@ -137,32 +136,24 @@ fn verify_source(
     }
 }
 
-/// Whether a format's check reads a file through rather than seeking about it (CSV only looks
-/// at its last byte first): a copy's bytes in memory serve it as well as the file.
-fn read_through(format: Format) -> bool {
-    matches!(
-        format,
-        Format::Json
-            | Format::Jsonl
-            | Format::Yaml
-            | Format::Toml
-            | Format::Csv
-            | Format::Tsv
-            | Format::Text
-    )
-}
-
-/// The check of a format `read_through` says reads a file through (anything else: as text).
-fn check_read_through(format: Format, r: &mut (impl Read + std::io::Seek), len: u64) -> Checked {
-    match format {
+/// The check of a format whose check reads a file through rather than seeking about it (CSV
+/// only looks at its last byte first), so that a copy's bytes in memory serve it as well as the
+/// file; None for the others.
+fn check_read_through(
+    format: Format,
+    r: &mut (impl Read + std::io::Seek),
+    len: u64,
+) -> Option<Checked> {
+    Some(match format {
         Format::Json => json::check_json(r, len),
         Format::Jsonl => json::check_jsonl(r),
         Format::Yaml => text::check_yaml(r, len),
         Format::Toml => text::check_toml(r, len),
         Format::Csv => text::check_csv(r, len, b','),
         Format::Tsv => text::check_csv(r, len, b'\t'),
-        _ => text::check_text(r, len),
-    }
+        Format::Text => text::check_text(r, len),
+        _ => return None,
+    })
 }
 
 fn check_file(format: Format, file: &mut File, len: u64) -> Checked {
@@ -181,13 +172,8 @@ fn check_file(format: Format, file: &mut File, len: u64) -> Checked {
         Format::Gguf => gguf::check(file, len),
         Format::Parquet => parquet::check(file, len),
         Format::TfRecord => tfrecord::check(file, len),
-        Format::Json
-        | Format::Jsonl
-        | Format::Yaml
-        | Format::Toml
-        | Format::Csv
-        | Format::Tsv
-        | Format::Text => check_read_through(format, file, len),
+        // Every other format's check reads the file through.
+        _ => check_read_through(format, file, len).unwrap_or(Err(Problem::Unverifiable)),
     }
 }
 
