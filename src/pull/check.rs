@@ -30,7 +30,12 @@ pub async fn verify(path: &Path, commands: &crate::config::fleet::VerifyCommands
 /// command applies to: what `verify` says of it there, run where the caller is (a promote's
 /// blocking task: a hand-over per file was a many-file pull's largest cost after the disk's).
 pub fn verify_builtin_named(path: &Path, named: &Path) -> Verification {
-    match builtin(path, named) {
+    builtin_alone(builtin(path, named), named)
+}
+
+/// What the built-in check alone came to for a file no user command applies to.
+fn builtin_alone(proof: Result<Option<String>, String>, named: &Path) -> Verification {
+    match proof {
         Err(reason) => Verification {
             passed: false,
             how: reason,
@@ -77,14 +82,10 @@ pub fn verify_builtin_written(
     bytes: &[u8],
     named: &Path,
 ) -> Verification {
-    let verdict = verify_written_named(file, bytes, named);
-    match proof(verdict, named) {
-        Err(reason) => Verification {
-            passed: false,
-            how: reason,
-        },
-        Ok(proof) => judged(named, proof, None),
-    }
+    builtin_alone(
+        proof(verify_written_named(file, bytes, named), named),
+        named,
+    )
 }
 
 /// What a file's checks came to: the built-in check's proof, if one applied, and what the
