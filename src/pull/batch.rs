@@ -100,22 +100,21 @@ fn split(plan: &[(RemoteFile, PathBuf)], small: &[usize]) -> Vec<Vec<usize>> {
         let file = &plan[i].0;
         // The name as the tools get it (at most its escaped length) and its pointer.
         let arg = file.path.len() + 9;
-        let mut with = text.clone();
-        with.add(&file.path);
+        text.add(&file.path);
         let full = batch.len() == BATCH_FILES
             || bytes + file.size > BATCH_BYTES
             || args + arg > BATCH_ARGS
-            || with.bytes() > BATCH_COMMAND - BATCH_TEXT;
+            || text.bytes() > BATCH_COMMAND - BATCH_TEXT;
         if full && !batch.is_empty() {
+            // The file starts the next batch, its text alone.
             batches.push(std::mem::take(&mut batch));
             (bytes, args) = (0, 0);
-            with = ArgsText::default();
-            with.add(&file.path);
+            text = ArgsText::default();
+            text.add(&file.path);
         }
         batch.push(i);
         bytes += file.size;
         args += arg;
-        text = with;
     }
     if !batch.is_empty() {
         batches.push(batch);

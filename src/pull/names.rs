@@ -10,6 +10,21 @@ use std::os::unix::ffi::OsStringExt;
 
 /// Bytes from the box, in their escaped text form.
 pub fn escape(bytes: &[u8]) -> String {
+    // Most names are printable ASCII without a `\`: their own escaped form, copied as they
+    // are (escaping them char by char was 2-3 % of a 100 000-file pull's CPU).
+    if bytes.iter().all(|&b| is_plain(b)) {
+        return String::from_utf8_lossy(bytes).into_owned();
+    }
+    escape_each(bytes)
+}
+
+/// A byte that stands for itself in the escaped form wherever it is.
+fn is_plain(b: u8) -> bool {
+    (b' '..=b'~').contains(&b) && b != b'\\'
+}
+
+/// `escape`, a char at a time.
+fn escape_each(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
@@ -37,6 +52,10 @@ pub fn escape(bytes: &[u8]) -> String {
 /// entry) comes back as its own UTF-8 bytes, with a lone `\` kept as it is.
 pub fn unescape(text: &str) -> Vec<u8> {
     let bytes = text.as_bytes();
+    // Only a `\` starts anything but itself.
+    if memchr::memchr(b'\\', bytes).is_none() {
+        return bytes.to_vec();
+    }
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
@@ -187,12 +206,15 @@ impl ArgsText {
             self.others += Naming::listed(1).cost(escaped);
             return;
         };
-        self.folder = Some(match self.folder.take() {
-            None => folder_of(&text).to_string(),
-            Some(f) => common_folder(&f, &text).to_string(),
-        });
+        match &mut self.folder {
+            None => self.folder = Some(folder_of(&text).to_string()),
+            Some(f) => {
+                let shared = common_folder(f, &text).len();
+                f.truncate(shared);
+            }
+        }
         self.utf8 += 1;
-        self.utf8_words += shell_quote(&text).len() + 1;
+        self.utf8_words += quoted_len(&text) + 1;
     }
 
     /// The folder (ending in `/`) every UTF-8 name so far is under, where writing it once is
@@ -213,6 +235,12 @@ impl ArgsText {
             None => plain,
         }
     }
+}
+
+/// How long `shell_quote(text)` is, without writing it: each `'` takes four bytes, and the
+/// quotes around it two.
+fn quoted_len(text: &str) -> usize {
+    text.len() + 2 + 3 * memchr::memchr_iter(b'\'', text.as_bytes()).count()
 }
 
 /// The most a command carrying remote names may hold: sshd hands the command to the login shell
@@ -320,6 +348,23 @@ mod tests {
         assert_eq!(as_utf8("/w/a\\\\b").as_deref(), Some("/w/a\\b"));
     }
 
+    /// The shortcut for a plain ASCII name gives what escaping it a char at a time gives, for
+    /// every byte a name may hold beside plain ones (controls, DEL, `\`, bytes past ASCII).
+    #[test]
+    fn a_plain_name_s_shortcut_escapes_as_the_long_way_does() {
+        for b in 1..=255u8 {
+            for name in [vec![b], [b"/w/a".as_slice(), &[b], b"z.json"].concat()] {
+                assert_eq!(escape(&name), escape_each(&name), "byte {b:#04x}");
+                assert_eq!(unescape(&escape(&name)), name, "byte {b:#04x}");
+            }
+        }
+        assert_eq!(escape(b"/w/m 1~.json"), "/w/m 1~.json");
+        assert_eq!(escape(b"/w/\x7f"), "/w/\\x7f");
+        for text in ["/w/plain", "/w/a\\x41", "/w/a\\\\b", "/w/a\\"] {
+            assert_eq!(quoted_len(text), shell_quote(text).len(), "{text}");
+        }
+        assert_eq!(quoted_len("it's"), shell_quote("it's").len());
+    }
     #[test]
     fn a_batch_is_as_long_as_its_words_not_four_bytes_a_byte() {
         // Plain names of 60 bytes, named twice: 200 fit in one command.
