@@ -22,7 +22,7 @@ pub enum LedgerError {
     TooNew { path: PathBuf, found: i64 },
 }
 
-const SCHEMA: i64 = 5;
+const SCHEMA: i64 = 6;
 
 pub struct Ledger {
     pub(super) conn: Connection,
@@ -100,6 +100,9 @@ impl Ledger {
         }
         if version < 5 {
             conn.execute_batch(super::pulls::SCHEMA_5).map_err(sql)?;
+        }
+        if version < 6 {
+            conn.execute_batch(super::pulls::SCHEMA_6).map_err(sql)?;
         }
         Ok(Ledger {
             conn,
@@ -317,5 +320,39 @@ mod tests {
         assert_eq!(ledger.largest_file(id).expect("read"), Some(5 << 30));
         let empty = ledger.record_pull(&head("a")).expect("record");
         assert_eq!(ledger.largest_file(empty).expect("read"), None);
+    }
+    /// Every index is written for every file a pull records: a 100 000-file pull paid for
+    /// three, while the ledger's queries of files use one (by pull and path; a pull's files
+    /// alone are its prefix). Each files query is served by it, none scans the table.
+    #[test]
+    fn files_carry_only_the_index_their_queries_use() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ledger = Ledger::open(&dir.path().join("ledger.sqlite")).expect("open");
+        let mut stmt = ledger
+            .conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'files'")
+            .expect("prepare");
+        let indexes: Vec<String> = stmt
+            .query_map([], |r| r.get(0))
+            .and_then(Iterator::collect)
+            .expect("indexes");
+        assert_eq!(indexes, vec!["files_by_pull_path".to_string()]);
+        for query in [
+            "SELECT MAX(size) FROM files WHERE pull_id = 1",
+            "SELECT * FROM files WHERE pull_id = 1 AND remote_path = 'x'",
+            "SELECT * FROM files WHERE pull_id = 1 ORDER BY rowid",
+        ] {
+            let plan: Vec<String> = ledger
+                .conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {query}"))
+                .and_then(|mut s| s.query_map([], |r| r.get(3))?.collect())
+                .expect("plan");
+            assert!(
+                plan.iter()
+                    .any(|p| p.contains("USING INDEX files_by_pull_path")
+                        || p.contains("USING COVERING INDEX files_by_pull_path")),
+                "{query}: {plan:?}"
+            );
+        }
     }
 }

