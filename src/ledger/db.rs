@@ -321,6 +321,7 @@ mod tests {
         let empty = ledger.record_pull(&head("a")).expect("record");
         assert_eq!(ledger.largest_file(empty).expect("read"), None);
     }
+
     /// Every index is written for every file a pull records: a 100 000-file pull paid for
     /// three, while the ledger's queries of files use one (by pull and path; a pull's files
     /// alone are its prefix). Each files query is served by it, none scans the table.

@@ -365,6 +365,7 @@ mod tests {
         }
         assert_eq!(quoted_len("it's"), shell_quote("it's").len());
     }
+
     #[test]
     fn a_batch_is_as_long_as_its_words_not_four_bytes_a_byte() {
         // Plain names of 60 bytes, named twice: 200 fit in one command.
