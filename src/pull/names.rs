@@ -191,7 +191,7 @@ fn worth_sharing(folder: &str) -> bool {
 /// How long `as_args`'s text is for a list of names as it grows, each added in turn: a tar
 /// batch is cut where the next name would take its command past the box's bound. Exact for
 /// UTF-8 names; one that is not is counted at its most (`Naming::cost`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct ArgsText {
     folder: Option<String>,
     utf8: usize,
