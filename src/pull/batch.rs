@@ -28,7 +28,7 @@ use super::box_hash::hash_args_unclocked;
 use super::copy::{Copied, disk};
 use super::durable;
 use super::local::{Start, part_paths, parts_dir};
-use super::names::{ArgsText, as_args, unescape};
+use super::names::{Bounds, arg_batches, as_args, unescape};
 use super::place;
 use super::remote::{HashOutput, RemoteFile, parse_hashes};
 use super::restat::{SECOND_LOOK, Seen, parse_restat, restat_args_unclocked, split_second_look};
@@ -49,7 +49,6 @@ const BATCH_FILES: usize = 2048;
 const BATCH_BYTES: u64 = 16 << 20;
 /// sshd hands a command to the login shell as one argument, which Linux caps at 128 KiB.
 const BATCH_COMMAND: usize = 96 * 1024;
-const BATCH_ARGS: usize = 256 * 1024;
 const BATCHES_AT_ONCE: usize = 4;
 
 /// One batch unpacks at a time in this process, whichever pull it is of. Unpacking is creating
@@ -93,33 +92,20 @@ pub async fn copy_small<B: BoxExec>(
 }
 
 fn split(plan: &[(RemoteFile, PathBuf)], small: &[usize]) -> Vec<Vec<usize>> {
-    let mut batches = Vec::new();
-    let (mut batch, mut bytes, mut args) = (Vec::new(), 0u64, 0usize);
-    let mut text = ArgsText::default();
-    for &i in small {
-        let file = &plan[i].0;
-        // The name as the tools get it (at most its escaped length) and its pointer.
-        let arg = file.path.len() + 9;
-        text.add(&file.path);
-        let full = batch.len() == BATCH_FILES
-            || bytes + file.size > BATCH_BYTES
-            || args + arg > BATCH_ARGS
-            || text.bytes() > BATCH_COMMAND - BATCH_TEXT;
-        if full && !batch.is_empty() {
-            // The file starts the next batch, its text alone.
-            batches.push(std::mem::take(&mut batch));
-            (bytes, args) = (0, 0);
-            text = ArgsText::default();
-            text.add(&file.path);
-        }
-        batch.push(i);
-        bytes += file.size;
-        args += arg;
-    }
-    if !batch.is_empty() {
-        batches.push(batch);
-    }
-    batches
+    let bounds = Bounds {
+        files: BATCH_FILES,
+        bytes: BATCH_BYTES,
+        text: BATCH_COMMAND - BATCH_TEXT,
+    };
+    arg_batches(
+        small,
+        |&i| plan[i].0.path.as_str(),
+        |&i| plan[i].0.size,
+        bounds,
+    )
+    .into_iter()
+    .map(<[usize]>::to_vec)
+    .collect()
 }
 
 /// A batch command's own text around its files' words (the hashing tools' choice, timeouts,
@@ -508,7 +494,10 @@ mod tests {
             .collect();
         for batch in split(&long, &all[..2048]) {
             let args: usize = batch.iter().map(|&i| long[i].0.path.len() + 9).sum();
-            assert!(args <= BATCH_ARGS, "{args} bytes of arguments");
+            assert!(
+                args <= super::super::names::ARGS_BYTES,
+                "{args} bytes of arguments"
+            );
             assert!(batch_command(&long, &batch, FAR).len() <= BATCH_COMMAND);
         }
     }

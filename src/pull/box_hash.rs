@@ -11,10 +11,13 @@ use super::restat::{Seen, hash_then_look_again, parse_restat, split_second_look}
 use crate::transport::{BoxExec, ExecLimits};
 
 /// Files per hashing command: big ones few enough that a command ends well within its
-/// timeout; small ones (at most 1 GiB a command) as many as its text allows, since on a
-/// re-pull of many small files each command's process starts were most of the box's time.
+/// timeout; small ones (under 1 MiB each) as many as its text allows, since on a re-pull of
+/// many small files each command's process starts were most of the box's time.
 const HASH_BATCH_BIG: usize = 200;
-const HASH_BATCH: usize = 1024;
+const HASH_BATCH: usize = 4096;
+/// A hashing command's own text around its files' words (the tools' choice, timeouts, the
+/// second look), with room to spare.
+const HASH_TEXT: usize = 4 * 1024;
 const HASH_BATCHES_AT_ONCE: usize = 4;
 /// Files at least this big are hashed one process each, by the box's fastest tool, as many at
 /// once as the box has cores: a pull's commands share one shell (`OneShell`), so batches no
@@ -142,11 +145,15 @@ fn hash_commands<'a, 'f>(
         b.iter().map(|f| f.path.as_str()).collect()
     }
     // Each name is written once, as the command's arguments, however many tools read it.
-    let naming = names::Naming::listed(1);
-    let big = names::batches(big, path, HASH_BATCH_BIG, naming)
+    let bounds = |files| names::Bounds {
+        files,
+        bytes: u64::MAX,
+        text: names::COMMAND_BYTES - HASH_TEXT,
+    };
+    let big = names::arg_batches(big, path, |_| 0, bounds(HASH_BATCH_BIG))
         .into_iter()
         .map(|b| (big_file_hash_args(), b));
-    let rest = names::batches(rest, path, HASH_BATCH, naming)
+    let rest = names::arg_batches(rest, path, |_| 0, bounds(HASH_BATCH))
         .into_iter()
         .map(|b| (hash_args(), b));
     big.chain(rest)
@@ -222,14 +229,16 @@ mod tests {
     /// A hash list's names are bare words, written once each: counted as if each carried a
     /// readlink line (64 bytes a use) and capped at 200, a re-pull's chunk of 2 185 results
     /// files took 13 commands, each a few process starts on the box; written three times (two
-    /// hashing tools and the second look), 7. Now the cap of 1 024 a command decides.
+    /// hashing tools and the second look), 7; counted whole, each with its folder, and capped
+    /// at 1 024, a chunk of 3 800 took 5. Counted as the command writes them (their shared
+    /// folder once), 2: each command was ~10 ms of the box's CPU in process starts.
     #[test]
     fn a_hash_command_holds_as_many_names_as_its_text_allows() {
-        let files: Vec<RemoteFile> = (0..2185)
+        let files: Vec<RemoteFile> = (0..3800)
             .map(|i| {
                 file(
                     format!(
-                        "/tmp/.tmpAbCdEf/run/many-100000/cell-{:04}/f-{i:05}.json",
+                        "/tmp/.tmpAbCdEf/run/many-100000/cells/d{:03}/m{i:06}.json",
                         i / 1000
                     ),
                     40,
@@ -238,8 +247,8 @@ mod tests {
             .collect();
         let rest: Vec<&RemoteFile> = files.iter().collect();
         let commands = hash_commands(&[], &rest, true);
-        assert_eq!(commands.len(), 3, "{} commands", commands.len());
-        assert_eq!(commands.iter().map(|(_, b)| b.len()).sum::<usize>(), 2185);
+        assert!(commands.len() <= 2, "{} commands", commands.len());
+        assert_eq!(commands.iter().map(|(_, b)| b.len()).sum::<usize>(), 3800);
     }
 
     /// Whatever the names (quotes, bytes that are not UTF-8, each rebuilt by both scripts of a
@@ -263,6 +272,25 @@ mod tests {
             for (command, _) in &commands {
                 assert!(command.len() <= 128 * 1024, "{} bytes", command.len());
             }
+        }
+    }
+
+    /// Names that share a long folder write short words, but each reaches the tools whole: a
+    /// command is also cut where its names, as `sha256sum` and `find` get them, would pass what
+    /// a box lets a command's arguments take.
+    #[test]
+    fn no_hash_command_hands_its_tools_more_than_a_box_takes() {
+        let folder = format!("/w/{}", "f".repeat(3000));
+        let files: Vec<RemoteFile> = (0..2000)
+            .map(|i| file(format!("{folder}/{i}"), 40))
+            .collect();
+        let rest: Vec<&RemoteFile> = files.iter().collect();
+        let commands = hash_commands(&[], &rest, true);
+        assert_eq!(commands.iter().map(|(_, b)| b.len()).sum::<usize>(), 2000);
+        for (command, b) in &commands {
+            assert!(command.len() <= 64 * 1024, "{} bytes", command.len());
+            let args: usize = b.iter().map(|f| f.path.len() + 1).sum();
+            assert!(args <= 256 * 1024, "{args} bytes of arguments");
         }
     }
 }

@@ -312,6 +312,58 @@ pub fn batches<T>(
     out
 }
 
+/// The most a command's names may take as its tools get them (each name whole, and its
+/// pointer): Linux lets a command's arguments and environment take a quarter of the stack
+/// limit, 2 MiB on most boxes (on a box whose limit is under 1 MiB, a full command is refused).
+pub const ARGS_BYTES: usize = 256 * 1024;
+
+/// How far one command that names files as its arguments (`as_args`) may go.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub files: usize,
+    /// Bytes of the files together (each tool reads them all).
+    pub bytes: u64,
+    /// Bytes of `as_args`'s text: the command's own text is the rest of its bound.
+    pub text: usize,
+}
+
+/// `items` in order, in batches within `bounds`, each name counted as `as_args` writes it (the
+/// names' shared folder once, `ArgsText`) and, whole, as the tools get it (`ARGS_BYTES`). A
+/// name past a bound alone is a batch of its own.
+pub fn arg_batches<'a, T>(
+    items: &'a [T],
+    name: impl Fn(&'a T) -> &'a str,
+    size: impl Fn(&'a T) -> u64,
+    bounds: Bounds,
+) -> Vec<&'a [T]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes, mut args) = (0, 0u64, 0usize);
+    let mut text = ArgsText::default();
+    for (i, item) in items.iter().enumerate() {
+        let (path, size) = (name(item), size(item));
+        // The name as the tools get it (at most its escaped length) and its pointer.
+        let arg = path.len() + 9;
+        text.add(path);
+        let full = i - start == bounds.files
+            || bytes + size > bounds.bytes
+            || args + arg > ARGS_BYTES
+            || text.bytes() > bounds.text;
+        if full && i > start {
+            // The item starts the next batch, its text alone.
+            out.push(&items[start..i]);
+            (start, bytes, args) = (i, 0, 0);
+            text = ArgsText::default();
+            text.add(path);
+        }
+        bytes += size;
+        args += arg;
+    }
+    if start < items.len() {
+        out.push(&items[start..]);
+    }
+    out
+}
+
 /// The most text a command writes around one use of a name (`resolve_command`'s readlink and
 /// printf line is the longest, ~60 bytes).
 const PER_USE: usize = 64;

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::names::{Naming, as_args, batches, escape};
+use super::names::{Bounds, COMMAND_BYTES, arg_batches, as_args, escape};
 use super::remote::{FIND_TIMEOUT_SECS, RemoteFile, TIMEOUT_PREAMBLE};
 use crate::transport::{BoxExec, ExecLimits};
 
@@ -106,7 +106,12 @@ pub(super) async fn restat<B: BoxExec>(session: &B, files: &[&RemoteFile]) -> Re
         max_output: 8 * 1024 * 1024,
     };
     let mut seen = Seen::with_capacity(files.len());
-    for batch in batches(files, |f| f.path.as_str(), PER_COMMAND, Naming::listed(1)) {
+    let bounds = Bounds {
+        files: PER_COMMAND,
+        bytes: u64::MAX,
+        text: COMMAND_BYTES - 1024,
+    };
+    for batch in arg_batches(files, |f| f.path.as_str(), |_| 0, bounds) {
         let paths: Vec<&str> = batch.iter().map(|f| f.path.as_str()).collect();
         let out = session
             .exec(&restat_command(&paths), limits)
