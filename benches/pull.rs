@@ -383,7 +383,7 @@ fn write_evals(dir: &Path, files: usize) -> u64 {
     bytes
 }
 
-/// 10 000 and 100 000 files of ~200 bytes on loopback: the time against rsync, and this
+/// 10 000 and 100 000 files of ~40 bytes on loopback: the time against rsync, and this
 /// process's peak RSS during each pull (VmHWM, reset before it), which must not grow with the
 /// file count.
 async fn many(lab: &Lab, sshd: &support::Sshd, at: &str, run: &Path) {
