@@ -230,7 +230,7 @@ mod tests {
     /// readlink line (64 bytes a use) and capped at 200, a re-pull's chunk of 2 185 results
     /// files took 13 commands, each a few process starts on the box; written three times (two
     /// hashing tools and the second look), 7; counted whole, each with its folder, and capped
-    /// at 1 024, a chunk of 3 800 took 5. Counted as the command writes them (their shared
+    /// at 1 024, a chunk of 3 800 took 4. Counted as the command writes them (their shared
     /// folder once), 2: each command was ~10 ms of the box's CPU in process starts.
     #[test]
     fn a_hash_command_holds_as_many_names_as_its_text_allows() {

@@ -192,7 +192,8 @@ pub fn open_unwatched(path: &Path) -> std::io::Result<std::fs::File> {
     }
 }
 
-/// A regular file's whole bytes, read once (`open_unwatched`), with the file still open.
+/// A regular file's whole bytes, read once (`open_unwatched`), with the file still open (at
+/// most one byte past the length it had when opened).
 pub fn read_unwatched(path: &Path) -> std::io::Result<(std::fs::File, Vec<u8>)> {
     let mut file = open_unwatched(path)?;
     let meta = file.metadata()?;
@@ -203,7 +204,9 @@ pub fn read_unwatched(path: &Path) -> std::io::Result<(std::fs::File, Vec<u8>)> 
         ));
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes)?;
+    // A byte past its length is enough to tell a file that grew meanwhile (its hash then
+    // differs): what grows it is not read whole.
+    (&mut file).take(meta.len() + 1).read_to_end(&mut bytes)?;
     Ok((file, bytes))
 }
 
