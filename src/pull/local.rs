@@ -192,10 +192,9 @@ pub fn open_unwatched(path: &Path) -> std::io::Result<std::fs::File> {
     }
 }
 
-/// A regular file's whole bytes, read once (`open_unwatched`), with the file still open (at
-/// most one byte past the length it had when opened).
-pub fn read_unwatched(path: &Path) -> std::io::Result<(std::fs::File, Vec<u8>)> {
-    let mut file = open_unwatched(path)?;
+/// A regular file opened to be read (`open_unwatched`), and its length.
+pub fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, u64)> {
+    let file = open_unwatched(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(std::io::Error::new(
@@ -203,10 +202,17 @@ pub fn read_unwatched(path: &Path) -> std::io::Result<(std::fs::File, Vec<u8>)> 
             format!("{} is not a regular file", path.display()),
         ));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    Ok((file, meta.len()))
+}
+
+/// A regular file's whole bytes, read once (`open_regular`), with the file still open (at
+/// most one byte past the length it had when opened).
+pub fn read_unwatched(path: &Path) -> std::io::Result<(std::fs::File, Vec<u8>)> {
+    let (mut file, len) = open_regular(path)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     // A byte past its length is enough to tell a file that grew meanwhile (its hash then
     // differs): what grows it is not read whole.
-    (&mut file).take(meta.len() + 1).read_to_end(&mut bytes)?;
+    (&mut file).take(len + 1).read_to_end(&mut bytes)?;
     Ok((file, bytes))
 }
 

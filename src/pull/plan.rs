@@ -155,16 +155,13 @@ fn local_start(
     );
     // A small file that may be unchanged is read once, for its hash and its check both (each
     // opened it again: on a re-pull of 100 000 small files, a sixth of the client's CPU).
-    let (final_hash, mut checked) = match (may_be_unchanged, builtin_only) {
-        (false, _) => (None, None),
-        (true, true) if file.size <= super::batch::SMALL => match read_unwatched(local) {
-            Ok((mut opened, bytes)) => (
-                Some(hex(&Sha256::digest(&bytes))),
-                Some(verify_builtin_written(&mut opened, &bytes, local)),
-            ),
-            Err(_) => (None, None),
-        },
-        (true, _) => (sha256_file(local).ok(), None),
+    let read = (may_be_unchanged && builtin_only && file.size <= super::batch::SMALL)
+        .then(|| read_unwatched(local).ok())
+        .flatten();
+    let final_hash = match &read {
+        Some((_, bytes)) => Some(hex(&Sha256::digest(bytes))),
+        None if may_be_unchanged => sha256_file(local).ok(),
+        None => None,
     };
     // Only where the parts folder held anything can a file have a part to resume.
     let part_size = parts_held
@@ -181,8 +178,9 @@ fn local_start(
         part_source: part_size.and_then(|(_, source)| source),
     };
     let start = decide(file, &state);
-    if start == Start::Unchanged && builtin_only && checked.is_none() {
-        checked = Some(verify_builtin_named(local, local));
-    }
-    (start, checked.filter(|_| start == Start::Unchanged))
+    let checked = (start == Start::Unchanged && builtin_only).then(|| match read {
+        Some((mut opened, bytes)) => verify_builtin_written(&mut opened, &bytes, local),
+        None => verify_builtin_named(local, local),
+    });
+    (start, checked)
 }

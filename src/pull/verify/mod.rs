@@ -47,15 +47,8 @@ pub fn verify_file(path: &Path) -> io::Result<Verdict> {
 /// As `verify_file`, the format judged by `named`'s file name rather than `path`'s: a copy
 /// checked where it waits, under a name of rigwatch's, before it is given its own.
 pub fn verify_file_named(path: &Path, named: &Path) -> io::Result<Verdict> {
-    let mut file = File::open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} is not a regular file", path.display()),
-        ));
-    }
-    verify_open_named(&mut file, meta.len(), named)
+    let (mut file, len) = super::local::open_regular(path)?;
+    verify_open_named(&mut file, len, named)
 }
 
 /// As `verify_file_named`, for a regular file of `len` bytes already open for reading (one
