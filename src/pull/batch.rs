@@ -256,13 +256,13 @@ fn make_durable(dest: &Path, locals: &[PathBuf], landed: &mut [Landing], pull_fi
     for (i, path, e) in durable::sync_made_in(&parts_dir(dest), &parts, batch) {
         failed.push((written[i], NotCopied::from(disk(&path, e))));
     }
-    let files: Vec<&std::fs::File> = unnamed
+    let folder = |k: usize| locals[k].parent().unwrap_or(Path::new("/"));
+    let files: Vec<(&std::fs::File, &Path)> = unnamed
         .iter()
-        .filter_map(|&k| Some(&copied(k)?.unnamed.as_ref()?.unnamed.file))
+        .filter_map(|&k| Some((&copied(k)?.unnamed.as_ref()?.unnamed.file, folder(k))))
         .collect();
     for (i, e) in durable::sync_open(&files, batch) {
-        let folder = locals[unnamed[i]].parent().unwrap_or(Path::new("/"));
-        failed.push((unnamed[i], NotCopied::from(disk(folder, e))));
+        failed.push((unnamed[i], NotCopied::from(disk(folder(unnamed[i]), e))));
     }
     for (k, why) in failed {
         landed[k].1 = Some(Err(why));

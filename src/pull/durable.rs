@@ -125,7 +125,11 @@ pub(super) fn sync_paths(paths: &[PathBuf], batch: Batch) -> Vec<(usize, PathBuf
     if !whole_filesystem(paths.len(), batch) {
         return one_by_one(paths);
     }
-    let (groups, unseen) = by_device(paths.len(), |i| Ok(std::fs::metadata(&paths[i])?.dev()));
+    let (groups, unseen) = by_device(
+        paths.len(),
+        |i| i,
+        |i| Ok(std::fs::metadata(&paths[i])?.dev()),
+    );
     let mut failed: Vec<_> = unseen
         .into_iter()
         .map(|(i, e)| (i, paths[i].clone(), e))
@@ -168,17 +172,26 @@ pub(super) fn sync_made_in(
     }
 }
 
-/// Files this pull has just written and holds open (unnamed copies: `place`), made durable
-/// as `sync_paths` would, each filesystem synced once through one of its files. The index and
-/// error of each that could not be.
-pub(super) fn sync_open(files: &[&std::fs::File], batch: Batch) -> Vec<(usize, io::Error)> {
+/// Files this pull has just written and holds open (unnamed copies: `place`), each with the
+/// folder it was made in, made durable as `sync_paths` would, each filesystem synced once
+/// through one of its files. The index and error of each that could not be.
+pub(super) fn sync_open(
+    files: &[(&std::fs::File, &Path)],
+    batch: Batch,
+) -> Vec<(usize, io::Error)> {
     use std::os::unix::fs::MetadataExt;
     if !whole_filesystem(files.len(), batch) {
-        return sync_each_by(files.len(), |i| files[i].sync_all());
+        return sync_each_by(files.len(), |i| files[i].0.sync_all());
     }
-    let (groups, mut failed) = by_device(files.len(), |i| Ok(files[i].metadata()?.dev()));
+    // A file is on the filesystem of the folder it was made in: one stat a folder, not a file
+    // (2 048 a batch of many small files).
+    let (groups, mut failed) = by_device(
+        files.len(),
+        |i| files[i].1,
+        |i| Ok(files[i].0.metadata()?.dev()),
+    );
     for which in groups {
-        if let Err(e) = nix::unistd::syncfs(files[which[0]]) {
+        if let Err(e) = nix::unistd::syncfs(files[which[0]].0) {
             failed.extend(which.into_iter().map(|i| (i, io::Error::from(e))));
         }
     }
@@ -186,16 +199,22 @@ pub(super) fn sync_open(files: &[&std::fs::File], batch: Batch) -> Vec<(usize, i
 }
 
 /// The indices below `count` grouped by the filesystem `dev(i)` says each is on, and those it
-/// could not say it for, with why.
-fn by_device(
+/// could not say it for, with why. Indices with the same `same(i)` are on the same filesystem:
+/// `dev` is asked once for each.
+fn by_device<K: Eq + std::hash::Hash>(
     count: usize,
+    same: impl Fn(usize) -> K,
     dev: impl Fn(usize) -> io::Result<u64>,
 ) -> (Vec<Vec<usize>>, Vec<(usize, io::Error)>) {
+    let mut known = HashMap::<K, Result<u64, (io::ErrorKind, String)>>::new();
     let (mut groups, mut failed) = (HashMap::<u64, Vec<usize>>::new(), Vec::new());
     for i in 0..count {
-        match dev(i) {
-            Ok(dev) => groups.entry(dev).or_default().push(i),
-            Err(e) => failed.push((i, e)),
+        let seen = known
+            .entry(same(i))
+            .or_insert_with(|| dev(i).map_err(|e| (e.kind(), e.to_string())));
+        match seen {
+            Ok(dev) => groups.entry(*dev).or_default().push(i),
+            Err((kind, why)) => failed.push((i, io::Error::new(*kind, why.clone()))),
         }
     }
     (groups.into_values().collect(), failed)
@@ -266,6 +285,27 @@ mod tests {
                     Writeback:            16 kB\nWritebackTmp:          0 kB\n";
         assert_eq!(parse_meminfo(text), Some((1200 + 16) * 1024));
         assert_eq!(parse_meminfo("Dirty: x kB\nWriteback: 0 kB\n"), None);
+    }
+
+    /// Files made in the same folder are on one filesystem: their device is asked once a
+    /// folder (a stat a file was 2 048 calls a batch), and a failure is each file's.
+    #[test]
+    fn files_of_one_folder_are_asked_their_filesystem_once() {
+        let folder = |i: usize| ["a", "b", "a", "c", "b", "a"][i];
+        let asked = std::cell::RefCell::new(Vec::new());
+        let (mut groups, failed) = by_device(6, folder, |i| {
+            asked.borrow_mut().push(i);
+            match folder(i) {
+                "c" => Err(io::Error::new(io::ErrorKind::NotFound, "gone")),
+                f => Ok(if f == "a" { 1 } else { 2 }),
+            }
+        });
+        assert_eq!(*asked.borrow(), vec![0, 1, 3]);
+        groups.sort();
+        assert_eq!(groups, vec![vec![0, 2, 5], vec![1, 4]]);
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].0, 3);
+        assert_eq!(failed[0].1.kind(), io::ErrorKind::NotFound);
     }
 
     #[test]
