@@ -290,23 +290,16 @@ mod tests {
             Err(e) if e.kind() == std::io::ErrorKind::Unsupported => return, // no ACLs here
             set => set.expect("default ACL"),
         }
-        let local = folder.join("m.json");
-        let unnamed = write(&local, b"[1]", 0o644).expect("written").unnamed;
-        link(unnamed).expect("linked");
-        let mode = std::fs::metadata(&local)
-            .expect("meta")
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o644);
-        // And in a folder this pull makes under it, which inherits the ACL.
-        let local = folder.join("new/m.json");
-        let unnamed = write(&local, b"[1]", 0o644).expect("written").unnamed;
-        link(unnamed).expect("linked");
-        let mode = std::fs::metadata(&local)
-            .expect("meta")
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o644);
+        // In the folder, and in one the pull makes under it (which inherits the ACL).
+        for local in [folder.join("m.json"), folder.join("new/m.json")] {
+            let unnamed = write(&local, b"[1]", 0o644).expect("written").unnamed;
+            link(unnamed).expect("linked");
+            let mode = std::fs::metadata(&local)
+                .expect("meta")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o644, "{}", local.display());
+        }
     }
 
     #[test]
