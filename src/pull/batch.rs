@@ -295,6 +295,7 @@ fn unpack(
         .collect();
     let mut results: Vec<Option<Result<Copied, NotCopied>>> = jobs.iter().map(|_| None).collect();
     let mut archive = tar::Archive::new(stream);
+    let mut modes = place::Modes::new();
     if let Ok(entries) = archive.entries() {
         for entry in entries {
             let Ok(entry) = entry else { break };
@@ -316,7 +317,7 @@ fn unpack(
                 };
                 let box_hash = hashes.get(&job.file.path).map(String::as_str);
                 let look = seen.get(&job.file.path);
-                results[j] = Some(land(bytes, job, box_hash, look, dest));
+                results[j] = Some(land(bytes, job, box_hash, look, dest, &mut modes));
             }
         }
     }
@@ -336,6 +337,7 @@ fn land(
     box_hash: Option<&str>,
     look: Option<&(u64, String)>,
     dest: &Path,
+    modes: &mut place::Modes,
 ) -> Result<Copied, NotCopied> {
     let file = &job.file;
     let sha256 = super::local::hex(&Sha256::digest(bytes));
@@ -354,7 +356,7 @@ fn land(
     };
     let as_listed = look.is_some_and(|(size, stamp)| *size == file.size && *stamp == file.stamp);
     if job.placeable && box_hash.is_some() && as_listed {
-        if let Some(proven) = place::write(&job.local, bytes, file.mode) {
+        if let Some(proven) = place::write(&job.local, bytes, file.mode, modes) {
             let unnamed = Some(proven);
             return Ok(Copied { unnamed, ..copied });
         }

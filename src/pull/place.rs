@@ -12,7 +12,6 @@
 //! spare, bytes that do not load) goes by its `.part` as before. One whose name was taken
 //! since the pull looked is not linked (nothing is replaced), and its record says to pull again.
 
-use std::cell::RefCell;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;
@@ -41,13 +40,12 @@ pub struct Proven {
 /// unnamed file in `local`'s folder, made if missing, with the box's permission bits less
 /// setuid, setgid and sticky, and checks it loads as `local`. None where this way is not open
 /// to it: the caller then writes its `.part`.
-pub(super) fn write(local: &Path, bytes: &[u8], mode: u32) -> Option<Proven> {
+pub(super) fn write(local: &Path, bytes: &[u8], mode: u32, modes: &mut Modes) -> Option<Proven> {
     let held = Held::take()?;
     let folder = local.parent()?;
     // Asked again once a missing folder is made: it takes its parent's default ACL.
-    let open = || {
-        let umask = *UMASK.get_or_init(umask);
-        let (create, chmod) = create_mode(mode & 0o777, umask, || default_acl(folder));
+    let mut open = || {
+        let (create, chmod) = modes.create(mode & 0o777, folder);
         let opened = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -93,33 +91,51 @@ fn create_mode(wanted: u32, umask: Option<u32>, default_acl: impl FnOnce() -> bo
     }
 }
 
+/// What the copies of one batch are created with: the process's umask, and whether the last
+/// folder written to holds a default ACL, each read once for the batch and kept no longer (the
+/// next pull sees its folders as they are then).
+pub(super) struct Modes {
+    umask: Option<u32>,
+    last: Option<(PathBuf, bool)>,
+}
+
+impl Modes {
+    pub(super) fn new() -> Modes {
+        Modes {
+            umask: umask(),
+            last: None,
+        }
+    }
+
+    /// `create_mode` for a copy in `folder`.
+    fn create(&mut self, wanted: u32, folder: &Path) -> (u32, bool) {
+        let umask = self.umask;
+        create_mode(wanted, umask, || self.default_acl(folder))
+    }
+
+    /// Whether `folder` may hold a default ACL (one that, not the umask, shapes new files'
+    /// modes): true where it does or where that could not be read. Read once for a run of copies
+    /// into the same folder (they come in the listing's order).
+    fn default_acl(&mut self, folder: &Path) -> bool {
+        match &self.last {
+            Some((known, has)) if known == folder => *has,
+            _ => match xattr::get(folder, "system.posix_acl_default") {
+                Ok(acl) => {
+                    self.last = Some((folder.to_path_buf(), acl.is_some()));
+                    acl.is_some()
+                }
+                Err(_) => true,
+            },
+        }
+    }
+}
+
 /// This process's umask, as the kernel says it (`/proc/self/status`, Linux 4.7 and later):
 /// reading it with umask(2) would set it, racing every other thread's creates.
 fn umask() -> Option<u32> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
     u32::from_str_radix(line.trim(), 8).ok()
-}
-
-static UMASK: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-
-/// Whether `folder` may hold a default ACL (one that, not the umask, shapes new files' modes):
-/// true where it does or where that could not be read. Read once for a run of copies into the
-/// same folder (they come in the listing's order) on each thread.
-fn default_acl(folder: &Path) -> bool {
-    thread_local! {
-        static LAST: RefCell<Option<(PathBuf, bool)>> = const { RefCell::new(None) };
-    }
-    LAST.with_borrow_mut(|last| match last {
-        Some((known, has)) if known == folder => *has,
-        _ => match xattr::get(folder, "system.posix_acl_default") {
-            Ok(acl) => {
-                *last = Some((folder.to_path_buf(), acl.is_some()));
-                acl.is_some()
-            }
-            Err(_) => true,
-        },
-    })
 }
 
 /// The durable copy given its name. Fails where the name was taken since the pull looked
@@ -218,7 +234,8 @@ mod tests {
         let Proven {
             verification,
             unnamed,
-        } = write(&local, b"{\"loss\": 0.25}\n", 0o4755).expect("written unnamed");
+        } = write(&local, b"{\"loss\": 0.25}\n", 0o4755, &mut Modes::new())
+            .expect("written unnamed");
         assert!(verification.passed, "{verification:?}");
         assert!(verification.how.starts_with("json"), "{verification:?}");
         // Its folder was made; nothing in it has a name yet.
@@ -232,7 +249,7 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o7777, 0o755, "setuid dropped, the rest kept");
         // A name taken since the pull looked is not replaced.
-        let again = write(&local, b"{\"loss\": 0.5}\n", 0o644).expect("written");
+        let again = write(&local, b"{\"loss\": 0.5}\n", 0o644, &mut Modes::new()).expect("written");
         let err = link(again.unnamed).expect_err("the name is taken");
         assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&local).expect("read"), b"{\"loss\": 0.25}\n");
@@ -243,10 +260,14 @@ mod tests {
     fn a_copy_linked_through_proc_takes_its_name_and_never_replaces_one() {
         let dir = tempfile::tempdir().expect("tempdir");
         let local = dir.path().join("m.json");
-        let unnamed = write(&local, b"[1]", 0o644).expect("written").unnamed;
+        let unnamed = write(&local, b"[1]", 0o644, &mut Modes::new())
+            .expect("written")
+            .unnamed;
         link_through_proc(&unnamed).expect("linked");
         assert_eq!(std::fs::read(&local).expect("read"), b"[1]");
-        let again = write(&local, b"[2]", 0o644).expect("written").unnamed;
+        let again = write(&local, b"[2]", 0o644, &mut Modes::new())
+            .expect("written")
+            .unnamed;
         let err = link_through_proc(&again).expect_err("taken");
         assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&local).expect("read"), b"[1]");
@@ -273,12 +294,23 @@ mod tests {
     }
 
     /// A folder whose default ACL would give new files less than the box's bits (here none for
-    /// others, as `setfacl -d -m o::---` makes): the copy still has exactly the box's bits.
+    /// others, as `setfacl -d -m o::---` makes): the copy still has exactly the box's bits, also
+    /// where the ACL came after an earlier batch saw the folder without one.
     #[test]
     fn a_copy_in_a_folder_with_a_default_acl_still_has_the_box_s_mode() {
         let dir = tempfile::tempdir().expect("tempdir");
         let folder = dir.path().join("acl");
         std::fs::create_dir(&folder).expect("mkdir");
+        let mode_of = |local: &Path, modes: &mut Modes| {
+            let unnamed = write(local, b"[1]", 0o644, modes).expect("written").unnamed;
+            link(unnamed).expect("linked");
+            let mode = std::fs::metadata(local).expect("meta").permissions().mode();
+            mode & 0o777
+        };
+        assert_eq!(
+            mode_of(&folder.join("before.json"), &mut Modes::new()),
+            0o644
+        );
         // POSIX ACL xattr: version 2, then (tag, perm, id) for user::rwx, group::r-x, other::---.
         let mut acl = 2u32.to_le_bytes().to_vec();
         for (tag, perm) in [(0x01u16, 7u16), (0x04, 5), (0x20, 0)] {
@@ -290,15 +322,11 @@ mod tests {
             Err(e) if e.kind() == std::io::ErrorKind::Unsupported => return, // no ACLs here
             set => set.expect("default ACL"),
         }
-        // In the folder, and in one the pull makes under it (which inherits the ACL).
+        // The next batch; in the folder, and in one the pull makes under it (which inherits
+        // the ACL).
+        let mut modes = Modes::new();
         for local in [folder.join("m.json"), folder.join("new/m.json")] {
-            let unnamed = write(&local, b"[1]", 0o644).expect("written").unnamed;
-            link(unnamed).expect("linked");
-            let mode = std::fs::metadata(&local)
-                .expect("meta")
-                .permissions()
-                .mode();
-            assert_eq!(mode & 0o777, 0o644, "{}", local.display());
+            assert_eq!(mode_of(&local, &mut modes), 0o644, "{}", local.display());
         }
     }
 
@@ -306,7 +334,7 @@ mod tests {
     fn bytes_that_do_not_load_are_left_to_the_part_path() {
         let dir = tempfile::tempdir().expect("tempdir");
         let local = dir.path().join("m.json");
-        assert!(write(&local, b"{\"loss\": ", 0o644).is_none());
+        assert!(write(&local, b"{\"loss\": ", 0o644, &mut Modes::new()).is_none());
         assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
     }
 }
