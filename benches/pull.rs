@@ -116,6 +116,8 @@ async fn measure(
     tag: &str,
     with_scp: bool,
 ) -> Measured {
+    // First: it writes the known_hosts line for `port` (a delay proxy's) that scp and rsync use.
+    let entry = lab.host_entry_via(sshd, port);
     let remote = format!("{}@127.0.0.1:{}", lab.user, src.display());
     let scp = if with_scp {
         let out = lab.path(&format!("scp-{tag}"));
@@ -133,7 +135,7 @@ async fn measure(
         None
     };
     let rsync = rsync_run(lab, sshd, port, src, tag);
-    let ours = ours_run(lab, sshd, port, src, tag).await;
+    let ours = ours_run(lab, sshd, &entry, src, tag).await;
     Measured { ours, rsync, scp }
 }
 
@@ -150,7 +152,7 @@ async fn measure_both_orders(
 ) -> (Measured, String) {
     let first = measure(lab, sshd, sshd.port, src, tag, false).await;
     let again = format!("{tag}-b");
-    let ours = ours_run(lab, sshd, sshd.port, src, &again).await;
+    let ours = ours_run(lab, sshd, &lab.host_entry(sshd), src, &again).await;
     let rsync = rsync_run(lab, sshd, sshd.port, src, &again);
     let mean = |a: Taken, b: Taken| ((a.0 + b.0) / 2, (a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0);
     let runs = format!(
@@ -186,12 +188,13 @@ fn rsync_run(lab: &Lab, sshd: &support::Sshd, port: u16, src: &Path, tag: &str) 
     rsync
 }
 
-/// rigwatch's pull of `src` into the lab's `ours-{tag}`, recorded in `{tag}.ledger`, timed.
-async fn ours_run(lab: &Lab, sshd: &support::Sshd, port: u16, src: &Path, tag: &str) -> Taken {
+/// rigwatch's pull of `src` into the lab's `ours-{tag}` from the box `entry` names, recorded
+/// in `{tag}.ledger`, timed.
+async fn ours_run(lab: &Lab, sshd: &support::Sshd, entry: &str, src: &Path, tag: &str) -> Taken {
     let dest = lab.path(&format!("ours-{tag}"));
     let body = format!(
         "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\n{VERIFY}",
-        lab.host_entry_via(sshd, port),
+        entry,
         src.display(),
         dest.display()
     );
