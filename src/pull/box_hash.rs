@@ -288,9 +288,13 @@ mod tests {
         let commands = hash_commands(&[], &rest, true);
         assert_eq!(commands.iter().map(|(_, b)| b.len()).sum::<usize>(), 2000);
         for (command, b) in &commands {
-            assert!(command.len() <= 64 * 1024, "{} bytes", command.len());
+            assert!(
+                command.len() <= names::COMMAND_BYTES,
+                "{} bytes",
+                command.len()
+            );
             let args: usize = b.iter().map(|f| f.path.len() + 1).sum();
-            assert!(args <= 256 * 1024, "{args} bytes of arguments");
+            assert!(args <= names::ARGS_BYTES, "{args} bytes of arguments");
         }
     }
 }
