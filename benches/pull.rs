@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use rigwatch::config::fleet;
 use rigwatch::ledger::Ledger;
+use rigwatch::ledger::locks::Act;
 use rigwatch::pull::local::part_paths;
 use rigwatch::pull::{Progress, PullJob, pull, pull_and_record};
 use rigwatch::transport::Pool;
@@ -236,7 +237,11 @@ async fn our_pull(
     let host = &config.hosts[0];
     settle_disk();
     let (start, cpu) = (Instant::now(), cpu_seconds());
-    let pulled = pull_and_record(&session, host, &spec, &mut ledger, Arc::default())
+    let what = format!("box {}", host.name);
+    let (locks, now) = (lab.path("locks"), chrono::Utc::now());
+    let held = rigwatch::ledger::locks::try_take(&locks, &host.name, Act::Pull, &what, now)
+        .expect("the bench's lock is free");
+    let pulled = pull_and_record(&session, host, &spec, &mut ledger, Arc::default(), &held)
         .await
         .expect("pull");
     let (took, cpu) = (start.elapsed(), cpu_seconds() - cpu);

@@ -50,12 +50,40 @@ impl Finished {
 /// most `cap` bytes of each output stream, and ends the group if it outlives `timeout`. Err only
 /// when it could not start.
 pub async fn run(
-    mut command: Command,
+    command: Command,
     stdin: Option<&[u8]>,
     timeout: Duration,
     cap: usize,
 ) -> std::io::Result<Finished> {
-    let (mut child, mut group) = spawn_group(&mut command, stdin.is_some())?;
+    let input = stdin.map_or(Input::Closed, Input::Bytes);
+    run_with(command, input, timeout, cap).await
+}
+
+/// What a command reads on its stdin.
+#[derive(Debug)]
+pub enum Input<'a> {
+    /// Nothing (/dev/null).
+    Closed,
+    /// These bytes, through a pipe.
+    Bytes(&'a [u8]),
+    /// This open file: a lock the command must keep held for as long as it (or any process
+    /// that keeps its stdin) runs. The file is empty, so reading it gives end-of-file.
+    Holding(std::fs::File),
+}
+
+/// [`run`], with any [`Input`].
+pub async fn run_with(
+    mut command: Command,
+    input: Input<'_>,
+    timeout: Duration,
+    cap: usize,
+) -> std::io::Result<Finished> {
+    let (stdin, into) = match input {
+        Input::Closed => (None, Stdio::null()),
+        Input::Bytes(bytes) => (Some(bytes), Stdio::piped()),
+        Input::Holding(file) => (None, Stdio::from(file)),
+    };
+    let (mut child, mut group) = spawn_group(&mut command, into)?;
     let (mut input, out, err) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let feed = async {
         if let (Some(pipe), Some(bytes)) = (input.as_mut(), stdin) {
@@ -119,12 +147,12 @@ pub struct Streamed {
 /// arrives (false stops it): bytes of any size pass through without being held. No bound on
 /// the whole, which a checkpoint of tens of GiB would outgrow: the group is ended when nothing
 /// arrives for `idle`, or when the sink stops. Err only when it could not start.
-/// Starts `command` as the leader of its own process group, stdout and stderr piped (stdin
-/// piped only when `stdin`), killed if dropped: the group is what a timeout ends.
-fn spawn_group(command: &mut Command, stdin: bool) -> std::io::Result<(Child, Group)> {
+/// Starts `command` as the leader of its own process group, stdout and stderr piped, `stdin` on
+/// its stdin, killed if dropped: the group is what a timeout ends.
+fn spawn_group(command: &mut Command, stdin: Stdio) -> std::io::Result<(Child, Group)> {
     command
         .process_group(0)
-        .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
@@ -144,7 +172,7 @@ pub async fn stream(
     stderr_cap: usize,
     sink: &mut (dyn FnMut(&[u8]) -> bool + Send),
 ) -> std::io::Result<Streamed> {
-    let (mut child, mut group) = spawn_group(&mut command, false)?;
+    let (mut child, mut group) = spawn_group(&mut command, Stdio::null())?;
     let (out, err) = (child.stdout.take(), child.stderr.take());
     let mut end = Streamed::default();
     // Stderr is drained beside stdout, so a chatty child never blocks on a full pipe.

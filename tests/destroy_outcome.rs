@@ -87,13 +87,38 @@ fn exit_zero_is_not_proof_the_provider_decides() {
     assert!(screen.contains("EXIT=0"), "{screen}");
     assert_eq!(teardowns(&s)[0]["outcome"], "confirmed");
 
+    // Exit 1 proves nothing either: a destroy that failed after it destroyed is recorded as
+    // destroyed, with its exit code, once the provider no longer lists the instance.
     let failing =
         format!("{ID}teardown = \"vastai destroy instance {{instance_id}} -y; exit 1\"\n");
     let s = setup_with(&failing, FAST);
     s.pull();
+    let screen = joined(&s.in_terminal("box", "failed-gone"));
+    assert!(
+        screen.contains(
+            "confirmed: the destroy command exited 1, but vastai no longer lists instance 4242: \
+             destroyed"
+        ),
+        "{screen}"
+    );
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    let t = &teardowns(&s)[0];
+    assert_eq!(
+        (&t["outcome"], &t["exit_status"]),
+        (&"confirmed".into(), &1.into())
+    );
+
+    // One that failed and left the instance listed is FAILED, and says what the provider saw.
+    let mut s = setup_with(&failing, FAST);
+    s.extra_env
+        .push(("RIGWATCH_VASTAI_KEEP".into(), "1".into()));
+    s.pull();
     let screen = joined(&s.in_terminal("box", "failed"));
     assert!(
-        screen.contains("FAILED: the destroy command exited 1; the box may still exist and bill"),
+        screen.contains(
+            "FAILED: the destroy command exited 1; vastai still lists instance 4242 as running: \
+             it may still bill"
+        ),
         "{screen}"
     );
     assert!(screen.contains("EXIT=1"), "{screen}");
@@ -165,7 +190,7 @@ fn sigterm_to_the_dashboard_during_a_destroy_waits_for_its_outcome() {
 }
 
 #[test]
-fn a_rigwatch_killed_mid_destroy_leaves_an_intent_the_next_start_reports() {
+fn a_rigwatch_killed_mid_destroy_leaves_a_destroy_that_holds_its_box_until_it_ends() {
     let s = setup_with(&slow(), FAST);
     s.pull();
     let (tmux, pid) = s.teardown_typed("box", "sigkill");
@@ -177,20 +202,34 @@ fn a_rigwatch_killed_mid_destroy_leaves_an_intent_the_next_start_reports() {
     tmux.wait_for("the end", Duration::from_secs(10), |sc| {
         sc.contains("EXIT=137")
     });
+    // The destroy runs on in its own process group, holding the box (its stdin is the box's
+    // lock): a look now says it is still running, and asks no provider yet; a pull is refused.
     let out = s.rigwatch(&["ledger", "box"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("destroy of box (instance 4242) started")
-            && text.contains(
-                "has no recorded outcome: rigwatch was stopped while it ran; check the provider"
-            ),
+        text.contains(&format!(
+            "a destroy of box (instance 4242) started by pid {pid} at"
+        )) && text.contains("is still running"),
         "{text}"
     );
     assert!(text.contains("NO RECORDED OUTCOME"), "{text}");
-    // The command was in its own process group: it went on, and vast.ai forgot the instance.
+    let out = s.rigwatch(&["pull", "box", "--no-wait"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(75), "{said}");
+    assert!(said.contains("a teardown of box box is running"), "{said}");
+    // It went on, and vast.ai forgot the instance.
     assert!(
         wait(Duration::from_secs(10), || !s.changes().is_empty()),
         "the destroy went on after rigwatch died"
+    );
+    assert!(
+        wait(Duration::from_secs(10), || {
+            let out = s.rigwatch(&["ledger", "box"]);
+            String::from_utf8_lossy(&out.stdout).contains(
+                "has no recorded outcome: rigwatch was stopped while it ran; check the provider",
+            )
+        }),
+        "once it has ended, the look says so"
     );
     // A start that knows the fleet asks the provider and records what it sees.
     let out = s.rigwatch(&["teardown", "box"]);

@@ -46,11 +46,11 @@ struct Rig {
 }
 
 fn a_box(with_sftp: bool) -> Rig {
-    a_box_at(with_sftp, None)
+    a_box_at(with_sftp, None, "")
 }
 
-/// As `a_box`, its run folder at `run` when given.
-fn a_box_at(with_sftp: bool, run: Option<PathBuf>) -> Rig {
+/// As `a_box`, its run folder at `run` when given, `extra` at the top of fleet.toml.
+fn a_box_at(with_sftp: bool, run: Option<PathBuf>, extra: &str) -> Rig {
     let mut lab = Lab::new();
     let mut sshd = lab.start_host("box");
     if !with_sftp {
@@ -79,7 +79,7 @@ fn a_box_at(with_sftp: bool, run: Option<PathBuf>) -> Rig {
         run.display(),
         dest.display()
     );
-    let fleet = lab.fleet("fleet.toml", "", &[("box", body)]);
+    let fleet = lab.fleet("fleet.toml", extra, &[("box", body)]);
     Rig {
         lab,
         sshd,
@@ -316,12 +316,32 @@ fn stat(path: &Path) -> (u64, i64, i64, i64, i64, u64) {
 /// re-hashes on the box and refuses; nothing is destroyed.
 #[test]
 fn bytes_changed_through_a_memory_map_after_the_pull_refuse_the_destroy() {
+    let screen = changed_through_a_map("", false);
+    assert!(screen.contains("re-hashed on the box"), "{screen}");
+}
+
+/// The same change on a box whose `sha256sum` and `openssl` lie (they hash the copy taken at
+/// pull time, so they replay the hashes the pull saw): the strict final check streams the bytes
+/// home and hashes them here, and refuses.
+#[test]
+fn the_strict_final_check_refuses_what_a_lying_hash_tool_would_pass() {
+    let screen = changed_through_a_map("[teardown]\nfinal_check = \"strict\"\n", true);
+    assert!(
+        screen.contains("streamed home and hashed here, no hashing tool of the box trusted"),
+        "{screen}"
+    );
+}
+
+/// A checkpoint in a shared memory map changed after the pull (stat unchanged), then a teardown
+/// typed at a terminal: it must refuse, saying the box holds other bytes; its last screen.
+/// `lying`: the box's hashing tools hash a copy taken right after the pull.
+fn changed_through_a_map(extra: &str, lying: bool) -> String {
     let shm = Path::new("/dev/shm");
     let run_root = tempfile::Builder::new()
         .prefix("rigwatch-mmap")
         .tempdir_in(if shm.is_dir() { shm } else { Path::new("/tmp") })
         .expect("tmpfs dir");
-    let rig = a_box_at(true, Some(run_root.path().join("run")));
+    let rig = a_box_at(true, Some(run_root.path().join("run")), extra);
     let ckpt = rig.run.join("big.bin");
     let go = rig.lab.path("go");
     let holder = r#"
@@ -353,20 +373,62 @@ time.sleep(120)
     };
     wait("ready");
     rig.pull_ok();
+    if lying {
+        lie_about_hashes(&rig);
+    }
     let before = stat(&ckpt);
     std::fs::write(&go, b"").expect("go");
     wait("done");
     assert_eq!(stat(&ckpt), before, "the write must leave stat as it was");
+    if lying {
+        let said = std::process::Command::new(rig.sshd.bin.join("sha256sum"))
+            .arg(&ckpt)
+            .output()
+            .expect("the lying sha256sum");
+        let said = String::from_utf8_lossy(&said.stdout).to_string();
+        assert!(
+            said.starts_with(&sha(&rig.local("big.bin"))) && !said.starts_with(&sha(&ckpt)),
+            "the box's sha256sum replays the pulled hash: {said}"
+        );
+    }
 
-    let screen = tear_down(&rig, "mmap");
+    let screen = tear_down(&rig, if lying { "mmap-lying" } else { "mmap" });
     let _ = run.kill();
     let _ = run.wait();
     assert!(screen.contains("holds other bytes on the box"), "{screen}");
-    assert!(screen.contains("re-hashed on the box"), "{screen}");
     assert!(
         !rig.lab.path("destroyed").exists(),
         "destroyed on a stat-only check:\n{screen}"
     );
+    screen
+}
+
+/// The box's `sha256sum` and `openssl` made to hash a copy of the run folder taken now, under
+/// the names asked: what a box whose tools replay the hashes of the pull would print.
+fn lie_about_hashes(rig: &Rig) {
+    let saved = rig.lab.path("saved-run");
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&rig.run)
+        .arg(&saved)
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    for (tool, real) in [
+        ("sha256sum", "/usr/bin/sha256sum"),
+        ("openssl", "/usr/bin/openssl"),
+    ] {
+        rig.sshd.shim_script(
+            tool,
+            &format!(
+                "#!/bin/sh\nn=$#\nwhile [ $n -gt 0 ]; do a=$1; shift; case $a in {run}/*) \
+                 a={saved}/${{a#{run}/}};; esac; set -- \"$@\" \"$a\"; n=$((n-1)); done\n\
+                 {real} \"$@\" | sed 's|{saved}/|{run}/|g'\n",
+                run = rig.run.display(),
+                saved = saved.display(),
+            ),
+        );
+    }
 }
 
 /// `dest` is a mount of its own (a second disk for results), so the parts folder beside it is

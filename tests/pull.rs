@@ -391,8 +391,9 @@ async fn a_pull_hashes_each_small_file_on_the_box_once() {
 /// A copy that does not load never replaces an earlier one that does, on the path most small
 /// files take (tar, then checked and renamed where the `.part` waits): a results JSON cut on
 /// the box after a pull that proved it stays home as it was, the cut version waiting as its
-/// `.part` and its record saying why; a file that does not load with no earlier copy takes its
-/// name all the same, its record saying it failed.
+/// `.part` and its record saying why; a file that does not load with no earlier copy does not
+/// take its name either (a file browser would show it as the result): it waits as a complete
+/// `.part`, its record saying it failed and where it waits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_that_does_not_load_never_replaces_one_that_does() {
     let mut lab = Lab::new();
@@ -430,9 +431,18 @@ async fn a_copy_that_does_not_load_never_replaces_one_that_does() {
     let waiting = std::fs::read_to_string(part_paths(&dest, &local).0).expect("part");
     assert_eq!(waiting, "{\"loss\": 0.");
     let new = record("new.json");
-    assert!(!new.verified && new.error.is_none(), "{new:?}");
+    let why = new.error.as_deref().unwrap_or_default();
+    assert!(!new.verified, "{new:?}");
     assert!(!new.verification.is_empty(), "{new:?}");
-    let placed = rigwatch::pull::names::to_path(&new.local_path);
-    let placed = std::fs::read_to_string(placed).expect("placed");
-    assert_eq!(placed, "{\"loss\"");
+    assert!(
+        why.contains("it does not take its name: this copy waits in"),
+        "{why}"
+    );
+    let named = rigwatch::pull::names::to_path(&new.local_path);
+    assert!(
+        !named.exists(),
+        "a copy that does not load is not at {named:?}"
+    );
+    let waiting = std::fs::read_to_string(part_paths(&dest, &named).0).expect("part");
+    assert_eq!(waiting, "{\"loss\"");
 }

@@ -33,8 +33,9 @@ async fn a_recorded_repull_sends_only_what_changed_in_any_chunk() {
     let mut ledger = Ledger::open(&lab.path("ledger.sqlite")).expect("ledger");
     let host = &config.hosts[0];
     let progress = || Arc::new(Progress::default());
+    let held = lab.pull_lock(&host.name);
 
-    let first = pull_and_record(&session, host, &spec, &mut ledger, progress())
+    let first = pull_and_record(&session, host, &spec, &mut ledger, progress(), &held)
         .await
         .expect("first pull");
     assert_eq!(first.tally.files, FILES);
@@ -46,7 +47,7 @@ async fn a_recorded_repull_sends_only_what_changed_in_any_chunk() {
         "{\"cell\": 4999, \"loss\": 0.5, \"again\": true}\n",
     )
     .expect("edit");
-    let second = pull_and_record(&session, host, &spec, &mut ledger, progress())
+    let second = pull_and_record(&session, host, &spec, &mut ledger, progress(), &held)
         .await
         .expect("second pull");
     assert!(second.all_proven(), "{second:?}");

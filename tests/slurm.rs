@@ -464,6 +464,20 @@ fn scancel_runs_only_through_the_guard_and_the_job_must_be_seen_ended() {
         .unwrap_or_else(|| panic!("no teardown of {stays}: {doc}"));
     assert_eq!(last["outcome"], "unconfirmed", "{doc}");
     slurm.run("scancel", &[&stays]);
+
+    // A job that ends on its own while scancel is on its way: the queue shows it COMPLETED, and
+    // the record says the cancel ended nothing (it is not credited with the end).
+    let ends = slurm.sbatch(&["-J", "train-c", "--wrap", "sleep 6"]);
+    slurm.wait_for_state(&ends, "RUNNING", Duration::from_secs(30));
+    std::fs::write(login.bin.join("scancel"), "#!/bin/sh\nsleep 9\nexit 0\n").expect("late");
+    let screen = teardown_at_a_terminal(&lab, &config, &ends, "scancel-late");
+    assert!(
+        screen.replace('\n', "").contains(&format!(
+            "job {ends} had already COMPLETED on its own; scancel ended nothing"
+        )),
+        "{screen}"
+    );
+    assert_eq!(state_of(&ends), "COMPLETED");
 }
 
 /// The dashboard on a fleet with a cluster: the job is a row of the jobs pane, and `T` on it

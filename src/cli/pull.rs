@@ -14,6 +14,7 @@ use humansize::{BINARY, format_size};
 
 use super::one_host;
 use crate::config::FleetConfig;
+use crate::ledger::locks::{self, Act, Busy, Held};
 use crate::ledger::{Ledger, PulledFile};
 use crate::pull::{Progress, Pulled, pull_and_record, pull_job_and_record};
 
@@ -28,11 +29,19 @@ pub struct PullArgs {
     /// Seconds to wait for the host's link
     #[arg(long, default_value_t = 30.0, value_name = "SECS")]
     pub timeout: f64,
+    /// When another pull of the same host runs, exit at once (status 75) instead of waiting
+    #[arg(long)]
+    pub no_wait: bool,
 }
+
+/// The exit status of a pull that did not start because another action held its target: a
+/// pull it would not wait for (`--no-wait`), or a teardown or kill (a pull never waits for
+/// those). EX_TEMPFAIL: try again later.
+pub const BUSY: u8 = 75;
 
 pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<ExitCode> {
     if let Some(cluster) = fleet.kubernetes.iter().find(|c| c.name == args.host) {
-        return pull_job(fleet, cluster, args.job.as_deref()).await;
+        return pull_job(fleet, cluster, args).await;
     }
     if args.job.is_some() {
         return Err(super::usage(format!(
@@ -52,6 +61,14 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
     if let Some(note) = spec.verify.deprecation(&host.name) {
         eprintln!("{}", crate::sanitize::line(&note, 400));
     }
+    let what = match fleet.slurm.iter().any(|c| c.login.name == host.name) {
+        true => format!("Slurm cluster {}", host.name),
+        false => format!("box {}", host.name),
+    };
+    let held = match hold(&host.name, &what, args.no_wait).await? {
+        Ok(held) => held,
+        Err(busy) => return Ok(busy),
+    };
     let ledger_path = crate::ledger::default_path()
         .ok_or_else(|| eyre!("no home or XDG_STATE_HOME to keep the ledger in"))?;
     let mut ledger = Ledger::open(&ledger_path)?;
@@ -59,7 +76,7 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
     let (pool, session) = one_host::connect(fleet, host, timeout).await?;
     let progress = Arc::new(Progress::default());
     let drawing = draw(&progress);
-    let result = pull_and_record(&session, host, spec, &mut ledger, progress).await;
+    let result = pull_and_record(&session, host, spec, &mut ledger, progress, &held).await;
     drawing.finish();
     pool.shutdown().await;
     ended(&result?, &ledger, &spec.dest)
@@ -69,9 +86,9 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
 async fn pull_job(
     fleet: &FleetConfig,
     cluster: &crate::config::KubeConfig,
-    job: Option<&str>,
+    args: &PullArgs,
 ) -> color_eyre::Result<ExitCode> {
-    let job = job.ok_or_else(|| {
+    let job = args.job.as_deref().ok_or_else(|| {
         super::usage(format!(
             "{} is a Kubernetes cluster: name the Job to pull from with --job NAME",
             cluster.name
@@ -89,14 +106,35 @@ async fn pull_job(
     if let Some(note) = spec.verify.deprecation(&cluster.name) {
         eprintln!("{}", crate::sanitize::line(&note, 400));
     }
+    let what = format!("Job {} on {}", crate::sanitize::line(job, 80), cluster.name);
+    let held = match hold(&cluster.name, &what, args.no_wait).await? {
+        Ok(held) => held,
+        Err(busy) => return Ok(busy),
+    };
     let ledger_path = crate::ledger::default_path()
         .ok_or_else(|| eyre!("no home or XDG_STATE_HOME to keep the ledger in"))?;
     let mut ledger = Ledger::open(&ledger_path)?;
     let progress = Arc::new(Progress::default());
     let drawing = draw(&progress);
-    let result = pull_job_and_record(cluster, job, spec, &mut ledger, progress).await;
+    let result = pull_job_and_record(cluster, job, spec, &mut ledger, progress, &held).await;
     drawing.finish();
     ended(&result?, &ledger, &spec.dest)
+}
+
+/// The target's lock for this pull (`ledger::locks`): waited for while another pull holds it
+/// (said once on stderr), unless `no_wait`; Err(exit status) when it did not start.
+async fn hold(key: &str, what: &str, no_wait: bool) -> color_eyre::Result<Result<Held, ExitCode>> {
+    let dir = locks::default_dir()
+        .ok_or_else(|| eyre!("no home or XDG_STATE_HOME to keep the locks in"))?;
+    let mut waiting = |busy: &Busy| eprintln!("{busy}; waiting (Ctrl-C to stop)");
+    match locks::take(&dir, key, Act::Pull, what, !no_wait, &mut waiting).await {
+        Ok(held) => Ok(Ok(held)),
+        Err(e @ Busy::Io { .. }) => Err(eyre!("{e}")),
+        Err(busy) => {
+            eprintln!("pull of {what} not started: {busy}");
+            Ok(Err(ExitCode::from(BUSY)))
+        }
+    }
 }
 
 /// The pull's files, a line each, read back from the ledger one at a time (a 100 000-file

@@ -77,14 +77,14 @@ pub async fn run(
     let link = pool
         .get(&host.name)
         .map_or(LinkState::Connecting { attempt: 0 }, |l| l.state());
-    let io = LiveIo {
-        session: Some(session),
-        host: host.clone(),
-        profile: Some(profile.clone()),
-        fleet: Arc::new(fleet.clone()),
-        ledger: Some(ledger_path),
-        cluster: None,
-    };
+    let io = LiveIo::new(
+        Some(session),
+        host.clone(),
+        Some(profile.clone()),
+        Arc::new(fleet.clone()),
+        Some(ledger_path),
+        None,
+    );
     let mut dialog = Dialog::new(&host.name, OPENING);
     dialog.handle(Event::Run(run));
     dialog.handle(Event::Queue(queue_of(

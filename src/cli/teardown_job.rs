@@ -82,17 +82,17 @@ pub async fn run(
         Phase::Running | Phase::Ending | Phase::Pending | Phase::Other => RunLooks::Alive,
         _ => RunLooks::Dead,
     };
-    let io = LiveIo {
-        session: Some(session),
-        host: cluster.login.clone(),
-        profile: Some(profile.clone()),
-        fleet: Arc::new(fleet.clone()),
-        ledger: Some(ledger_path),
-        cluster: Some(ClusterJob {
+    let io = LiveIo::new(
+        Some(session),
+        cluster.login.clone(),
+        Some(profile.clone()),
+        Arc::new(fleet.clone()),
+        Some(ledger_path),
+        Some(ClusterJob {
             cluster: cluster.clone(),
             job: row.id.clone(),
         }),
-    };
+    );
     let mut dialog = Dialog::new(&cluster.name, OPENING);
     dialog.handle(Event::Run(run));
     dialog.handle(Event::Queue(None));
@@ -142,12 +142,12 @@ pub async fn run_kube(
         Phase::Running | Phase::Ending | Phase::Pending | Phase::Other => RunLooks::Alive,
         _ => RunLooks::Dead,
     };
-    let io = KubeIo {
-        cluster: cluster.clone(),
-        job: row.id.clone(),
-        fleet: Arc::new(fleet.clone()),
-        ledger: Some(ledger_path),
-    };
+    let io = KubeIo::new(
+        cluster.clone(),
+        row.id.clone(),
+        Arc::new(fleet.clone()),
+        Some(ledger_path),
+    );
     let mut dialog = Dialog::new(&cluster.name, OPENING);
     dialog.handle(Event::Run(run));
     dialog.handle(Event::Queue(None));

@@ -21,4 +21,4 @@ pub use fleet::{
 };
 pub use kubernetes::KubeConfig;
 pub use slurm::SlurmConfig;
-pub use teardown::TeardownTuning;
+pub use teardown::{FinalCheck, TeardownTuning};

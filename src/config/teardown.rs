@@ -13,6 +13,19 @@ pub(super) struct RawTeardown {
     destroy_timeout_secs: Option<Spanned<f64>>,
     confirm_within_secs: Option<Spanned<f64>>,
     confirm_every_secs: Option<Spanned<f64>>,
+    final_check: Option<Spanned<String>>,
+}
+
+/// Whose tools the final check's re-hash trusts. Either way it is taken after the last
+/// confirmation and must match the pull; only how the box's bytes are hashed differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FinalCheck {
+    /// On the box, by its own `openssl` and `sha256sum`: fast, and as true as those tools.
+    #[default]
+    OnBox,
+    /// Every proven file's bytes streamed home over the open connection (`cat`) and hashed
+    /// here: trusts no hashing tool of the box; every byte crosses the link again.
+    Strict,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -23,6 +36,8 @@ pub struct TeardownTuning {
     pub confirm_within: Duration,
     /// How often the provider is asked meanwhile.
     pub confirm_every: Duration,
+    /// `final_check = "box"` (default) or `"strict"`.
+    pub final_check: FinalCheck,
 }
 
 impl Default for TeardownTuning {
@@ -31,6 +46,7 @@ impl Default for TeardownTuning {
             destroy_timeout: Duration::from_secs(120),
             confirm_within: Duration::from_secs(60),
             confirm_every: Duration::from_secs(3),
+            final_check: FinalCheck::OnBox,
         }
     }
 }
@@ -52,7 +68,25 @@ pub(super) fn build(raw: &RawTeardown) -> Result<TeardownTuning, (usize, String)
             ))
         }
     };
+    let final_check = match &raw.final_check {
+        None => FinalCheck::OnBox,
+        Some(v) => match v.get_ref().as_str() {
+            "box" => FinalCheck::OnBox,
+            "strict" => FinalCheck::Strict,
+            other => {
+                return Err((
+                    v.span().start,
+                    format!(
+                        "teardown.final_check = {:?}: say \"box\" (re-hashed by the box's own \
+                         tools) or \"strict\" (the bytes streamed home and hashed here)",
+                        other.chars().take(40).collect::<String>()
+                    ),
+                ));
+            }
+        },
+    };
     Ok(TeardownTuning {
+        final_check,
         destroy_timeout: within(
             &raw.destroy_timeout_secs,
             "destroy_timeout_secs",
@@ -103,6 +137,13 @@ mod tests {
         assert!(
             parse("[teardown]\nguard = false\n").is_err(),
             "no unknown keys"
+        );
+        let strict = parse("[teardown]\nfinal_check = \"strict\"\n").map(|t| t.final_check);
+        assert_eq!(strict, Ok(FinalCheck::Strict));
+        let why = parse("[teardown]\nfinal_check = \"off\"\n").expect_err("no way off");
+        assert!(
+            why.contains("f.toml:2:") && why.contains("\"strict\""),
+            "{why}"
         );
     }
 }

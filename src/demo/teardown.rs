@@ -9,7 +9,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use crate::clocks::Profile;
-use crate::config::HostConfig;
+use crate::config::{FinalCheck, HostConfig};
 use crate::ledger::{PullRecord, PulledFile};
 use crate::pull::{Currentness, NotCurrent};
 use crate::sanitize::mask_secrets;
@@ -44,7 +44,7 @@ impl DemoIo {
             Method::Command { .. } | Method::OnHost { .. } => PlanLooks::Runs,
         };
         CheckFound {
-            words: describe(&plan, last.as_ref(), run),
+            words: describe(&plan, last.as_ref(), run, FinalCheck::OnBox),
             plan: looks,
             currentness,
         }

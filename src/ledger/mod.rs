@@ -5,6 +5,7 @@
 
 mod db;
 mod kills;
+pub mod locks;
 mod pulls;
 mod teardowns;
 

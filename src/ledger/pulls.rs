@@ -117,6 +117,26 @@ impl Ledger {
             .map_err(|e| self.err(e))
     }
 
+    /// The newest pull of `host` taken for `instance` that ended, with its files: a cluster's
+    /// Jobs each have their own (a pull of Job B is not Job A's evidence).
+    pub fn latest_pull_of(
+        &self,
+        host: &str,
+        instance: &str,
+    ) -> Result<Option<PullRecord>, LedgerError> {
+        self.conn
+            .query_row(
+                "SELECT id FROM pulls WHERE host = ?1 AND instance_id = ?2 AND complete = 1
+                 ORDER BY id DESC LIMIT 1",
+                params![host, instance],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?
+            .map(|id| self.pull(id))
+            .transpose()
+    }
+
     /// The size of the largest file pull `id` recorded (None: it recorded none).
     pub fn largest_file(&self, id: i64) -> Result<Option<u64>, LedgerError> {
         self.conn

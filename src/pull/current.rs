@@ -42,6 +42,8 @@ pub enum NotCurrent {
         path: String,
         why: String,
     },
+    /// Another action holds the target (who, since when): nothing is judged while it acts.
+    Busy(String),
     /// The pull was taken for another instance id than the host has now.
     OtherInstance {
         pulled: Option<String>,
@@ -75,6 +77,11 @@ impl std::fmt::Display for NotCurrent {
                 write!(f, "{}: {why}: pull again", clean(path))
             }
             Self::Unlisted { path, why } => write!(f, "{}: {}", clean(path), clean(why)),
+            Self::Busy(who) => write!(
+                f,
+                "{}: nothing is destroyed while it runs; wait for it to end, then check again",
+                clean(who)
+            ),
             Self::OtherInstance { pulled, now } => write!(
                 f,
                 "the last pull was taken for instance {}, the host is now instance {}: pull \

@@ -23,6 +23,7 @@ mod recheck;
 pub mod remote;
 mod restat;
 mod spool;
+mod strict;
 mod tar_stream;
 pub mod verify;
 mod writeback;
@@ -80,6 +81,10 @@ pub enum PullError {
     Book(String),
     #[error(transparent)]
     Kubectl(#[from] crate::transport::kubectl::KubectlError),
+    /// A pull runs only while it holds its target (`ledger::locks`): no other pull, kill or
+    /// teardown of it can then overlap it, and its `.part` files are its own.
+    #[error("{0}: the pull does not hold its target, so nothing was copied")]
+    NotHeld(String),
 }
 
 impl PullError {
@@ -147,13 +152,16 @@ impl Pulled {
 
 /// A pull as the CLI and the dashboard run it: the host's last pull and the local files it must
 /// not overwrite (`protect`) come from the ledger, and the records go into it as the pull goes.
+/// `held` is the host's lock, taken by the caller (who decides whether to wait for it).
 pub async fn pull_and_record(
     session: &crate::transport::Session,
     host: &crate::config::HostConfig,
     spec: &crate::config::PullConfig,
     ledger: &mut crate::ledger::Ledger,
     progress: std::sync::Arc<Progress>,
+    held: &crate::ledger::locks::Held,
 ) -> Result<Pulled, PullError> {
+    holds(held, &host.name)?;
     let previous = ledger.latest_pull_id(&host.name)?.map(|(id, _)| id);
     let protected = protected(ledger.protected_files(&host.name)?, spec).await?;
     let job = PullJob {
@@ -166,6 +174,13 @@ pub async fn pull_and_record(
     let mut book = booked(ledger, previous, &job);
     let (head, tally) = engine::pull_into(session, &job, progress, &mut book).await?;
     Ok(ended(book, head, tally)?)
+}
+
+fn holds(held: &crate::ledger::locks::Held, name: &str) -> Result<(), PullError> {
+    match held.covers(name) {
+        true => Ok(()),
+        false => Err(PullError::NotHeld(crate::sanitize::line(name, 80))),
+    }
 }
 
 fn booked<'a>(
@@ -221,20 +236,19 @@ async fn protected(
 
 /// A Kubernetes Job's pull: its newest running pod's files under `[kubernetes.pull]`, copied
 /// through `kubectl exec` (no SFTP there) and recorded under the cluster's name with the Job
-/// as the instance. Only the cluster's last pull of this same Job lets files be skipped as
-/// unchanged.
+/// as the instance. Only the cluster's last pull of this same Job (whatever was pulled of other
+/// Jobs since) lets files be skipped as unchanged.
 pub async fn pull_job_and_record(
     cluster: &crate::config::KubeConfig,
     job: &str,
     spec: &crate::config::PullConfig,
     ledger: &mut crate::ledger::Ledger,
     progress: std::sync::Arc<Progress>,
+    held: &crate::ledger::locks::Held,
 ) -> Result<Pulled, PullError> {
+    holds(held, &cluster.name)?;
     let pod = crate::transport::KubectlBox::of_job(cluster, job, recheck::FIND_POD).await?;
-    let previous = ledger
-        .latest_pull_id(&cluster.name)?
-        .filter(|(_, instance)| instance.as_deref() == Some(job))
-        .map(|(id, _)| id);
+    let previous = ledger.latest_pull_of(&cluster.name, job)?.map(|p| p.id);
     let protected = protected(ledger.protected_files(&cluster.name)?, spec).await?;
     let pull_job = PullJob {
         host: &cluster.name,

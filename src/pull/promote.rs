@@ -103,10 +103,10 @@ pub fn failed(error: String) -> Promoted {
     }
 }
 
-/// A staged copy that failed its check or may not replace `local`. Where an earlier copy loads
-/// (a copy that does not load never replaces one that does) or `local` is protected, it goes
-/// back to a complete `.part` and the record says why; else it takes its place all the same,
-/// its record saying it failed.
+/// A staged copy that failed its check or may not replace `local`: it goes back to a complete
+/// `.part` and the record says why. A copy that does not load never takes its final name: not
+/// over an earlier copy that loads, and not where nothing was either, where a file browser
+/// would show it as the result.
 async fn not_promoted(
     dest: &Path,
     local: &Path,
@@ -115,26 +115,34 @@ async fn not_promoted(
     refused: Option<String>,
     commands: &VerifyCommands,
 ) -> Promoted {
-    let kept = if verification.passed || !exists(local) {
+    let waits = parts_dir(dest);
+    let kept = if verification.passed {
         None
-    } else if verify(local, commands).await.passed {
+    } else if exists(local) && verify(local, commands).await.passed {
         Some(format!(
             "{}; the earlier copy, which loads, was kept: this version waits in {} until it is \
              proven",
             verification.how,
-            parts_dir(dest).display()
+            waits.display()
         ))
     } else {
-        None
+        Some(format!(
+            "{}; it does not take its name: this copy waits in {} (pull again once the box's \
+             file loads)",
+            verification.how,
+            waits.display()
+        ))
     };
-    if let Some(why) = kept.or(refused) {
-        unstage(dest, local, staged).await;
-        return Promoted {
-            verification,
-            error: Some(why),
-        };
+    match kept.or(refused) {
+        Some(why) => {
+            unstage(dest, local, staged).await;
+            Promoted {
+                verification,
+                error: Some(why),
+            }
+        }
+        None => placed(dest, local, staged, verification).await,
     }
-    placed(dest, local, staged, verification).await
 }
 
 fn exists(path: &Path) -> bool {

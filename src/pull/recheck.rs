@@ -23,6 +23,19 @@ pub enum Depth {
     /// As `Stat`, and every file the pull proved re-hashed on the box and compared with the
     /// pulled hash: the final check, after the last confirmation.
     Content,
+    /// As `Content`, but each file's bytes streamed home and hashed here (`strict`): the final
+    /// check for those who do not take the box's hashing tools at their word.
+    Strict,
+}
+
+impl Depth {
+    /// The final check's depth for `[teardown] final_check`.
+    pub fn last(check: crate::config::FinalCheck) -> Depth {
+        match check {
+            crate::config::FinalCheck::OnBox => Depth::Content,
+            crate::config::FinalCheck::Strict => Depth::Strict,
+        }
+    }
 }
 
 pub async fn recheck<B: BoxExec>(
@@ -66,7 +79,10 @@ pub async fn recheck<B: BoxExec>(
     let on_box: Vec<_> = proven
         .filter_map(|f| by_path.get(f.remote_path.as_str()).copied())
         .collect();
-    let rehashed = remote_hashes(session, on_box.into_iter()).await;
+    let rehashed = match depth {
+        Depth::Strict => super::strict::streamed_hashes(session, &on_box).await,
+        _ => remote_hashes(session, on_box.into_iter()).await,
+    };
     Ok(judge_content(
         judged,
         last,

@@ -17,6 +17,7 @@ use crate::clocks::Profile;
 use crate::config::{FleetConfig, HostConfig, KubeConfig};
 use crate::fleet::FleetState;
 use crate::ledger::Ledger;
+use crate::ledger::locks::{self, Act, Busy, Held};
 use crate::monitor::verified::{from_ledger, verified_cells};
 use crate::pull::{Progress, pull_and_record, pull_job_and_record};
 use crate::queue::DoneRule;
@@ -74,7 +75,7 @@ fn pulled(record: &crate::pull::Pulled, what: &str) -> String {
 fn spawn_job_pull(
     cluster: KubeConfig,
     job: String,
-    progress: Arc<Progress>,
+    (progress, held): (Arc<Progress>, Held),
     tx: mpsc::Sender<JobMsg>,
 ) {
     tokio::spawn(async move {
@@ -84,7 +85,7 @@ fn spawn_job_pull(
             (None, _) => format!("{name}: no [kubernetes.pull] paths in fleet.toml"),
             (_, Err(e)) => format!("pull {name} --job {job_name} not started: ledger: {e}"),
             (Some(spec), Ok(mut l)) => {
-                match pull_job_and_record(&cluster, &job, spec, &mut l, progress).await {
+                match pull_job_and_record(&cluster, &job, spec, &mut l, progress, &held).await {
                     Err(e) => format!(
                         "pull {name} --job {job_name} failed: {}",
                         crate::sanitize::line(&e.to_string(), 300)
@@ -103,6 +104,16 @@ fn spawn_job_pull(
     });
 }
 
+/// The target's lock for a pull the dashboard starts: taken now or refused with who holds it
+/// (the dashboard does not wait: the user sees why at once and presses p again later).
+fn hold(key: &str, what: &str) -> Result<Held, String> {
+    let dir = locks::default_dir().ok_or("no state dir to hold the target in")?;
+    locks::try_take(&dir, key, Act::Pull, what, Utc::now()).map_err(|busy| match busy {
+        Busy::Io { .. } => busy.to_string(),
+        _ => format!("not started: {busy}; press p again once it has ended"),
+    })
+}
+
 fn ledger() -> Result<Ledger, String> {
     let path = crate::ledger::default_path().ok_or("no state dir for the ledger")?;
     Ledger::open(&path).map_err(|e| e.to_string())
@@ -112,6 +123,7 @@ pub(super) fn spawn_pull(
     session: Arc<Session>,
     host: HostConfig,
     progress: Arc<Progress>,
+    held: Held,
     tx: mpsc::Sender<JobMsg>,
 ) {
     tokio::spawn(async move {
@@ -121,7 +133,7 @@ pub(super) fn spawn_pull(
             Some(spec) => {
                 let recorded = match ledger() {
                     Err(e) => Err(format!("pull {} not started: ledger: {e}", host.name)),
-                    Ok(mut l) => pull_and_record(&session, &host, spec, &mut l, progress)
+                    Ok(mut l) => pull_and_record(&session, &host, spec, &mut l, progress, &held)
                         .await
                         .map(|pulled| {
                             // The cells need the files: read back once the pull's own state is
@@ -251,8 +263,22 @@ impl super::Runtime {
                 "the link is down; it resumes from the .part files once it is back".into()
             });
         };
+        let what = match self
+            .fleet()
+            .is_some_and(|f| f.slurm.iter().any(|c| c.name == host))
+        {
+            true => format!("Slurm cluster {host}"),
+            false => format!("box {host}"),
+        };
+        let held = hold(host, &what)?;
         let progress = Arc::new(Progress::default());
-        spawn_pull(session, config, Arc::clone(&progress), self.jobs_tx.clone());
+        spawn_pull(
+            session,
+            config,
+            Arc::clone(&progress),
+            held,
+            self.jobs_tx.clone(),
+        );
         Ok(progress)
     }
 
@@ -269,11 +295,12 @@ impl super::Runtime {
         if kube.pull.is_none() {
             return Err("no [kubernetes.pull] paths in fleet.toml say what to bring home".into());
         }
+        let held = hold(cluster, &format!("Job {job} on {cluster}"))?;
         let progress = Arc::new(Progress::default());
         spawn_job_pull(
             kube,
             job.to_string(),
-            Arc::clone(&progress),
+            (Arc::clone(&progress), held),
             self.jobs_tx.clone(),
         );
         Ok(progress)
@@ -316,47 +343,27 @@ impl super::Runtime {
 
     /// Carries out a teardown dialog's effects for `host`, each as its own task, through the
     /// live box or the demo's replay (the one place the two are told apart for a teardown);
-    /// each answer comes back as [`Step::Teardown`].
+    /// each answer comes back as [`Step::Teardown`]. A check starts the dialog's I/O afresh;
+    /// the final check and the destroy after it share one (and its hold on the target).
     pub fn teardown(&self, host: &str, effects: Vec<Effect>) {
         if effects.is_empty() {
             return;
         }
-        let kube = self.fleet().zip(self.kube_cluster(host));
-        if let (Some((fleet, cluster)), Some(job)) = (kube, self.job_teardowns.get(host)) {
-            let io: Arc<dyn TeardownIo> = Arc::new(KubeIo {
-                cluster,
-                job: job.clone(),
-                fleet: Arc::clone(fleet),
-                ledger: crate::ledger::default_path(),
-            });
-            for effect in effects {
-                let tx = self.jobs_tx.clone();
-                spawn_teardown(Arc::clone(&io), host.to_string(), effect, tx);
+        let fresh = effects.iter().any(|e| matches!(e, Effect::Check { .. }));
+        let mut ios = self
+            .teardown_ios
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let io = match ios.get(host) {
+            Some(io) if !fresh => Arc::clone(io),
+            _ => {
+                let Some(io) = self.teardown_io(host) else {
+                    return;
+                };
+                ios.insert(host.to_string(), Arc::clone(&io));
+                io
             }
-            return;
-        }
-        let Some(config) = self.host_config(host) else {
-            return;
-        };
-        let profile = self.state.profile(&config.profile).cloned();
-        let cluster = self.fleet().and_then(|f| {
-            let cluster = f.slurm.iter().find(|c| c.name == host)?.clone();
-            let job = self.job_teardowns.get(host)?.clone();
-            Some(ClusterJob { cluster, job })
-        });
-        let io: Arc<dyn TeardownIo> = match self.fleet() {
-            Some(fleet) => Arc::new(LiveIo {
-                session: self.session(host),
-                host: config,
-                profile,
-                fleet: Arc::clone(fleet),
-                ledger: crate::ledger::default_path(),
-                cluster,
-            }),
-            None => Arc::new(DemoIo {
-                host: config,
-                profile,
-            }),
         };
         for effect in effects {
             spawn_teardown(
@@ -367,4 +374,44 @@ impl super::Runtime {
             );
         }
     }
+
+    /// The I/O of `host`'s teardown dialog: a Kubernetes Job's, a box's or a Slurm job's, or
+    /// the demo's replay.
+    fn teardown_io(&self, host: &str) -> Option<Arc<dyn TeardownIo>> {
+        let kube = self.fleet().zip(self.kube_cluster(host));
+        if let (Some((fleet, cluster)), Some(job)) = (kube, self.job_teardowns.get(host)) {
+            let ledger = crate::ledger::default_path();
+            return Some(Arc::new(KubeIo::new(
+                cluster,
+                job.clone(),
+                Arc::clone(fleet),
+                ledger,
+            )));
+        }
+        let config = self.host_config(host)?;
+        let profile = self.state.profile(&config.profile).cloned();
+        let cluster = self.fleet().and_then(|f| {
+            let cluster = f.slurm.iter().find(|c| c.name == host)?.clone();
+            let job = self.job_teardowns.get(host)?.clone();
+            Some(ClusterJob { cluster, job })
+        });
+        Some(match self.fleet() {
+            Some(fleet) => Arc::new(LiveIo::new(
+                self.session(host),
+                config,
+                profile,
+                Arc::clone(fleet),
+                crate::ledger::default_path(),
+                cluster,
+            )),
+            None => Arc::new(DemoIo {
+                host: config,
+                profile,
+            }),
+        })
+    }
 }
+
+/// Each open teardown dialog's I/O, by host.
+#[derive(Default)]
+pub(super) struct Dialogs(std::sync::Mutex<BTreeMap<String, Arc<dyn TeardownIo>>>);

@@ -11,6 +11,7 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 
 use super::jobs::JobMsg;
+use crate::ledger::locks::Act;
 use crate::ledger::{KillIntent, Ledger};
 use crate::probe::GpuProcess;
 use crate::sanitize::shell_quote;
@@ -158,6 +159,16 @@ pub(super) fn spawn(
 }
 
 async fn run(session: &Session, host: &str, targets: &[GpuProcess]) -> String {
+    // No kill while a pull or teardown of the box runs: held until the kill's outcome is
+    // recorded.
+    let Some(dir) = crate::ledger::locks::default_dir() else {
+        return "nothing sent: no state folder to hold the box in".into();
+    };
+    let what = format!("box {host}");
+    let _held = match crate::ledger::locks::try_take(&dir, host, Act::Kill, &what, Utc::now()) {
+        Ok(held) => held,
+        Err(busy) => return format!("nothing sent: {busy}"),
+    };
     let Some(path) = crate::ledger::default_path() else {
         return "nothing sent: no state folder for the ledger, where a kill is recorded first"
             .into();

@@ -100,6 +100,9 @@ pub struct Runtime {
     jobs: mpsc::Receiver<JobMsg>,
     /// The job each open cluster teardown dialog is about, by cluster.
     job_teardowns: BTreeMap<String, String>,
+    /// Each open teardown dialog's I/O, by host: one from its check to its destroy, so the
+    /// hold its final check takes on the target is the one its destroy runs under.
+    teardown_ios: jobs::Dialogs,
     /// When the pool's helper shells start; a reload's pool starts them the same way.
     helpers: Helpers,
 }
@@ -130,6 +133,7 @@ impl Runtime {
             jobs_tx,
             jobs,
             job_teardowns: BTreeMap::new(),
+            teardown_ios: jobs::Dialogs::default(),
             updates,
             links,
             queues,
@@ -154,6 +158,7 @@ impl Runtime {
             jobs_tx,
             jobs,
             job_teardowns: BTreeMap::new(),
+            teardown_ios: jobs::Dialogs::default(),
             state,
             source: Source::Demo(demo),
             updates: None,

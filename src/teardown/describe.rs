@@ -3,6 +3,7 @@
 
 use super::facts::RunLooks;
 use super::plan::{Method, TeardownPlan};
+use crate::config::FinalCheck;
 use crate::ledger::PullRecord;
 
 /// The dialog's words in three parts: what the destroy means (`head`), every file of the pull
@@ -20,17 +21,42 @@ pub struct Description {
     pub command: Option<String>,
 }
 
-/// The final check's cost in words: it re-hashes every proven file on the box.
-pub fn final_check_line(last: &PullRecord) -> String {
+/// The final check's cost in words: it re-hashes every proven file on the box, with the box's
+/// own tools (whose word it takes: said, so no one reads more into the check than it proves),
+/// or, strict, streams every byte home at the rate the last pull measured.
+pub fn final_check_line(last: &PullRecord, check: FinalCheck) -> String {
     let cost = crate::pull::final_check_cost(last);
-    format!(
-        "final check, after you confirm: {} files ({}) re-hashed on the box and compared with \
-         the pull, about {:.1}s (up to {:.1}s without openssl there)",
-        cost.files,
-        humansize::format_size(cost.bytes, humansize::BINARY),
-        cost.likely.as_secs_f64(),
-        cost.at_most.as_secs_f64()
-    )
+    let size = humansize::format_size(cost.bytes, humansize::BINARY);
+    match check {
+        FinalCheck::OnBox => format!(
+            "final check, after you confirm: {} files ({size}) re-hashed on the box with its own \
+             sha256sum and openssl (trusted: SECURITY.md) and compared with the pull, about \
+             {:.1}s (up to {:.1}s without openssl there)",
+            cost.files,
+            cost.likely.as_secs_f64(),
+            cost.at_most.as_secs_f64()
+        ),
+        FinalCheck::Strict => format!(
+            "final check (strict), after you confirm: {} files ({size}) streamed home and hashed \
+             here, no hashing tool of the box trusted; {}",
+            cost.files,
+            match last_rate(last) {
+                Some(rate) => format!(
+                    "about {:.1}s at the {}/s the last pull measured",
+                    cost.bytes as f64 / rate,
+                    humansize::format_size(rate as u64, humansize::BINARY)
+                ),
+                None => "how long depends on the link: no rate measured yet".to_string(),
+            }
+        ),
+    }
+}
+
+/// Bytes a second the last pull moved over the link, where it moved enough to tell.
+fn last_rate(last: &PullRecord) -> Option<f64> {
+    let sent: u64 = last.files.iter().map(|f| f.sent).sum();
+    let took = (last.finished - last.started).to_std().ok()?.as_secs_f64();
+    (sent >= 1 << 20 && took > 0.0).then(|| sent as f64 / took)
 }
 
 impl Description {
@@ -43,7 +69,12 @@ impl Description {
     }
 }
 
-pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -> Description {
+pub fn describe(
+    plan: &TeardownPlan,
+    last: Option<&PullRecord>,
+    run: RunLooks,
+    check: FinalCheck,
+) -> Description {
     let clean = |s: &str, n| crate::sanitize::line(s, n);
     let mut head = vec![format!(
         "Destroy {} ({}{})",
@@ -72,7 +103,7 @@ pub fn describe(plan: &TeardownPlan, last: Option<&PullRecord>, run: RunLooks) -
         head.push("  WARNING: the run still looks alive on this box".to_string());
     }
     let mut files = Vec::new();
-    let final_check = last.map(final_check_line).unwrap_or_default();
+    let final_check = last.map(|l| final_check_line(l, check)).unwrap_or_default();
     match last {
         None => head.push("  pull: none on record".to_string()),
         Some(p) => {

@@ -83,6 +83,7 @@ pub async fn destroy(
     ledger: &Path,
     confirming: &Confirming,
     session: Option<&Session>,
+    holding: Option<std::fs::File>,
 ) -> DestroyReport {
     let refused = |why: String| DestroyReport {
         command: None,
@@ -119,15 +120,20 @@ pub async fn destroy(
                 (ran.exit_status, ran.output, ran.failed)
             }
             (Some(command), _) => {
-                let ran = run_destroy(command, timeout).await;
+                let ran = run_destroy(command, timeout, holding).await;
                 (ran.exit_status, ran.output, ran.failed)
             }
             (None, _) => (None, BY_HAND.to_string(), None),
         };
         let (outcome, why) = match failed {
+            // A failed command proves nothing either: it may have destroyed the box before it
+            // failed (or timed out). Where the provider can be asked, what it lists decides.
+            Some(how) if confirming.cluster.is_none() => {
+                after_failure(&how, host.instance_id.as_deref(), confirming).await
+            }
             Some(how) => (
                 DestroyOutcome::Failed,
-                format!("{how}; the box may still exist and bill"),
+                format!("{how}; the job may still run"),
             ),
             None => {
                 let claim = if command.is_some() {
@@ -207,6 +213,40 @@ pub(super) async fn recorded(
         output: output.lines().map(String::from).collect(),
         outcome: Ok((outcome, why)),
         recorded,
+    }
+}
+
+/// After a destroy command that failed (`how`): the provider asked once. Gone or destroyed there
+/// is destroyed, whatever the exit said; still listed, or not askable, is FAILED.
+async fn after_failure(
+    how: &str,
+    id: Option<&str>,
+    confirming: &Confirming,
+) -> (DestroyOutcome, String) {
+    let failed = |seen: String| (DestroyOutcome::Failed, format!("{how}; {seen}"));
+    let (Some((provider, program)), Some(id)) = (&confirming.provider, id) else {
+        return failed("the box may still exist and bill".into());
+    };
+    let (name, id) = (provider.default_program(), crate::sanitize::line(id, 80));
+    match query(*provider, program, PROVIDER_TIMEOUT).await {
+        Ok(rows) => match rows.iter().find(|r| r.instance_id == id) {
+            None => (
+                DestroyOutcome::Confirmed,
+                format!("{how}, but {name} no longer lists instance {id}: destroyed"),
+            ),
+            Some(r) if r.state == InstanceState::Destroyed => (
+                DestroyOutcome::Confirmed,
+                format!("{how}, but {name} lists instance {id} as destroyed"),
+            ),
+            Some(r) => failed(format!(
+                "{name} still lists instance {id} as {}: it may still bill",
+                crate::sanitize::line(r.state.word(), 40)
+            )),
+        },
+        Err(e) => failed(format!(
+            "{name} could not be asked ({}): the box may still exist and bill",
+            mask_secrets(&e.to_string())
+        )),
     }
 }
 
@@ -309,7 +349,7 @@ mod tests {
             command: format!("touch '{}'", marker.display()),
         };
         let ledger = blocker.join("ledger.sqlite");
-        let report = destroy(&host(), &method, 1, &ledger, &confirming(), None).await;
+        let report = destroy(&host(), &method, 1, &ledger, &confirming(), None, None).await;
         let why = report.outcome.clone().expect_err("refused");
         assert!(why.contains("cannot record the destroy's intent"), "{why}");
         assert!(report.last_line().starts_with("REFUSED, nothing ran"));

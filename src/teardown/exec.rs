@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use crate::process::Ended;
+use crate::process::{Ended, Input};
 use crate::sanitize::mask_secrets;
 
 /// The words recorded when the platform has no API: the person did it, not rigwatch.
@@ -23,14 +23,18 @@ pub struct Ran {
 
 const OUTPUT_CAP: usize = 64 * 1024;
 
-pub async fn run_destroy(command: &str, timeout: Duration) -> Ran {
+/// Runs `command` once; `holding`, the target's lock, is its stdin, so the target stays held
+/// for as long as the command (or a child that keeps its stdin) runs, even if rigwatch is
+/// killed meanwhile.
+pub async fn run_destroy(command: &str, timeout: Duration, holding: Option<std::fs::File>) -> Ran {
     tracing::warn!(
         "teardown runs: {}",
         mask_secrets(&crate::sanitize::line(command, 500))
     );
     let mut sh = Command::new("sh");
     sh.arg("-c").arg(command);
-    let done = match crate::process::run(sh, None, timeout, OUTPUT_CAP).await {
+    let input = holding.map_or(Input::Closed, Input::Holding);
+    let done = match crate::process::run_with(sh, input, timeout, OUTPUT_CAP).await {
         Ok(done) => done,
         Err(e) => {
             return Ran {
@@ -119,12 +123,13 @@ mod tests {
         let ran = run_destroy(
             "echo destroying --api-key sk-abcdef0123456789; echo oops >&2; exit 3",
             Duration::from_secs(5),
+            None,
         )
         .await;
         assert_eq!(ran.exit_status, Some(3));
         assert_eq!(ran.output, "destroying --api-key ****\noops");
         assert_eq!(ran.failed.as_deref(), Some("the destroy command exited 3"));
-        let hung = run_destroy("sleep 5", Duration::from_millis(200)).await;
+        let hung = run_destroy("sleep 5", Duration::from_millis(200), None).await;
         assert_eq!(hung.exit_status, None);
         let why = hung.failed.unwrap_or_default();
         assert!(why.contains("its process group was ended"), "{why}");

@@ -32,13 +32,26 @@ pub async fn job_ended(
         let reading = crate::cluster::slurm::read(cluster, Some(session), READ_TIMEOUT).await;
         let last = match (&reading.error, reading.jobs.iter().find(|j| j.id == job)) {
             (Some(e), _) => format!("the queue could not be read ({})", line(e, 200)),
-            (None, Some(row)) if row.phase.is_over() && row.phase != Phase::Gone => {
+            (None, Some(row)) if row.phase == Phase::Cancelled => {
                 return (
                     DestroyOutcome::Confirmed,
                     format!(
                         "squeue on {} shows job {job} {} at {}",
                         cluster.login.target,
-                        row.state,
+                        line(&row.state, 40),
+                        Utc::now().format("%H:%M:%S UTC")
+                    ),
+                );
+            }
+            // Over, but not by a cancel: it ended on its own before scancel reached it.
+            (None, Some(row)) if row.phase.is_over() && row.phase != Phase::Gone => {
+                return (
+                    DestroyOutcome::Confirmed,
+                    format!(
+                        "job {job} had already {} on its own; scancel ended nothing (squeue on \
+                         {} at {})",
+                        line(&row.state, 40),
+                        cluster.login.target,
                         Utc::now().format("%H:%M:%S UTC")
                     ),
                 );

@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 use super::describe::{Description, describe};
 use super::destroy::{Acted, DestroyReport, recorded};
 use super::facts::{Finished, PlanLooks, RunLooks};
+use super::hold::Hold;
 use super::io::{CheckFound, TeardownIo};
 use super::plan::{Method, TeardownPlan};
 use crate::config::{FleetConfig, KubeConfig};
@@ -33,11 +34,33 @@ pub struct KubeIo {
     pub fleet: Arc<FleetConfig>,
     /// None without a state dir: nothing is pulled on record, and no destroy can be recorded.
     pub ledger: Option<PathBuf>,
+    /// The cluster held from the final check through the delete (`hold`): its Jobs share
+    /// its copy at home.
+    pub hold: Hold,
 }
 
 impl KubeIo {
+    /// The I/O for deleting `job` on `cluster`, holding nothing yet.
+    pub fn new(
+        cluster: KubeConfig,
+        job: String,
+        fleet: Arc<FleetConfig>,
+        ledger: Option<PathBuf>,
+    ) -> KubeIo {
+        let hold = Hold::new(&cluster.name, format!("Job {job} on {}", cluster.name));
+        KubeIo {
+            cluster,
+            job,
+            fleet,
+            ledger,
+            hold,
+        }
+    }
+
     async fn look(&self, depth: Depth) -> (Option<PullRecord>, Currentness) {
-        match super::live::last_pull(self.ledger.as_deref(), &self.cluster.name).await {
+        match super::live::last_pull(self.ledger.as_deref(), &self.cluster.name, Some(&self.job))
+            .await
+        {
             Ok(last) => {
                 let seen = check_job(&self.cluster, &self.job, last.as_ref(), depth).await;
                 (last, seen)
@@ -129,6 +152,9 @@ impl KubeIo {
         let Some(ledger) = &self.ledger else {
             return refused("no state dir for the ledger, so the intent cannot be recorded".into());
         };
+        if let Err(who) = self.hold.for_destroy() {
+            return refused(who);
+        }
         let command = crate::sanitize::mask_secrets(&self.command());
         let intent = TeardownIntent {
             at: Utc::now(),
@@ -158,15 +184,29 @@ impl KubeIo {
                 },
             }
         };
-        recorded(ledger, intent, act).await
+        let report = recorded(ledger, intent, act).await;
+        self.hold.release();
+        report
     }
 }
 
 impl TeardownIo for KubeIo {
     fn check(&self, run: RunLooks) -> BoxFuture<'_, CheckFound> {
         async move {
-            let (last, currentness) = self.look(Depth::Stat).await;
-            let words: Description = describe(&self.plan(), last.as_ref(), run);
+            let (last, currentness) = match self.hold.other() {
+                Some(who) => {
+                    let ledger = self.ledger.as_deref();
+                    let last = super::live::last_pull(ledger, &self.cluster.name, Some(&self.job));
+                    (last.await.ok().flatten(), super::live::busy(who))
+                }
+                None => self.look(Depth::Stat).await,
+            };
+            let words: Description = describe(
+                &self.plan(),
+                last.as_ref(),
+                run,
+                self.fleet.teardown.final_check,
+            );
             CheckFound {
                 words,
                 plan: PlanLooks::Runs,
@@ -177,7 +217,17 @@ impl TeardownIo for KubeIo {
     }
 
     fn final_check(&self) -> BoxFuture<'_, Currentness> {
-        async move { self.look(Depth::Content).await.1 }.boxed()
+        async move {
+            match self.hold.take() {
+                Ok(()) => {
+                    self.look(Depth::last(self.fleet.teardown.final_check))
+                        .await
+                        .1
+                }
+                Err(who) => super::live::busy(who),
+            }
+        }
+        .boxed()
     }
 
     fn destroy(&self, pull_id: i64) -> BoxFuture<'_, Finished> {

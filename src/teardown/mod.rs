@@ -8,6 +8,7 @@ mod destroy;
 mod driver;
 mod exec;
 mod facts;
+mod hold;
 mod io;
 mod job;
 mod kube;
@@ -19,6 +20,7 @@ mod ready;
 pub mod scripted;
 mod unfinished;
 
+pub use crate::config::FinalCheck;
 pub use describe::{Description, describe};
 pub use driver::{CHECK_MAX_AGE, Dialog, Effect, Event, Stage, edit_typed};
 pub use facts::{Ending, Finished, PlanLooks, RunLooks};

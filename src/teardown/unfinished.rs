@@ -10,6 +10,7 @@ use super::destroy::{LONGEST, with_ledger};
 use super::ready::{PROVIDER_TIMEOUT, provider_cli};
 use crate::clocks::Profile;
 use crate::config::FleetConfig;
+use crate::ledger::locks::{Act, Busy};
 use crate::ledger::{DestroyOutcome, TeardownFinish, TeardownRecord};
 use crate::provider::{InstanceState, query};
 
@@ -28,6 +29,28 @@ pub async fn unfinished(ledger: &Path, fleet: Option<(&FleetConfig, &[Profile])>
         let in_flight = t.pid.is_some_and(crate::process::running)
             && (now - t.at).to_std().is_ok_and(|age| age < LONGEST);
         if in_flight {
+            continue;
+        }
+        // The destroy command holds its target's lock for as long as it runs (its stdin), so a
+        // rigwatch killed meanwhile leaves the lock held by the destroy itself: still running,
+        // nothing to ask the provider yet.
+        let what = format!("box {}", t.host);
+        let held = crate::ledger::locks::default_dir()
+            .and_then(|dir| crate::ledger::locks::holder_of(&dir, &t.host, &what));
+        let destroying = match &held {
+            Some(Busy::By(holder)) => holder.act == Act::Teardown,
+            Some(Busy::Unknown(_)) => true,
+            Some(Busy::Io { .. }) | None => false,
+        };
+        if destroying {
+            lines.push(format!(
+                "a destroy of {} (instance {}) started by pid {} at {} is still running: \
+                 the first look after it has ended asks the provider and records the outcome",
+                crate::sanitize::line(&t.host, 80),
+                crate::sanitize::line(t.instance_id.as_deref().unwrap_or("-"), 80),
+                t.pid.map_or("?".into(), |p| p.to_string()),
+                t.at.format("%Y-%m-%d %H:%M:%S UTC")
+            ));
             continue;
         }
         let mut line = format!(

@@ -65,7 +65,12 @@ fn words(files: usize, odd: &str) -> Description {
         files: (0..files).map(file).collect(),
         local_disk_full: false,
     };
-    describe(&plan, Some(&pull), RunLooks::Dead)
+    describe(
+        &plan,
+        Some(&pull),
+        RunLooks::Dead,
+        crate::teardown::FinalCheck::OnBox,
+    )
 }
 
 /// A modal whose check (for `opening`) found this.

@@ -201,6 +201,21 @@ impl Lab {
         self.dir.path().join(name)
     }
 
+    /// `name`'s pull lock in the lab's own lock folder, as the CLI and the dashboard take it
+    /// before a pull (`ledger::locks`).
+    pub fn pull_lock(&self, name: &str) -> rigwatch::ledger::locks::Held {
+        let what = format!("box {name}");
+        let (dir, now) = (self.path("locks"), chrono::Utc::now());
+        rigwatch::ledger::locks::try_take(
+            &dir,
+            name,
+            rigwatch::ledger::locks::Act::Pull,
+            &what,
+            now,
+        )
+        .expect("the lab's lock is free")
+    }
+
     /// Starts a host and records its key in the lab's known_hosts.
     pub fn start_host(&mut self, name: &str) -> Sshd {
         let sshd = self.start_unknown_host(name);

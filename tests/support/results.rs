@@ -123,8 +123,16 @@ pub async fn peak_of_pull(
         }
         Way::Recorded => {
             let host = &config.hosts[0];
-            let pulled =
-                rigwatch::pull::pull_and_record(&session, host, &spec, &mut ledger, progress).await;
+            let held = lab.pull_lock(&host.name);
+            let pulled = rigwatch::pull::pull_and_record(
+                &session,
+                host,
+                &spec,
+                &mut ledger,
+                progress,
+                &held,
+            )
+            .await;
             // The peak before the record is read back whole to be checked.
             let peak = heap().1.saturating_sub(before);
             let id = pulled.expect("pull").id;
