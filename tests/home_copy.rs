@@ -205,8 +205,18 @@ fn pulled_files_keep_their_mode_and_rigwatch_state_is_private() {
 
     let state = rig.lab.path("state/rigwatch");
     assert_eq!(mode(&state), 0o700);
-    for entry in std::fs::read_dir(&state).expect("state").flatten() {
-        assert_eq!(mode(&entry.path()), 0o600, "{:?}", entry.file_name());
+    // Every file private, in private folders (the targets' locks among them).
+    let mut folders = vec![state];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("state").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                assert_eq!(mode(&path), 0o700, "{path:?}");
+                folders.push(path);
+            } else {
+                assert_eq!(mode(&path), 0o600, "{path:?}");
+            }
+        }
     }
 }
 
@@ -316,8 +326,17 @@ fn stat(path: &Path) -> (u64, i64, i64, i64, i64, u64) {
 /// re-hashes on the box and refuses; nothing is destroyed.
 #[test]
 fn bytes_changed_through_a_memory_map_after_the_pull_refuse_the_destroy() {
-    let screen = changed_through_a_map("", false);
-    assert!(screen.contains("re-hashed on the box"), "{screen}");
+    let screen = refused(changed_through_a_map("", false));
+    assert!(screen.contains("re-hashed by the box's own"), "{screen}");
+}
+
+/// The trust boundary SECURITY.md states, shown: the on-box final check takes the box's hashing
+/// tools at their word, so a box whose `sha256sum` and `openssl` replay the pulled hashes passes
+/// it after its checkpoint changed (here the destroy is a script that writes a file).
+#[test]
+fn lying_tools_pass_the_check_on_the_box() {
+    let (screen, destroyed) = changed_through_a_map("", true);
+    assert!(destroyed, "{screen}");
 }
 
 /// The same change on a box whose `sha256sum` and `openssl` lie (they hash the copy taken at
@@ -325,17 +344,30 @@ fn bytes_changed_through_a_memory_map_after_the_pull_refuse_the_destroy() {
 /// home and hashes them here, and refuses.
 #[test]
 fn the_strict_final_check_refuses_what_a_lying_hash_tool_would_pass() {
-    let screen = changed_through_a_map("[teardown]\nfinal_check = \"strict\"\n", true);
+    let screen = refused(changed_through_a_map(
+        "[teardown]\nfinal_check = \"strict\"\n",
+        true,
+    ));
     assert!(
         screen.contains("streamed home and hashed here, no hashing tool of the box trusted"),
         "{screen}"
     );
 }
 
+/// A teardown's last screen that refused, saying the box holds other bytes, and ran nothing.
+fn refused((screen, destroyed): (String, bool)) -> String {
+    assert!(screen.contains("holds other bytes on the box"), "{screen}");
+    assert!(
+        !destroyed,
+        "destroyed on a check that did not see the bytes:\n{screen}"
+    );
+    screen
+}
+
 /// A checkpoint in a shared memory map changed after the pull (stat unchanged), then a teardown
-/// typed at a terminal: it must refuse, saying the box holds other bytes; its last screen.
-/// `lying`: the box's hashing tools hash a copy taken right after the pull.
-fn changed_through_a_map(extra: &str, lying: bool) -> String {
+/// typed at a terminal: its last screen, and whether the destroy ran. `lying`: the box's hashing
+/// tools hash a copy taken right after the pull.
+fn changed_through_a_map(extra: &str, lying: bool) -> (String, bool) {
     let shm = Path::new("/dev/shm");
     let run_root = tempfile::Builder::new()
         .prefix("rigwatch-mmap")
@@ -392,15 +424,11 @@ time.sleep(120)
         );
     }
 
-    let screen = tear_down(&rig, if lying { "mmap-lying" } else { "mmap" });
+    let tag = format!("mmap{}{}", extra.len(), if lying { "-lying" } else { "" });
+    let screen = tear_down(&rig, &tag);
     let _ = run.kill();
     let _ = run.wait();
-    assert!(screen.contains("holds other bytes on the box"), "{screen}");
-    assert!(
-        !rig.lab.path("destroyed").exists(),
-        "destroyed on a stat-only check:\n{screen}"
-    );
-    screen
+    (screen, rig.lab.path("destroyed").exists())
 }
 
 /// The box's `sha256sum` and `openssl` made to hash a copy of the run folder taken now, under
@@ -414,21 +442,24 @@ fn lie_about_hashes(rig: &Rig) {
         .status()
         .expect("cp");
     assert!(copied.success());
-    for (tool, real) in [
-        ("sha256sum", "/usr/bin/sha256sum"),
-        ("openssl", "/usr/bin/openssl"),
-    ] {
-        rig.sshd.shim_script(
-            tool,
-            &format!(
-                "#!/bin/sh\nn=$#\nwhile [ $n -gt 0 ]; do a=$1; shift; case $a in {run}/*) \
-                 a={saved}/${{a#{run}/}};; esac; set -- \"$@\" \"$a\"; n=$((n-1)); done\n\
-                 {real} \"$@\" | sed 's|{saved}/|{run}/|g'\n",
-                run = rig.run.display(),
-                saved = saved.display(),
-            ),
-        );
-    }
+    let (run, saved) = (rig.run.display(), saved.display());
+    // sha256sum is given the names; openssl reads the file on its stdin.
+    rig.sshd.shim_script(
+        "sha256sum",
+        &format!(
+            "#!/bin/sh\nn=$#\nwhile [ $n -gt 0 ]; do a=$1; shift; case $a in {run}/*) \
+             a={saved}/${{a#{run}/}};; esac; set -- \"$@\" \"$a\"; n=$((n-1)); done\n\
+             /usr/bin/sha256sum \"$@\" | sed 's|{saved}/|{run}/|g'\n"
+        ),
+    );
+    rig.sshd.shim_script(
+        "openssl",
+        &format!(
+            "#!/bin/sh\nsrc=$(readlink /proc/$$/fd/0)\ncase $src in {run}/*) \
+             exec /usr/bin/openssl \"$@\" < \"{saved}/${{src#{run}/}}\";; esac\n\
+             exec /usr/bin/openssl \"$@\"\n"
+        ),
+    );
 }
 
 /// `dest` is a mount of its own (a second disk for results), so the parts folder beside it is

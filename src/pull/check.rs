@@ -10,6 +10,9 @@ use crate::process::Ended;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verification {
     pub passed: bool,
+    /// No check applies to it (no built-in one for its kind, no command of the user's): it
+    /// neither loads nor fails to; its record says UNPROVEN.
+    pub unchecked: bool,
     /// What proved it, or why it failed.
     pub how: String,
 }
@@ -38,6 +41,7 @@ fn builtin_alone(proof: Result<Option<String>, String>, named: &Path) -> Verific
     match proof {
         Err(reason) => Verification {
             passed: false,
+            unchecked: false,
             how: reason,
         },
         Ok(proof) => judged(named, proof, None),
@@ -53,6 +57,7 @@ async fn verify_with(path: &Path, commands: &[&str]) -> Verification {
         Err(reason) => {
             return Verification {
                 passed: false,
+                unchecked: false,
                 how: reason,
             };
         }
@@ -62,6 +67,7 @@ async fn verify_with(path: &Path, commands: &[&str]) -> Verification {
         if let Err(reason) = run_user(command, path).await {
             return Verification {
                 passed: false,
+                unchecked: false,
                 how: reason,
             };
         }
@@ -94,18 +100,22 @@ fn judged(path: &Path, builtin: Option<String>, ran: Option<String>) -> Verifica
     match (builtin, ran) {
         (Some(proof), None) => Verification {
             passed: true,
+            unchecked: false,
             how: proof,
         },
         (Some(proof), Some(ran)) => Verification {
             passed: true,
+            unchecked: false,
             how: format!("{proof}; {ran}"),
         },
         (None, Some(ran)) => Verification {
             passed: true,
+            unchecked: false,
             how: ran,
         },
         (None, None) => Verification {
             passed: false,
+            unchecked: true,
             how: format!(
                 "unproven: no built-in check for {:?} files; add a command for them under \
                  [host.pull.verify], e.g. \"*.{}\" = \"mycheck {{file}}\"",

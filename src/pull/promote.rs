@@ -97,6 +97,7 @@ pub fn failed(error: String) -> Promoted {
     Promoted {
         verification: Verification {
             passed: false,
+            unchecked: false,
             how: String::new(),
         },
         error: Some(error),
@@ -104,9 +105,9 @@ pub fn failed(error: String) -> Promoted {
 }
 
 /// A staged copy that failed its check or may not replace `local`: it goes back to a complete
-/// `.part` and the record says why. A copy that does not load never takes its final name: not
-/// over an earlier copy that loads, and not where nothing was either, where a file browser
-/// would show it as the result.
+/// `.part` and the record says why. A copy a check says does not load never takes its final
+/// name: not over an earlier copy that loads, and not where nothing was either, where a file
+/// browser would show it as the result.
 async fn not_promoted(
     dest: &Path,
     local: &Path,
@@ -116,7 +117,8 @@ async fn not_promoted(
     commands: &VerifyCommands,
 ) -> Promoted {
     let waits = parts_dir(dest);
-    let kept = if verification.passed {
+    // A copy nothing can check takes its name (recorded UNPROVEN, as it is), unless refused.
+    let kept = if verification.passed || verification.unchecked {
         None
     } else if exists(local) && verify(local, commands).await.passed {
         Some(format!(

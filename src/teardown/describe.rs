@@ -29,9 +29,8 @@ pub fn final_check_line(last: &PullRecord, check: FinalCheck) -> String {
     let size = humansize::format_size(cost.bytes, humansize::BINARY);
     match check {
         FinalCheck::OnBox => format!(
-            "final check, after you confirm: {} files ({size}) re-hashed on the box with its own \
-             sha256sum and openssl (trusted: SECURITY.md) and compared with the pull, about \
-             {:.1}s (up to {:.1}s without openssl there)",
+            "final check, after you confirm: {} files ({size}) re-hashed by the box's own \
+             sha256sum/openssl, compared with the pull: ~{:.1}s ({:.1}s without openssl)",
             cost.files,
             cost.likely.as_secs_f64(),
             cost.at_most.as_secs_f64()
