@@ -404,7 +404,8 @@ fn a_job_without_a_running_pod_or_with_a_bad_name_is_a_clear_error() {
 }
 
 /// A pull proves something only about the Job it was taken from: another Job of the same
-/// cluster, even one whose pod holds the very same files, is refused.
+/// cluster, even one whose pod holds the very same files, is refused: each Job has its own last
+/// pull, and this one has none.
 #[test]
 fn a_pull_of_one_job_never_lets_another_job_be_deleted() {
     let setup = Setup::with(&["running-pvc", "oom-restarted"], "");
@@ -413,10 +414,24 @@ fn a_pull_of_one_job_never_lets_another_job_be_deleted() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("REFUSED"), "{text}");
+    assert!(text.contains("never pulled"), "{text}");
     assert!(
-        text.contains(&format!(
-            "the last pull was taken for instance {JOB}, the host is now instance train-oom"
-        )),
+        text.contains("pull: none on record"),
+        "{JOB}'s pull is not train-oom's: {text}"
+    );
+    assert!(setup.deletes().is_empty(), "{:?}", setup.deletes());
+
+    // Each Job's guard reads its own last pull: pulling train-oom after {JOB} leaves {JOB}'s
+    // pull the one its teardown relies on.
+    let out = setup.rigwatch(&["pull", "lab", "--job", "train-oom"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let out = setup.rigwatch(&["teardown", "lab", "--job", JOB]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("pull #1 at"), "{text}");
+    assert!(text.contains("needs a person at a terminal"), "{text}");
+    assert!(
+        !text.contains("the last pull was taken for instance"),
         "{text}"
     );
     assert!(setup.deletes().is_empty(), "{:?}", setup.deletes());

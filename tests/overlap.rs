@@ -4,6 +4,7 @@
 //!   replaced: a second pull waits for it (or with `--no-wait` exits 75 at once), a teardown
 //!   meanwhile is refused and names the pull's process, and once both pulls have ended every
 //!   proven record's hash is that of the bytes at home.
+//!
 //! (A destroy that outlives a killed rigwatch holds its box too: tests/destroy_outcome.rs.)
 
 mod support;

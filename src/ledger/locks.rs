@@ -4,7 +4,9 @@
 //! under the state folder for as long as it acts. The kernel drops a flock with the last open
 //! descriptor of it, so a rigwatch ended by SIGKILL never leaves a target stuck, and a destroy
 //! command that was handed the descriptor (its stdin, `Held::inherit`) keeps the target held
-//! for as long as it runs, even after the rigwatch that started it is gone.
+//! for as long as it runs, even after the rigwatch that started it was killed (one that ends as
+//! it should unlocks it on its way out, for every descriptor of it: flock's lock is the open
+//! file's, and so is its unlock). `tests/destroy_outcome.rs` kills a rigwatch mid-destroy.
 //!
 //! Why one lock per target is enough: two hosts never share a dest (refused when fleet.toml is
 //! read), and the jobs of a cluster pull into the cluster's one dest, so they share its lock.
@@ -14,12 +16,14 @@
 //! Who holds a target is written beside the lock (`.who`) for the messages of those who find
 //! it held; the lock itself is the only truth, the words only describe it.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use sha2::Digest;
 
 /// What an action does to its target.
@@ -133,11 +137,11 @@ impl Busy {
     }
 }
 
-/// A target held by this process; released when dropped (and when every descriptor handed on
-/// with `inherit` is closed).
+/// A target held by this process; released when dropped (for the descriptors handed on with
+/// `inherit` too), or when the process dies and every descriptor of it is closed.
 #[derive(Debug)]
 pub struct Held {
-    file: File,
+    file: Flock<File>,
     key: String,
 }
 
@@ -202,18 +206,20 @@ pub fn try_take(
     let file = File::open(&lock).map_err(io)?;
     // A look by `holder_of` without the kernel's table takes the lock for a moment: a few short
     // tries tell that from a holder that acts.
+    let mut file = file;
     let mut tries = 0;
-    loop {
-        match file.try_lock() {
-            Ok(()) => break,
-            Err(TryLockError::WouldBlock) if tries < GLANCE_TRIES => {
+    let file = loop {
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(locked) => break locked,
+            Err((again, Errno::EWOULDBLOCK)) if tries < GLANCE_TRIES => {
                 tries += 1;
+                file = again;
                 std::thread::sleep(GLANCE);
             }
-            Err(TryLockError::WouldBlock) => return Err(holder(&who, what)),
-            Err(TryLockError::Error(e)) => return Err(io(e)),
+            Err((_, Errno::EWOULDBLOCK)) => return Err(holder(&who, what)),
+            Err((_, e)) => return Err(io(e.into())),
         }
-    }
+    };
     let holder = Holder {
         act,
         pid: std::process::id(),
@@ -264,7 +270,10 @@ pub fn holder_of(dir: &Path, key: &str, what: &str) -> Option<Busy> {
         }
         Err(_) => {
             let file = File::open(&lock).ok()?;
-            matches!(file.try_lock(), Err(TryLockError::WouldBlock))
+            matches!(
+                Flock::lock(file, FlockArg::LockExclusiveNonblock),
+                Err((_, Errno::EWOULDBLOCK))
+            )
         }
     };
     held.then(|| holder(&who, what))

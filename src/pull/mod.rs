@@ -161,7 +161,7 @@ pub async fn pull_and_record(
     progress: std::sync::Arc<Progress>,
     held: &crate::ledger::locks::Held,
 ) -> Result<Pulled, PullError> {
-    holds(held, &host.name)?;
+    holds(held, &host.name).map_err(PullError::NotHeld)?;
     let previous = ledger.latest_pull_id(&host.name)?.map(|(id, _)| id);
     let protected = protected(ledger.protected_files(&host.name)?, spec).await?;
     let job = PullJob {
@@ -176,10 +176,11 @@ pub async fn pull_and_record(
     Ok(ended(book, head, tally)?)
 }
 
-fn holds(held: &crate::ledger::locks::Held, name: &str) -> Result<(), PullError> {
+/// Err(the target's name, for [`PullError::NotHeld`]) when `held` is another target's lock.
+fn holds(held: &crate::ledger::locks::Held, name: &str) -> Result<(), String> {
     match held.covers(name) {
         true => Ok(()),
-        false => Err(PullError::NotHeld(crate::sanitize::line(name, 80))),
+        false => Err(crate::sanitize::line(name, 80)),
     }
 }
 
@@ -246,7 +247,7 @@ pub async fn pull_job_and_record(
     progress: std::sync::Arc<Progress>,
     held: &crate::ledger::locks::Held,
 ) -> Result<Pulled, PullError> {
-    holds(held, &cluster.name)?;
+    holds(held, &cluster.name).map_err(PullError::NotHeld)?;
     let pod = crate::transport::KubectlBox::of_job(cluster, job, recheck::FIND_POD).await?;
     let previous = ledger.latest_pull_of(&cluster.name, job)?.map(|p| p.id);
     let protected = protected(ledger.protected_files(&cluster.name)?, spec).await?;
