@@ -6,10 +6,10 @@
 mod support;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use support::Lab;
 use support::vast_box::{Setup, setup_in, setup_with};
+use support::{Lab, poll_until, signal};
 
 const ID: &str = "instance_id = \"4242\"\n";
 
@@ -25,26 +25,6 @@ fn teardowns(s: &Setup) -> Vec<serde_json::Value> {
 /// The screen with its wrapped rows joined, so a long line reads whole.
 fn joined(screen: &str) -> String {
     screen.replace('\n', "")
-}
-
-fn wait(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
-}
-
-fn signal(pid: i32, name: &str) {
-    let ok = std::process::Command::new("kill")
-        .args([&format!("-{name}"), &pid.to_string()])
-        .status()
-        .expect("kill")
-        .success();
-    assert!(ok, "kill -{name} {pid}");
 }
 
 /// Gone, or a zombie nobody reaps (a container's init may not).
@@ -75,6 +55,31 @@ fn exit_zero_is_not_proof_the_provider_decides() {
     assert_eq!(
         (&t["outcome"], &t["exit_status"]),
         (&"unconfirmed".into(), &0.into())
+    );
+    // vast.ai drops the instance later: the next start that can ask looks once more and adds
+    // what it sees as a row of its own; the outcome recorded at the time stays as it was.
+    std::fs::write(&s.listing, "[]").expect("gone now");
+    let out = s.rigwatch(&["teardown", "box"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("looked at again, vastai no longer lists instance 4242: now confirmed"),
+        "{text}"
+    );
+    let t = &teardowns(&s)[0];
+    assert_eq!(t["outcome"], "unconfirmed", "never an edit: {t}");
+    assert_eq!(t["later"][0]["outcome"], "confirmed", "{t}");
+    let out = s.rigwatch(&["teardown", "box"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("looked at again"),
+        "one later look settles it: {text}"
+    );
+    assert_eq!(teardowns(&s)[0]["later"].as_array().map(Vec::len), Some(1));
+    let out = s.rigwatch(&["ledger", "box"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(": confirmed: looked again after the destroy had ended"),
+        "{text}"
     );
 
     let s = setup_with(ID, FAST);
@@ -143,7 +148,7 @@ fn sigterm_during_a_destroy_waits_and_records_the_intent_then_the_outcome() {
         sc.contains("running: sleep 3;")
     });
     assert!(
-        wait(Duration::from_secs(2), || teardowns(&s).len() == 1),
+        poll_until(Duration::from_secs(2), || teardowns(&s).len() == 1),
         "the intent is recorded before the command runs"
     );
     assert_eq!(teardowns(&s)[0]["outcome"], serde_json::Value::Null);
@@ -173,7 +178,7 @@ fn sigterm_to_the_dashboard_during_a_destroy_waits_for_its_outcome() {
     });
     tmux.keys(&["b", "o", "x", "Enter"]);
     assert!(
-        wait(Duration::from_secs(20), || teardowns(&s).len() == 1),
+        poll_until(Duration::from_secs(20), || teardowns(&s).len() == 1),
         "the intent is recorded"
     );
     signal(pid, "TERM");
@@ -182,7 +187,7 @@ fn sigterm_to_the_dashboard_during_a_destroy_waits_for_its_outcome() {
     });
     assert!(!gone(pid), "rigwatch waits for the destroy");
     assert!(
-        wait(Duration::from_secs(30), || gone(pid)),
+        poll_until(Duration::from_secs(30), || gone(pid)),
         "and exits once it has ended"
     );
     let all = teardowns(&s);
@@ -197,7 +202,7 @@ fn a_rigwatch_killed_mid_destroy_leaves_a_destroy_that_holds_its_box_until_it_en
     tmux.wait_for("the destroy", Duration::from_secs(30), |sc| {
         sc.contains("running: sleep 3;")
     });
-    assert!(wait(Duration::from_secs(2), || teardowns(&s).len() == 1));
+    assert!(poll_until(Duration::from_secs(2), || teardowns(&s).len() == 1));
     signal(pid, "KILL");
     tmux.wait_for("the end", Duration::from_secs(10), |sc| {
         sc.contains("EXIT=137")
@@ -219,11 +224,11 @@ fn a_rigwatch_killed_mid_destroy_leaves_a_destroy_that_holds_its_box_until_it_en
     assert!(said.contains("a teardown of box box is running"), "{said}");
     // It went on, and vast.ai forgot the instance.
     assert!(
-        wait(Duration::from_secs(10), || !s.changes().is_empty()),
+        poll_until(Duration::from_secs(10), || !s.changes().is_empty()),
         "the destroy went on after rigwatch died"
     );
     assert!(
-        wait(Duration::from_secs(10), || {
+        poll_until(Duration::from_secs(10), || {
             let out = s.rigwatch(&["ledger", "box"]);
             String::from_utf8_lossy(&out.stdout).contains(
                 "has no recorded outcome: rigwatch was stopped while it ran; check the provider",
@@ -267,7 +272,7 @@ fn a_timed_out_destroy_ends_its_whole_process_group() {
         .parse()
         .expect("pid");
     assert!(
-        wait(Duration::from_secs(3), || gone(child)),
+        poll_until(Duration::from_secs(3), || gone(child)),
         "the destroy's backgrounded child {child} outlived its timeout"
     );
     let t = &teardowns(&s)[0];

@@ -8,11 +8,11 @@ mod support;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use support::tmux::Tmux;
-use support::{GpuShim, Lab, recorder};
+use support::{GpuShim, Lab, poll_until, recorder};
 
 fn start_watch(lab: &Lab, config: &Path, extra: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_rigwatch"))
@@ -36,17 +36,6 @@ fn finish(child: Child) -> (String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-fn wait_until(limit: Duration, mut what: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if what() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    what()
 }
 
 fn calls(path: &Path, kind: &str) -> usize {
@@ -91,7 +80,7 @@ fn a_dashboard_and_a_watch_on_one_fleet_send_each_alert_once() {
     std::thread::sleep(Duration::from_secs(4));
     gpu.sh(&lab, "tmux kill-session -t train");
     assert!(
-        wait_until(Duration::from_secs(25), || calls(&sent, "run_dead") >= 1),
+        poll_until(Duration::from_secs(25), || calls(&sent, "run_dead") >= 1),
         "the run's death was sent"
     );
     // Long enough for the second process to send it too, if it were going to.
@@ -112,7 +101,7 @@ fn a_dashboard_and_a_watch_on_one_fleet_send_each_alert_once() {
     std::thread::sleep(Duration::from_secs(6));
     gpu.sh(&lab, "tmux kill-session -t train");
     assert!(
-        wait_until(Duration::from_secs(25), || calls(&sent, "run_dead") >= 2),
+        poll_until(Duration::from_secs(25), || calls(&sent, "run_dead") >= 2),
         "the watch sends once the dashboard is gone: {}",
         std::fs::read_to_string(&sent).unwrap_or_default()
     );
@@ -173,7 +162,7 @@ fn status_and_watch_judge_one_box_alike() {
         .expect("a free port");
     let watch = start_watch(&lab, &config, &["--metrics", &format!("127.0.0.1:{port}")]);
     let mut text = String::new();
-    wait_until(Duration::from_secs(30), || {
+    poll_until(Duration::from_secs(30), || {
         text = support::scrape(port);
         text.contains("rigwatch_run_state{host=\"gpu-1\",state=\"alive\"} 1")
     });

@@ -10,31 +10,12 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Stdio};
+use std::time::Duration;
 
 use sha2::Digest;
 use support::vast_box::{Setup, setup};
-
-fn wait(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
-fn signal(pid: u32, name: &str) {
-    let ok = Command::new("kill")
-        .args([&format!("-{name}"), &pid.to_string()])
-        .status()
-        .expect("kill")
-        .success();
-    assert!(ok, "kill -{name} {pid}");
-}
+use support::{poll_until, signal};
 
 /// `rigwatch pull box …` started in the background, its output to files in the lab.
 fn pull_in_background(s: &Setup, tag: &str, args: &[&str]) -> (Child, PathBuf) {
@@ -92,7 +73,7 @@ fn a_stalled_pull_holds_its_box_and_no_proven_record_covers_mixed_bytes() {
 
     // Pull A, stopped once its part of the big file has bytes in it.
     let (mut a, _) = pull_in_background(&s, "a", &[]);
-    let started = wait(Duration::from_secs(60), || {
+    let started = poll_until(Duration::from_secs(60), || {
         std::fs::read_dir(&parts).is_ok_and(|d| {
             d.flatten()
                 .any(|e| e.metadata().is_ok_and(|m| m.len() > 1 << 20))
@@ -114,7 +95,7 @@ fn a_stalled_pull_holds_its_box_and_no_proven_record_covers_mixed_bytes() {
     // Pull B without: it waits, and says so once.
     let (mut b, b_err) = pull_in_background(&s, "b", &[]);
     assert!(
-        wait(Duration::from_secs(20), || std::fs::read_to_string(&b_err)
+        poll_until(Duration::from_secs(20), || std::fs::read_to_string(&b_err)
             .is_ok_and(|t| t.contains("waiting (Ctrl-C to stop)"))),
         "pull B says it waits"
     );

@@ -435,7 +435,7 @@ async fn a_copy_that_does_not_load_never_replaces_one_that_does() {
     assert!(!new.verified, "{new:?}");
     assert!(!new.verification.is_empty(), "{new:?}");
     assert!(
-        why.contains("it does not take its name: this copy waits in"),
+        why.contains("not under its name, until a copy that loads is pulled"),
         "{why}"
     );
     let named = rigwatch::pull::names::to_path(&new.local_path);

@@ -171,7 +171,18 @@ fn a_damaged_results_folder_names_each_damaged_file_and_the_guard_refuses() {
     let said = text(&out);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("REFUSED"), "{said}");
-    assert!(said.contains("not verified"), "{said}");
+    // A damaged copy never took its name: the guard says where it waits instead.
+    assert!(
+        said.contains("not under its name, until a copy that loads is pulled"),
+        "{said}"
+    );
+    for name in &damaged {
+        let home = b.lab.path("pulled/results").join(name);
+        assert!(
+            !home.exists(),
+            "{home:?} looks like a result in a file browser"
+        );
+    }
     assert!(
         !b.lab.path("destroyed").exists(),
         "nothing may be destroyed"

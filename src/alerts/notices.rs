@@ -222,6 +222,7 @@ mod tests {
             outcome: Some(outcome),
             why: Some("the destroy command exited 0, but vastai still lists instance 4242".into()),
             finished: Some(at),
+            later: Vec::new(),
         }
     }
 

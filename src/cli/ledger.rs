@@ -108,11 +108,20 @@ pub fn run(args: &LedgerArgs, fleet: Option<Vec<String>>) -> color_eyre::Result<
     // One history in time order: a teardown reads after the pull it relied on.
     let mut entries: Vec<(chrono::DateTime<chrono::Utc>, String)> = Vec::new();
     for t in &teardowns {
-        let outcome = match (t.outcome, &t.why) {
+        let mut outcome = match (t.outcome, &t.why) {
             (Some(o), Some(why)) => format!("{o}: {}", crate::sanitize::line(why, 500)),
             (Some(o), None) => o.to_string(),
             (None, _) => "NO RECORDED OUTCOME".to_string(),
         };
+        // Later looks are rows of their own, under the outcome they follow.
+        for look in &t.later {
+            outcome.push_str(&format!(
+                "\n    later, {}: {}: {}",
+                look.at.format("%Y-%m-%d %H:%M:%S"),
+                look.outcome,
+                crate::sanitize::line(&mask_secrets(&look.why), 500)
+            ));
+        }
         entries.push((
             t.at,
             format!(

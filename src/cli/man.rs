@@ -77,6 +77,11 @@ const EXIT_STATUS: &[(&str, &str)] = &[
         "teardown",
         "0 confirmed gone, 1 refused or failed, 4 ran but NOT confirmed gone",
     ),
+    (
+        "pull",
+        "0 every file good, 1 otherwise, 75 another action held the target (--no-wait, or a \
+         teardown or kill of it running)",
+    ),
 ];
 
 const EXAMPLES: &[(&str, &str)] = &[

@@ -1,5 +1,6 @@
 //! `rigwatch pull HOST`: the host's results copied home, hashed, verified and recorded in the
-//! ledger, with a progress bar on a terminal. Exit 0 when every file is good, 1 otherwise.
+//! ledger, with a progress bar on a terminal. Exit 0 when every file is good, 1 otherwise, 75
+//! when another action held the host (`--no-wait`, or a teardown or kill of it running).
 //! `rigwatch pull CLUSTER --job NAME` on a `[[kubernetes]]` cluster: the same, from the Job's
 //! running pod through `kubectl exec`.
 

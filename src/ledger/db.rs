@@ -22,7 +22,7 @@ pub enum LedgerError {
     TooNew { path: PathBuf, found: i64 },
 }
 
-const SCHEMA: i64 = 6;
+const SCHEMA: i64 = 7;
 
 pub struct Ledger {
     pub(super) conn: Connection,
@@ -103,6 +103,11 @@ impl Ledger {
         }
         if version < 6 {
             conn.execute_batch(super::pulls::SCHEMA_6).map_err(sql)?;
+        }
+        if version < 7 {
+            // Schema 7: later looks at destroys whose outcome was left open.
+            conn.execute_batch(super::teardowns::SCHEMA_7)
+                .map_err(sql)?;
         }
         Ok(Ledger {
             conn,

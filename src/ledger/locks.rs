@@ -279,6 +279,26 @@ pub fn holder_of(dir: &Path, key: &str, what: &str) -> Option<Busy> {
     held.then(|| holder(&who, what))
 }
 
+/// Of `targets` (key, words), those held now, each with who holds it in a line: the kernel's
+/// table read once for all (the dashboard's look each tick). Empty where there is no table.
+pub fn holders(
+    dir: &Path,
+    targets: impl IntoIterator<Item = (String, String)>,
+) -> std::collections::BTreeMap<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(table) = std::fs::read_to_string("/proc/locks") else {
+        return Default::default();
+    };
+    targets
+        .into_iter()
+        .filter_map(|(key, what)| {
+            let (lock, who) = files(dir, &key);
+            let meta = std::fs::metadata(&lock).ok()?;
+            flocked(&table, meta.dev(), meta.ino()).then(|| (key, holder(&who, &what).to_string()))
+        })
+        .collect()
+}
+
 /// Whether `table` (`/proc/locks`) shows a flock on the file `dev`/`ino`: its lines read
 /// `1: FLOCK  ADVISORY  WRITE 4711 08:01:1234567 0 EOF`, the device as hex major:minor.
 fn flocked(table: &str, dev: u64, ino: u64) -> bool {

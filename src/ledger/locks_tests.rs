@@ -177,3 +177,18 @@ fn the_kernel_s_table_names_the_locked_file_by_device_and_inode() {
     assert!(flocked(table, nix::sys::stat::makedev(0xfd, 2), 7_654_321));
     assert!(!flocked("", dev, 1_234_567));
 }
+
+#[test]
+fn the_dashboard_s_look_names_each_held_target_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    let _held = try_take(dir.path(), "gpu-1", Act::Pull, "box gpu-1", at(0)).expect("free");
+    let free = try_take(dir.path(), "gpu-2", Act::Pull, "box gpu-2", at(0)).expect("free");
+    drop(free);
+    let targets = ["gpu-1", "gpu-2", "never"].map(|k| (k.to_string(), format!("box {k}")));
+    let seen = holders(dir.path(), targets);
+    assert_eq!(seen.keys().collect::<Vec<_>>(), ["gpu-1"], "{seen:?}");
+    assert!(
+        seen["gpu-1"].starts_with("a pull of box gpu-1 is running in pid"),
+        "{seen:?}"
+    );
+}

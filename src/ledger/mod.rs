@@ -11,7 +11,7 @@ mod teardowns;
 
 pub use db::{Ledger, LedgerError, default_path};
 pub use kills::{KillIntent, KillRecord};
-pub use teardowns::{DestroyOutcome, TeardownFinish, TeardownIntent, TeardownRecord};
+pub use teardowns::{DestroyOutcome, LaterLook, TeardownFinish, TeardownIntent, TeardownRecord};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

@@ -81,6 +81,15 @@ pub struct TeardownFinish {
     pub why: String,
 }
 
+/// A later look at a destroy whose outcome was not `confirmed`: what the provider said then.
+/// Added as a row of its own, never an edit of the outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaterLook {
+    pub at: DateTime<Utc>,
+    pub outcome: DestroyOutcome,
+    pub why: String,
+}
+
 /// One teardown, kept forever: its intent, and its outcome once known.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TeardownRecord {
@@ -99,7 +108,32 @@ pub struct TeardownRecord {
     pub outcome: Option<DestroyOutcome>,
     pub why: Option<String>,
     pub finished: Option<DateTime<Utc>>,
+    /// What later looks found, oldest first (`later_looks`).
+    pub later: Vec<LaterLook>,
 }
+
+impl TeardownRecord {
+    /// What is known now: the last later look's outcome, else the outcome recorded at the time.
+    pub fn known(&self) -> Option<DestroyOutcome> {
+        self.later.last().map(|l| l.outcome).or(self.outcome)
+    }
+
+    /// Whether a later look should ask the provider again: the outcome left it open (not
+    /// confirmed), and no later look has answered yet (one answer settles it: the instance is
+    /// gone, or the provider still lists it after the destroy has ended).
+    pub fn open(&self) -> bool {
+        matches!(
+            self.outcome,
+            Some(DestroyOutcome::Unconfirmed | DestroyOutcome::Failed)
+        ) && self.later.is_empty()
+    }
+}
+
+/// Schema 7: later looks at destroys left open, a row each.
+pub(super) const SCHEMA_7: &str = "CREATE TABLE IF NOT EXISTS later_looks (
+        teardown_id INTEGER NOT NULL REFERENCES teardowns(id), at TEXT NOT NULL,
+        outcome TEXT NOT NULL, why TEXT NOT NULL);
+     PRAGMA user_version = 7;";
 
 /// Rows recorded before schema 3 had no provider check: exit 0 there is "unconfirmed".
 pub(super) const SCHEMA_3: &str = "ALTER TABLE teardowns ADD COLUMN outcome TEXT;
@@ -153,6 +187,36 @@ impl Ledger {
         Ok(changed == 1)
     }
 
+    /// Adds what a later look at destroy `id` found.
+    pub fn record_later_look(&self, id: i64, look: &LaterLook) -> Result<(), LedgerError> {
+        self.conn
+            .execute(
+                "INSERT INTO later_looks (teardown_id, at, outcome, why) VALUES (?1, ?2, ?3, ?4)",
+                params![id, look.at.to_rfc3339(), look.outcome.key(), look.why],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    fn later_looks(&self, id: i64) -> Result<Vec<LaterLook>, LedgerError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT at, outcome, why FROM later_looks WHERE teardown_id = ?1 ORDER BY rowid",
+            )
+            .map_err(|e| self.err(e))?;
+        stmt.query_map(params![id], |r| {
+            Ok(LaterLook {
+                at: super::db::time(&r.get::<_, String>(0)?),
+                outcome: DestroyOutcome::from_key(&r.get::<_, String>(1)?)
+                    .unwrap_or(DestroyOutcome::Unconfirmed),
+                why: r.get(2)?,
+            })
+        })
+        .and_then(Iterator::collect)
+        .map_err(|e| self.err(e))
+    }
+
     /// Every teardown, newest first, optionally of one host.
     pub fn teardowns(&self, host: Option<&str>) -> Result<Vec<TeardownRecord>, LedgerError> {
         let mut stmt = self
@@ -179,10 +243,17 @@ impl Ledger {
                     .map(|k| DestroyOutcome::from_key(&k).unwrap_or(DestroyOutcome::Unconfirmed)),
                 why: r.get(10)?,
                 finished: r.get::<_, Option<String>>(11)?.map(|t| super::db::time(&t)),
+                later: Vec::new(),
             })
         })
-        .and_then(Iterator::collect)
-        .map_err(|e| self.err(e))
+        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+        .map_err(|e| self.err(e))?
+        .into_iter()
+        .map(|mut t| {
+            t.later = self.later_looks(t.id)?;
+            Ok(t)
+        })
+        .collect()
     }
 }
 

@@ -129,8 +129,7 @@ async fn not_promoted(
         ))
     } else {
         Some(format!(
-            "{}; it does not take its name: this copy waits in {} (pull again once the box's \
-             file loads)",
+            "{}; it waits in {}, not under its name, until a copy that loads is pulled",
             verification.how,
             waits.display()
         ))

@@ -375,6 +375,17 @@ impl super::Runtime {
         }
     }
 
+    /// `host`'s teardown dialog was closed: its I/O (and the hold its final check took) goes,
+    /// once no effect of it is still running.
+    pub fn close_teardown(&self, host: &str) {
+        let mut ios = self
+            .teardown_ios
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ios.remove(host);
+    }
+
     /// The I/O of `host`'s teardown dialog: a Kubernetes Job's, a box's or a Slurm job's, or
     /// the demo's replay.
     fn teardown_io(&self, host: &str) -> Option<Arc<dyn TeardownIo>> {

@@ -251,6 +251,27 @@ impl Runtime {
         self.alerting.silenced()
     }
 
+    /// Which hosts and clusters another action holds now (a pull, a teardown or a kill, in this
+    /// process or another), each with who, in a line; none for the demo, which holds nothing.
+    pub fn holders(&self) -> BTreeMap<String, String> {
+        let (Some(fleet), Some(dir)) = (self.fleet(), crate::ledger::locks::default_dir()) else {
+            return BTreeMap::new();
+        };
+        let boxes = fleet
+            .hosts
+            .iter()
+            .map(|h| (h.name.clone(), format!("box {}", h.name)));
+        let slurm = fleet
+            .slurm
+            .iter()
+            .map(|c| (c.name.clone(), format!("Slurm cluster {}", c.name)));
+        let kube = fleet
+            .kubernetes
+            .iter()
+            .map(|c| (c.name.clone(), format!("cluster {}", c.name)));
+        crate::ledger::locks::holders(&dir, boxes.chain(slurm).chain(kube))
+    }
+
     /// Waits for the next thing to happen and applies it. Cancel-safe: every await is a
     /// channel receive or a timer, and what is received is applied before returning.
     pub async fn step(&mut self) -> Step {

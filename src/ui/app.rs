@@ -133,6 +133,8 @@ pub struct App {
     pub openings: u64,
     /// Silenced hosts and until when (`rigwatch silence`, `S`), read each tick.
     pub silenced: crate::alerts::silences::Silences,
+    /// Hosts and clusters another action holds (who, in a line), read each tick.
+    pub holders: BTreeMap<String, String>,
     /// Where the last frame drew each pane, for the mouse (a Cell, so drawing stays a read).
     pub areas: std::cell::Cell<super::mouse::Areas>,
 }
@@ -160,6 +162,7 @@ impl App {
             pulls: BTreeMap::new(),
             openings: 0,
             silenced: BTreeMap::new(),
+            holders: BTreeMap::new(),
             areas: std::cell::Cell::new(super::mouse::Areas::default()),
         }
     }

@@ -78,8 +78,15 @@ where
             event = keys.next() => match event {
                 Some(Ok(Event::Key(key))) if key.kind == KeyEventKind::Press => {
                     key_pressed = true;
+                    let open = app.modal.as_ref().map(|m| m.host().to_string());
                     let state = &runtime.state;
-                    match app.handle_key(key, state) {
+                    let action = app.handle_key(key, state);
+                    // A dialog closed by this key lets go of what it held (its final check's
+                    // hold on the box) at once, not when that check would have aged out.
+                    if let (Some(host), None) = (&open, &app.modal) {
+                        runtime.close_teardown(host);
+                    }
+                    match action {
                         Action::Quit => break,
                         Action::None => {}
                         Action::Refresh => app.notice = Some(runtime.refresh(Utc::now()).into()),
@@ -140,6 +147,7 @@ where
                     }
                     Step::Ticked(_) => {
                         app.silenced = runtime.silenced().clone();
+                        app.holders = runtime.holders();
                         let sender = runtime.sender().clone();
                         if told_sender.as_ref() != Some(&sender) {
                             if let Sender::Other(who) = &sender {

@@ -423,6 +423,13 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         },
         t.stale,
     ));
+    if let Some(who) = ctx.app.holders.get(&h.config.name) {
+        // Whoever acts on the box now: p and T are refused (or wait) until it ends.
+        lines.push(Line::styled(
+            format!("  held now: {}", clean(who, 200)),
+            t.warn,
+        ));
+    }
     lines.push(heading("Events", ctx));
     for e in ctx
         .state

@@ -679,3 +679,26 @@ pub fn recorder(lab: &Lab, name: &str) -> (PathBuf, PathBuf) {
     assert!(chmod.is_ok_and(|s| s.success()));
     (script, out)
 }
+
+/// Looks every 50 ms until `done` says yes or `limit` has passed; whether it said yes (a last
+/// look at the limit included).
+pub fn poll_until(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    done()
+}
+
+/// `kill -NAME pid`, which must succeed.
+pub fn signal(pid: impl std::fmt::Display, name: &str) {
+    let ok = Command::new("kill")
+        .args([format!("-{name}"), pid.to_string()])
+        .status()
+        .expect("kill")
+        .success();
+    assert!(ok, "kill -{name} {pid}");
+}
