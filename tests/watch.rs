@@ -588,6 +588,40 @@ fn a_digest_lists_what_is_firing() {
     );
 }
 
+/// A duration whose last character is more than one byte (what panicked before: `split_at`
+/// inside it) is a usage error saying what was wanted, in `watch --digest` and in `silence`.
+#[test]
+fn a_multi_byte_unit_is_a_usage_error_not_a_panic() {
+    let dir = tempfile::tempdir().expect("dir");
+    let fleet = dir.path().join("fleet.toml");
+    std::fs::write(
+        &fleet,
+        "[[host]]\nname = \"box\"\nssh = \"root@127.0.0.1\"\n",
+    )
+    .expect("fleet");
+    let runs = [
+        vec!["watch", "--demo", "--digest", "5é"],
+        vec![
+            "--config",
+            fleet.to_str().expect("utf-8"),
+            "silence",
+            "box",
+            "2µ",
+        ],
+    ];
+    for args in runs {
+        let out = Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+            .args(&args)
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .output()
+            .expect("rigwatch");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(!said.contains("panicked"), "{args:?}: {said}");
+        assert!(said.contains("is not a duration"), "{args:?}: {said}");
+    }
+}
+
 /// Things that happen once are notices: a run starting (its dead alert resolving too), and a
 /// pull another rigwatch process records in the ledger.
 #[test]

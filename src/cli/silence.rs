@@ -37,12 +37,15 @@ pub fn run(fleet: &FleetConfig, args: &SilenceArgs) -> color_eyre::Result<ExitCo
         return Ok(ExitCode::SUCCESS);
     };
     super::one_host::host(fleet, host)?;
-    let length = parse_duration(&args.duration).ok_or_else(|| {
-        super::usage(format!(
-            "{:?} is not a duration; write it like 90s, 30m, 2h or 1d (0 lifts the silence)",
-            args.duration
-        ))
-    })?;
+    let length = crate::config::typed::duration(&args.duration)
+        .ok()
+        .and_then(|d| Duration::from_std(d).ok())
+        .ok_or_else(|| {
+            super::usage(format!(
+                "{:?} is not a duration; write it like 90s, 30m, 2h or 1d (0 lifts the silence)",
+                args.duration
+            ))
+        })?;
     if length.is_zero() {
         all.remove(host);
         println!("{host}: silence lifted");
@@ -56,19 +59,4 @@ pub fn run(fleet: &FleetConfig, args: &SilenceArgs) -> color_eyre::Result<ExitCo
     }
     silences::save(&path, &all).wrap_err_with(|| format!("cannot write {}", path.display()))?;
     Ok(ExitCode::SUCCESS)
-}
-
-pub(super) fn parse_duration(text: &str) -> Option<Duration> {
-    if text == "0" {
-        return Some(Duration::zero());
-    }
-    let (number, unit) = text.split_at(text.len().checked_sub(1)?);
-    let n: i64 = number.parse().ok().filter(|n| *n > 0 && *n < 1_000_000)?;
-    match unit {
-        "s" => Some(Duration::seconds(n)),
-        "m" => Some(Duration::minutes(n)),
-        "h" => Some(Duration::hours(n)),
-        "d" => Some(Duration::days(n)),
-        _ => None,
-    }
 }

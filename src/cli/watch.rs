@@ -46,10 +46,10 @@ pub struct WatchArgs {
 }
 
 fn digest_every(text: &str) -> Result<Duration, String> {
-    super::silence::parse_duration(text)
-        .and_then(|d| d.to_std().ok())
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("{text:?} is not a duration like 90s, 30m, 8h or 1d"))
+    match crate::config::typed::duration(text)? {
+        d if d.is_zero() => Err(format!("{text:?}: a digest needs a period above zero")),
+        d => Ok(d),
+    }
 }
 
 /// The demo's alerts wait less, so a first look shows them in seconds.

@@ -13,6 +13,7 @@ pub mod ssh;
 mod suggest;
 mod target;
 mod teardown;
+pub mod typed;
 
 pub use error::{ConfigError, Located};
 pub use fleet::{
