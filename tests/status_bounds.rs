@@ -157,3 +157,44 @@ fn a_cut_section_makes_its_judgements_say_they_could_not_judge() {
     }
     assert_ne!(out.status.code(), Some(0));
 }
+
+/// A login node whose `squeue` hangs: `status --timeout 4` ends by its limit, says the queue
+/// was not read, and leaves no squeue running on the login node (run under `timeout` there:
+/// one more hung squeue each period is what gets a shared login node's user flagged).
+#[test]
+fn a_hung_squeue_is_ended_on_the_login_node_too() {
+    let mut lab = Lab::new();
+    let login = lab.start_host("login");
+    // A squeue that never answers, and a sleep no other test runs, to look for afterwards.
+    login.shim_script("squeue", "#!/bin/sh\nsleep 347\n");
+    let cluster = format!(
+        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\n",
+        lab.host_entry(&login)
+    );
+    let fleet = lab.fleet("fleet.toml", &cluster, &[]);
+    let started = std::time::Instant::now();
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["status", "--json", "--timeout", "4"])
+        .output()
+        .expect("status");
+    let took = started.elapsed().as_secs_f64();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(took <= 4.0 + 1.5, "took {took:.1}s for --timeout 4: {said}");
+    assert!(
+        said.contains("squeue on") && said.contains("no answer within"),
+        "{said}"
+    );
+    let left = || {
+        let out = std::process::Command::new("pgrep")
+            .args(["-f", "sleep 347"])
+            .output()
+            .expect("pgrep");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert!(
+        support::poll_until(std::time::Duration::from_secs(5), || left().is_empty()),
+        "squeue still runs on the login node: pids {}",
+        left()
+    );
+}

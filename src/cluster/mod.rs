@@ -24,6 +24,21 @@ use crate::clocks::{Clock, Urgency, walltime_clock};
 use crate::probe::SlurmJob;
 use crate::signals::Severity;
 
+/// `command` as the login node runs it: under `timeout` (GNU's ends the whole process group it
+/// starts, so squeue and the shell around it go together, and KILL follows TERM after 2 s), a
+/// second short of rigwatch's own `limit`, so the login node ends it before rigwatch gives up
+/// on the channel. A hung squeue or sacct never outlives the read that started it: on a shared
+/// login node, piling them up each period is what gets an account flagged. Without `timeout`
+/// there (not seen on a Linux login node), rigwatch's own limit is the only bound.
+pub fn bounded(command: &str, limit: Duration) -> String {
+    let secs = (limit.as_secs_f64() - 1.0).floor().max(1.0);
+    let quoted = crate::sanitize::shell_quote(command);
+    format!(
+        "if command -v timeout >/dev/null 2>&1; then exec timeout -k 2 {secs} sh -c {quoted}; \
+         else exec sh -c {quoted}; fi"
+    )
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scheduler {

@@ -46,7 +46,10 @@ pub async fn end_states(
     let mut why = String::new();
     for completion in [false, true] {
         let out = session
-            .exec(&sacct_command(&ids, completion), limits)
+            .exec(
+                &super::bounded(&sacct_command(&ids, completion), timeout),
+                limits,
+            )
             .await
             .map_err(|e| e.to_string())?;
         if out.exit_status == Some(0) {

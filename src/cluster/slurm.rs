@@ -48,15 +48,27 @@ pub async fn read_after(
             max_output: MAX_QUEUE_BYTES,
         };
         let out = session
-            .exec(&squeue_command(&query, &sep), limits)
+            .exec(
+                &super::bounded(&squeue_command(&query, &sep), timeout),
+                limits,
+            )
             .await
             .map_err(|e| e.to_string())?;
-        if out.exit_status != Some(0) {
-            return Err(format!(
-                "exit {:?}: {}",
-                out.exit_status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
+        match out.exit_status {
+            Some(0) => {}
+            // `timeout`'s own status: the login node ended it (`bounded`).
+            Some(124 | 137) => {
+                return Err(format!(
+                    "no answer within {:.0}s: ended on the login node",
+                    timeout.as_secs_f64()
+                ));
+            }
+            status => {
+                return Err(format!(
+                    "exit {status:?}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
         }
         parse_squeue_rows(&String::from_utf8_lossy(&out.stdout), &sep).map_err(|e| e.to_string())
     };
@@ -138,7 +150,10 @@ async fn checkpoint_ages(
         max_output: 64 * 1024,
     };
     let Ok(out) = session
-        .exec(&checkpoint_command(template, &pairs), limits)
+        .exec(
+            &super::bounded(&checkpoint_command(template, &pairs), timeout),
+            limits,
+        )
         .await
     else {
         return;

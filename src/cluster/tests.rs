@@ -107,3 +107,20 @@ fn summary_says_the_exit_and_the_reason() {
         "FAILED (exit 3): its script exited with a non-zero code"
     );
 }
+
+/// Every login-node command runs under `timeout`, a second inside rigwatch's own limit, its text
+/// quoted whole (a `'` in it stays inside).
+#[test]
+fn a_login_node_command_is_bounded_there() {
+    let cmd = super::bounded(
+        "SLURM_TIME_FORMAT=%s squeue -u 'a'",
+        Duration::from_secs(30),
+    );
+    assert_eq!(
+        cmd,
+        "if command -v timeout >/dev/null 2>&1; then exec timeout -k 2 29 sh -c \
+         'SLURM_TIME_FORMAT=%s squeue -u '\\''a'\\'''; else exec sh -c \
+         'SLURM_TIME_FORMAT=%s squeue -u '\\''a'\\'''; fi"
+    );
+    assert!(super::bounded("x", Duration::from_millis(300)).contains("timeout -k 2 1 sh"));
+}

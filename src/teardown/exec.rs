@@ -84,7 +84,11 @@ pub async fn run_on_host(
         timeout,
         max_output: OUTPUT_CAP,
     };
-    match session.exec(command, limits).await {
+    // Bounded on the host too: a hung command never outlives its timeout there.
+    match session
+        .exec(&crate::cluster::bounded(command, timeout), limits)
+        .await
+    {
         Ok(out) => {
             let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
             text.push_str(&String::from_utf8_lossy(&out.stderr));
