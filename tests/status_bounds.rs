@@ -198,3 +198,33 @@ fn a_hung_squeue_is_ended_on_the_login_node_too() {
         left()
     );
 }
+
+/// A queue bigger than the read cap (9 MiB of 1 KiB records, cut on a record boundary) is an
+/// error that says so, never a smaller queue: the running job past the cut is not judged ended.
+#[test]
+fn a_queue_cut_at_the_read_cap_is_an_error_not_a_smaller_queue() {
+    let mut lab = Lab::new();
+    let login = lab.start_host("login");
+    // Lines of exactly 1 KiB: the cut at 8 MiB falls on a line's end.
+    login.shim_script(
+        "squeue",
+        "#!/bin/sh\nline=$(head -c 1023 /dev/zero | tr '\\0' x)\n\
+         i=0; while [ $i -lt 9216 ]; do echo \"$line\"; i=$((i+1)); done\n",
+    );
+    let cluster = format!(
+        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\n",
+        lab.host_entry(&login)
+    );
+    let fleet = lab.fleet("fleet.toml", &cluster, &[]);
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["status", "--json", "--timeout", "20"])
+        .output()
+        .expect("status");
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let text = json.to_string();
+    assert!(
+        text.contains("squeue's answer was cut at 8 MiB: narrow the query"),
+        "{text}"
+    );
+}

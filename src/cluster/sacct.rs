@@ -52,6 +52,14 @@ pub async fn end_states(
             )
             .await
             .map_err(|e| e.to_string())?;
+        if out.truncated {
+            // Fewer end states than asked for would leave jobs "ended, state unknown" that
+            // accounting knows; nothing is taken from a cut answer.
+            return Err(format!(
+                "sacct's answer was cut at {} KiB: too many jobs asked at once",
+                limits.max_output >> 10
+            ));
+        }
         if out.exit_status == Some(0) {
             return Ok(parse(&String::from_utf8_lossy(&out.stdout), &ids));
         }

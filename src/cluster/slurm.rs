@@ -54,6 +54,13 @@ pub async fn read_after(
             )
             .await
             .map_err(|e| e.to_string())?;
+        // A cut answer is never a smaller queue: a running job past the cut would read as ended.
+        if out.truncated {
+            return Err(format!(
+                "squeue's answer was cut at {} MiB: narrow the query (user, partition, names)",
+                MAX_QUEUE_BYTES >> 20
+            ));
+        }
         match out.exit_status {
             Some(0) => {}
             // `timeout`'s own status: the login node ended it (`bounded`).
