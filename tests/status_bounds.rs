@@ -228,3 +228,34 @@ fn a_queue_cut_at_the_read_cap_is_an_error_not_a_smaller_queue() {
         "{text}"
     );
 }
+
+/// A token in squeue's error output is masked before `status` shows it (text and JSON).
+#[test]
+fn a_token_in_squeue_s_error_is_masked() {
+    let mut lab = Lab::new();
+    let login = lab.start_host("login");
+    login.shim_script(
+        "squeue",
+        "#!/bin/sh\necho 'slurm_load_jobs error: auth token=sk-live0123456789abcdef0123 refused' >&2\nexit 1\n",
+    );
+    let cluster = format!(
+        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\n",
+        lab.host_entry(&login)
+    );
+    let fleet = lab.fleet("fleet.toml", &cluster, &[]);
+    for args in [vec!["status", "--json"], vec!["status"]] {
+        let out = lab
+            .rigwatch_on(&fleet)
+            .args(&args)
+            .args(["--timeout", "20"])
+            .output()
+            .expect("status");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(said.contains("slurm_load_jobs error"), "{args:?}: {said}");
+        assert!(!said.contains("sk-live0123"), "{args:?}: {said}");
+    }
+}

@@ -63,7 +63,10 @@ pub async fn end_states(
         if out.exit_status == Some(0) {
             return Ok(parse(&String::from_utf8_lossy(&out.stdout), &ids));
         }
-        why = crate::sanitize::line(String::from_utf8_lossy(&out.stderr).trim(), 200);
+        why = crate::sanitize::mask_secrets(&crate::sanitize::line(
+            String::from_utf8_lossy(&out.stderr).trim(),
+            200,
+        ));
     }
     Err(format!("sacct: {why}"))
 }

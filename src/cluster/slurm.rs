@@ -293,7 +293,9 @@ pub fn reading(
                 "{}: squeue on {}: {}",
                 cluster.name,
                 cluster.login.target,
-                crate::sanitize::line(&e, 300)
+                // squeue's stderr is the login node's words: a token in it is masked here,
+                // before status, events, sinks or the log.
+                crate::sanitize::mask_secrets(&crate::sanitize::line(&e, 300))
             )
         }),
         read_at: now,
