@@ -163,15 +163,8 @@ fn a_cut_section_makes_its_judgements_say_they_could_not_judge() {
 /// one more hung squeue each period is what gets a shared login node's user flagged).
 #[test]
 fn a_hung_squeue_is_ended_on_the_login_node_too() {
-    let mut lab = Lab::new();
-    let login = lab.start_host("login");
     // A squeue that never answers, and a sleep no other test runs, to look for afterwards.
-    login.shim_script("squeue", "#!/bin/sh\nsleep 347\n");
-    let cluster = format!(
-        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\n",
-        lab.host_entry(&login)
-    );
-    let fleet = lab.fleet("fleet.toml", &cluster, &[]);
+    let (lab, _login, fleet) = login_node("#!/bin/sh\nsleep 347\n");
     let started = std::time::Instant::now();
     let out = lab
         .rigwatch_on(&fleet)
@@ -203,19 +196,11 @@ fn a_hung_squeue_is_ended_on_the_login_node_too() {
 /// error that says so, never a smaller queue: the running job past the cut is not judged ended.
 #[test]
 fn a_queue_cut_at_the_read_cap_is_an_error_not_a_smaller_queue() {
-    let mut lab = Lab::new();
-    let login = lab.start_host("login");
     // Lines of exactly 1 KiB: the cut at 8 MiB falls on a line's end.
-    login.shim_script(
-        "squeue",
+    let (lab, _login, fleet) = login_node(
         "#!/bin/sh\nline=$(head -c 1023 /dev/zero | tr '\\0' x)\n\
          i=0; while [ $i -lt 9216 ]; do echo \"$line\"; i=$((i+1)); done\n",
     );
-    let cluster = format!(
-        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\n",
-        lab.host_entry(&login)
-    );
-    let fleet = lab.fleet("fleet.toml", &cluster, &[]);
     let out = lab
         .rigwatch_on(&fleet)
         .args(["status", "--json", "--timeout", "20"])
@@ -232,17 +217,9 @@ fn a_queue_cut_at_the_read_cap_is_an_error_not_a_smaller_queue() {
 /// A token in squeue's error output is masked before `status` shows it (text and JSON).
 #[test]
 fn a_token_in_squeue_s_error_is_masked() {
-    let mut lab = Lab::new();
-    let login = lab.start_host("login");
-    login.shim_script(
-        "squeue",
+    let (lab, _login, fleet) = login_node(
         "#!/bin/sh\necho 'slurm_load_jobs error: auth token=sk-live0123456789abcdef0123 refused' >&2\nexit 1\n",
     );
-    let cluster = format!(
-        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\n",
-        lab.host_entry(&login)
-    );
-    let fleet = lab.fleet("fleet.toml", &cluster, &[]);
     for args in [vec!["status", "--json"], vec!["status"]] {
         let out = lab
             .rigwatch_on(&fleet)
@@ -258,4 +235,17 @@ fn a_token_in_squeue_s_error_is_masked() {
         assert!(said.contains("slurm_load_jobs error"), "{args:?}: {said}");
         assert!(!said.contains("sk-live0123"), "{args:?}: {said}");
     }
+}
+
+/// A stand-in login node whose `squeue` is `script`, and a fleet watching its cluster `hpc`.
+fn login_node(script: &str) -> (Lab, support::Sshd, std::path::PathBuf) {
+    let mut lab = Lab::new();
+    let login = lab.start_host("login");
+    login.shim_script("squeue", script);
+    let cluster = format!(
+        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\n",
+        lab.host_entry(&login)
+    );
+    let fleet = lab.fleet("fleet.toml", &cluster, &[]);
+    (lab, login, fleet)
 }
