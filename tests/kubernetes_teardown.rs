@@ -230,6 +230,16 @@ fn the_delete_runs_once_through_the_guard_and_is_confirmed_when_the_pods_are_gon
     assert_eq!(teardowns.len(), 1, "{doc}");
     assert_eq!(teardowns[0]["instance_id"], JOB, "{doc}");
     assert_eq!(teardowns[0]["outcome"], "confirmed", "{doc}");
+    // What the ledger says ran is what ran: the cluster's kubeconfig included.
+    assert_eq!(
+        teardowns[0]["command"],
+        format!(
+            "kubectl --context=fake --kubeconfig={} --namespace=ml delete job {JOB} \
+             --cascade=background --wait=false",
+            setup.fake.kubeconfig().display()
+        ),
+        "{doc}"
+    );
 }
 
 /// A server whose pods outlive their Job's DELETE: the outcome is UNCONFIRMED, exit 4.

@@ -69,12 +69,9 @@ impl KubeIo {
         }
     }
 
-    /// The command as shown and recorded (kubectl gets it as an argument list).
+    /// The command as shown and recorded: the arguments kubectl gets, joined.
     fn command(&self) -> String {
-        format!(
-            "kubectl --context={} --namespace={} delete job {} --cascade=background --wait=false",
-            self.cluster.context, self.cluster.namespace, self.job
-        )
+        crate::transport::kubectl::delete_job_command(&self.cluster, &self.job)
     }
 
     fn plan(&self) -> TeardownPlan {

@@ -167,13 +167,23 @@ pub async fn delete_job(
     timeout: Duration,
 ) -> Result<(), KubectlError> {
     let job = checked_name(cluster, job)?;
-    kubectl(
-        cluster,
-        &["delete", "job", job, "--cascade=background", "--wait=false"],
-        timeout,
+    kubectl(cluster, &delete_rest(job), timeout)
+        .await
+        .map(|_| ())
+}
+
+/// What follows the cluster's arguments in a Job's delete.
+fn delete_rest(job: &str) -> [&str; 5] {
+    ["delete", "job", job, "--cascade=background", "--wait=false"]
+}
+
+/// The delete [`delete_job`] runs, as the teardown shows and records it: the very arguments
+/// kubectl gets (`--kubeconfig=` included where the cluster names one), joined.
+pub fn delete_job_command(cluster: &KubeConfig, job: &str) -> String {
+    format!(
+        "kubectl {}",
+        arguments(cluster, &delete_rest(job)).join(" ")
     )
-    .await
-    .map(|_| ())
 }
 
 /// How many pods of Job `job` still exist (running, or terminating and still holding their
