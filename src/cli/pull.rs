@@ -62,10 +62,7 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
     if let Some(note) = spec.verify.deprecation(&host.name) {
         eprintln!("{}", crate::sanitize::line(&note, 400));
     }
-    let what = match fleet.slurm.iter().any(|c| c.login.name == host.name) {
-        true => format!("Slurm cluster {}", host.name),
-        false => format!("box {}", host.name),
-    };
+    let what = locks::target_words(fleet, &host.name);
     let held = match hold(&host.name, &what, args.no_wait).await? {
         Ok(held) => held,
         Err(busy) => return Ok(busy),

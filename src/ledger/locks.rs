@@ -158,6 +158,18 @@ impl Held {
     }
 }
 
+/// A host's or cluster's name in words, for who holds it: "box gpu-1", "Slurm cluster hpc",
+/// "cluster gke" (a job's own words name the job: "job 4242 on hpc", "Job train on gke").
+pub fn target_words(fleet: &crate::config::FleetConfig, name: &str) -> String {
+    if fleet.slurm.iter().any(|c| c.name == name) {
+        format!("Slurm cluster {name}")
+    } else if fleet.kubernetes.iter().any(|c| c.name == name) {
+        format!("cluster {name}")
+    } else {
+        format!("box {name}")
+    }
+}
+
 /// The folder the locks live in: beside the ledger.
 pub fn default_dir() -> Option<PathBuf> {
     crate::config::paths::state_dir().map(|d| d.join("locks"))

@@ -263,12 +263,9 @@ impl super::Runtime {
                 "the link is down; it resumes from the .part files once it is back".into()
             });
         };
-        let what = match self
-            .fleet()
-            .is_some_and(|f| f.slurm.iter().any(|c| c.name == host))
-        {
-            true => format!("Slurm cluster {host}"),
-            false => format!("box {host}"),
+        let what = match self.fleet() {
+            Some(fleet) => locks::target_words(fleet, host),
+            None => format!("box {host}"),
         };
         let held = hold(host, &what)?;
         let progress = Arc::new(Progress::default());

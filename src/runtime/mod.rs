@@ -257,19 +257,14 @@ impl Runtime {
         let (Some(fleet), Some(dir)) = (self.fleet(), crate::ledger::locks::default_dir()) else {
             return BTreeMap::new();
         };
-        let boxes = fleet
-            .hosts
-            .iter()
-            .map(|h| (h.name.clone(), format!("box {}", h.name)));
-        let slurm = fleet
-            .slurm
-            .iter()
-            .map(|c| (c.name.clone(), format!("Slurm cluster {}", c.name)));
-        let kube = fleet
-            .kubernetes
-            .iter()
-            .map(|c| (c.name.clone(), format!("cluster {}", c.name)));
-        crate::ledger::locks::holders(&dir, boxes.chain(slurm).chain(kube))
+        let hosts = fleet.hosts.iter().map(|h| &h.name);
+        let clusters = fleet.slurm.iter().map(|c| &c.name);
+        let kube = fleet.kubernetes.iter().map(|c| &c.name);
+        let targets = hosts.chain(clusters).chain(kube).map(|name| {
+            let words = crate::ledger::locks::target_words(fleet, name);
+            (name.clone(), words)
+        });
+        crate::ledger::locks::holders(&dir, targets)
     }
 
     /// Waits for the next thing to happen and applies it. Cancel-safe: every await is a

@@ -11,7 +11,7 @@ use futures::{Stream, StreamExt};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
 
-use super::app::{Action, App};
+use super::app::{Action, App, View};
 use super::teardown_modal::TeardownModal;
 use super::theme::Theme;
 use super::{Ctx, draw};
@@ -147,7 +147,11 @@ where
                     }
                     Step::Ticked(_) => {
                         app.silenced = runtime.silenced().clone();
-                        app.holders = runtime.holders();
+                        // Who holds a box is shown in its detail only: looked up while it is open.
+                        app.holders = match app.view {
+                            View::Detail => runtime.holders(),
+                            _ => Default::default(),
+                        };
                         let sender = runtime.sender().clone();
                         if told_sender.as_ref() != Some(&sender) {
                             if let Sender::Other(who) = &sender {
