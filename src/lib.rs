@@ -31,6 +31,8 @@
 //!   walltime clock, dangers; a job that left the queue is ended, state unknown; and the one
 //!   read of a Slurm queue over a login session. Imports: `clocks`, `config`, `probe`,
 //!   `sanitize`, `signals`, `transport`.
+//! - `target` — what an action is aimed at: a box, a Slurm job, a Kubernetes Job; and the
+//!   words said about each kind. Imports: `cluster` (the scheduler).
 //! - `ledger` — the SQLite record of pulls and teardowns. Imports: `config`, `sanitize`.
 //! - `pull` — results copied home over SFTP (or exec: a Job's pod has no SFTP), hashed,
 //!   verified, promoted once proven; the guard's look at a box or a pod. Imports:
@@ -60,12 +62,12 @@
 //!   the teardown dialog's effects, live or demo); `status` is the same given one probe.
 //!   Imports: `alerts`, `clocks`, `cluster`, `config`, `demo`, `fleet`, `ledger`, `metrics`,
 //!   `monitor`, `probe` (kubectl's readers, for clusters), `provider`, `pull`,
-//!   `queue`, `readings`, `sanitize`, `teardown`, `transport`.
+//!   `queue`, `readings`, `sanitize`, `target` (what a handover is for), `teardown`, `transport`.
 //! - `ui` — the dashboard: the only module that imports ratatui/crossterm; draws the runtime's
 //!   state and turns keys into actions, which the runtime carries out: it never touches the
 //!   network, and names other modules only for their data types. Imports: `alerts`, `clocks`,
 //!   `cluster`, `demo`, `fleet`, `ledger`, `probe`, `provider`, `pull`, `queue`, `readings`,
-//!   `runtime`, `sanitize`, `signals`, `teardown`, `transport`.
+//!   `runtime`, `sanitize`, `signals`, `target`, `teardown`, `transport`.
 //! - `cli` — subcommands; the only module that prints. Imports: `alerts`, `clocks`, `cluster`,
 //!   `config`, `fleet`, `glob`, `ledger`, `metrics`, `monitor`, `probe`, `provider`, `pull`, `queue`,
 //!   `readings`, `runtime`, `sanitize`, `signals`, `teardown`, `transport`, `ui`.
@@ -92,6 +94,7 @@ pub mod readings;
 pub mod runtime;
 pub mod sanitize;
 pub mod signals;
+pub mod target;
 pub mod teardown;
 pub mod transport;
 pub mod ui;

@@ -11,7 +11,7 @@ use support::tmux::Tmux;
 use support::{GpuShim, Lab};
 
 fn back(s: &str) -> bool {
-    s.contains("back from ssh gpu-box") && s.contains("HOST")
+    s.contains("back from ssh (box gpu-box)") && s.contains("HOST")
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! demo fleet at a fixed time, and key handling driven through the same App as the real loop.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use rigwatch::cluster::Scheduler;
 use rigwatch::demo::Demo;
+use rigwatch::target::Target;
 use rigwatch::ui::app::{Action, App, Pane, SortKey, View};
 use rigwatch::ui::theme::Theme;
 use rigwatch::ui::{Ctx, DEMO_POLL, buffer_text, demo_frames, render_buffer, screenshot_time};
@@ -111,11 +113,11 @@ fn keys_move_filter_sort_open_detail_and_quit() {
     assert_eq!(app.view, View::Detail);
     assert_eq!(
         app.handle_key(key(KeyCode::Char('p')), &state),
-        Action::Pull("h100-idle".into())
+        Action::Pull(Target::Box("h100-idle".into()))
     );
     assert_eq!(
         app.handle_key(key(KeyCode::Char('T')), &state),
-        Action::Teardown("h100-idle".into())
+        Action::Teardown(Target::Box("h100-idle".into()))
     );
     app.handle_key(key(KeyCode::Esc), &state);
     assert_eq!(app.view, View::Fleet);
@@ -137,18 +139,12 @@ fn keys_move_filter_sort_open_detail_and_quit() {
     assert_eq!(app.pane, Pane::Jobs);
     assert_eq!(
         app.handle_key(key(KeyCode::Char('T')), &state),
-        Action::TeardownJob {
-            cluster: "hpc".into(),
-            job: "10".into()
-        },
+        Action::Teardown(Target::job("hpc", Scheduler::Slurm, "10")),
         "T in the jobs pane is the job under the cursor"
     );
     assert_eq!(
         app.handle_key(key(KeyCode::Char('p')), &state),
-        Action::PullJob {
-            cluster: "hpc".into(),
-            job: "10".into()
-        },
+        Action::Pull(Target::job("hpc", Scheduler::Slurm, "10")),
         "p in the jobs pane pulls for the job under the cursor (a Kubernetes Job's pod)"
     );
     app.handle_key(key(KeyCode::Tab), &state);
@@ -650,12 +646,12 @@ fn the_command_line_runs_actions_and_completes_host_names() {
     assert!(text.contains(" :pull h100-zombie▏ Tab completes"), "{text}");
     assert_eq!(
         app.handle_key(key(KeyCode::Enter), &state),
-        Action::Pull("h100-zombie".into())
+        Action::Pull(Target::Box("h100-zombie".into()))
     );
     assert_eq!(app.command, None, "Enter closes the line");
     assert_eq!(
         typed(&mut app, "teardown h100-idle\n"),
-        Action::Teardown("h100-idle".into())
+        Action::Teardown(Target::Box("h100-idle".into()))
     );
     assert_eq!(typed(&mut app, "detail h100-down\n"), Action::None);
     assert_eq!(
@@ -664,7 +660,10 @@ fn the_command_line_runs_actions_and_completes_host_names() {
     );
     assert_eq!(typed(&mut app, "fleet\n"), Action::None);
     assert_eq!(typed(&mut app, "pull nosuch\n"), Action::None);
-    assert_eq!(app.notice.as_deref(), Some("no host named \"nosuch\""));
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("no box or cluster/job named \"nosuch\"")
+    );
     assert_eq!(typed(&mut app, "frobnicate\n"), Action::None);
     assert!(
         app.notice
@@ -681,4 +680,160 @@ fn the_command_line_runs_actions_and_completes_host_names() {
         "Esc cancels"
     );
     assert_eq!(typed(&mut app, "q\n"), Action::Quit);
+}
+
+/// Every pane and view × every key that acts: the action's target is what that pane shows
+/// selected (or the open detail's), and a key that does not apply to the kind says so in a
+/// line; none acts on the host list's selection while another pane has focus (it did: `s` in
+/// the jobs pane opened ssh to the selected box).
+#[test]
+fn every_key_acts_on_the_focused_panes_selection_and_never_a_hidden_one() {
+    use rigwatch::transport::Handover;
+    let (_, state) = Demo::start(screenshot_time());
+    let slurm = Target::job("hpc", Scheduler::Slurm, "10");
+    let hosts = App::new(true);
+    let host_pick = hosts
+        .selected_host(&state)
+        .map(|h| h.config.name.clone())
+        .expect("a box");
+    let boxed = Target::Box(host_pick.clone());
+    // The jobs pane, its cursor on hpc/10; the events pane, its cursor on a job's event.
+    let mut jobs = App::new(true);
+    jobs.handle_key(key(KeyCode::Tab), &state);
+    assert_eq!(jobs.pane, Pane::Jobs);
+    let mut events = App::new(true);
+    events.pane = Pane::Alerts;
+    let at = state
+        .events
+        .iter()
+        .position(|e| e.host == "hpc" && e.job.as_deref() == Some("10"))
+        .expect("an event about job 10 of hpc");
+    events.alerts_scroll = at;
+    let mut job_detail = jobs.clone();
+    job_detail.handle_key(key(KeyCode::Enter), &state);
+    assert_eq!(
+        job_detail.view,
+        View::Job,
+        "Enter on a job opens its detail"
+    );
+    let mut roster = App::new(true);
+    roster.view = View::Roster;
+
+    let handover = |target: &Target, what| Action::Handover {
+        target: target.clone(),
+        what,
+    };
+    let cases: Vec<(&str, &App, char, Option<Action>)> = vec![
+        ("boxes", &hosts, 'p', Some(Action::Pull(boxed.clone()))),
+        (
+            "boxes",
+            &hosts,
+            's',
+            Some(handover(&boxed, Handover::Shell)),
+        ),
+        ("boxes", &hosts, 'S', Some(Action::Silence(boxed.clone()))),
+        ("jobs", &jobs, 'p', Some(Action::Pull(slurm.clone()))),
+        ("jobs", &jobs, 'T', Some(Action::Teardown(slurm.clone()))),
+        ("jobs", &jobs, 's', Some(handover(&slurm, Handover::Shell))),
+        ("jobs", &jobs, 'l', Some(handover(&slurm, Handover::Log))),
+        ("jobs", &jobs, 'L', Some(handover(&slurm, Handover::Pane))),
+        ("jobs", &jobs, 'S', Some(Action::Silence(slurm.clone()))),
+        ("jobs", &jobs, 'K', None),
+        ("events", &events, 'p', Some(Action::Pull(slurm.clone()))),
+        (
+            "events",
+            &events,
+            'T',
+            Some(Action::Teardown(slurm.clone())),
+        ),
+        (
+            "events",
+            &events,
+            'l',
+            Some(handover(&slurm, Handover::Log)),
+        ),
+        (
+            "job detail",
+            &job_detail,
+            'T',
+            Some(Action::Teardown(slurm.clone())),
+        ),
+        (
+            "job detail",
+            &job_detail,
+            'p',
+            Some(Action::Pull(slurm.clone())),
+        ),
+        (
+            "job detail",
+            &job_detail,
+            's',
+            Some(handover(&slurm, Handover::Shell)),
+        ),
+        ("job detail", &job_detail, 'K', None),
+        ("roster", &roster, 'p', None),
+        ("roster", &roster, 'T', None),
+        ("roster", &roster, 's', None),
+    ];
+    for (pane, app, c, want) in cases {
+        let mut app = app.clone();
+        let got = app.handle_key(key(KeyCode::Char(c)), &state);
+        match want {
+            Some(want) => assert_eq!(got, want, "{c} in the {pane} pane"),
+            None => {
+                assert_eq!(got, Action::None, "{c} in the {pane} pane acts on nothing");
+                assert!(
+                    app.kill.is_none(),
+                    "{c} in the {pane} pane opened K's dialog"
+                );
+                let said = app.notice.clone().unwrap_or_default();
+                assert!(
+                    !said.is_empty() && !said.contains(&host_pick),
+                    "{c} in the {pane} pane says why, in a line, without the hidden box: {said:?}"
+                );
+            }
+        }
+    }
+    // Enter in the events pane on a job's event opens that job, not a box.
+    let mut app = events.clone();
+    app.handle_key(key(KeyCode::Enter), &state);
+    assert_eq!(app.view, View::Job);
+    assert_eq!(app.job_selected, Some(("hpc".into(), "10".into())));
+    let text = screen(&app, &state, 120, 40);
+    assert!(text.contains("Slurm job 10 on hpc"), "{text}");
+    assert!(text.contains("T cancels the job (scancel)"), "{text}");
+    // The hint line names the focused pane's keys.
+    let text = screen(&jobs, &state, 160, 40);
+    assert!(text.contains("Enter job detail"), "{text}");
+    assert!(!text.contains("o order"), "{text}");
+}
+
+/// `/` filters the focused pane: in the jobs pane the jobs, leaving the boxes as they are.
+#[test]
+fn slash_filters_the_focused_pane() {
+    let (_, state) = Demo::start(screenshot_time());
+    let mut app = App::new(true);
+    app.handle_key(key(KeyCode::Tab), &state);
+    let all_jobs = app.visible_jobs(&state).len();
+    let boxes = app.visible(&state).len();
+    assert!(all_jobs >= 2, "the demo has jobs on two clusters");
+    for c in "/k8s".chars() {
+        app.handle_key(key(KeyCode::Char(c)), &state);
+    }
+    app.handle_key(key(KeyCode::Enter), &state);
+    let shown = app.visible_jobs(&state);
+    assert!(
+        !shown.is_empty() && shown.len() < all_jobs && shown.iter().all(|(c, _)| c.name == "k8s"),
+        "{} of {all_jobs}",
+        shown.len()
+    );
+    assert_eq!(app.visible(&state).len(), boxes, "the boxes are untouched");
+    assert!(screen(&app, &state, 160, 48).contains("match /k8s"));
+    // The cursor is on a shown job: p pulls a k8s Job, not hpc's.
+    assert!(matches!(
+        app.handle_key(key(KeyCode::Char('p')), &state),
+        Action::Pull(Target::Job(j)) if j.cluster == "k8s"
+    ));
+    app.handle_key(key(KeyCode::Esc), &state);
+    assert_eq!(app.visible_jobs(&state).len(), all_jobs, "Esc clears it");
 }

@@ -39,7 +39,7 @@ pub fn bounded(command: &str, limit: Duration) -> String {
     )
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scheduler {
     Slurm,

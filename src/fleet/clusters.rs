@@ -17,14 +17,14 @@ impl FleetState {
         next.judge(now);
         let mut said = Vec::new();
         match (last.and_then(|l| l.error.as_ref()), &next.error) {
-            (None, Some(error)) => said.push((Severity::Warn, error.clone())),
-            (Some(_), None) => said.push((Severity::Info, "queue read again".to_string())),
+            (None, Some(error)) => said.push((Severity::Warn, None, error.clone())),
+            (Some(_), None) => said.push((Severity::Info, None, "queue read again".to_string())),
             _ => {}
         }
         for job in &next.jobs {
             let before = last.and_then(|l| l.jobs.iter().find(|j| j.id == job.id));
             if let Some(text) = change(before, job) {
-                said.push((job.severity(), text));
+                said.push((job.severity(), Some(job.id.clone()), text));
             }
         }
         let name = next.name.clone();
@@ -32,8 +32,8 @@ impl FleetState {
             Some(i) => self.clusters[i] = next,
             None => self.clusters.push(next),
         }
-        for (severity, text) in said {
-            self.event(now, &name, severity, text);
+        for (severity, job, text) in said {
+            self.job_event(now, &name, job.as_deref(), severity, text);
         }
     }
 

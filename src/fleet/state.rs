@@ -25,7 +25,10 @@ pub const EVENTS_KEPT: usize = 500;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub at: DateTime<Utc>,
+    /// The box, or the cluster, it is about.
     pub host: String,
+    /// The cluster's job it is about, where it is about one.
+    pub job: Option<String>,
     pub severity: Severity,
     pub text: String,
 }
@@ -80,12 +83,25 @@ impl FleetState {
         severity: Severity,
         text: String,
     ) {
+        self.job_event(at, host, None, severity, text);
+    }
+
+    /// An event about `host`, or about one `job` of the cluster `host`.
+    pub(super) fn job_event(
+        &mut self,
+        at: DateTime<Utc>,
+        host: &str,
+        job: Option<&str>,
+        severity: Severity,
+        text: String,
+    ) {
         if self.events.len() == EVENTS_KEPT {
             self.events.pop_back();
         }
         self.events.push_front(Event {
             at,
             host: host.to_string(),
+            job: job.map(str::to_string),
             severity,
             text,
         });

@@ -15,6 +15,7 @@
 mod alerting;
 pub mod clusters;
 pub mod delivery;
+mod handover;
 mod jobs;
 pub mod kill;
 pub mod once;
@@ -182,27 +183,6 @@ impl Runtime {
 
     pub fn is_demo(&self) -> bool {
         matches!(self.source, Source::Demo(_))
-    }
-
-    /// The person's own `ssh` command line for `what` on `host` (the dashboard runs it in the
-    /// terminal while it waits).
-    pub fn handover(
-        &self,
-        host: &str,
-        what: crate::transport::Handover,
-    ) -> Result<Vec<std::ffi::OsString>, String> {
-        let Some(fleet) = self.fleet() else {
-            return Err(format!(
-                "the demo's boxes are replays: there is no {} to open",
-                what.word()
-            ));
-        };
-        let config = fleet
-            .hosts
-            .iter()
-            .find(|h| h.name == host)
-            .ok_or_else(|| format!("{host}: not a box of the fleet"))?;
-        crate::transport::openssh::argv(fleet, config, what)
     }
 
     /// The fleet's config; None for the demo.

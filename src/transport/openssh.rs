@@ -61,6 +61,12 @@ pub fn argv(
             ))
         }
     };
+    Ok(ssh_argv(fleet, host, remote))
+}
+
+/// `ssh` to `host` as the fleet says to reach it, running `remote` on a terminal there, or a
+/// login shell without one.
+pub fn ssh_argv(fleet: &FleetConfig, host: &HostConfig, remote: Option<String>) -> Vec<OsString> {
     let mut out: Vec<OsString> = vec!["ssh".into()];
     if let Some(path) = &fleet.ssh_config {
         out.extend(["-F".into(), path.into()]);
@@ -89,7 +95,7 @@ pub fn argv(
     out.push("--".into());
     out.push(host.target.host.clone().into());
     out.extend(remote.map(OsString::from));
-    Ok(out)
+    out
 }
 
 /// The command line as a person would type it, for the screen.

@@ -16,20 +16,24 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     // Time, host and severity take 30 columns; the text gets what is left inside the border.
     let room = usize::from(area.width.saturating_sub(2 + 30));
     // The cursor (the event Enter opens) stays on screen: the window follows it.
-    let cursor = ctx
-        .app
-        .alerts_scroll
-        .min(ctx.state.events.len().saturating_sub(1));
-    let skip = super::widgets::window_start(cursor, ctx.state.events.len(), rows);
+    let events = ctx.app.visible_events(ctx.state);
+    let cursor = ctx.app.alerts_scroll.min(events.len().saturating_sub(1));
+    let skip = super::widgets::window_start(cursor, events.len(), rows);
     let focused = ctx.app.pane == Pane::Alerts;
-    let lines: Vec<Line> = if ctx.state.events.is_empty() {
+    let lines: Vec<Line> = if events.is_empty() {
         vec![Line::styled(
-            " nothing has changed since rigwatch started",
+            if ctx.app.event_filter.is_empty() {
+                " nothing has changed since rigwatch started".to_string()
+            } else {
+                format!(
+                    " no event matches /{} (Esc clears it)",
+                    clean(&ctx.app.event_filter, 40)
+                )
+            },
             t.stale,
         )]
     } else {
-        ctx.state
-            .events
+        events
             .iter()
             .enumerate()
             .skip(skip)
@@ -58,8 +62,9 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(
-            " Events · {} · newest first ",
-            ctx.state.events.len()
+            " Events · {}{} · newest first ",
+            events.len(),
+            super::widgets::filter_mark(&ctx.app.event_filter)
         ))
         .border_style(if focused { t.accent } else { t.border });
     frame.render_widget(Paragraph::new(lines).block(block), area);

@@ -4,20 +4,22 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-
-use super::teardown_modal::{TeardownModal, event_of};
+use super::teardown_modal::TeardownModal;
 use crate::pull::Progress;
-use crate::teardown::{Effect, Stage};
+use crate::target::Target;
+use crate::teardown::Effect;
 use crate::transport::Handover;
 
-use crate::fleet::{FleetState, HostState};
+use crate::fleet::{Event, FleetState, HostState};
 use crate::signals::Severity;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
     Fleet,
+    /// The selected box's detail.
     Detail,
+    /// The selected job's detail.
+    Job,
     /// Every queue's cells across the fleet.
     Roster,
 }
@@ -65,23 +67,15 @@ pub enum Action {
     Quit,
     /// Poll now instead of at the next period.
     Refresh,
-    Pull(String),
-    Teardown(String),
-    /// Pull a cluster's results for the job under the cursor: a Slurm cluster's login node, a
-    /// Kubernetes Job's running pod.
-    PullJob {
-        cluster: String,
-        job: String,
-    },
-    /// Cancel a cluster's job, through the same guard.
-    TeardownJob {
-        cluster: String,
-        job: String,
-    },
-    /// The person's own `ssh` to the host (a shell, the log, the run's pane), run in the
-    /// terminal while the dashboard waits.
+    /// Pull the target's results: a box's, a Slurm cluster's (its login node), a Kubernetes
+    /// Job's (its running pod).
+    Pull(Target),
+    /// Open the teardown dialog for the target: destroy a box, cancel a job, delete a Job.
+    Teardown(Target),
+    /// The person's own command for the target (a shell, the log, the run's pane: `ssh` to a
+    /// box or a login node, `kubectl` for a Job), run in the terminal while the dashboard waits.
     Handover {
-        host: String,
+        target: Target,
         what: Handover,
     },
     /// End the processes holding a zombie GPU's VRAM (`K`, the host's name typed).
@@ -89,8 +83,9 @@ pub enum Action {
         host: String,
         targets: Vec<crate::probe::GpuProcess>,
     },
-    /// Silence the host's alerts for two hours, or lift its silence.
-    Silence(String),
+    /// Silence the target's alerts for two hours, or lift its silence (a job's are its
+    /// cluster's).
+    Silence(Target),
     /// What the teardown dialog asks for (a check, the final look, the destroy), for the
     /// executor.
     Dialog {
@@ -105,7 +100,13 @@ pub struct App {
     pub pane: Pane,
     /// Selected host, by name, so a re-sort does not move the selection to another box.
     pub selected: Option<String>,
+    /// The boxes' filter (`/` in the boxes pane).
     pub filter: String,
+    /// The jobs pane's filter.
+    pub job_filter: String,
+    /// The events pane's filter.
+    pub event_filter: String,
+    /// `/` is being typed, into the focused pane's filter.
     pub editing_filter: bool,
     /// The `:` command line while it is open.
     pub command: Option<String>,
@@ -114,8 +115,8 @@ pub struct App {
     /// How far the help is scrolled (it scrolls where it does not fit).
     pub help_scroll: u16,
     pub alerts_scroll: usize,
-    /// The jobs pane's cursor, over every cluster's jobs in order.
-    pub job_cursor: usize,
+    /// The selected job, by cluster and id: the jobs pane's cursor and the job detail's job.
+    pub job_selected: Option<(String, String)>,
     pub detail_scroll: u16,
     /// The last scroll position with something left to show, as the last frame measured it:
     /// scrolling stops there, and `G` goes there. Written by the view that knows the wrapped
@@ -146,13 +147,15 @@ impl App {
             pane: Pane::Hosts,
             selected: None,
             filter: String::new(),
+            job_filter: String::new(),
+            event_filter: String::new(),
             editing_filter: false,
             command: None,
             sort: SortKey::Worst,
             help: false,
             help_scroll: 0,
             alerts_scroll: 0,
-            job_cursor: 0,
+            job_selected: None,
             detail_scroll: 0,
             scroll_end: std::cell::Cell::new(u16::MAX),
             notice: None,
@@ -225,254 +228,35 @@ impl App {
         visible.get(self.selected_index(&visible)).copied()
     }
 
-    fn select(&mut self, visible: &[&HostState], index: usize) {
+    /// The box the detail shows: the selected one by name, filter or not (`:detail NAME` may
+    /// name a box the filter hides); the first shown when none was picked yet.
+    pub fn detail_host<'a>(&self, state: &'a FleetState) -> Option<&'a HostState> {
+        match &self.selected {
+            Some(name) => state.host(name),
+            None => self.selected_host(state),
+        }
+    }
+
+    pub(super) fn select(&mut self, visible: &[&HostState], index: usize) {
         self.selected = visible.get(index).map(|h| h.config.name.clone());
         self.detail_scroll = 0;
     }
 
-    pub fn handle_key(&mut self, key: KeyEvent, state: &FleetState) -> Action {
-        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-            return Action::Quit;
-        }
-        if self.command.is_some() {
-            return self.command_key(key.code, state);
-        }
-        if self.editing_filter {
-            match key.code {
-                KeyCode::Enter => self.editing_filter = false,
-                KeyCode::Esc => {
-                    self.editing_filter = false;
-                    self.filter.clear();
-                }
-                KeyCode::Backspace => {
-                    self.filter.pop();
-                }
-                KeyCode::Char(c) if !c.is_control() && self.filter.chars().count() < 40 => {
-                    self.filter.push(c)
-                }
-                _ => {}
-            }
-            return Action::None;
-        }
-        if self.kill.is_some() {
-            return self.kill_key(key);
-        }
-        if let Some(modal) = &mut self.modal {
-            let lines = match key.code {
-                KeyCode::Up => -1,
-                KeyCode::Down => 1,
-                KeyCode::PageUp => -10,
-                KeyCode::PageDown => 10,
-                _ => 0,
-            };
-            if lines != 0 {
-                modal.scroll_by(lines);
-                return Action::None;
-            }
-            let Some(event) = event_of(key) else {
-                return Action::None;
-            };
-            let effects = modal.dialog.handle(event);
-            let host = modal.host().to_string();
-            if modal.dialog.stage() == &Stage::Closed {
-                self.modal = None;
-            }
-            return if effects.is_empty() {
-                Action::None
-            } else {
-                Action::Dialog { host, effects }
-            };
-        }
-        if self.help {
-            match key.code {
-                KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q') => {
-                    self.help = false;
-                    self.help_scroll = 0;
-                }
-                KeyCode::Down | KeyCode::Char('j') => {
-                    self.help_scroll = self.help_scroll.saturating_add(1);
-                }
-                KeyCode::Up | KeyCode::Char('k') => {
-                    self.help_scroll = self.help_scroll.saturating_sub(1);
-                }
-                _ => {}
-            }
-            return Action::None;
-        }
-        self.notice = None;
-        let visible = self.visible(state);
-        let index = self.selected_index(&visible);
-        let last = visible.len().saturating_sub(1);
-        match key.code {
-            KeyCode::Char('q') => return Action::Quit,
-            KeyCode::Char('?') => self.help = true,
-            KeyCode::Esc if matches!(self.view, View::Detail | View::Roster) => {
-                self.view = View::Fleet
-            }
-            KeyCode::Char('R') => {
-                self.view = View::Roster;
-                self.detail_scroll = 0;
-            }
-            KeyCode::Esc if !self.filter.is_empty() => self.filter.clear(),
-            // In the events pane, Enter opens the host the event under the cursor is about.
-            KeyCode::Enter if self.view == View::Fleet && self.pane == Pane::Alerts => {
-                let last = state.events.len().saturating_sub(1);
-                if let Some(event) = state.events.get(self.alerts_scroll.min(last))
-                    && state.host(&event.host).is_some()
-                {
-                    self.selected = Some(event.host.clone());
-                    self.detail_scroll = 0;
-                    self.view = View::Detail;
-                }
-            }
-            KeyCode::Enter if !visible.is_empty() => {
-                self.select(&visible, index);
-                self.view = View::Detail;
-            }
-            KeyCode::Tab | KeyCode::BackTab if self.view == View::Fleet => {
-                let jobs = !state.clusters.is_empty();
-                self.pane = match self.pane {
-                    Pane::Hosts if jobs => Pane::Jobs,
-                    Pane::Hosts | Pane::Jobs => Pane::Alerts,
-                    Pane::Alerts => Pane::Hosts,
-                };
-            }
-            KeyCode::Down
-            | KeyCode::Up
-            | KeyCode::Home
-            | KeyCode::End
-            | KeyCode::Char('j' | 'k' | 'g' | 'G' | 'T' | 'p')
-                if self.view == View::Fleet && self.pane == Pane::Jobs =>
-            {
-                return self.job_key(key.code, state);
-            }
-            KeyCode::Down | KeyCode::Char('j') => self.move_by(&visible, index, 1),
-            KeyCode::Up | KeyCode::Char('k') => self.move_by(&visible, index, -1),
-            KeyCode::Right if self.view == View::Fleet && !visible.is_empty() => {
-                self.select(&visible, index);
-                self.view = View::Detail;
-            }
-            KeyCode::Left | KeyCode::Char('h') => self.view = View::Fleet,
-            // In a scrolling view, first and last are its top and its end.
-            KeyCode::Char('g') | KeyCode::Home if self.view != View::Fleet => {
-                self.detail_scroll = 0;
-            }
-            KeyCode::Char('G') | KeyCode::End if self.view != View::Fleet => {
-                self.detail_scroll = self.scroll_end.get();
-            }
-            KeyCode::Char('g') | KeyCode::Home => self.jump(&visible, 0),
-            KeyCode::Char('G') | KeyCode::End => self.jump(&visible, last),
-            KeyCode::Char(':') => self.command = Some(String::new()),
-            KeyCode::Char('/') => {
-                self.editing_filter = true;
-                self.view = View::Fleet;
-            }
-            KeyCode::Char('s') => return self.handover(&visible, index, Handover::Shell),
-            KeyCode::Char('l') => return self.handover(&visible, index, Handover::Log),
-            KeyCode::Char('L') => return self.handover(&visible, index, Handover::Pane),
-            KeyCode::Char('o') => {
-                self.sort = self.sort.next();
-                self.notice = Some(format!("sorted by {}", self.sort.word()));
-            }
-            KeyCode::Char('r') => return Action::Refresh,
-            KeyCode::Char('p') => return self.host_action(&visible, index, Action::Pull),
-            KeyCode::Char('T') => return self.host_action(&visible, index, Action::Teardown),
-            KeyCode::Char('S') => return self.host_action(&visible, index, Action::Silence),
-            KeyCode::Char('K') => {
-                if let Some(h) = visible.get(index) {
-                    match super::kill_modal::open(h) {
-                        Ok(modal) => self.kill = Some(modal),
-                        Err(why) => self.notice = Some(why),
-                    }
-                }
-            }
-            _ => {}
-        }
-        Action::None
-    }
-
-    fn host_action(
-        &self,
-        visible: &[&HostState],
-        index: usize,
-        make: fn(String) -> Action,
-    ) -> Action {
-        visible
-            .get(index)
-            .map_or(Action::None, |h| make(h.config.name.clone()))
-    }
-
-    /// A key while `K`'s dialog is open: Esc closes it (the answer of a kill already sent still
-    /// reaches the status bar), Enter closes it once answered.
-    fn kill_key(&mut self, key: KeyEvent) -> Action {
-        use super::kill_modal::KillStage;
-        let Some(modal) = self.kill.as_mut() else {
-            return Action::None;
-        };
-        match (key.code, &modal.stage) {
-            (KeyCode::Esc, _) | (KeyCode::Enter, KillStage::Done { .. }) => self.kill = None,
-            _ => {
-                if let Some(event) = event_of(key)
-                    && modal.key(event)
-                {
-                    return Action::Kill {
-                        host: modal.host.clone(),
-                        targets: modal.targets.clone(),
-                    };
-                }
-            }
-        }
-        Action::None
-    }
-
-    fn handover(&self, visible: &[&HostState], index: usize, what: Handover) -> Action {
-        visible
-            .get(index)
-            .map_or(Action::None, |h| Action::Handover {
-                host: h.config.name.clone(),
-                what,
+    /// The events the events filter lets through, newest first: by box or cluster, job, text
+    /// or severity.
+    pub fn visible_events<'a>(&self, state: &'a FleetState) -> Vec<&'a Event> {
+        let needle = self.event_filter.to_lowercase();
+        state
+            .events
+            .iter()
+            .filter(|e| {
+                needle.is_empty()
+                    || [e.host.as_str(), e.job.as_deref().unwrap_or(""), &e.text]
+                        .iter()
+                        .any(|w| w.to_lowercase().contains(&needle))
+                    || e.severity.word().to_lowercase().contains(&needle)
             })
-    }
-
-    fn move_by(&mut self, visible: &[&HostState], index: usize, delta: i64) {
-        match (self.view, self.pane) {
-            (View::Detail | View::Roster, _) => {
-                self.detail_scroll = if delta > 0 {
-                    self.detail_scroll
-                        .saturating_add(1)
-                        .min(self.scroll_end.get())
-                } else {
-                    self.detail_scroll.saturating_sub(1)
-                };
-            }
-            // The events pane's cursor: the event Enter opens.
-            (View::Fleet, Pane::Alerts) => {
-                self.alerts_scroll = if delta > 0 {
-                    self.alerts_scroll.saturating_add(1)
-                } else {
-                    self.alerts_scroll.saturating_sub(1)
-                };
-            }
-            // Its keys are the jobs pane's own (`job_key`).
-            (View::Fleet, Pane::Jobs) => {}
-            (View::Fleet, Pane::Hosts) => {
-                let next = (index as i64 + delta).clamp(0, visible.len().saturating_sub(1) as i64)
-                    as usize;
-                self.select(visible, next);
-            }
-        }
-    }
-
-    fn jump(&mut self, visible: &[&HostState], index: usize) {
-        match (self.view, self.pane) {
-            (View::Fleet, Pane::Alerts) => {
-                self.alerts_scroll = if index == 0 { 0 } else { usize::MAX / 2 }
-            }
-            (View::Detail | View::Roster, _) => {
-                self.detail_scroll = if index == 0 { 0 } else { u16::MAX / 2 }
-            }
-            _ => self.select(visible, index),
-        }
+            .collect()
     }
 }
 

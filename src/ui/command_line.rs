@@ -1,12 +1,16 @@
-//! `:` opens a command line for the views and actions, as in k9s and vim: `:pull [HOST]`,
-//! `:teardown [HOST]`, `:silence [HOST]`, `:sort util`, `:filter TEXT`, `:roster`, `:fleet`,
-//! `:detail [HOST]`, `:ssh [HOST]`, `:log [HOST]`, `:pane [HOST]`, `:refresh`, `:help`, `:q`. Tab completes the command, then a host's name.
-//! A command names the same action a key does; nothing here runs by itself.
+//! `:` opens a command line for the views and actions, as in k9s and vim: `:pull [TARGET]`,
+//! `:teardown [TARGET]`, `:silence [TARGET]`, `:sort util`, `:filter TEXT`, `:roster`,
+//! `:fleet`, `:detail [TARGET]`, `:ssh [TARGET]`, `:log [TARGET]`, `:pane [TARGET]`,
+//! `:refresh`, `:help`, `:q`. A target is a box's name or a job's `cluster/id`; without one, a
+//! command acts on what its key would (the focused pane's selection). Tab completes the
+//! command, then the target. A command names the same action a key does; nothing here runs by
+//! itself.
 
 use crossterm::event::KeyCode;
 
 use super::app::{Action, App, SortKey, View};
 use crate::fleet::FleetState;
+use crate::target::Target;
 use crate::transport::Handover;
 
 /// Every command, completed in this order.
@@ -81,20 +85,18 @@ impl App {
             Some((w, a)) => (w, a.trim()),
             None => (text, ""),
         };
-        let host = |app: &App| -> Option<String> {
+        // No name: what a key would act on (the focused pane's selection, or the open detail's).
+        let target = |app: &App| -> Result<Target, String> {
             if arg.is_empty() {
-                app.selected_host(state).map(|h| h.config.name.clone())
+                app.target(state)
             } else {
-                state.host(arg).map(|h| h.config.name.clone())
+                named(state, arg).ok_or_else(|| {
+                    format!(
+                        "no box or cluster/job named {:?}",
+                        crate::sanitize::line(arg, 40)
+                    )
+                })
             }
-        };
-        let no_host = |app: &mut App| {
-            app.notice = Some(if arg.is_empty() {
-                "no host selected".to_string()
-            } else {
-                format!("no host named {:?}", crate::sanitize::line(arg, 40))
-            });
-            Action::None
         };
         match word {
             "" => Action::None,
@@ -129,29 +131,15 @@ impl App {
                     Action::None
                 }
             },
-            "pull" | "teardown" | "silence" | "detail" | "ssh" | "log" | "pane" => match host(self)
-            {
-                None => no_host(self),
-                Some(name) => match word {
-                    "pull" => Action::Pull(name),
-                    "ssh" | "log" | "pane" => Action::Handover {
-                        host: name,
-                        what: match word {
-                            "ssh" => Handover::Shell,
-                            "log" => Handover::Log,
-                            _ => Handover::Pane,
-                        },
-                    },
-                    "teardown" => Action::Teardown(name),
-                    "silence" => Action::Silence(name),
-                    _ => {
-                        self.selected = Some(name);
-                        self.detail_scroll = 0;
-                        self.view = View::Detail;
+            "pull" | "teardown" | "silence" | "detail" | "ssh" | "log" | "pane" => {
+                match target(self) {
+                    Err(why) => {
+                        self.notice = Some(why);
                         Action::None
                     }
-                },
-            },
+                    Ok(target) => self.run_on(word, target),
+                }
+            }
             other => {
                 self.notice = Some(format!(
                     "unknown command :{}; there are: {}",
@@ -162,6 +150,48 @@ impl App {
             }
         }
     }
+}
+
+impl App {
+    /// A command that takes a target, on `target`.
+    fn run_on(&mut self, word: &str, target: Target) -> Action {
+        let what = match word {
+            "pull" => return Action::Pull(target),
+            "teardown" => return Action::Teardown(target),
+            "silence" => return Action::Silence(target),
+            "ssh" => Handover::Shell,
+            "log" => Handover::Log,
+            "pane" => Handover::Pane,
+            _ => {
+                self.detail_scroll = 0;
+                match target {
+                    Target::Box(host) => {
+                        self.selected = Some(host);
+                        self.view = View::Detail;
+                    }
+                    Target::Job(job) => {
+                        self.job_selected = Some((job.cluster, job.id));
+                        self.view = View::Job;
+                    }
+                }
+                return Action::None;
+            }
+        };
+        Action::Handover { target, what }
+    }
+}
+
+/// A box by its name, or a job as the jobs pane names it: `cluster/id`.
+fn named(state: &FleetState, name: &str) -> Option<Target> {
+    if let Some(h) = state.host(name) {
+        return Some(Target::Box(h.config.name.clone()));
+    }
+    let (cluster, id) = name.split_once('/')?;
+    let c = state.cluster(cluster)?;
+    c.jobs
+        .iter()
+        .any(|j| j.id == id)
+        .then(|| Target::job(&c.name, c.scheduler, id))
 }
 
 /// `line` completed as far as it is unambiguous: the command word, then (for the commands that
@@ -181,14 +211,25 @@ fn complete(line: &str, state: &FleetState) -> String {
             }
         }
         Some((word, arg)) => {
-            let hosts: Vec<&str> = state.hosts.iter().map(|h| h.config.name.as_str()).collect();
-            let sorts: Vec<&str> = SORTS.iter().map(|(w, _)| *w).collect();
+            let mut targets: Vec<String> =
+                state.hosts.iter().map(|h| h.config.name.clone()).collect();
+            targets.extend(
+                state
+                    .clusters
+                    .iter()
+                    .flat_map(|c| c.jobs.iter().map(move |j| format!("{}/{}", c.name, j.id))),
+            );
+            let sorts: Vec<String> = SORTS.iter().map(|(w, _)| w.to_string()).collect();
             let choices = match word {
-                "pull" | "teardown" | "silence" | "detail" | "ssh" | "log" | "pane" => hosts,
+                "pull" | "teardown" | "silence" | "detail" | "ssh" | "log" | "pane" => targets,
                 "sort" => sorts,
                 _ => return line.to_string(),
             };
-            let matches: Vec<&str> = choices.into_iter().filter(|c| c.starts_with(arg)).collect();
+            let matches: Vec<&str> = choices
+                .iter()
+                .map(String::as_str)
+                .filter(|c| c.starts_with(arg))
+                .collect();
             match matches.as_slice() {
                 [one] => format!("{word} {one}"),
                 [] => line.to_string(),

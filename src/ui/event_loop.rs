@@ -17,6 +17,7 @@ use super::theme::Theme;
 use super::{Ctx, draw};
 use crate::fleet::{FleetState, HostState};
 use crate::runtime::{Runtime, Sender, Step};
+use crate::target::Target;
 use crate::teardown::{
     Dialog, Event as DialogEvent, QueueNote, QueueSeen, RunLooks, Stage, queue_note,
 };
@@ -29,7 +30,7 @@ pub enum Ended {
     /// `argv` and runs the loop again with `app` once it ends.
     Handover {
         app: Box<App>,
-        host: String,
+        target: Target,
         argv: Vec<std::ffi::OsString>,
     },
 }
@@ -90,16 +91,13 @@ where
                         Action::Quit => break,
                         Action::None => {}
                         Action::Refresh => app.notice = Some(runtime.refresh(Utc::now()).into()),
-                        Action::Pull(host) => start_pull(&mut app, runtime, &host, None),
-                        Action::PullJob { cluster, job } => {
-                            start_pull(&mut app, runtime, &cluster, Some(&job))
+                        Action::Pull(target) => start_pull(&mut app, runtime, &target),
+                        Action::Teardown(Target::Box(host)) => open_teardown(&mut app, runtime, &host),
+                        Action::Teardown(Target::Job(job)) => {
+                            open_job_teardown(&mut app, runtime, &job.cluster, &job.id)
                         }
-                        Action::Teardown(host) => open_teardown(&mut app, runtime, &host),
-                        Action::TeardownJob { cluster, job } => {
-                            open_job_teardown(&mut app, runtime, &cluster, &job)
-                        }
-                        Action::Silence(host) => {
-                            app.notice = Some(runtime.toggle_silence(&host));
+                        Action::Silence(target) => {
+                            app.notice = Some(runtime.toggle_silence(target.member()));
                             app.silenced = runtime.silenced().clone();
                         }
                         Action::Dialog { host, effects } => runtime.teardown(&host, effects),
@@ -108,9 +106,9 @@ where
                                 killed(&mut app, &host, why);
                             }
                         }
-                        Action::Handover { host, what } => match runtime.handover(&host, what) {
+                        Action::Handover { target, what } => match runtime.handover(&target, what) {
                             Ok(argv) => {
-                                return Ok(Ended::Handover { app: Box::new(app), host, argv });
+                                return Ok(Ended::Handover { app: Box::new(app), target, argv });
                             }
                             Err(why) => app.notice = Some(why),
                         },
@@ -224,16 +222,17 @@ fn stop_now(app: &mut App, after_destroy: &mut bool) -> bool {
     false
 }
 
-/// A pull of `host`, or of a cluster's `job` (a Kubernetes Job's pod; a Slurm cluster pulls
+/// A pull of a box, or for a cluster's job (a Kubernetes Job's pod; a Slurm cluster pulls
 /// its login node whatever the job).
-fn start_pull(app: &mut App, runtime: &Runtime, host: &str, job: Option<&str>) {
+fn start_pull(app: &mut App, runtime: &Runtime, target: &Target) {
+    let host = target.member();
     if app.pulls.contains_key(host) {
         app.notice = Some(format!("pull {host}: already running"));
         return;
     }
-    let started = match job {
-        Some(job) => runtime.pull_job(host, job),
-        None => runtime.pull(host),
+    let started = match target {
+        Target::Job(job) => runtime.pull_job(host, &job.id),
+        Target::Box(_) => runtime.pull(host),
     };
     match started {
         Err(why) => app.notice = Some(format!("pull {host}: {why}")),

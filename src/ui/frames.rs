@@ -34,11 +34,11 @@ pub async fn run_terminal(
         match super::run(&mut terminal, keys, app, runtime, theme, poll).await {
             Ok(Ended::Handover {
                 app: back,
-                host,
+                target,
                 argv,
             }) => {
                 app = *back;
-                match super::handover::give_terminal(&mut terminal, &host, &argv).await {
+                match super::handover::give_terminal(&mut terminal, &target, &argv).await {
                     Ok(said) => app.notice = Some(said),
                     Err(e) => break Err(e),
                 }

@@ -1,5 +1,5 @@
-//! `s`, `l`, `L`: the terminal is handed to the person's own `ssh` (as k9s's shell does) and
-//! taken back when it ends. The dashboard draws nothing meanwhile; the runtime keeps reading.
+//! `s`, `l`, `L`: the terminal is handed to the person's own `ssh` or `kubectl` (as k9s's
+//! shell does) and taken back when it ends. The dashboard draws nothing meanwhile; the runtime keeps reading.
 
 use std::ffi::OsString;
 
@@ -9,9 +9,12 @@ use ratatui::DefaultTerminal;
 /// back; says in a line how it ended, for the status bar.
 pub async fn give_terminal(
     terminal: &mut DefaultTerminal,
-    host: &str,
+    target: &crate::target::Target,
     argv: &[OsString],
 ) -> std::io::Result<String> {
+    let program = argv
+        .first()
+        .map_or_else(|| "ssh".into(), |p| p.to_string_lossy().into_owned());
     let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
     ratatui::restore();
     let shown = crate::transport::openssh::shown(argv);
@@ -32,9 +35,12 @@ pub async fn give_terminal(
         None => Err(std::io::Error::other("no command")),
     };
     let (ok, said) = match status {
-        Ok(s) if s.success() => (true, format!("back from ssh {host}")),
-        Ok(s) => (false, format!("ssh {host} ended: {s}")),
-        Err(e) => (false, format!("ssh {host}: could not start ssh: {e}")),
+        Ok(s) if s.success() => (true, format!("back from {program} ({target})")),
+        Ok(s) => (false, format!("{program} ({target}) ended: {s}")),
+        Err(e) => (
+            false,
+            format!("{program} ({target}): could not start {program}: {e}"),
+        ),
     };
     if !ok {
         // What ssh said (a refused key, a missing file) stays readable until the person is done.

@@ -23,20 +23,17 @@ pub const KEYS: &[(&str, &str)] = &[
         "↑ ↓  j k",
         "move the selection (scroll in detail and events)",
     ),
-    (
-        "Enter  →",
-        "open the selected host (in the events pane: the event's host)",
-    ),
+    ("Enter  →", "open the selection's detail: a box or a job"),
     ("Esc  ← h", "back to the fleet; clear the filter"),
-    ("Tab", "switch between hosts, cluster jobs and events"),
     (
-        "/",
-        "filter: name, platform, link or signal (Enter keeps, Esc clears)",
+        "Tab",
+        "next pane: boxes, jobs, events; every key acts on its selection",
     ),
+    ("/", "filter the focused pane (Enter keeps, Esc clears)"),
     ("o", "order: worst first, name, GPU util, platform"),
     (
         "s  l  L",
-        "your ssh on the box; its log (less +F); its run's pane, read-only",
+        "ssh to the box: shell, log (less +F), pane; a job: scheduler's",
     ),
     ("g  G", "first / last"),
     ("r", "refresh now"),
@@ -59,7 +56,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "S",
-        "silence the host's alerts in `watch` for 2 h (again: lift)",
+        "silence `watch` alerts 2 h (a job: its cluster's); again: lift",
     ),
     (
         "mouse",

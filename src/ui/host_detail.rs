@@ -314,7 +314,7 @@ fn run_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
 
 pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let t = ctx.theme;
-    let Some(h) = ctx.app.selected_host(ctx.state) else {
+    let Some(h) = ctx.app.detail_host(ctx.state) else {
         frame.render_widget(
             Paragraph::new("no host selected").block(Block::default().borders(Borders::ALL)),
             area,

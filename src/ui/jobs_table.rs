@@ -82,11 +82,11 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let t = ctx.theme;
     let width = usize::from(area.width.saturating_sub(2));
     let focused = ctx.app.pane == Pane::Jobs;
-    // The cursor clamped once: a job that left since the last key does not leave it dangling.
-    let jobs: usize = ctx.state.clusters.iter().map(|c| c.jobs.len()).sum();
-    let cursor = ctx.app.job_cursor.min(jobs.saturating_sub(1));
+    let shown = ctx.app.visible_jobs(ctx.state);
+    let cursor = ctx.app.job_index(&shown);
     let mut lines = Vec::new();
-    let mut index = 0;
+    // A cluster's error line comes before its jobs; the cursor's line is counted as drawn.
+    let mut cursor_line = 0;
     for cluster in &ctx.state.clusters {
         if let Some(error) = &cluster.error {
             lines.push(Line::styled(
@@ -94,12 +94,17 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
                 t.warn,
             ));
         }
-        for job in &cluster.jobs {
+        for (index, (_, job)) in shown
+            .iter()
+            .enumerate()
+            .filter(|(_, (c, _))| c.name == cluster.name)
+        {
             let style = t.severity(Some(job.severity()));
             let here = focused && index == cursor;
             let mut text = row_text(&cluster.name, job, width);
             if here {
                 text.replace_range(..1, "›");
+                cursor_line = lines.len();
             }
             lines.push(Line::styled(
                 text,
@@ -109,24 +114,35 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
                     style
                 },
             ));
-            index += 1;
         }
     }
     // The cursor's row stays on screen.
     let rows = usize::from(area.height.saturating_sub(2));
     let skip = if focused {
-        super::widgets::window_start(cursor, lines.len(), rows)
+        super::widgets::window_start(cursor_line, lines.len(), rows)
     } else {
         0
     };
     let mut lines: Vec<Line> = lines.into_iter().skip(skip).collect();
-    if lines.is_empty() {
-        lines.push(Line::styled(" no watched job in any queue yet", t.stale));
+    if shown.is_empty() {
+        lines.push(Line::styled(
+            if ctx.app.job_filter.is_empty() {
+                " no watched job in any queue yet".to_string()
+            } else {
+                format!(
+                    " no job matches /{} (Esc clears it)",
+                    clean(&ctx.app.job_filter, 40)
+                )
+            },
+            t.stale,
+        ));
     }
     let block = Block::default()
         .borders(Borders::ALL)
         .title(format!(
-            " Jobs · {jobs} · cluster/job  name  state  (nodes  run)  walltime  GPUs  restarts "
+            " Jobs · {}{} · cluster/job  name  state  (nodes  run)  walltime  GPUs  restarts ",
+            shown.len(),
+            super::widgets::filter_mark(&ctx.app.job_filter)
         ))
         .border_style(if focused { t.accent } else { t.border });
     frame.render_widget(Paragraph::new(lines).block(block), area);

@@ -11,8 +11,10 @@ mod handover;
 mod header;
 pub mod help;
 mod host_detail;
-mod job_keys;
+mod job_detail;
+mod jobs_pane;
 mod jobs_table;
+mod keys;
 mod kill_modal;
 mod mouse;
 mod queue_views;
@@ -33,7 +35,7 @@ use ratatui::widgets::Paragraph;
 
 use crate::fleet::FleetState;
 
-use app::{App, View};
+use app::{App, Pane, View};
 pub use event_loop::{Ended, run};
 pub use frames::{DEMO_POLL, demo_frames, run_terminal, screenshot_time};
 pub use mouse::Areas;
@@ -90,6 +92,10 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx<'_>) {
             ctx.app.areas.set(mouse::Areas::default());
             host_detail::render(frame, body, ctx);
         }
+        View::Job => {
+            ctx.app.areas.set(mouse::Areas::default());
+            job_detail::render(frame, body, ctx);
+        }
         View::Roster => {
             ctx.app.areas.set(mouse::Areas::default());
             queue_views::render_roster(frame, body, ctx);
@@ -117,9 +123,19 @@ fn status_line<'a>(ctx: &Ctx<'a>, width: u16) -> Line<'a> {
         ]);
     }
     if ctx.app.editing_filter {
+        let pane = match ctx.app.pane {
+            Pane::Hosts => "boxes",
+            Pane::Jobs => "jobs",
+            Pane::Alerts => "events",
+        };
+        let filter = match ctx.app.pane {
+            Pane::Hosts => &ctx.app.filter,
+            Pane::Jobs => &ctx.app.job_filter,
+            Pane::Alerts => &ctx.app.event_filter,
+        };
         return Line::from(vec![
-            Span::styled(" filter /", t.accent),
-            Span::raw(ctx.app.filter.clone()),
+            Span::styled(format!(" filter {pane} /"), t.accent),
+            Span::raw(filter.clone()),
             Span::styled("▏ Enter keep · Esc clear", t.stale),
         ]);
     }
@@ -129,14 +145,40 @@ fn status_line<'a>(ctx: &Ctx<'a>, width: u16) -> Line<'a> {
     if let Some((host, progress)) = ctx.app.pulls.iter().next() {
         return Line::styled(pull_gauge(host, progress), t.accent);
     }
-    Line::styled(footer_keys(ctx.app.view, usize::from(width)), t.stale)
+    Line::styled(
+        footer_keys(ctx.app.view, ctx.app.pane, usize::from(width)),
+        t.stale,
+    )
 }
 
-/// The current view's keys, most needed first, as many as fit: `? help · q quit` always stay
-/// (as k9s's hints do), the rest drop from the end as the terminal narrows.
-fn footer_keys(view: View, width: usize) -> String {
-    let keys: &[&str] = match view {
-        View::Fleet => &[
+/// The keys of the current view and focused pane, most needed first, as many as fit:
+/// `? help · q quit` always stay (as k9s's hints do), the rest drop from the end as the
+/// terminal narrows.
+fn footer_keys(view: View, pane: Pane, width: usize) -> String {
+    let keys: &[&str] = match (view, pane) {
+        (View::Fleet, Pane::Jobs) => &[
+            "? help",
+            "q quit",
+            "↑↓ select job",
+            "Enter job detail",
+            "T cancel/delete",
+            "p pull",
+            "/ filter jobs",
+            "l log",
+            "s shell",
+            "Tab events",
+        ],
+        (View::Fleet, Pane::Alerts) => &[
+            "? help",
+            "q quit",
+            "↑↓ select event",
+            "Enter its box or job",
+            "p pull it",
+            "T teardown it",
+            "/ filter events",
+            "Tab boxes",
+        ],
+        (View::Fleet, Pane::Hosts) => &[
             "? help",
             "q quit",
             "↑↓ select",
@@ -147,9 +189,9 @@ fn footer_keys(view: View, width: usize) -> String {
             "s ssh",
             "l log",
             "o order",
-            "Tab events",
+            "Tab next pane",
         ],
-        View::Detail => &[
+        (View::Detail, _) => &[
             "? help",
             "q quit",
             "Esc back",
@@ -160,7 +202,18 @@ fn footer_keys(view: View, width: usize) -> String {
             "l log",
             "g G top/end",
         ],
-        View::Roster => &["? help", "q quit", "Esc back", "↑↓ scroll", "g G top/end"],
+        (View::Job, _) => &[
+            "? help",
+            "q quit",
+            "Esc back",
+            "↑↓ scroll",
+            "T cancel/delete",
+            "p pull",
+            "l log",
+            "s shell",
+            "L inside the job",
+        ],
+        (View::Roster, _) => &["? help", "q quit", "Esc back", "↑↓ scroll", "g G top/end"],
     };
     let mut out = String::new();
     for key in keys {

@@ -81,35 +81,36 @@ impl App {
             let Some(offset) = row.checked_sub(areas.jobs.y + 1) else {
                 return;
             };
-            // The pane's lines: a cluster's error line (no job), then its jobs.
-            let lines: Vec<Option<usize>> = {
-                let mut index = 0;
-                let mut out = Vec::new();
-                for c in &state.clusters {
-                    if c.error.is_some() {
-                        out.push(None);
-                    }
-                    for _ in &c.jobs {
-                        out.push(Some(index));
-                        index += 1;
-                    }
+            // The pane's lines, as drawn: a cluster's error line (no job), then its jobs.
+            let shown = self.visible_jobs(state);
+            let mut lines: Vec<Option<usize>> = Vec::new();
+            for c in &state.clusters {
+                if c.error.is_some() {
+                    lines.push(None);
                 }
-                out
-            };
+                lines.extend(
+                    (0..shown.len())
+                        .filter(|i| shown[*i].0.name == c.name)
+                        .map(Some),
+                );
+            }
+            let here = self.job_index(&shown);
+            let cursor_line = lines.iter().position(|l| *l == Some(here)).unwrap_or(0);
             let rows = usize::from(areas.jobs.height.saturating_sub(2));
-            let first = window_start(self.job_cursor, lines.len(), rows);
+            let first = window_start(cursor_line, lines.len(), rows);
             if let Some(Some(job)) = lines.get(first + usize::from(offset)) {
-                self.job_cursor = *job;
+                self.select_job(&shown, *job);
             }
         } else if inside(areas.events, column, row) {
             let Some(offset) = row.checked_sub(areas.events.y + 1) else {
                 return;
             };
             let rows = usize::from(areas.events.height.saturating_sub(2));
-            let last = state.events.len().saturating_sub(1);
-            let first = window_start(self.alerts_scroll.min(last), state.events.len(), rows);
+            let shown = self.visible_events(state).len();
+            let last = shown.saturating_sub(1);
+            let first = window_start(self.alerts_scroll.min(last), shown, rows);
             let at = first + usize::from(offset);
-            if at <= last && !state.events.is_empty() {
+            if at <= last && shown > 0 {
                 self.alerts_scroll = at;
             }
         }

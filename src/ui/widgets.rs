@@ -192,6 +192,15 @@ pub fn indent_wrapped(
     out
 }
 
+/// " match /gpu" after a pane's count while its filter is set; nothing when it is not.
+pub fn filter_mark(filter: &str) -> String {
+    if filter.is_empty() {
+        String::new()
+    } else {
+        format!(" match /{}", crate::sanitize::line(filter, 40))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
