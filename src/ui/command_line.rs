@@ -6,7 +6,7 @@
 //! command, then the target. A command names the same action a key does; nothing here runs by
 //! itself.
 
-use crossterm::event::KeyCode;
+use crossterm::event::{KeyCode, KeyEvent};
 
 use super::app::{Action, App, SortKey, View};
 use crate::fleet::FleetState;
@@ -54,17 +54,14 @@ fn common_prefix<'a>(words: &[&'a str]) -> &'a str {
 
 impl App {
     /// A key while the command line is open.
-    pub(super) fn command_key(&mut self, code: KeyCode, state: &FleetState) -> Action {
+    pub(super) fn command_key(&mut self, key: KeyEvent, state: &FleetState) -> Action {
         let Some(line) = self.command.as_mut() else {
             return Action::None;
         };
-        match code {
+        match key.code {
             KeyCode::Esc => self.command = None,
             // Backspace on an empty line closes it, as in vim.
             KeyCode::Backspace if line.is_empty() => self.command = None,
-            KeyCode::Backspace => {
-                line.pop();
-            }
             KeyCode::Tab => {
                 let done = complete(line, state);
                 *line = done;
@@ -74,8 +71,7 @@ impl App {
                 self.command = None;
                 return self.run_command(text.trim(), state);
             }
-            KeyCode::Char(c) if !c.is_control() && line.chars().count() < 120 => line.push(c),
-            _ => {}
+            _ => super::keys::edit_line(line, key, 120),
         }
         Action::None
     }

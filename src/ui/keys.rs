@@ -19,10 +19,10 @@ impl App {
             return Action::Quit;
         }
         if self.command.is_some() {
-            return self.command_key(key.code, state);
+            return self.command_key(key, state);
         }
         if self.editing_filter {
-            self.filter_key(key.code);
+            self.filter_key(key);
             return Action::None;
         }
         if self.kill.is_some() {
@@ -37,6 +37,11 @@ impl App {
         }
         self.notice = None;
         match key.code {
+            // No Ctrl or Alt chord is a plain key here (Ctrl-H is not h).
+            KeyCode::Char(_)
+                if key
+                    .modifiers
+                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {}
             KeyCode::Char('q') => return Action::Quit,
             KeyCode::Char('?') => self.help = true,
             KeyCode::Esc if self.view != View::Fleet => self.view = View::Fleet,
@@ -232,20 +237,14 @@ impl App {
         }
     }
 
-    fn filter_key(&mut self, code: KeyCode) {
-        match code {
+    fn filter_key(&mut self, key: KeyEvent) {
+        match key.code {
             KeyCode::Enter => self.editing_filter = false,
             KeyCode::Esc => {
                 self.editing_filter = false;
                 self.filter_mut().clear();
             }
-            KeyCode::Backspace => {
-                self.filter_mut().pop();
-            }
-            KeyCode::Char(c) if !c.is_control() && self.filter_mut().chars().count() < 40 => {
-                self.filter_mut().push(c)
-            }
-            _ => {}
+            _ => edit_line(self.filter_mut(), key, 40),
         }
     }
 
@@ -320,6 +319,39 @@ impl App {
     }
 }
 
+/// A key typed into a one-line prompt (`/`, `:`), edited as in a shell: Backspace and Ctrl-H
+/// erase a character, Ctrl-W a word, Ctrl-U the line; no other Ctrl or Alt key types its
+/// letter; the line holds at most `max` characters.
+pub(super) fn edit_line(line: &mut String, key: KeyEvent, max: usize) {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    match key.code {
+        KeyCode::Backspace if ctrl => delete_word(line),
+        KeyCode::Backspace => {
+            line.pop();
+        }
+        KeyCode::Char('h') if ctrl => {
+            line.pop();
+        }
+        KeyCode::Char('w') if ctrl => delete_word(line),
+        KeyCode::Char('u') if ctrl => line.clear(),
+        KeyCode::Char(_) if ctrl || key.modifiers.contains(KeyModifiers::ALT) => {}
+        KeyCode::Char(c) if !c.is_control() && line.chars().count() < max => line.push(c),
+        _ => {}
+    }
+}
+
+/// The last word and the spaces after it, as Ctrl-W in a shell.
+fn delete_word(line: &mut String) {
+    let kept = line.trim_end().len();
+    line.truncate(kept);
+    let start = line
+        .char_indices()
+        .rev()
+        .find(|(_, c)| c.is_whitespace())
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    line.truncate(start);
+}
+
 /// What an event is about: its job, its box; an event about a cluster's queue as a whole is
 /// about no one target.
 fn event_target(state: &FleetState, event: &Event) -> Result<Target, String> {
@@ -346,4 +378,38 @@ fn ended(state: &FleetState, target: &Target) -> Option<String> {
         .iter()
         .find(|j| j.id == job.id)?;
     row.phase.is_over().then(|| row.state.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn typed(keys: &[(KeyCode, KeyModifiers)]) -> String {
+        let mut line = String::new();
+        for (code, mods) in keys {
+            edit_line(&mut line, KeyEvent::new(*code, *mods), 40);
+        }
+        line
+    }
+
+    #[test]
+    fn prompts_edit_as_a_shell_does_and_no_chord_types_its_letter() {
+        let none = KeyModifiers::NONE;
+        let ctrl = KeyModifiers::CONTROL;
+        let mut keys: Vec<(KeyCode, KeyModifiers)> = "pull gpu-1 "
+            .chars()
+            .map(|c| (KeyCode::Char(c), none))
+            .collect();
+        keys.push((KeyCode::Char('w'), ctrl));
+        assert_eq!(typed(&keys), "pull ", "Ctrl-W erases the last word");
+        keys.push((KeyCode::Char('h'), ctrl));
+        assert_eq!(typed(&keys), "pull", "Ctrl-H erases a character");
+        keys.push((KeyCode::Char('u'), ctrl));
+        assert_eq!(typed(&keys), "", "Ctrl-U erases the line");
+        keys.push((KeyCode::Char('x'), KeyModifiers::ALT));
+        keys.push((KeyCode::Char('a'), ctrl));
+        assert_eq!(typed(&keys), "", "no chord types its letter");
+        let long: Vec<_> = (0..50).map(|_| (KeyCode::Char('é'), none)).collect();
+        assert_eq!(typed(&long).chars().count(), 40, "bounded");
+    }
 }
