@@ -44,8 +44,8 @@
 //! - `teardown` — the teardown dialog's driver (pure), its executor, the destroy plan, the
 //!   queue note, and the one destroy path (intent, command, provider check, outcome). Imports:
 //!   `clocks`, `cluster` (a job's queue read after its scancel), `config`, `ledger`, `process`,
-//!   `provider`, `pull`, `queue`, `sanitize`, `signals`, `transport` (the live I/O's session, and
-//!   kubectl for a Job's delete).
+//!   `provider`, `pull`, `queue`, `sanitize`, `signals`, `target` (what the dialog tears down),
+//!   `transport` (the live I/O's session, and kubectl for a Job's delete).
 //! - `monitor` — wiring: runs the probes over the pool and turns their output into readings.
 //!   Imports: `config`, `ledger`, `probe`, `provider`, `queue`, `readings`, `sanitize`,
 //!   `signals`, `transport`.
@@ -70,7 +70,7 @@
 //!   `runtime`, `sanitize`, `signals`, `target`, `teardown`, `transport`.
 //! - `cli` — subcommands; the only module that prints. Imports: `alerts`, `clocks`, `cluster`,
 //!   `config`, `fleet`, `glob`, `ledger`, `metrics`, `monitor`, `probe`, `provider`, `pull`, `queue`,
-//!   `readings`, `runtime`, `sanitize`, `signals`, `teardown`, `transport`, `ui`.
+//!   `readings`, `runtime`, `sanitize`, `signals`, `target`, `teardown`, `transport`, `ui`.
 
 #![forbid(unsafe_code)]
 

@@ -52,12 +52,13 @@ impl Kind {
         }
     }
 
-    /// What the name typed to confirm is called: the box's name, the job's id, the Job's name.
-    pub fn name_word(self) -> &'static str {
+    /// The caution before tearing down something still alive.
+    pub fn still_alive(self) -> &'static str {
         match self {
-            Kind::Box => "box's name",
-            Kind::SlurmJob => "job's id",
-            Kind::KubernetesJob => "Job's name",
+            Kind::Box => "the run still looks alive on this box",
+            Kind::SlurmJob | Kind::KubernetesJob => {
+                "the job has not ended: it still runs or waits in the queue"
+            }
         }
     }
 }

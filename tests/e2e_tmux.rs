@@ -337,7 +337,7 @@ fn the_demo_walks_the_teardown_guard_and_destroys_nothing() {
         s.contains("REFUSED — not until") && s.contains("never pulled")
     });
     assert!(
-        !screen.contains("Type the host's name to confirm"),
+        !screen.contains("Type the box's name to destroy it"),
         "{screen}"
     );
     // One key at a time: two ESC bytes in a row read as one Alt-Escape.
@@ -352,7 +352,7 @@ fn the_demo_walks_the_teardown_guard_and_destroys_nothing() {
 
     tmux.keys(&["/", "z", "o", "m", "b", "i", "e", "Enter", "T"]);
     let screen = tmux.wait_for("the name prompt", Duration::from_secs(10), |s| {
-        s.contains("Type the host's name to confirm")
+        s.contains("Type the box's name to destroy it")
     });
     assert!(screen.contains("verified-current"), "{screen}");
     assert!(

@@ -232,7 +232,7 @@ fn tear_down(rig: &Rig, tag: &str) -> String {
     );
     let tmux = Tmux::start(tag, &command);
     tmux.wait_for("the name prompt", Duration::from_secs(30), |s| {
-        s.contains("Type the host's name")
+        s.contains("Type the box's name")
     });
     tmux.keys(&["box", "Enter"]);
     tmux.wait_for("the end", Duration::from_secs(60), |s| s.contains("EXIT="))

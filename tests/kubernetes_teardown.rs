@@ -115,11 +115,11 @@ impl Setup {
         );
         let tmux = support::tmux::Tmux::start(name, &command);
         tmux.wait_for("the name prompt", Duration::from_secs(60), |s| {
-            s.contains("Type the host's name")
+            s.contains("Type the cluster's name")
         });
         tmux.keys(&["lab", "Enter"]);
         tmux.wait_for("the second confirmation", Duration::from_secs(60), |s| {
-            s.contains("Press Enter to destroy it anyway")
+            s.contains("Press Enter to delete it anyway")
         });
         tmux.keys(&["Enter"]);
         tmux.wait_for("the end", Duration::from_secs(90), |s| s.contains("EXIT="))
@@ -359,7 +359,7 @@ fn the_dashboards_jobs_pane_pulls_a_job_then_deletes_it_through_the_guard() {
     });
     tmux.keys(&["l", "a", "b", "Enter"]);
     tmux.wait_for("the second confirmation", Duration::from_secs(60), |s| {
-        s.contains("Press Enter again to destroy it anyway")
+        s.contains("Press Enter again to delete it anyway")
     });
     tmux.keys(&["Enter"]);
     tmux.wait_for("the delete confirmed", Duration::from_secs(60), |s| {

@@ -274,7 +274,7 @@ fn verified_pulls_the_teardown_queue_line_and_a_box_gone_since_the_last_run() {
     );
     let tmux = support::tmux::Tmux::start("queue-teardown", &command);
     tmux.wait_for("the name prompt", std::time::Duration::from_secs(30), |s| {
-        s.contains("Type the host's name")
+        s.contains("Type the box's name")
     });
     tmux.keys(&["box-c", "Enter"]);
     tmux.wait_for(

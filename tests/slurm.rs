@@ -344,11 +344,11 @@ fn teardown_at_a_terminal(
     );
     let tmux = support::tmux::Tmux::start(tag, &command);
     tmux.wait_for("the name prompt", Duration::from_secs(30), |s| {
-        s.contains("Type the host's name")
+        s.contains("Type the cluster's name")
     });
     tmux.keys(&["hpc", "Enter"]);
     tmux.wait_for("the second confirmation", Duration::from_secs(30), |s| {
-        s.contains("Press Enter to destroy it anyway")
+        s.contains("Press Enter to cancel it anyway")
     });
     tmux.keys(&["Enter"]);
     tmux.wait_for("the end", Duration::from_secs(90), |s| s.contains("EXIT="))
@@ -520,7 +520,7 @@ fn the_dashboard_cancels_a_job_through_the_modal_only_after_a_pull() {
         "{screen}"
     );
     assert_eq!(state_of(&runs), "RUNNING", "refused: the job keeps running");
-    tmux.escape_closing("Teardown hpc — guarded");
+    tmux.escape_closing(&format!("Teardown Slurm job {runs} on hpc — guarded"));
     tmux.keys(&["p"]);
     tmux.wait_for("the pull", Duration::from_secs(60), |s| {
         s.contains("pull #1 of hpc: 1/1 files hashed and verified")
@@ -531,7 +531,7 @@ fn the_dashboard_cancels_a_job_through_the_modal_only_after_a_pull() {
     });
     tmux.keys(&["h", "p", "c", "Enter"]);
     tmux.wait_for("the second confirmation", Duration::from_secs(30), |s| {
-        s.contains("the run still looks alive")
+        s.contains("the job has not ended") && s.contains("Press Enter again to cancel it anyway")
     });
     tmux.keys(&["Enter"]);
     let screen = tmux.wait_for("the outcome", Duration::from_secs(60), |s| {

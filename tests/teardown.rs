@@ -31,7 +31,7 @@ fn teardown_is_refused_until_a_verified_current_pull_then_runs_once() {
 
     s.pull();
     let screen = s.in_terminal("bxo", "typo");
-    assert!(screen.contains("type the host's name, box"), "{screen}");
+    assert!(screen.contains("type the box's name, box"), "{screen}");
     assert!(screen.contains("EXIT=1"), "{screen}");
     assert!(s.changes().is_empty(), "a mistyped name must not destroy");
 
@@ -90,11 +90,11 @@ fn the_dashboard_modal_refuses_then_pulls_then_destroys_once() {
         sc.contains("never pulled") && sc.contains("Esc close")
     });
     assert!(
-        !screen.contains("Type the host's name to confirm"),
+        !screen.contains("Type the box's name to destroy it"),
         "no name prompt while refused: {screen}"
     );
     assert!(
-        !screen.contains("type the host's name, box") && !screen.contains("Enter confirm"),
+        !screen.contains("type the box's name, box") && !screen.contains("Enter confirm"),
         "a refused box never asks for the name, nor offers Enter: {screen}"
     );
     assert!(

@@ -361,7 +361,7 @@ async fn the_dashboard_loop_walks_a_teardown_on_a_test_backend() {
     keys.push(KeyCode::Enter);
     let screen = walk(refused, keys).await;
     assert!(screen.contains("REFUSED — not until:"), "{screen}");
-    assert!(!screen.contains("Type the host's name"), "{screen}");
+    assert!(!screen.contains("Type the box's name"), "{screen}");
     assert!(!screen.contains("guard let it through"), "{screen}");
 }
 

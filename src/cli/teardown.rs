@@ -85,7 +85,7 @@ pub async fn run(
         Some(ledger_path),
         None,
     );
-    let mut dialog = Dialog::new(&host.name, OPENING);
+    let mut dialog = Dialog::new(crate::target::Target::Box(host.name.clone()), OPENING);
     dialog.handle(Event::Run(run));
     dialog.handle(Event::Queue(queue_of(
         fleet,
@@ -265,13 +265,13 @@ pub(super) async fn walk(
     if !person.present() {
         writeln!(
             out,
-            "REFUSED: confirming a teardown needs a person at a terminal typing the host's name; \
-             there is no flag for it"
+            "REFUSED: confirming a teardown needs a person at a terminal typing its name; there is \
+             no flag for it"
         )?;
         return Ok(None);
     }
     let name = person.answer(
-        "Type the host's name to destroy it (anything else cancels): ",
+        &format!("{} (anything else cancels): ", dialog.confirm_prompt()),
         out,
     )?;
     for c in name.trim_end_matches(['\r', '\n']).chars() {
@@ -290,8 +290,9 @@ pub(super) async fn walk(
             }
             Stage::AwaitingSecondConfirm => {
                 let prompt = format!(
-                    "Careful: {}. Press Enter to destroy it anyway, anything else cancels: ",
-                    dialog.cautions().join("; ")
+                    "Careful: {}. Press Enter to {} it anyway, anything else cancels: ",
+                    dialog.cautions().join("; "),
+                    dialog.target().kind().teardown_verb()
                 );
                 if !person.answer(&prompt, out)?.trim().is_empty() {
                     dialog.handle(Event::Cancel);

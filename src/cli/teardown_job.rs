@@ -7,6 +7,8 @@
 //! (`[kubernetes.pull]`, through `kubectl exec`), and the destroy is `kubectl delete job` with
 //! its pods, confirmed only when kubectl shows the Job and every pod of it gone.
 
+use crate::cluster::Scheduler;
+use crate::target::Target;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,7 +95,8 @@ pub async fn run(
             job: row.id.clone(),
         }),
     );
-    let mut dialog = Dialog::new(&cluster.name, OPENING);
+    let target = Target::job(&cluster.name, Scheduler::Slurm, &row.id);
+    let mut dialog = Dialog::new(target, OPENING);
     dialog.handle(Event::Run(run));
     dialog.handle(Event::Queue(None));
     let walked = walk(&mut dialog, &io, &mut Terminal, &mut std::io::stdout()).await;
@@ -148,7 +151,8 @@ pub async fn run_kube(
         Arc::new(fleet.clone()),
         Some(ledger_path),
     );
-    let mut dialog = Dialog::new(&cluster.name, OPENING);
+    let target = Target::job(&cluster.name, Scheduler::Kubernetes, &row.id);
+    let mut dialog = Dialog::new(target, OPENING);
     dialog.handle(Event::Run(run));
     dialog.handle(Event::Queue(None));
     let walked = walk(&mut dialog, &io, &mut Terminal, &mut std::io::stdout()).await;

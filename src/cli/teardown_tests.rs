@@ -48,7 +48,7 @@ fn io(currentness: Currentness) -> ScriptedIo {
 }
 
 async fn walked(io: &ScriptedIo, typed: &[&str]) -> (Option<Finished>, String) {
-    let mut dialog = Dialog::new("box", OPENING);
+    let mut dialog = Dialog::new(crate::target::Target::Box("box".into()), OPENING);
     let mut person = Typist {
         lines: typed.iter().map(|l| format!("{l}\n")).collect(),
     };
@@ -86,7 +86,7 @@ async fn a_refused_box_is_never_asked_for_its_name_or_destroyed() {
     let (finished, text) = walked(&io, &["box"]).await;
     assert_eq!(finished, None);
     assert!(text.contains("REFUSED: not until:"), "{text}");
-    assert!(!text.contains("Type the host's name"), "{text}");
+    assert!(!text.contains("Type the box's name"), "{text}");
     assert_eq!(io.asked(), vec!["check"]);
 }
 
@@ -96,7 +96,7 @@ async fn a_mistyped_name_or_a_declined_second_confirm_runs_nothing() {
     let (finished, text) = walked(&io, &["bxo"]).await;
     assert_eq!(finished, None);
     assert!(
-        text.contains("type the host's name, box, to confirm"),
+        text.contains("type the box's name, box, to confirm"),
         "{text}"
     );
     assert_eq!(io.asked(), vec!["check"]);

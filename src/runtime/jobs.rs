@@ -21,6 +21,7 @@ use crate::ledger::locks::{self, Act, Busy, Held};
 use crate::monitor::verified::{from_ledger, verified_cells};
 use crate::pull::{Progress, pull_and_record, pull_job_and_record};
 use crate::queue::DoneRule;
+use crate::target::Target;
 use crate::teardown::{Effect, Event, TeardownIo, execute, unfinished};
 use crate::transport::Session;
 
@@ -250,15 +251,44 @@ impl super::Runtime {
         Ok(())
     }
 
-    /// Starts a pull of `host`; its end comes back as [`Step::Pulled`]. Err says why not.
-    pub fn pull(&self, host: &str) -> Result<Arc<Progress>, String> {
-        let config = self.host_config(host).ok_or("no such host")?;
+    /// Starts a pull of `target`'s results: a box's, a Slurm cluster's (over its login node,
+    /// whatever the job), a Kubernetes Job's from its running pod. Its end comes back as
+    /// [`Step::Pulled`] for the box or cluster. Err says why not, in the target's words.
+    pub fn pull(&self, target: &Target) -> Result<Arc<Progress>, String> {
+        match target {
+            Target::Job(job) if self.kube_cluster(&job.cluster).is_some() => {
+                self.pull_job(&job.cluster, &job.id)
+            }
+            _ => self.pull_member(target),
+        }
+    }
+
+    /// A pull over the member's ssh session: a box, or a Slurm cluster's login node.
+    fn pull_member(&self, target: &Target) -> Result<Arc<Progress>, String> {
+        let host = target.member();
+        let replay = || {
+            format!(
+                "the demo's {}s are replays: there is nothing to pull",
+                target.kind().noun()
+            )
+        };
+        let config = match self.host_config(host) {
+            Some(config) => config,
+            None if self.is_demo() => return Err(replay()),
+            None => return Err(format!("{host}: not in the fleet")),
+        };
         if config.pull.is_none() {
-            return Err("no [host.pull] paths in fleet.toml say what to bring home".into());
+            let section = match target {
+                Target::Box(_) => "[host.pull]",
+                Target::Job(_) => "[slurm.pull]",
+            };
+            return Err(format!(
+                "no {section} paths for {host} in fleet.toml say what to bring home"
+            ));
         }
         let Some(session) = self.session(host) else {
             return Err(if self.is_demo() {
-                "demo boxes are replays: there is nothing to pull".into()
+                replay()
             } else {
                 "the link is down; it resumes from the .part files once it is back".into()
             });
@@ -279,18 +309,15 @@ impl super::Runtime {
         Ok(progress)
     }
 
-    /// Starts a pull for `job` of `cluster`: a Kubernetes Job's from its running pod, else the
-    /// cluster's (a Slurm login node's) as [`Runtime::pull`]. Its end comes back as
-    /// [`Step::Pulled`] for the cluster.
-    pub fn pull_job(&self, cluster: &str, job: &str) -> Result<Arc<Progress>, String> {
+    /// A Kubernetes Job's pull, from its running pod.
+    fn pull_job(&self, cluster: &str, job: &str) -> Result<Arc<Progress>, String> {
         let Some(kube) = self.kube_cluster(cluster) else {
-            if self.is_demo() && self.host_config(cluster).is_none() {
-                return Err("the demo's clusters are replays: there is nothing to pull".into());
-            }
-            return self.pull(cluster);
+            return Err(format!("{cluster}: not a Kubernetes cluster of the fleet"));
         };
         if kube.pull.is_none() {
-            return Err("no [kubernetes.pull] paths in fleet.toml say what to bring home".into());
+            return Err(format!(
+                "no [kubernetes.pull] paths for {cluster} in fleet.toml say what to bring home"
+            ));
         }
         let held = hold(cluster, &format!("Job {job} on {cluster}"))?;
         let progress = Arc::new(Progress::default());

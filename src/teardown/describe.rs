@@ -5,6 +5,7 @@ use super::facts::RunLooks;
 use super::plan::{Method, TeardownPlan};
 use crate::config::FinalCheck;
 use crate::ledger::PullRecord;
+use crate::target::Target;
 
 /// The dialog's words in three parts: what the destroy means (`head`), every file of the pull
 /// it relies on, failing ones first (`files`, which a small screen scrolls), and what will run
@@ -75,15 +76,23 @@ pub fn describe(
     check: FinalCheck,
 ) -> Description {
     let clean = |s: &str, n| crate::sanitize::line(s, n);
-    let mut head = vec![format!(
-        "Destroy {} ({}{})",
-        plan.host,
-        plan.platform,
-        plan.instance_id
-            .as_deref()
-            .map(|i| format!(", instance {}", clean(i, 80)))
-            .unwrap_or_default()
-    )];
+    let mut head = vec![match &plan.target {
+        Target::Box(host) => format!(
+            "Destroy {host} ({}{})",
+            plan.platform,
+            plan.instance_id
+                .as_deref()
+                .map(|i| format!(", instance {}", clean(i, 80)))
+                .unwrap_or_default()
+        ),
+        // "Cancel Slurm job 4242 on hpc", "Delete Kubernetes Job train on gke".
+        job => {
+            let verb = job.kind().teardown_verb();
+            let mut verb_cap = verb[..1].to_uppercase();
+            verb_cap.push_str(&verb[1..]);
+            format!("{verb_cap} {}", clean(&job.to_string(), 200))
+        }
+    }];
     head.push(format!(
         "  destroyed: {}{}",
         list(&plan.destroyed),
@@ -99,7 +108,7 @@ pub fn describe(
         ));
     }
     if run == RunLooks::Alive {
-        head.push("  WARNING: the run still looks alive on this box".to_string());
+        head.push(format!("  WARNING: {}", plan.target.kind().still_alive()));
     }
     let mut files = Vec::new();
     let final_check = last.map(|l| final_check_line(l, check)).unwrap_or_default();

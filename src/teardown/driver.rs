@@ -15,6 +15,7 @@ use super::describe::Description;
 use super::facts::{Finished, PlanLooks, RunLooks};
 use super::queue_note::{QueueLooks, QueueNote};
 use crate::pull::Currentness;
+use crate::target::Target;
 
 /// A check shown longer than this no longer counts: it is dropped and a new one is taken.
 pub const CHECK_MAX_AGE: Duration = Duration::from_secs(30);
@@ -92,7 +93,8 @@ pub enum Effect {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dialog {
-    host: String,
+    /// What it tears down: a box, a Slurm job, a Kubernetes Job; its member's name is typed.
+    target: Target,
     opening: u64,
     stage: Stage,
     pull: Option<Currentness>,
@@ -128,9 +130,9 @@ pub fn edit_typed(typed: &mut String, edit: &Event) {
 
 impl Dialog {
     /// The dialog for one opening; `opening` tells its checks from any other's.
-    pub fn new(host: &str, opening: u64) -> Dialog {
+    pub fn new(target: Target, opening: u64) -> Dialog {
         Dialog {
-            host: host.to_string(),
+            target,
             opening,
             stage: Stage::Checking,
             pull: None,
@@ -144,8 +146,27 @@ impl Dialog {
         }
     }
 
+    /// The fleet member the dialog is for: the box, or the job's cluster (whose name is typed).
     pub fn host(&self) -> &str {
-        &self.host
+        self.target.member()
+    }
+
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// What the person types, and what it does: "Type the box's name to destroy it", "Type the
+    /// cluster's name, hpc, to cancel Slurm job 4242 on hpc".
+    pub fn confirm_prompt(&self) -> String {
+        match &self.target {
+            Target::Box(_) => "Type the box's name to destroy it".to_string(),
+            Target::Job(job) => format!(
+                "Type the cluster's name, {}, to {} {}",
+                job.cluster,
+                self.target.kind().teardown_verb(),
+                self.target
+            ),
+        }
     }
 
     pub fn opening(&self) -> u64 {
@@ -184,7 +205,7 @@ impl Dialog {
     pub fn cautions(&self) -> Vec<&'static str> {
         let mut cautions = Vec::new();
         if self.run == RunLooks::Alive {
-            cautions.push("the run still looks alive on this box");
+            cautions.push(self.target.kind().still_alive());
         }
         match self.queue_looks() {
             QueueLooks::NotAllDone => cautions.push("not every queue cell is done"),
@@ -219,8 +240,11 @@ impl Dialog {
             why.push("taking the last look at the box; wait".to_string());
         }
         // While the evidence refuses, no name is asked for: typing it would change nothing.
-        if why.is_empty() && self.typed != self.host {
-            why.push(format!("type the host's name, {}, to confirm", self.host));
+        if why.is_empty() && self.typed != self.host() {
+            why.push(match &self.target {
+                Target::Box(host) => format!("type the box's name, {host}, to confirm"),
+                Target::Job(job) => format!("type the cluster's name, {}, to confirm", job.cluster),
+            });
         }
         why
     }
@@ -354,7 +378,7 @@ impl Dialog {
         let why = self.refusals();
         if !why.is_empty() {
             // A wrong name does not linger to be corrected: it is typed again, in full.
-            if self.takes_name() && self.typed != self.host {
+            if self.takes_name() && self.typed != self.host() {
                 self.typed.clear();
             }
             self.messages = why;
@@ -364,8 +388,9 @@ impl Dialog {
         if !cautions.is_empty() && self.stage != Stage::AwaitingSecondConfirm {
             self.stage = Stage::AwaitingSecondConfirm;
             self.messages = vec![format!(
-                "Careful: {}. Press Enter again to destroy it anyway, Esc to cancel.",
-                cautions.join("; ")
+                "Careful: {}. Press Enter again to {} it anyway, Esc to cancel.",
+                cautions.join("; "),
+                self.target.kind().teardown_verb()
             )];
             return Vec::new();
         }
@@ -400,7 +425,7 @@ impl Dialog {
             ) => pull_id == p && fingerprint == f,
             _ => false,
         };
-        if same && self.blockers().is_empty() && self.typed == self.host {
+        if same && self.blockers().is_empty() && self.typed == self.host() {
             if let Some(Currentness::Current { pull_id, .. }) = self.pull {
                 self.stage = Stage::Destroying { pull_id };
                 self.messages = vec![match &self.words.command {

@@ -4,6 +4,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::target::Target;
 
 fn currentness() -> impl Strategy<Value = Currentness> {
     prop_oneof![
@@ -85,7 +86,7 @@ proptest! {
         events in prop::collection::vec(event(), 0..80)
     ) {
         let host = "ab-1";
-        let mut d = Dialog::new(host, OPENING);
+        let mut d = Dialog::new(Target::Box(host.into()), OPENING);
         let mut shown: Option<Currentness> = None;
         let mut plan = PlanLooks::Unknown;
         let mut confirmed_since_evidence = false;

@@ -8,6 +8,7 @@ use std::time::Instant;
 use super::*;
 use crate::ledger::DestroyOutcome;
 use crate::pull::NotCurrent;
+use crate::target::Target;
 use crate::teardown::Ending;
 
 #[path = "driver_proptest.rs"]
@@ -63,7 +64,7 @@ fn queue(looks: QueueLooks) -> Event {
 
 /// A dialog whose plan runs and whose pull was just found current.
 fn ready(host: &str) -> Dialog {
-    let mut d = Dialog::new(host, OPENING);
+    let mut d = Dialog::new(Target::Box(host.into()), OPENING);
     d.handle(checked(CURRENT));
     d
 }
@@ -92,7 +93,7 @@ const FINAL: Effect = Effect::FinalCheck { opening: OPENING };
 
 #[test]
 fn refuses_without_a_current_pull_and_takes_no_name() {
-    let mut d = Dialog::new("box-1", OPENING);
+    let mut d = Dialog::new(Target::Box("box-1".into()), OPENING);
     d.handle(checked(Currentness::NotCurrent(vec![
         NotCurrent::NeverPulled,
     ])));
@@ -164,7 +165,7 @@ fn a_checkpoint_written_after_the_confirm_refuses_and_clears_the_name() {
 
 #[test]
 fn a_check_from_another_opening_or_an_aged_one_never_counts() {
-    let mut d = Dialog::new("b", 2);
+    let mut d = Dialog::new(Target::Box("b".into()), 2);
     d.handle(checked(CURRENT));
     assert_eq!(d.pull(), None, "opening 1's check is not opening 2's");
     assert_eq!(d.stage(), &Stage::Checking);
@@ -185,7 +186,7 @@ fn a_check_from_another_opening_or_an_aged_one_never_counts() {
 
 #[test]
 fn a_blocked_or_unchecked_plan_refuses_before_any_name_is_typed() {
-    let mut d = Dialog::new("b", OPENING);
+    let mut d = Dialog::new(Target::Box("b".into()), OPENING);
     d.handle(checked_with(OPENING, PlanLooks::Unknown, CURRENT));
     typed(&mut d, "b");
     assert_eq!(d.typed(), "", "the destroy command is not checked yet");
@@ -231,7 +232,7 @@ fn a_live_run_needs_a_second_confirm_and_a_change_during_the_last_look_cancels_i
 
 #[test]
 fn cells_not_done_need_a_second_confirm_but_never_lift_a_refusal() {
-    let mut d = Dialog::new("b", OPENING);
+    let mut d = Dialog::new(Target::Box("b".into()), OPENING);
     d.handle(queue(QueueLooks::NotAllDone));
     assert_eq!(d.handle(Event::Confirm), vec![]);
     assert_eq!(
@@ -322,7 +323,7 @@ fn the_whole_dialog_as_a_table() {
         ),
         (Event::Key('x'), vec![], Stage::Closed),
     ];
-    let mut d = Dialog::new("b", OPENING);
+    let mut d = Dialog::new(Target::Box("b".into()), OPENING);
     for (n, (event, effects, stage)) in rows.into_iter().enumerate() {
         assert_eq!(d.handle(event.clone()), effects, "row {n}: {event:?}");
         assert_eq!(d.stage(), &stage, "row {n}: {event:?}");
@@ -331,7 +332,7 @@ fn the_whole_dialog_as_a_table() {
 
 #[test]
 fn a_refused_box_never_asks_for_the_name_whatever_is_pressed() {
-    let mut d = Dialog::new("b", OPENING);
+    let mut d = Dialog::new(Target::Box("b".into()), OPENING);
     d.handle(Event::Opened);
     d.handle(checked(Currentness::NotCurrent(vec![
         NotCurrent::NeverPulled,
@@ -352,13 +353,13 @@ fn a_refused_box_never_asks_for_the_name_whatever_is_pressed() {
 
 #[test]
 fn a_refusal_never_asks_for_the_name_in_its_reasons() {
-    let mut d = Dialog::new("box-1", OPENING);
+    let mut d = Dialog::new(Target::Box("box-1".into()), OPENING);
     d.handle(checked(Currentness::NotCurrent(vec![
         NotCurrent::NeverPulled,
     ])));
     let why = refused(&mut d);
     assert!(
-        why.iter().all(|w| !w.contains("type the host's name")),
+        why.iter().all(|w| !w.contains("type the box's name")),
         "{why:?}"
     );
     assert!(!d.takes_name());
@@ -380,9 +381,44 @@ fn the_name_is_edited_as_in_a_shell_and_a_wrong_one_is_cleared_on_enter() {
     let why = refused(&mut d);
     assert_eq!(d.typed(), "", "a wrong name does not stay after Enter");
     assert!(
-        why[0].contains("type the host's name, h100-zombie"),
+        why[0].contains("type the box's name, h100-zombie"),
         "{why:?}"
     );
     typed(&mut d, "h100-zombie");
     assert_eq!(d.handle(Event::Confirm), vec![FINAL]);
+}
+
+/// A job's dialog speaks of the job: what is typed (its cluster's name) and what it does
+/// (cancel, delete), the caution for one still alive, and the refusal before the name.
+#[test]
+fn a_jobs_dialog_says_cancel_or_delete_and_which_name_to_type() {
+    use crate::cluster::Scheduler;
+    let mut d = Dialog::new(Target::job("hpc", Scheduler::Slurm, "4242"), OPENING);
+    assert_eq!(
+        d.confirm_prompt(),
+        "Type the cluster's name, hpc, to cancel Slurm job 4242 on hpc"
+    );
+    d.handle(Event::Run(RunLooks::Alive));
+    d.handle(checked(CURRENT));
+    assert_eq!(
+        d.cautions(),
+        vec!["the job has not ended: it still runs or waits in the queue"]
+    );
+    let why = refused(&mut d);
+    assert_eq!(
+        why,
+        vec!["type the cluster's name, hpc, to confirm".to_string()]
+    );
+    typed(&mut d, "hpc");
+    d.handle(Event::Confirm);
+    assert!(
+        d.messages()[0].contains("Press Enter again to cancel it anyway"),
+        "{:?}",
+        d.messages()
+    );
+    let k = Dialog::new(Target::job("gke", Scheduler::Kubernetes, "train"), OPENING);
+    assert_eq!(
+        k.confirm_prompt(),
+        "Type the cluster's name, gke, to delete Kubernetes Job train on gke"
+    );
 }

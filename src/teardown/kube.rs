@@ -77,6 +77,11 @@ impl KubeIo {
     fn plan(&self) -> TeardownPlan {
         TeardownPlan {
             host: self.cluster.name.clone(),
+            target: crate::target::Target::job(
+                &self.cluster.name,
+                crate::cluster::Scheduler::Kubernetes,
+                &self.job,
+            ),
             platform: "Kubernetes Job".into(),
             instance_id: Some(self.job.clone()),
             method: Method::Command {

@@ -120,6 +120,11 @@ impl LiveIo {
     fn plan(&self, profile: &Profile) -> TeardownPlan {
         let mut plan = plan(&self.host, profile, &self.fleet.providers);
         if let Some(c) = &self.cluster {
+            plan.target = crate::target::Target::job(
+                &c.cluster.name,
+                crate::cluster::Scheduler::Slurm,
+                &c.job,
+            );
             plan.instance_id = Some(c.job.clone());
             plan.method = Method::OnHost {
                 command: format!("scancel {}", shell_quote(&c.job)),

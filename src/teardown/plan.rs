@@ -1,6 +1,7 @@
 //! What tearing a host down means, from its platform profile and its config: what is destroyed,
 //! what survives, what keeps billing, and the exact command (or the console steps) it takes.
 
+use crate::target::Target;
 use serde::Serialize;
 
 use crate::clocks::Profile;
@@ -26,6 +27,10 @@ pub enum Method {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TeardownPlan {
     pub host: String,
+    /// What it tears down, for the words said about it (destroy a box, cancel a job, delete a
+    /// Job).
+    #[serde(skip)]
+    pub target: Target,
     pub platform: String,
     pub instance_id: Option<String>,
     pub method: Method,
@@ -71,6 +76,7 @@ pub fn plan(host: &HostConfig, profile: &Profile, providers: &ProviderPrograms) 
     };
     TeardownPlan {
         host: host.name.clone(),
+        target: Target::Box(host.name.clone()),
         platform: profile.title.clone(),
         instance_id: host.instance_id.clone(),
         method,

@@ -93,9 +93,7 @@ where
                         Action::Refresh => app.notice = Some(runtime.refresh(Utc::now()).into()),
                         Action::Pull(target) => start_pull(&mut app, runtime, &target),
                         Action::Teardown(Target::Box(host)) => open_teardown(&mut app, runtime, &host),
-                        Action::Teardown(Target::Job(job)) => {
-                            open_job_teardown(&mut app, runtime, &job.cluster, &job.id)
-                        }
+                        Action::Teardown(Target::Job(job)) => open_job_teardown(&mut app, runtime, job),
                         Action::Silence(target) => {
                             app.notice = Some(runtime.toggle_silence(target.member()));
                             app.silenced = runtime.silenced().clone();
@@ -230,10 +228,7 @@ fn start_pull(app: &mut App, runtime: &Runtime, target: &Target) {
         app.notice = Some(format!("pull {host}: already running"));
         return;
     }
-    let started = match target {
-        Target::Job(job) => runtime.pull_job(host, &job.id),
-        Target::Box(_) => runtime.pull(host),
-    };
+    let started = runtime.pull(target);
     match started {
         Err(why) => app.notice = Some(format!("pull {host}: {why}")),
         Ok(progress) => {
@@ -252,7 +247,7 @@ fn open_teardown(app: &mut App, runtime: &Runtime, host: &str) {
     };
     // Each opening has its own number: a check taken for an earlier one never counts here.
     app.openings += 1;
-    let mut dialog = Dialog::new(host, app.openings);
+    let mut dialog = Dialog::new(Target::Box(host.to_string()), app.openings);
     dialog.handle(DialogEvent::Run(RunLooks::of(&h.run)));
     dialog.handle(DialogEvent::Queue(queue_note_of(state, h)));
     let effects = dialog.handle(DialogEvent::Opened);
@@ -262,14 +257,15 @@ fn open_teardown(app: &mut App, runtime: &Runtime, host: &str) {
 
 /// A cluster job's teardown: the same dialog, named for the cluster (whose name is typed);
 /// a job still pending or running asks again, as a live run does.
-fn open_job_teardown(app: &mut App, runtime: &mut Runtime, cluster: &str, job: &str) {
+fn open_job_teardown(app: &mut App, runtime: &mut Runtime, job: crate::target::JobRef) {
     let live = runtime
         .state
-        .cluster(cluster)
-        .and_then(|c| c.jobs.iter().find(|j| j.id == job))
+        .cluster(&job.cluster)
+        .and_then(|c| c.jobs.iter().find(|j| j.id == job.id))
         .is_some_and(|j| !j.phase.is_over());
     app.openings += 1;
-    let mut dialog = Dialog::new(cluster, app.openings);
+    let (cluster, id) = (job.cluster.clone(), job.id.clone());
+    let mut dialog = Dialog::new(Target::Job(job), app.openings);
     dialog.handle(DialogEvent::Run(if live {
         RunLooks::Alive
     } else {
@@ -277,7 +273,7 @@ fn open_job_teardown(app: &mut App, runtime: &mut Runtime, cluster: &str, job: &
     }));
     dialog.handle(DialogEvent::Queue(None));
     let effects = dialog.handle(DialogEvent::Opened);
-    match runtime.teardown_job(cluster, job, effects) {
+    match runtime.teardown_job(&cluster, &id, effects) {
         Ok(()) => app.modal = Some(TeardownModal::new(dialog)),
         Err(why) => app.notice = Some(why),
     }

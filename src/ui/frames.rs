@@ -109,7 +109,7 @@ fn teardown(state: &FleetState, host: &str, now: DateTime<Utc>) -> App {
         host: h.config.clone(),
         profile: state.profile(&h.config.profile).cloned(),
     };
-    let mut dialog = Dialog::new(host, 1);
+    let mut dialog = Dialog::new(crate::target::Target::Box(host.to_string()), 1);
     dialog.handle(Event::Run(RunLooks::of(&h.run)));
     for effect in dialog.handle(Event::Opened) {
         if let Effect::Check { opening, run } = effect {

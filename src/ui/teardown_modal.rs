@@ -96,7 +96,7 @@ fn footer<'a>(dialog: &'a Dialog, t: &super::theme::Theme) -> Vec<Line<'a>> {
                 t.ok,
             ));
             lines.push(Line::from(vec![
-                Span::styled(" Type the host's name to confirm: ", t.accent),
+                Span::styled(format!(" {}: ", dialog.confirm_prompt()), t.accent),
                 Span::styled(format!("{}▏", dialog.typed()), t.header),
             ]));
         }
@@ -171,7 +171,10 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &TeardownModa
     frame.render_widget(Clear, popup);
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(format!(" Teardown {} — guarded ", modal.host()))
+        .title(match modal.dialog.target() {
+            crate::target::Target::Box(host) => format!(" Teardown {host} — guarded "),
+            job => format!(" Teardown {job} — guarded "),
+        })
         .border_style(t.crit);
     let inside = block.inner(popup);
     frame.render_widget(block, popup);

@@ -24,6 +24,7 @@ const CURRENT: Currentness = Currentness::Current {
 fn words(files: usize, odd: &str) -> Description {
     let plan = TeardownPlan {
         host: "gpu-a".into(),
+        target: crate::target::Target::Box("gpu-a".into()),
         platform: "vast.ai".into(),
         instance_id: Some("4242".into()),
         method: Method::Command {
@@ -81,7 +82,7 @@ fn checked(
     plan: PlanLooks,
     c: Currentness,
 ) -> TeardownModal {
-    let mut dialog = Dialog::new(host, 1);
+    let mut dialog = Dialog::new(crate::target::Target::Box(host.to_string()), 1);
     let found = CheckFound {
         words,
         plan,
@@ -121,7 +122,7 @@ fn at_80x24_the_verdict_command_and_prompt_stay_and_failing_files_come_first() {
     let mut modal = checked("gpu-a", 1, words(40, "f"), PlanLooks::Runs, CURRENT);
     let text = screen(modal.clone(), 80, 24);
     assert!(text.contains("will run: vastai destroy"), "{text}");
-    assert!(text.contains("Type the host's name to confirm"), "{text}");
+    assert!(text.contains("Type the box's name to destroy it"), "{text}");
     assert!(text.contains("verified-current"), "{text}");
     assert!(
         text.contains("FAILED   /r/f3.pt"),
@@ -130,7 +131,7 @@ fn at_80x24_the_verdict_command_and_prompt_stay_and_failing_files_come_first() {
     modal.scroll_by(20);
     let text = screen(modal, 80, 24);
     assert!(text.contains("more above"), "{text}");
-    assert!(text.contains("Type the host's name to confirm"), "{text}");
+    assert!(text.contains("Type the box's name to destroy it"), "{text}");
 }
 
 #[test]
@@ -147,7 +148,7 @@ fn while_the_guard_refuses_there_is_no_name_prompt() {
     let text = screen(modal, 100, 30);
     assert!(text.contains("REFUSED"), "{text}");
     assert!(text.contains("vastai is not installed"), "{text}");
-    assert!(!text.contains("Type the host's name"), "{text}");
+    assert!(!text.contains("Type the box's name"), "{text}");
 }
 
 #[test]
@@ -264,7 +265,7 @@ fn scripted(currentness: Currentness) -> ScriptedIo {
 
 fn opened(host: &str) -> (App, Vec<Effect>) {
     let mut app = App::new(false);
-    let mut dialog = Dialog::new(host, 1);
+    let mut dialog = Dialog::new(crate::target::Target::Box(host.to_string()), 1);
     dialog.handle(Event::Run(RunLooks::Alive));
     let effects = dialog.handle(Event::Opened);
     app.modal = Some(TeardownModal::new(dialog));
@@ -280,13 +281,13 @@ async fn the_dialog_end_to_end_open_check_name_second_confirm_final_look_destroy
     carry_out(&mut app, &io, effects).await;
     let text = screen_of(&app, 120, 40);
     assert!(
-        text.contains("Type the host's name to confirm: ▏"),
+        text.contains("Type the box's name to destroy it: ▏"),
         "{text}"
     );
     for c in "gpu-a".chars() {
         assert_eq!(press(&mut app, KeyCode::Char(c)), vec![]);
     }
-    assert!(screen_of(&app, 120, 40).contains("Type the host's name to confirm: gpu-a▏"));
+    assert!(screen_of(&app, 120, 40).contains("Type the box's name to destroy it: gpu-a▏"));
     // The run still looks alive: the first Enter asks again and asks for nothing yet.
     assert_eq!(press(&mut app, KeyCode::Enter), vec![]);
     let text = screen_of(&app, 120, 40);
@@ -330,10 +331,13 @@ async fn the_dialog_end_to_end_refused_takes_no_name_and_runs_nothing() {
         text.contains(&NotCurrent::NeverPulled.to_string()),
         "{text}"
     );
-    assert!(!text.contains("Type the host's name to confirm"), "{text}");
+    assert!(
+        !text.contains("Type the box's name to destroy it"),
+        "{text}"
+    );
     // Enter on a refused box says why it refuses, never to type the name.
     assert!(
-        !text.contains("type the host's name, gpu-a, to confirm"),
+        !text.contains("type the box's name, gpu-a, to confirm"),
         "{text}"
     );
     assert_eq!(io.asked(), vec!["check"]);

@@ -226,7 +226,7 @@ impl Setup {
     pub fn teardown_typed(&self, name: &str, tag: &str) -> (Tmux, i32) {
         let (tmux, pidfile) = self.start_in_tmux(tag, " teardown box", "echo EXIT=$?; ");
         tmux.wait_for("the name prompt", Duration::from_secs(30), |s| {
-            s.contains("Type the host's name")
+            s.contains("Type the box's name")
         });
         let pid = read_pid(&pidfile);
         tmux.keys(&[name, "Enter"]);
