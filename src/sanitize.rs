@@ -18,6 +18,18 @@ pub fn line(text: &str, max_chars: usize) -> String {
     fit(&clean, max_chars)
 }
 
+/// A command's words (its stderr, say) as one line: each non-empty line trimmed and joined
+/// with "; ", secrets masked, then made safe as [`line`] makes it.
+pub fn joined(text: &str, max_chars: usize) -> String {
+    let joined = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    line(&mask_secrets(&joined), max_chars)
+}
+
 /// `text` in at most `width` characters: whole, or cut at a word boundary (mid-word only when
 /// the last word is longer than half the room) and ended with "…", so a cut never passes for
 /// the whole and never leaves half a unit ("down 81" for "down 81m").
@@ -87,6 +99,17 @@ fn is_format(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commands_words_are_one_line_each_kept_apart_and_masked() {
+        assert_eq!(
+            joined(
+                "sacct: error: one\n\n  sacct: fatal: two \ntoken=sk-live0123456789abcdef\n",
+                200
+            ),
+            format!("sacct: error: one; sacct: fatal: two; token={}", MASK)
+        );
+    }
 
     #[test]
     fn json_escapes_what_a_terminal_would_act_on_and_keeps_the_text() {

@@ -521,3 +521,89 @@ fn the_man_page_has_keys_files_environment_exit_status_and_examples() {
         assert!(page.contains(needle), "{needle} missing");
     }
 }
+
+/// `check` covers every cluster: a Slurm login node (reached, squeue through it on a real
+/// one-node Slurm, sacct without accounting said as a warning with its fix) and a Kubernetes
+/// context (reached through the real kubectl, and each right rigwatch uses asked with
+/// `kubectl auth can-i`: a denied delete is a warning naming what is lost; a denied list
+/// fails). A login node whose squeue cannot reach a controller fails with a fix. Before,
+/// `check` named neither cluster.
+#[test]
+fn check_reports_a_slurm_login_node_and_a_kubernetes_context_with_fixes() {
+    use support::kube::FakeKube;
+    use support::slurm::Slurm;
+    let slurm = Slurm::start();
+    let mut lab = Lab::new();
+    let login = lab.start_host("login");
+    slurm.shim_clients_on(&login);
+    // A second login node whose squeue has no cluster to talk to.
+    let lost = lab.start_host("lost");
+    lost.shim_script(
+        "squeue",
+        "#!/bin/sh\necho 'slurm_load_jobs error: Unable to contact slurm controller' >&2\nexit 1\n",
+    );
+    let kube = FakeKube::start(&["running-pvc"]);
+    kube.deny("delete jobs");
+    let clusters = format!(
+        "[[slurm]]\nname = \"hpc\"\n{}\n\n[[slurm]]\nname = \"far\"\n{}\n\n{}\n",
+        lab.host_entry(&login),
+        lab.host_entry(&lost),
+        kube.entry("lab", "")
+    );
+    let config = lab.fleet("fleet.toml", &clusters, &[]);
+    let run = |args: &[&str]| {
+        lab.rigwatch_on(&config)
+            .arg("check")
+            .args(args)
+            .env("HOME", kube.home())
+            .env_remove("KUBECONFIG")
+            .output()
+            .expect("check")
+    };
+    let out = run(&[]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "far's squeue fails: {said}");
+    assert!(
+        !said.contains("Some("),
+        "no Rust debug text reaches a person: {said}"
+    );
+    assert!(said.contains("cluster hpc (slurm,"), "{said}");
+    assert!(said.contains("✓ squeue: 0 watched jobs"), "{said}");
+    assert!(said.contains("! sacct: no accounting"), "{said}");
+    assert!(said.contains("cluster far (slurm,"), "{said}");
+    assert!(
+        said.contains("✗ squeue:") && said.contains("Unable to contact slurm controller"),
+        "{said}"
+    );
+    assert!(said.contains("fix: run `squeue --me`"), "{said}");
+    assert!(
+        said.contains("cluster lab (kubernetes, context fake, namespace ml)"),
+        "{said}"
+    );
+    assert!(said.contains("✓ reached: 1 watched Jobs"), "{said}");
+    assert!(said.contains("✓ can list jobs: yes"), "{said}");
+    assert!(
+        said.contains("! can delete jobs: no: T cannot delete a Job here"),
+        "{said}"
+    );
+    assert!(
+        said.contains("fix: ask the namespace's admins for `delete jobs.batch` in ml"),
+        "{said}"
+    );
+    let out = run(&["--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(json["all_up"], false, "{json}");
+    let lab_check = json["clusters"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["name"] == "lab"))
+        .unwrap_or_else(|| panic!("{json}"));
+    let delete = lab_check["findings"]
+        .as_array()
+        .and_then(|a| a.iter().find(|f| f["what"] == "can delete jobs"))
+        .unwrap_or_else(|| panic!("{lab_check}"));
+    assert_eq!(delete["level"], "warn", "{delete}");
+    // Without list rights the namespace cannot be watched at all: a failure.
+    kube.deny("list pods");
+    let said = text(&run(&[]));
+    assert!(said.contains("✗ can list pods: no"), "{said}");
+}

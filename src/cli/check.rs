@@ -1,4 +1,6 @@
-//! `rigwatch check`: connect to every host in parallel, one line each, exit 0 only if all are up.
+//! `rigwatch check`: connect to every host and cluster login node in parallel, one line each;
+//! then each cluster's own checks (squeue, sacct; a Kubernetes context's rights). Exit 0 only if
+//! every host is up and no cluster check failed.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -30,29 +32,52 @@ struct HostReport<'a> {
 struct Report<'a> {
     all_up: bool,
     hosts: Vec<HostReport<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    clusters: Vec<super::check_clusters::ClusterCheck>,
 }
 
 pub async fn run(fleet: &FleetConfig, args: &CheckArgs) -> color_eyre::Result<ExitCode> {
     let timeout =
         Duration::try_from_secs_f64(args.timeout.max(0.1)).unwrap_or(Duration::from_secs(30));
-    let pool = Pool::start(fleet);
+    // The login nodes are connected alongside the boxes, in one pool and one wait.
+    let with_logins = FleetConfig {
+        hosts: fleet
+            .hosts
+            .iter()
+            .cloned()
+            .chain(fleet.slurm.iter().map(|c| c.login.clone()))
+            .collect(),
+        ..fleet.clone()
+    };
+    let pool = Pool::start(&with_logins);
     let states = pool.settle(timeout).await;
-    let all_up = !states.is_empty() && states.iter().all(|(_, s)| s.is_usable());
+    let clusters = super::check_clusters::all(fleet, &pool, &states, timeout).await;
+    let states = &states[..fleet.hosts.len().min(states.len())];
+    let members = fleet.hosts.len() + clusters.len();
+    let all_up =
+        members > 0 && states.iter().all(|(_, s)| s.is_usable()) && clusters.iter().all(|c| c.ok());
     let hosts = fleet
         .hosts
         .iter()
-        .zip(&states)
+        .zip(states)
         .map(|(host, (name, link))| HostReport {
             name,
             ssh: host.target.to_string(),
             link,
         })
         .collect();
-    let report = Report { all_up, hosts };
+    let report = Report {
+        all_up,
+        hosts,
+        clusters,
+    };
     if args.json {
         println!("{}", crate::sanitize::json(&report)?);
     } else {
-        print!("{}", table(&report));
+        if !report.hosts.is_empty() {
+            print!("{}", table(&report));
+        }
+        print!("{}", super::check_clusters::table(&report.clusters));
     }
     pool.shutdown().await;
     Ok(if all_up {

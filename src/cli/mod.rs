@@ -1,6 +1,7 @@
 //! Command line: one file per subcommand, each with its own `run`.
 
 mod check;
+mod check_clusters;
 pub mod complete;
 pub mod dashboard;
 mod init;

@@ -100,9 +100,10 @@ async fn one(
             "srun on {node} did not answer within {}s",
             timeout.as_secs()
         )),
-        status => Err(format!(
-            "srun on {node} exited {status:?}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
+        _ => Err(format!(
+            "srun on {node}: {}: {}",
+            out.status_words(),
+            out.stderr_line(400)
         )),
     }
 }

@@ -70,11 +70,8 @@ pub async fn read_after(
                     timeout.as_secs_f64()
                 ));
             }
-            status => {
-                return Err(format!(
-                    "exit {status:?}: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ));
+            _ => {
+                return Err(format!("{}: {}", out.status_words(), out.stderr_line(400)));
             }
         }
         parse_squeue_rows(&String::from_utf8_lossy(&out.stdout), &sep).map_err(|e| e.to_string())

@@ -193,8 +193,8 @@ async fn download_by_exec<B: BoxExec>(
             });
         }
         return Err(remote_err(format!(
-            "tail exited {:?} after {} of {} bytes: {}",
-            end.exit_status,
+            "tail ended ({}) after {} of {} bytes: {}",
+            crate::transport::status_words(end.exit_status),
             from + sent,
             remote.size,
             crate::sanitize::line(&stderr, 200)

@@ -39,8 +39,8 @@ pub(super) async fn streamed_hashes<B: BoxExec>(
         .map_err(|e| format!("{name}: streaming it home failed: {e}"))?;
         if end.exit_status != Some(0) {
             return Err(format!(
-                "{name}: cat on the box ended with {:?}: {}",
-                end.exit_status,
+                "{name}: cat on the box ended ({}): {}",
+                crate::transport::status_words(end.exit_status),
                 crate::sanitize::line(&String::from_utf8_lossy(&end.stderr), 200)
             ));
         }

@@ -34,6 +34,26 @@ pub struct ExecOutput {
     pub truncated: bool,
 }
 
+impl ExecOutput {
+    /// How the command ended, in words: "exit 1", or that no status came (a signal ended it).
+    pub fn status_words(&self) -> String {
+        status_words(self.exit_status)
+    }
+
+    /// What it said on stderr, as one safe line.
+    pub fn stderr_line(&self, max_chars: usize) -> String {
+        crate::sanitize::joined(&String::from_utf8_lossy(&self.stderr), max_chars)
+    }
+}
+
+/// An exit status in words: "exit 1", or "ended without an exit status (a signal)".
+pub fn status_words(status: Option<u32>) -> String {
+    status.map_or_else(
+        || "ended without an exit status (a signal)".to_string(),
+        |code| format!("exit {code}"),
+    )
+}
+
 impl Session {
     /// Runs one command on its own channel within `limits.timeout` in all (waiting for a slot,
     /// the channel and the output). The channel is always closed, also after a timeout, so an

@@ -58,14 +58,7 @@ pub enum KubectlError {
 
 /// kubectl's words, one line: newlines become "; ", controls and secrets go.
 fn one_line(text: &[u8]) -> String {
-    let text = String::from_utf8_lossy(text);
-    let joined = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ");
-    crate::sanitize::line(&crate::sanitize::mask_secrets(&joined), 400)
+    crate::sanitize::joined(&String::from_utf8_lossy(text), 400)
 }
 
 /// The arguments that pick the cluster and namespace, then `rest`. Each value is one

@@ -27,7 +27,7 @@ use std::time::Duration;
 pub use box_exec::{BoxExec, KubectlBox, OneShell};
 pub use bytes::BytesEnd;
 pub use error::TransportError;
-pub use exec::{ExecLimits, ExecOutput};
+pub use exec::{ExecLimits, ExecOutput, status_words};
 pub use jumps::Jumps;
 pub use link::{LinkState, SLOW_RTT};
 pub use openssh::Handover;

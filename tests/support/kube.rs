@@ -39,6 +39,8 @@ struct State {
     exec: std::collections::BTreeMap<String, ExecAnswer>,
     /// A DELETE of a Job leaves its pods, whatever it asks.
     keep_pods: bool,
+    /// What `kubectl auth can-i` is told no: "verb resource[/subresource]".
+    denied: std::collections::BTreeSet<String>,
 }
 
 pub struct FakeKube {
@@ -150,6 +152,16 @@ impl FakeKube {
         self.state.lock().expect("state").keep_pods = true;
     }
 
+    /// A SelfSubjectAccessReview for `right` ("delete jobs", "create pods/exec") is answered
+    /// not allowed; every other is allowed.
+    pub fn deny(&self, right: &str) {
+        self.state
+            .lock()
+            .expect("state")
+            .denied
+            .insert(right.to_string());
+    }
+
     /// A `[[kubernetes]]` entry for this server.
     pub fn entry(&self, name: &str, extra: &str) -> String {
         format!(
@@ -243,7 +255,11 @@ fn serve(conn: TcpStream, state: &Mutex<State>) {
         answer(&mut state, &method, &path, &body)
     };
     let text = reply.to_string();
-    let reason = if status == 200 { "OK" } else { "Not Found" };
+    let reason = match status {
+        200 => "OK",
+        201 => "Created",
+        _ => "Not Found",
+    };
     let mut conn = conn;
     let _ = write!(
         conn,
@@ -423,6 +439,31 @@ fn answer(state: &mut State, method: &str, path: &str, body: &str) -> (u16, Valu
                     .retain(|p| p["metadata"]["labels"]["job-name"] != *name);
             }
             (200, job)
+        }
+        // `kubectl auth can-i`: a SelfSubjectAccessReview, answered from `denied`.
+        (
+            "POST",
+            [
+                "apis",
+                "authorization.k8s.io",
+                "v1",
+                "selfsubjectaccessreviews",
+            ],
+        ) => {
+            let review: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+            let attrs = &review["spec"]["resourceAttributes"];
+            let mut right = format!(
+                "{} {}",
+                attrs["verb"].as_str().unwrap_or(""),
+                attrs["resource"].as_str().unwrap_or("")
+            );
+            if let Some(sub) = attrs["subresource"].as_str().filter(|s| !s.is_empty()) {
+                right = format!("{right}/{sub}");
+            }
+            let allowed = !state.denied.contains(&right);
+            let mut answer = review.clone();
+            answer["status"] = json!({"allowed": allowed});
+            (201, answer)
         }
         _ => not_found(path),
     }
