@@ -179,3 +179,39 @@ fn only_the_cli_prints() {
         "print outside cli (the TUI owns the screen): {offenders:?}"
     );
 }
+
+/// No behaviour depends on the words of a message: an outcome, a link state, a profile or an
+/// error is a value, compared as one. Each pattern here is one that was found doing it (a file
+/// recorded UNPROVEN read off its words, `status`'s exit code off "up", a locale's "No such
+/// file", a crate's "entire block") or that shows a person Rust's debug text of an exit status.
+#[test]
+fn no_behaviour_reads_the_words_of_a_message() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let forbidden = [
+        "starts_with(\"unproven",
+        "== \"up\"",
+        "!= \"up\"",
+        "== \"connecting\"",
+        "\"up\" if",
+        "contains(\"No such file",
+        "contains(\"entire block",
+        "profile != \"local\"",
+        "exit {status:?}",
+        "exited {status:?}",
+        "exited {:?}",
+        "ended with {:?}",
+    ];
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            // This test's own list is not a use.
+            if let Some(p) = forbidden.iter().find(|p| line.contains(*p)) {
+                found.push(format!("{}:{}: {p}", file.display(), n + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

@@ -34,6 +34,17 @@ pub enum AlertState {
     Notice,
 }
 
+impl AlertState {
+    /// Its name as scripts read it (the JSON's, a sink's RIGWATCH_STATE).
+    pub fn name(self) -> &'static str {
+        match self {
+            AlertState::Firing => "firing",
+            AlertState::Resolved => "resolved",
+            AlertState::Notice => "notice",
+        }
+    }
+}
+
 /// One line of `rigwatch watch`'s output and of the events file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AlertEvent {

@@ -88,14 +88,8 @@ pub async fn deliver(rule: &AlertRule, event: &AlertEvent) -> Result<(), String>
             let env = [
                 ("RIGWATCH_HOST", event.host.clone()),
                 ("RIGWATCH_KIND", event.kind.to_string()),
-                (
-                    "RIGWATCH_SEVERITY",
-                    format!("{:?}", event.severity).to_lowercase(),
-                ),
-                (
-                    "RIGWATCH_STATE",
-                    format!("{:?}", event.state).to_lowercase(),
-                ),
+                ("RIGWATCH_SEVERITY", event.severity.name().to_string()),
+                ("RIGWATCH_STATE", event.state.name().to_string()),
                 ("RIGWATCH_MESSAGE", message),
             ];
             run(&argv[0], &argv[1..], Some(&json), &env, rule)

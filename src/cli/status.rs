@@ -77,7 +77,11 @@ fn exit_code(report: &StatusReport) -> u8 {
         .chain(probe_failed.then_some(Severity::Warn))
         .chain(report.clusters.iter().map(|c| c.severity()))
         .max();
-    if report.hosts.iter().any(|h| h.link.state != "up") || worst == Some(Severity::Crit) {
+    let not_up = report
+        .hosts
+        .iter()
+        .any(|h| h.link.kind != crate::transport::LinkKind::Up);
+    if not_up || worst == Some(Severity::Crit) {
         2
     } else if worst == Some(Severity::Warn) {
         1

@@ -179,6 +179,9 @@ impl FileReport {
 #[derive(Debug, Serialize)]
 pub struct LinkReport {
     pub state: &'static str,
+    /// The state as a value, for what acts on it (the exit status); `state` is its word.
+    #[serde(skip)]
+    pub kind: crate::transport::LinkKind,
     pub since: Option<DateTime<Utc>>,
     pub rtt_ms: Option<f64>,
     pub error: Option<String>,
@@ -234,6 +237,7 @@ pub fn link_report(state: &LinkState) -> LinkReport {
     };
     LinkReport {
         state: state.word(),
+        kind: state.kind(),
         since,
         rtt_ms: state.rtt_ms().filter(|r| r.is_finite()),
         error,

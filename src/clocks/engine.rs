@@ -40,6 +40,16 @@ pub enum Confidence {
     Estimate,
 }
 
+impl Confidence {
+    pub fn word(self) -> &'static str {
+        match self {
+            Confidence::Exact => "exact",
+            Confidence::Conservative => "conservative",
+            Confidence::Estimate => "estimate",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Clock {
     pub kind: ClockKind,

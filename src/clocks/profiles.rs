@@ -27,12 +27,20 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("local", include_str!("../../profiles/local.toml")),
 ];
 
+fn rented() -> bool {
+    true
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
     pub name: String,
     pub title: String,
     pub summary: String,
+    /// Whether time on it is paid by the hour (false for a machine the user owns): an idle
+    /// GPU then costs money, and is said to.
+    #[serde(default = "rented")]
+    pub rented: bool,
     #[serde(default)]
     pub durable_paths: Vec<String>,
     #[serde(default)]

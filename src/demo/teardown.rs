@@ -107,6 +107,7 @@ pub fn check(host: &str, now: DateTime<Utc>) -> (Option<PullRecord>, Currentness
         local_sha256: Some(sha.into()),
         sent: size,
         verified: true,
+        unproven: false,
         verification: "demo: a replayed record".into(),
         error: None,
         at: finished,

@@ -14,7 +14,7 @@ use crate::readings::{GpuAvailability, Observation};
 use crate::signals::{
     FillOutlook, HostFacts, RunState, Severity, SignalKind, evaluate, fill_outlook,
 };
-use crate::transport::LinkState;
+use crate::transport::{LinkKind, LinkState};
 
 use super::HostState;
 use super::queues::{RosterEntry, presence, roster};
@@ -109,24 +109,24 @@ impl FleetState {
 
     pub fn set_link(&mut self, host: &str, link: LinkState, now: DateTime<Utc>) {
         let Some(i) = self.index(host) else { return };
-        let before = self.hosts[i].link.word();
-        let after = link.word();
+        let before = self.hosts[i].link.kind();
+        let after = link.kind();
         self.hosts[i].link = link;
         if before != after {
             let severity = match after {
                 // A first connection is expected, not news, except the first ever: then the
                 // platform's warnings are, once.
-                "up" if before == "connecting" => {
+                LinkKind::Up if before == LinkKind::Connecting => {
                     if self.hosts[i].last_seen_up.is_none() {
                         self.first_contact(i, now);
                     }
                     self.judge_host(i, now);
                     return;
                 }
-                "up" => Severity::Info,
-                "degraded" => Severity::Warn,
-                "connecting" => return,
-                _ => Severity::Crit,
+                LinkKind::Up => Severity::Info,
+                LinkKind::Degraded => Severity::Warn,
+                LinkKind::Connecting => return,
+                LinkKind::Down | LinkKind::AuthRefused | LinkKind::HostkeyRefused => Severity::Crit,
             };
             let detail = match &self.hosts[i].link {
                 LinkState::Down { reason, .. }
@@ -141,7 +141,7 @@ impl FleetState {
                 now,
                 host,
                 severity,
-                format!("link {before} → {after}{detail}"),
+                format!("link {} → {}{detail}", before.word(), after.word()),
             );
         }
         self.judge_host(i, now);
@@ -329,7 +329,8 @@ impl FleetState {
                 .history
                 .previous_boot()
                 .or_else(|| h.recalled_boot.clone()),
-            bills: h.config.profile != "local",
+            // A box of a profile rigwatch does not know is taken to bill, as most do.
+            bills: self.profile(&h.config.profile).is_none_or(|p| p.rented),
             thresholds: &self.thresholds,
             stale_after: crate::signals::stale_after(self.poll),
             now,

@@ -22,7 +22,7 @@ pub enum LedgerError {
     TooNew { path: PathBuf, found: i64 },
 }
 
-const SCHEMA: i64 = 7;
+const SCHEMA: i64 = 8;
 
 pub struct Ledger {
     pub(super) conn: Connection,
@@ -108,6 +108,9 @@ impl Ledger {
             // Schema 7: later looks at destroys whose outcome was left open.
             conn.execute_batch(super::teardowns::SCHEMA_7)
                 .map_err(sql)?;
+        }
+        if version < 8 {
+            conn.execute_batch(super::pulls::SCHEMA_8).map_err(sql)?;
         }
         Ok(Ledger {
             conn,
@@ -202,10 +205,50 @@ mod tests {
             local_sha256: Some("ab".into()),
             sent: 3,
             verified,
+            unproven: false,
             verification: "json".into(),
             error: None,
             at: DateTime::<Utc>::UNIX_EPOCH,
         }
+    }
+
+    /// An unproven file round-trips as a value; a ledger written before schema 8 (which said
+    /// so only in its words) is read once at the upgrade and keeps its UNPROVEN files.
+    #[test]
+    fn unproven_is_a_column_and_an_older_ledger_keeps_its_unproven_files() {
+        use crate::ledger::Outcome;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("ledger.sqlite");
+        let mut ledger = Ledger::open(&path).expect("open");
+        let mut unproven = file("/w/model.bin", false);
+        unproven.unproven = true;
+        unproven.verification = "unproven: no built-in check for \"bin\" files".into();
+        let t = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::days(20_000);
+        let pull = PullRecord {
+            instance_id: None,
+            id: 0,
+            host: "a".into(),
+            started: t,
+            finished: t,
+            paths: vec!["/w".into()],
+            unmatched: vec![],
+            files: vec![unproven, file("/w/m.json", false)],
+            local_disk_full: false,
+        };
+        ledger.record_pull(&pull).expect("record");
+        let outcomes = |l: &Ledger| -> Vec<Outcome> {
+            let last = l.latest_pull("a").expect("read").expect("a pull");
+            last.files.iter().map(PulledFile::outcome).collect()
+        };
+        assert_eq!(outcomes(&ledger), [Outcome::Unproven, Outcome::Failed]);
+        drop(ledger);
+        // The same rows as schema 7 held them: no column, the words only.
+        let conn = rusqlite::Connection::open(&path).expect("sqlite");
+        conn.execute_batch("ALTER TABLE files DROP COLUMN unproven; PRAGMA user_version = 7;")
+            .expect("back to schema 7");
+        drop(conn);
+        let ledger = Ledger::open(&path).expect("upgrade");
+        assert_eq!(outcomes(&ledger), [Outcome::Unproven, Outcome::Failed]);
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub struct PulledFile {
     /// Bytes that crossed the link for it in this pull (0 when unchanged since the last one).
     pub sent: u64,
     pub verified: bool,
+    /// Copied, but nothing could check that it loads (no built-in check, no command for its
+    /// kind): recorded UNPROVEN, as it is. A value, never read off `verification`'s words.
+    pub unproven: bool,
     /// How it was verified, or why it failed.
     pub verification: String,
     /// Set when the file could not be pulled.
@@ -69,7 +72,7 @@ impl PulledFile {
             && self.remote_sha256 == self.local_sha256;
         match (copied, self.verified) {
             (true, true) => Outcome::Proven,
-            (true, false) if self.verification.starts_with("unproven") => Outcome::Unproven,
+            (true, false) if self.unproven => Outcome::Unproven,
             _ => Outcome::Failed,
         }
     }
@@ -116,6 +119,7 @@ mod outcome_tests {
             local_sha256: Some("ab".into()),
             sent: 5,
             verified,
+            unproven: false,
             verification: verification.into(),
             error: error.map(String::from),
             at: DateTime::<Utc>::UNIX_EPOCH,
@@ -130,8 +134,15 @@ mod outcome_tests {
             file(true, "zip: 3 entries", None).outcome(),
             Outcome::Proven
         );
-        let unproven = file(false, "unproven: no built-in check for \"bin\" files", None);
+        // What is unproven is a value: rewording its message changes nothing, and a failed
+        // check whose words begin the same way is still FAILED.
+        let mut unproven = file(false, "nothing here checks \"bin\" files", None);
+        unproven.unproven = true;
         assert_eq!(unproven.outcome(), Outcome::Unproven);
+        assert_eq!(
+            file(false, "unproven-looking words of a failed check", None).outcome(),
+            Outcome::Failed
+        );
         assert_eq!(file(false, "json: line 3", None).outcome(), Outcome::Failed);
         assert_eq!(
             file(true, "x", Some("hash mismatch")).outcome(),

@@ -23,10 +23,17 @@ pub(super) const SCHEMA_6: &str = "DROP INDEX IF EXISTS files_by_pull;
      DROP INDEX IF EXISTS files_by_local;
      PRAGMA user_version = 6;";
 
+/// Schema 8: whether a file is unproven is a column of its own. Rows written before it said
+/// so only in their words, which are read this once, here.
+pub(super) const SCHEMA_8: &str =
+    "ALTER TABLE files ADD COLUMN unproven INTEGER NOT NULL DEFAULT 0;
+     UPDATE files SET unproven = 1 WHERE verified = 0 AND verification LIKE 'unproven%';
+     PRAGMA user_version = 8;";
+
 macro_rules! file_columns {
     () => {
         "remote_path, size, mtime, remote_sha256, local_path, local_sha256, sent, verified, \
-         verification, error, at, stamp"
+         verification, error, at, stamp, unproven"
     };
 }
 const FILE_COLUMNS: &str = file_columns!();
@@ -256,7 +263,7 @@ fn insert_head(tx: &Transaction<'_>, pull: &PullRecord, complete: bool) -> rusql
 fn insert_files(tx: &Transaction<'_>, id: i64, files: &[PulledFile]) -> rusqlite::Result<()> {
     let mut stmt = tx.prepare_cached(&format!(
         "INSERT INTO files (pull_id, {FILE_COLUMNS})
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
     ))?;
     for f in files {
         stmt.execute(params![
@@ -272,7 +279,8 @@ fn insert_files(tx: &Transaction<'_>, id: i64, files: &[PulledFile]) -> rusqlite
             f.verification,
             f.error,
             f.at.to_rfc3339(),
-            f.stamp
+            f.stamp,
+            f.unproven
         ])?;
     }
     Ok(())
@@ -288,6 +296,7 @@ fn file(r: &Row<'_>) -> rusqlite::Result<PulledFile> {
         local_sha256: r.get(5)?,
         sent: u64::try_from(r.get::<_, i64>(6)?).unwrap_or(0),
         verified: r.get(7)?,
+        unproven: r.get(12)?,
         verification: r.get(8)?,
         error: r.get(9)?,
         at: time(&r.get::<_, String>(10)?),

@@ -95,6 +95,7 @@ mod tests {
             local_sha256: Some(if good { "h" } else { "other" }.into()),
             sent: 5,
             verified: good,
+            unproven: false,
             verification: "json".into(),
             error: None,
             at: DateTime::<Utc>::UNIX_EPOCH,

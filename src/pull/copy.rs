@@ -117,6 +117,9 @@ pub async fn copy_all<B: BoxExec>(
         .collect()
 }
 
+/// The exit status of a `tail` copy whose file no longer exists.
+const GONE: u32 = 66;
+
 /// Streams one `tail` copy may take, each from where the last stopped short (`download_by_exec`).
 const STREAM_TRIES: usize = 4;
 
@@ -146,7 +149,13 @@ async fn download_by_exec<B: BoxExec>(
     let mut tries = 0;
     let end = loop {
         let before = sent;
-        let command = format!("{}tail -c +{} -- {word}", words.preamble(), from + sent + 1);
+        // A file gone before tail starts says so by its exit status (sysexits' EX_NOINPUT),
+        // not by tail's words, which are the box's locale's.
+        let command = format!(
+            "{}[ -e {word} ] || exit {GONE}; tail -c +{} -- {word}",
+            words.preamble(),
+            from + sent + 1
+        );
         let mut sink = |data: &[u8]| {
             // A box that kept writing the file sends more than was listed: stop there, as the
             // SFTP copy reads only the listed size.
@@ -177,7 +186,7 @@ async fn download_by_exec<B: BoxExec>(
     }
     let stderr = String::from_utf8_lossy(&end.stderr);
     if from + sent < remote.size {
-        if stderr.contains("No such file") {
+        if end.exit_status == Some(GONE) {
             // As on the SFTP path, a file that vanished leaves no empty `.part` behind.
             if from == 0 {
                 drop(file);

@@ -15,6 +15,7 @@ fn pulled(path: &str) -> PulledFile {
         local_sha256: Some("h".into()),
         sent: 5,
         verified: true,
+        unproven: false,
         verification: "json".into(),
         error: None,
         at: DateTime::<Utc>::UNIX_EPOCH,

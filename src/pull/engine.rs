@@ -373,6 +373,7 @@ pub(super) fn failed_file(file: &RemoteFile, local: &Path, why: String) -> Pulle
         local_sha256: None,
         sent: 0,
         verified: false,
+        unproven: false,
         verification: String::new(),
         error: (!why.is_empty()).then_some(why),
         at: Utc::now(),

@@ -284,6 +284,7 @@ fn judge(
 /// A record's verdict once its copy was checked (and, if fresh, put in place or not).
 fn settle(record: &mut PulledFile, verification: Verification, error: Option<String>) {
     record.verified = verification.passed && error.is_none();
+    record.unproven = verification.unchecked && error.is_none();
     record.verification = verification.how;
     record.error = error;
 }

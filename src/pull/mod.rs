@@ -46,7 +46,10 @@ pub enum PullError {
         stage: &'static str,
         source: TransportError,
     },
-    #[error("{host}: listing the pull paths failed (exit {status:?}): {stderr}")]
+    #[error(
+        "{host}: listing the pull paths failed ({}): {stderr}",
+        crate::transport::status_words(*status)
+    )]
     Listing {
         host: String,
         status: Option<u32>,

@@ -29,6 +29,16 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// Its name as scripts read it (the JSON's, a sink's RIGWATCH_SEVERITY): "info", "warn",
+    /// "crit".
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Crit => "crit",
+        }
+    }
+
     pub fn word(self) -> &'static str {
         match self {
             Severity::Info => "info",
@@ -67,6 +77,14 @@ pub enum SignalKind {
 }
 
 impl SignalKind {
+    /// Its name as the JSON and the alerts say it: "zombie_vram", "run_dead".
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default()
+    }
+
     /// Signals about reaching the box rather than about what runs on it.
     pub fn is_link(self) -> bool {
         matches!(

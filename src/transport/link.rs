@@ -42,16 +42,44 @@ pub enum LinkState {
     },
 }
 
-impl LinkState {
-    pub fn word(&self) -> &'static str {
+/// Which state a link is in, without its details: what code compares (never the words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkKind {
+    Connecting,
+    Up,
+    Degraded,
+    Down,
+    AuthRefused,
+    HostkeyRefused,
+}
+
+impl LinkKind {
+    pub fn word(self) -> &'static str {
         match self {
-            LinkState::Connecting { .. } => "connecting",
-            LinkState::Up { .. } => "up",
-            LinkState::Degraded { .. } => "degraded",
-            LinkState::Down { .. } => "down",
-            LinkState::AuthRefused { .. } => "auth-refused",
-            LinkState::HostkeyRefused { .. } => "hostkey-refused",
+            LinkKind::Connecting => "connecting",
+            LinkKind::Up => "up",
+            LinkKind::Degraded => "degraded",
+            LinkKind::Down => "down",
+            LinkKind::AuthRefused => "auth-refused",
+            LinkKind::HostkeyRefused => "hostkey-refused",
         }
+    }
+}
+
+impl LinkState {
+    pub fn kind(&self) -> LinkKind {
+        match self {
+            LinkState::Connecting { .. } => LinkKind::Connecting,
+            LinkState::Up { .. } => LinkKind::Up,
+            LinkState::Degraded { .. } => LinkKind::Degraded,
+            LinkState::Down { .. } => LinkKind::Down,
+            LinkState::AuthRefused { .. } => LinkKind::AuthRefused,
+            LinkState::HostkeyRefused { .. } => LinkKind::HostkeyRefused,
+        }
+    }
+
+    pub fn word(&self) -> &'static str {
+        self.kind().word()
     }
 
     /// Commands can run over the link (slow counts: slow is not down).

@@ -29,7 +29,7 @@ pub use bytes::BytesEnd;
 pub use error::TransportError;
 pub use exec::{ExecLimits, ExecOutput, status_words};
 pub use jumps::Jumps;
-pub use link::{LinkState, SLOW_RTT};
+pub use link::{LinkKind, LinkState, SLOW_RTT};
 pub use openssh::Handover;
 pub use pool::{Helpers, HostLink, Pool, backoff};
 pub use session::{ConnectOptions, Session, WINDOW_BYTES};

@@ -185,7 +185,7 @@ impl App {
                     || (h.link.is_settled() && !h.link.is_usable() && "down".contains(&needle))
                     || h.signals
                         .iter()
-                        .any(|s| format!("{:?}", s.kind).to_lowercase().contains(&needle))
+                        .any(|s| s.kind.name().contains(&needle))
             })
             .collect();
         let util = |h: &HostState| {

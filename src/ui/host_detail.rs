@@ -366,11 +366,11 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         };
         lines.push(Line::styled(
             format!(
-                "  {:<8} {:<13} {:<12} {:?}: {}",
+                "  {:<8} {:<13} {:<12} {}: {}",
                 crate::clocks::Urgency::of(clock).word(),
                 super::fleet_table::clock_word(clock.kind),
                 left,
-                clock.confidence,
+                clock.confidence.word(),
                 clean(&clock.message, 300)
             ),
             super::fleet_table::clock_style(clock, ctx),

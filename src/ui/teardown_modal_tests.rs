@@ -47,6 +47,7 @@ fn words(files: usize, odd: &str) -> Description {
         local_sha256: Some("ab".repeat(32)),
         sent: 5,
         verified: i != 3,
+        unproven: false,
         verification: if i == 3 {
             format!("failed: {odd}")
         } else {

@@ -54,9 +54,11 @@ fn walk<R: Read>(
         bytes: 0,
         end: 0,
     };
-    // The crate says "failed to read entire block" for a header cut short.
+    // A header cut short: fewer than a header's 512 bytes were left where it began (the
+    // crate's own words for it are not a contract).
     let damaged = |at: u64, e: io::Error| {
-        if e.kind() == io::ErrorKind::UnexpectedEof || e.to_string().contains("entire block") {
+        let short = len.is_some_and(|len| len.saturating_sub(at) < 512);
+        if e.kind() == io::ErrorKind::UnexpectedEof || short {
             corrupt(format!("ends inside the header at byte {at}"))
         } else {
             corrupt(format!("header at byte {at}: {e}"))
