@@ -6,16 +6,76 @@ mod secrets;
 
 pub use secrets::{MASK, mask_secrets};
 
-/// One line of remote text: ESC and every other control character dropped, and so is every
-/// invisible formatting character that can reorder or hide what is shown (bidi overrides and
-/// isolates, zero-width characters, the BOM, tag characters); at most `max_chars`, cut as
-/// `fit` cuts.
+/// One line of remote text: every terminal escape sequence dropped whole (CSI `ESC [ … m`,
+/// OSC `ESC ] … BEL`, DCS and the other strings, their C1 forms, two- and three-byte escapes),
+/// so none leaves a visible remnant (`[31m`, `]52;c;…`); then every other control character,
+/// and every invisible formatting character that can reorder or hide what is shown (bidi
+/// overrides and isolates, zero-width characters, the BOM, tag characters); at most
+/// `max_chars`, cut as `fit` cuts.
 pub fn line(text: &str, max_chars: usize) -> String {
-    let clean: String = text
+    let clean: String = without_sequences(text)
         .chars()
         .filter(|c| !c.is_control() && !is_format(*c))
         .collect();
     fit(&clean, max_chars)
+}
+
+/// `text` with its escape sequences taken out whole, as a terminal would consume them. A
+/// sequence left open at the end takes the rest with it: a terminal would swallow it too.
+fn without_sequences(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let kind = match c {
+            '\u{1b}' => match chars.next() {
+                Some('[') => Seq::Csi,
+                Some(']') => Seq::Str,
+                Some('P' | 'X' | '^' | '_') => Seq::Str,
+                // ESC, intermediates (space to /), then one final character.
+                Some(' '..='/') => {
+                    while chars.next_if(|c| matches!(c, ' '..='/')).is_some() {}
+                    chars.next();
+                    continue;
+                }
+                _ => continue,
+            },
+            '\u{9b}' => Seq::Csi,
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => Seq::Str,
+            c => {
+                out.push(c);
+                continue;
+            }
+        };
+        match kind {
+            // Parameters and intermediates, then a final byte from @ to ~; anything else ends it.
+            Seq::Csi => {
+                while chars
+                    .next_if(|c| matches!(c, '0'..='?' | ' '..='/'))
+                    .is_some()
+                {}
+                chars.next_if(|c| matches!(c, '@'..='~'));
+            }
+            // Up to BEL or the string terminator (ESC \ or its C1 form).
+            Seq::Str => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\u{7}' | '\u{9c}' => break,
+                        '\u{1b}' if chars.peek() == Some(&'\\') => {
+                            chars.next();
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+enum Seq {
+    Csi,
+    Str,
 }
 
 /// A command's words (its stderr, say) as one line: each non-empty line trimmed and joined
@@ -128,12 +188,34 @@ mod tests {
         assert_eq!(back, vec![text.to_string()], "nothing lost");
     }
 
+    /// Whole sequences go, as a terminal consumes them: a stripped ESC used to leave `[31m`
+    /// and `]52;c;SGVs…` on screen.
+    #[test]
+    fn escape_sequences_leave_no_remnant() {
+        let cases = [
+            ("\x1b[31mred\x1b[0m", "red"),
+            ("\x1b[1;38;5;196mbold\x1b[m!", "bold!"),
+            ("a\x1b]52;c;SGVsbG8=\x07b", "ab"),
+            ("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b", "alinkb"),
+            ("a\x1bP1$r0m\x1b\\b", "ab"),
+            ("a\u{9b}2Jb\u{9d}0;t\u{9c}c", "abc"),
+            ("a\x1b(Bb\x1bcc\x1b7d", "abcd"),
+            ("a\x1b[?25lb", "ab"),
+            // Left open at the end: the rest goes, as a terminal would swallow it.
+            ("ok\x1b]0;never ended", "ok"),
+            ("plain [31m stays", "plain [31m stays"),
+        ];
+        for (raw, shown) in cases {
+            assert_eq!(line(raw, 100), shown, "{raw:?}");
+        }
+    }
+
     #[test]
     fn escapes_and_controls_are_dropped_and_length_capped() {
-        assert_eq!(line("a\x1b]0;pwned\x07b\r\n\tc", 100), "a]0;pwnedbc");
+        assert_eq!(line("a\x1b]0;pwned\x07b\r\n\tc", 100), "abc");
         assert_eq!(line("abcdef", 3), "ab…");
         assert_eq!(line("disk almost full", 12), "disk almost…");
-        assert_eq!(line("\u{9b}31m", 10), "31m");
+        assert_eq!(line("\u{9b}31m", 10), "");
         // A right-to-left override would show `gpj.exe` as `exe.jpg`; zero-width and BOM hide.
         assert_eq!(
             line("a\u{202e}b\u{200b}c\u{feff}d\u{2066}e\u{e0041}", 20),

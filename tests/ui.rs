@@ -209,7 +209,8 @@ fn remote_text_never_reaches_the_screen_raw() {
         !text.contains('\u{1b}') && !text.contains('\u{7}'),
         "{text}"
     );
-    assert!(text.contains("evil]0;pwned"), "{text}");
+    // The sequences go whole: no `]0;pwned` or `[2J` remnant is left to read as the name.
+    assert!(text.contains("evil") && !text.contains("pwned"), "{text}");
 }
 
 /// The demo fleet with a queue on its first box whose `run_queue.sh` is gone: one cell done, one

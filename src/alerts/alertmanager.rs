@@ -158,16 +158,13 @@ mod tests {
             .expect("the critical one");
         assert_eq!(
             firing["labels"],
-            json!({"alertname": "rigwatch_clock_walltime", "host": "gpu-[31m1",
+            json!({"alertname": "rigwatch_clock_walltime", "host": "gpu-1",
                    "kind": "clock_walltime", "severity": "critical", "platform": "slurm",
                    "team": "ml"})
         );
         assert_eq!(firing["startsAt"], "2026-11-24T03:12:09.000Z");
         assert_eq!(firing["endsAt"], "2026-11-24T11:12:09.000Z");
-        assert_eq!(
-            firing["annotations"]["summary"],
-            "walltime ends in 50 min]0;owned"
-        );
+        assert_eq!(firing["annotations"]["summary"], "walltime ends in 50 min");
         assert_eq!(firing["annotations"]["stage"], "1h");
         for other in alerts.iter().filter(|a| a != &firing) {
             assert_eq!(other["endsAt"], "2026-11-24T03:12:09.000Z", "{other}");

@@ -85,7 +85,7 @@ fn provider_instances_become_hosts_and_destroyed_ones_do_not() {
         }],
     };
     let d = from_provider(Provider::Vastai, &running).expect("host");
-    assert_eq!(d.name, "[2Jtrain", "the label, sanitized");
+    assert_eq!(d.name, "train", "the label, sanitized");
     assert_eq!(d.ssh.as_deref(), Some("root@ssh4.vast.ai:21001"));
     let gone = ProviderState {
         state: InstanceState::Destroyed,

@@ -208,7 +208,7 @@ mod tests {
         )?;
         match query(Provider::Runpod, &cli, SECOND).await {
             Err(ProviderError::Failed { exit, stderr, .. }) => {
-                assert_eq!((exit, stderr.as_str()), (Some(3), "boom[2J next"));
+                assert_eq!((exit, stderr.as_str()), (Some(3), "boom next"));
             }
             other => panic!("{other:?}"),
         }

@@ -196,7 +196,7 @@ mod tests {
                 InstanceState::Exited,
                 InstanceState::Other("frozen".into()),
                 InstanceState::Destroyed,
-                InstanceState::Other("ev[2Jil".into()),
+                InstanceState::Other("evil".into()),
             ]
         );
         Ok(())

@@ -111,6 +111,6 @@ mod tests {
         tap.read_to_end(&mut all).await.expect("read");
         assert!(all.ends_with(b"rest"), "bytes pass through unchanged");
         let seen = banner.lock().expect("lock").clone();
-        assert_eq!(seen.as_deref(), Some("SSH-2.0-OpenSSH_9.2p1 Debian[31m"));
+        assert_eq!(seen.as_deref(), Some("SSH-2.0-OpenSSH_9.2p1 Debian"));
     }
 }
