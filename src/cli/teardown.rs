@@ -85,17 +85,16 @@ pub async fn run(
         Some(ledger_path),
         None,
     );
-    let mut dialog = Dialog::new(crate::target::Target::Box(host.name.clone()), OPENING);
-    dialog.handle(Event::Run(run));
-    dialog.handle(Event::Queue(queue_of(
-        fleet,
-        host,
-        link,
-        probe,
-        last.as_ref(),
-        now,
-    )));
-    let walked = walk(&mut dialog, &io, &mut Terminal, &mut std::io::stdout()).await;
+    let queue = queue_of(fleet, host, link, probe, last.as_ref(), now);
+    let target = crate::target::Target::Box(host.name.clone());
+    let (mut dialog, opened) = Dialog::open(target, OPENING, run, queue);
+    let walked = walk(
+        (&mut dialog, opened),
+        &io,
+        &mut Terminal,
+        &mut std::io::stdout(),
+    )
+    .await;
     pool.shutdown().await;
     Ok(exit_code(walked?))
 }
@@ -237,12 +236,11 @@ pub(super) const OPENING: u64 = 1;
 /// the second confirmation where one is asked), the final look, the destroy. Some(what the
 /// destroy said) once it ran; it is printed whether or not its outcome could be recorded.
 pub(super) async fn walk(
-    dialog: &mut Dialog,
+    (dialog, opened): (&mut Dialog, Vec<Effect>),
     io: &dyn TeardownIo,
     person: &mut dyn Person,
     out: &mut dyn Write,
 ) -> color_eyre::Result<Option<Finished>> {
-    let opened = dialog.handle(Event::Opened);
     carry_out(dialog, io, opened, person, out).await?;
     for line in dialog.words().lines() {
         writeln!(out, "{line}")?;

@@ -22,7 +22,7 @@ use crate::clocks::profiles::find;
 use crate::cluster::Phase;
 use crate::config::slurm::SlurmConfig;
 use crate::config::{FleetConfig, KubeConfig};
-use crate::teardown::{ClusterJob, Dialog, Event, KubeIo, LiveIo, RunLooks, unfinished};
+use crate::teardown::{ClusterJob, Dialog, KubeIo, LiveIo, RunLooks, unfinished};
 
 pub async fn run(
     fleet: &FleetConfig,
@@ -96,10 +96,14 @@ pub async fn run(
         }),
     );
     let target = Target::job(&cluster.name, Scheduler::Slurm, &row.id);
-    let mut dialog = Dialog::new(target, OPENING);
-    dialog.handle(Event::Run(run));
-    dialog.handle(Event::Queue(None));
-    let walked = walk(&mut dialog, &io, &mut Terminal, &mut std::io::stdout()).await;
+    let (mut dialog, opened) = Dialog::open(target, OPENING, run, None);
+    let walked = walk(
+        (&mut dialog, opened),
+        &io,
+        &mut Terminal,
+        &mut std::io::stdout(),
+    )
+    .await;
     pool.shutdown().await;
     Ok(exit_code(walked?))
 }
@@ -152,9 +156,13 @@ pub async fn run_kube(
         Some(ledger_path),
     );
     let target = Target::job(&cluster.name, Scheduler::Kubernetes, &row.id);
-    let mut dialog = Dialog::new(target, OPENING);
-    dialog.handle(Event::Run(run));
-    dialog.handle(Event::Queue(None));
-    let walked = walk(&mut dialog, &io, &mut Terminal, &mut std::io::stdout()).await;
+    let (mut dialog, opened) = Dialog::open(target, OPENING, run, None);
+    let walked = walk(
+        (&mut dialog, opened),
+        &io,
+        &mut Terminal,
+        &mut std::io::stdout(),
+    )
+    .await;
     Ok(exit_code(walked?))
 }

@@ -48,12 +48,17 @@ fn io(currentness: Currentness) -> ScriptedIo {
 }
 
 async fn walked(io: &ScriptedIo, typed: &[&str]) -> (Option<Finished>, String) {
-    let mut dialog = Dialog::new(crate::target::Target::Box("box".into()), OPENING);
+    let (mut dialog, opened) = Dialog::open(
+        crate::target::Target::Box("box".into()),
+        OPENING,
+        crate::teardown::RunLooks::Unknown,
+        None,
+    );
     let mut person = Typist {
         lines: typed.iter().map(|l| format!("{l}\n")).collect(),
     };
     let mut out = Vec::new();
-    let finished = walk(&mut dialog, io, &mut person, &mut out)
+    let finished = walk((&mut dialog, opened), io, &mut person, &mut out)
         .await
         .expect("walk");
     (finished, String::from_utf8_lossy(&out).into_owned())

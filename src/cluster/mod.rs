@@ -288,6 +288,12 @@ impl ClusterReading {
             self.ended_state_unknown = last.ended_state_unknown.clone();
             return self;
         }
+        // A row read from accounting carries no name (sacct's is free text): the queue's.
+        for job in self.jobs.iter_mut().filter(|j| j.name.is_empty()) {
+            if let Some(old) = last.jobs.iter().find(|o| o.id == job.id) {
+                job.name = old.name.clone();
+            }
+        }
         for old in &last.jobs {
             if self.jobs.iter().any(|j| j.id == old.id) {
                 continue;

@@ -8,11 +8,41 @@ use super::{Exit, JobRow};
 use crate::probe::squeue::{ExitCode, JobState, SlurmTime};
 use crate::transport::{ExecLimits, Session};
 
-/// The fields asked for, JobName last: `-P` separates with `|`, which a job name may hold.
-const FIELDS: &str = "JobID,State,ExitCode,Elapsed,NNodes,NodeList,JobName";
+/// The fields asked for. No JobName: `-P` neither escapes `|` nor newlines in it, so a job
+/// named `x\n201|COMPLETED|0:0|…` printed a second, forged row; every field asked here is
+/// Slurm's own. Names are asked on their own (`names_command`), where one can forge nothing.
+const FIELDS: &str = "JobID,State,ExitCode,Elapsed,NNodes,NodeList";
+
+/// How many fields each row has: a line with any other count is not a row.
+const FIELD_COUNT: usize = 6;
 
 /// The most ids asked about at once.
 const MAX_IDS: usize = 200;
+
+/// The names of `ids`, asked apart from their states: a name that forges a line can only
+/// repeat an asked id, which is then believed neither time, or name an id not asked.
+pub fn names_command(ids: &[String], completion: bool) -> String {
+    format!(
+        "sacct{} -X -n -P -j {} -o JobID,JobName",
+        if completion { " -c" } else { "" },
+        ids.join(",")
+    )
+}
+
+/// Each asked id's name, where its line is the only one that starts with it.
+pub fn parse_names(text: &str, ids: &[String]) -> Vec<(String, String)> {
+    let lines: Vec<(&str, &str)> = text
+        .lines()
+        .filter_map(|l| l.split_once('|'))
+        .map(|(id, name)| (id.trim(), name))
+        .collect();
+    lines
+        .iter()
+        .filter(|(id, _)| ids.iter().any(|i| i == id))
+        .filter(|(id, _)| lines.iter().filter(|(o, _)| o == id).count() == 1)
+        .map(|(id, name)| (id.to_string(), crate::sanitize::line(name.trim(), 120)))
+        .collect()
+}
 
 /// `sacct` (or, with `completion`, `sacct -c`) for `ids`, which must be plain job ids.
 pub fn sacct_command(ids: &[String], completion: bool) -> String {
@@ -61,7 +91,21 @@ pub async fn end_states(
             ));
         }
         if out.exit_status == Some(0) {
-            return Ok(parse(&String::from_utf8_lossy(&out.stdout), &ids));
+            let mut rows = parse(&String::from_utf8_lossy(&out.stdout), &ids);
+            // The names, asked apart; a row whose name is not read keeps the queue's.
+            let command = super::bounded(&names_command(&ids, completion), timeout);
+            if let Ok(named) = session.exec(&command, limits).await
+                && named.exit_status == Some(0)
+                && !named.truncated
+            {
+                let names = parse_names(&String::from_utf8_lossy(&named.stdout), &ids);
+                for row in &mut rows {
+                    if let Some((_, name)) = names.iter().find(|(id, _)| *id == row.id) {
+                        row.name = name.clone();
+                    }
+                }
+            }
+            return Ok(rows);
         }
         why = crate::sanitize::mask_secrets(&crate::sanitize::line(
             String::from_utf8_lossy(&out.stderr).trim(),
@@ -71,17 +115,23 @@ pub async fn end_states(
     Err(format!("sacct: {why}"))
 }
 
-/// Rows of `sacct -X -n -P -o FIELDS` for the asked `ids` (a line it cannot read is skipped:
-/// the job then stays unknown, never guessed).
+/// Rows of `sacct -X -n -P -o FIELDS` for the asked `ids`. A line without exactly the fields
+/// asked is not a row, and an id printed twice is believed neither time: the job then stays
+/// unknown, never guessed.
 pub fn parse(text: &str, ids: &[String]) -> Vec<JobRow> {
-    text.lines()
-        .filter_map(|line| {
-            let f: Vec<&str> = line.splitn(7, '|').collect();
-            let [id, state, exit, elapsed, nodes, node_list, name] = f.as_slice() else {
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|line| line.split('|').collect::<Vec<_>>())
+        .filter(|f| f.len() == FIELD_COUNT)
+        .collect();
+    let once = |id: &str| rows.iter().filter(|f| f[0].trim() == id).count() == 1;
+    rows.iter()
+        .filter_map(|f| {
+            let [id, state, exit, elapsed, nodes, node_list] = f.as_slice() else {
                 return None;
             };
             let id = id.trim();
-            if !ids.iter().any(|i| i == id) {
+            if !ids.iter().any(|i| i == id) || !once(id) {
                 return None;
             }
             let state = JobState::parse(state);
@@ -91,7 +141,8 @@ pub fn parse(text: &str, ids: &[String]) -> Vec<JobRow> {
             }
             Some(JobRow {
                 id: id.to_string(),
-                name: crate::sanitize::line(name.trim(), 120),
+                // From `names_command`, or the queue's last read (`ClusterReading::merge`).
+                name: String::new(),
                 phase,
                 state: state.word().to_string(),
                 reason: None,
@@ -131,22 +182,52 @@ mod tests {
 
     #[test]
     fn the_completion_log_as_sacct_prints_it() {
-        // Verbatim `sacct -c -X -n -P -j 1,2 -o …` from the one-node test cluster (22.05.8).
-        let text = "1|FAILED|3:0|00:00:00|1|vm|fails|x\n2|CANCELLED|0:0|00:00:00|1|vm|runs\n";
+        // The rows `sacct -c -X -n -P -j 1,2` printed on the one-node test cluster (22.05.8),
+        // without the JobName column, which is no longer asked for.
+        let text = "1|FAILED|3:0|00:00:00|1|vm\n2|CANCELLED|0:0|00:00:00|1|vm\n";
         let ids = ["1".to_string(), "2".to_string(), "9".to_string()];
         let rows = parse(text, &ids);
         assert_eq!(rows.len(), 2);
-        assert_eq!(rows[0].name, "fails|x", "a | in a name stays in the name");
         assert_eq!(
             (rows[0].phase, rows[0].exit.map(|e| e.code)),
             (Phase::Failed, Some(3))
         );
         assert_eq!(rows[1].state, "CANCELLED");
-        assert!(parse("3|RUNNING|0:0|00:01:00|1|vm|x\n", &["3".into()]).is_empty());
+        assert!(parse("3|RUNNING|0:0|00:01:00|1|vm\n", &["3".into()]).is_empty());
         assert!(parse("garbage\n", &ids).is_empty());
         assert_eq!(
             sacct_command(&["1".into(), "2".into()], true),
-            "sacct -c -X -n -P -j 1,2 -o JobID,State,ExitCode,Elapsed,NNodes,NodeList,JobName"
+            "sacct -c -X -n -P -j 1,2 -o JobID,State,ExitCode,Elapsed,NNodes,NodeList"
+        );
+    }
+
+    /// A job name holding a newline and `|` (as a stand-in sacct printed it when JobName was
+    /// asked) made a second row: job 201 COMPLETED beside its real FAILED. Without JobName no
+    /// field is free text; a line of another shape is no row, and an id printed twice is
+    /// believed neither time.
+    #[test]
+    fn a_forged_row_is_never_a_job() {
+        let ids = ["200".to_string(), "201".to_string()];
+        let forged = "200|FAILED|1:0|00:01:00|1|n1|evil\n201|COMPLETED|0:0|00:01:00|1|n1|x\n";
+        assert!(parse(forged, &ids).is_empty(), "seven fields: not rows");
+        let twice = "201|FAILED|1:0|00:01:00|1|n1\n201|COMPLETED|0:0|00:01:00|1|n1\n";
+        assert!(
+            parse(twice, &ids).is_empty(),
+            "an id twice is believed neither time"
+        );
+        let one = parse("201|FAILED|1:0|00:01:00|1|n1\n", &ids);
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].phase, Phase::Failed);
+        // Names, asked apart: a name forging a line repeats an id and is believed neither
+        // time; a | in a name stays in it; an id not asked is not named.
+        let names = "200|evil\n201|forged\n201|train|x\n999|other\n";
+        assert_eq!(
+            parse_names(names, &ids),
+            [("200".to_string(), "evil".to_string())]
+        );
+        assert_eq!(
+            parse_names("201|train|x\n", &ids),
+            [("201".to_string(), "train|x".to_string())]
         );
     }
 }

@@ -146,6 +146,22 @@ impl Dialog {
         }
     }
 
+    /// The dialog for one opening of `target`, told how its run and its queue look, and
+    /// opened: the one way every front end (the dashboard, `rigwatch teardown`, the demo's
+    /// screenshots) starts a teardown. The effects are the first check, for the executor.
+    pub fn open(
+        target: Target,
+        opening: u64,
+        run: RunLooks,
+        queue: Option<QueueNote>,
+    ) -> (Dialog, Vec<Effect>) {
+        let mut dialog = Dialog::new(target, opening);
+        dialog.handle(Event::Run(run));
+        dialog.handle(Event::Queue(queue));
+        let effects = dialog.handle(Event::Opened);
+        (dialog, effects)
+    }
+
     /// The fleet member the dialog is for: the box, or the job's cluster (whose name is typed).
     pub fn host(&self) -> &str {
         self.target.member()

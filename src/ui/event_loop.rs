@@ -92,8 +92,7 @@ where
                         Action::None => {}
                         Action::Refresh => app.notice = Some(runtime.refresh(Utc::now()).into()),
                         Action::Pull(target) => start_pull(&mut app, runtime, &target),
-                        Action::Teardown(Target::Box(host)) => open_teardown(&mut app, runtime, &host),
-                        Action::Teardown(Target::Job(job)) => open_job_teardown(&mut app, runtime, job),
+                        Action::Teardown(target) => open_teardown(&mut app, runtime, target),
                         Action::Silence(target) => {
                             app.notice = Some(runtime.toggle_silence(target.member()));
                             app.silenced = runtime.silenced().clone();
@@ -240,40 +239,44 @@ fn start_pull(app: &mut App, runtime: &Runtime, target: &Target) {
     }
 }
 
-fn open_teardown(app: &mut App, runtime: &Runtime, host: &str) {
+/// `T`: the teardown dialog for a box, or a cluster's job (named for it; a job still pending
+/// or running asks again, as a live run does), opened the one way (`Dialog::open`) and its
+/// first check handed to the runtime.
+fn open_teardown(app: &mut App, runtime: &mut Runtime, target: Target) {
     let state = &runtime.state;
-    let Some(h) = state.host(host) else {
-        return;
+    let (run, queue) = match &target {
+        Target::Box(host) => {
+            let Some(h) = state.host(host) else {
+                return;
+            };
+            (RunLooks::of(&h.run), queue_note_of(state, h))
+        }
+        Target::Job(job) => {
+            let live = state
+                .cluster(&job.cluster)
+                .and_then(|c| c.jobs.iter().find(|j| j.id == job.id))
+                .is_some_and(|j| !j.phase.is_over());
+            (
+                if live {
+                    RunLooks::Alive
+                } else {
+                    RunLooks::Dead
+                },
+                None,
+            )
+        }
     };
     // Each opening has its own number: a check taken for an earlier one never counts here.
     app.openings += 1;
-    let mut dialog = Dialog::new(Target::Box(host.to_string()), app.openings);
-    dialog.handle(DialogEvent::Run(RunLooks::of(&h.run)));
-    dialog.handle(DialogEvent::Queue(queue_note_of(state, h)));
-    let effects = dialog.handle(DialogEvent::Opened);
-    app.modal = Some(TeardownModal::new(dialog));
-    runtime.teardown(host, effects);
-}
-
-/// A cluster job's teardown: the same dialog, named for the cluster (whose name is typed);
-/// a job still pending or running asks again, as a live run does.
-fn open_job_teardown(app: &mut App, runtime: &mut Runtime, job: crate::target::JobRef) {
-    let live = runtime
-        .state
-        .cluster(&job.cluster)
-        .and_then(|c| c.jobs.iter().find(|j| j.id == job.id))
-        .is_some_and(|j| !j.phase.is_over());
-    app.openings += 1;
-    let (cluster, id) = (job.cluster.clone(), job.id.clone());
-    let mut dialog = Dialog::new(Target::Job(job), app.openings);
-    dialog.handle(DialogEvent::Run(if live {
-        RunLooks::Alive
-    } else {
-        RunLooks::Dead
-    }));
-    dialog.handle(DialogEvent::Queue(None));
-    let effects = dialog.handle(DialogEvent::Opened);
-    match runtime.teardown_job(&cluster, &id, effects) {
+    let (dialog, effects) = Dialog::open(target.clone(), app.openings, run, queue);
+    let opened = match &target {
+        Target::Box(host) => {
+            runtime.teardown(host, effects);
+            Ok(())
+        }
+        Target::Job(job) => runtime.teardown_job(&job.cluster, &job.id, effects),
+    };
+    match opened {
         Ok(()) => app.modal = Some(TeardownModal::new(dialog)),
         Err(why) => app.notice = Some(why),
     }

@@ -99,7 +99,7 @@ pub fn demo_frames(theme: &Theme, width: u16, height: u16) -> Vec<(&'static str,
 /// record, or asking for the typed name. The dialog walks as on screen, its check taken by the
 /// demo's I/O at `now`.
 fn teardown(state: &FleetState, host: &str, now: DateTime<Utc>) -> App {
-    use crate::teardown::{Dialog, Effect, Event, RunLooks};
+    use crate::teardown::{Dialog, Effect, RunLooks};
     let mut app = App::new(true);
     app.selected = Some(host.into());
     let Some(h) = state.host(host) else {
@@ -109,9 +109,9 @@ fn teardown(state: &FleetState, host: &str, now: DateTime<Utc>) -> App {
         host: h.config.clone(),
         profile: state.profile(&h.config.profile).cloned(),
     };
-    let mut dialog = Dialog::new(crate::target::Target::Box(host.to_string()), 1);
-    dialog.handle(Event::Run(RunLooks::of(&h.run)));
-    for effect in dialog.handle(Event::Opened) {
+    let target = crate::target::Target::Box(host.to_string());
+    let (mut dialog, opened) = Dialog::open(target, 1, RunLooks::of(&h.run), None);
+    for effect in opened {
         if let Effect::Check { opening, run } = effect {
             let answer = io
                 .check_at(run, now)
