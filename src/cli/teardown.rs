@@ -22,12 +22,12 @@ use crate::fleet::memory;
 use crate::ledger::DestroyOutcome;
 use crate::ledger::{Ledger, PullRecord};
 use crate::monitor::verified::verified_cells;
-use crate::monitor::{HostProbe, probe_once, run_state_of};
+use crate::monitor::{HostProbe, probe_once};
 use crate::queue::DoneRule;
-use crate::runtime::once::{Probed, judge};
+use crate::runtime::once::{Judged, Probed, judge};
 use crate::teardown::{
-    Dialog, Effect, Ending, Event, Finished, LiveIo, QueueNote, QueueSeen, RunLooks, Stage,
-    TeardownIo, execute, queue_note, unfinished,
+    Dialog, Effect, Ending, Event, Finished, QueueSeen, RunLooks, Stage, TeardownIo, execute,
+    io_for, looks_of, queue_note, unfinished,
 };
 use crate::transport::LinkState;
 
@@ -60,7 +60,7 @@ pub async fn run(
         )));
     }
     let host = one_host::host(fleet, &args.host)?;
-    let profile = find(profiles, &host.profile)
+    find(profiles, &host.profile)
         .ok_or_else(|| eyre!("{}: unknown profile {}", host.name, host.profile))?;
     let ledger_path = crate::ledger::default_path()
         .ok_or_else(|| eyre!("no home or XDG_STATE_HOME holding the ledger"))?;
@@ -72,25 +72,27 @@ pub async fn run(
     let last = ledger.latest_pull(&host.name)?;
     let (pool, session) = one_host::connect(fleet, host, Duration::from_secs(30)).await?;
     let probe = probe_once(&session, host).await;
-    let now = chrono::Utc::now();
-    let run = RunLooks::of(&run_state_of(&probe, host, &fleet.thresholds, now));
     let link = pool
         .get(&host.name)
         .map_or(LinkState::Connecting { attempt: 0 }, |l| l.state());
-    let io = LiveIo::new(
-        Some(session),
-        host.clone(),
-        Some(profile.clone()),
-        Arc::new(fleet.clone()),
-        Some(ledger_path),
-        None,
-    );
-    let queue = queue_of(fleet, host, link, probe, last.as_ref(), now);
     let target = crate::target::Target::Box(host.name.clone());
+    // One probe, judged once, as the dashboard judges each tick: the run and the queue the
+    // dialog is told come from the same state.
+    let judged = judge_one(fleet, profiles, host, link, probe, last.as_ref());
+    let (run, mut queue) = looks_of(&judged.state, &target).unwrap_or((RunLooks::Unknown, None));
+    if let (Some(_), Some(u)) = (&host.queue, judged.unread.first()) {
+        queue = queue_note(QueueSeen::Unread {
+            file: &u.file,
+            why: Some(&u.why),
+        });
+    }
+    let fleet = Arc::new(fleet.clone());
+    let io = io_for(&target, &fleet, Some(session), profiles, Some(ledger_path))
+        .map_err(|why| eyre!(why))?;
     let (mut dialog, opened) = Dialog::open(target, OPENING, run, queue);
     let walked = walk(
         (&mut dialog, opened),
-        &io,
+        io.as_ref(),
         &mut Terminal,
         &mut std::io::stdout(),
     )
@@ -186,21 +188,23 @@ fn say(out: &mut dyn Write, line: &str) {
     let _ = writeln!(out, "{line}");
 }
 
-/// Where the host's queue stands, from this probe reconciled the way `rigwatch roster` does it,
+/// The host after this one probe, judged the way `rigwatch roster` and the dashboard judge it,
 /// with the cells the last pull verified. Only this host is probed, so a collision with another
 /// box's queue is not seen here.
-fn queue_of(
+fn judge_one(
     fleet: &FleetConfig,
+    profiles: &[Profile],
     host: &HostConfig,
     link: LinkState,
     probe: HostProbe,
     last: Option<&PullRecord>,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Option<QueueNote> {
-    let config = host.queue.as_ref()?;
+) -> Judged {
     let memory = memory::load(memory::path().as_deref());
-    let verified = last
-        .map(|p| verified_cells(p, &config.final_dir, &DoneRule::default()))
+    let verified = host
+        .queue
+        .as_ref()
+        .zip(last)
+        .map(|(config, p)| verified_cells(p, &config.final_dir, &DoneRule::default()))
         .map(|cells| [(host.name.clone(), cells)].into())
         .unwrap_or_default();
     let this_host = FleetConfig {
@@ -213,20 +217,14 @@ fn queue_of(
         providers: Vec::new(),
         timeout_secs: 30.0,
     };
-    let judged = judge(&this_host, &[], &memory, verified, probed, now);
-    queue_note(match judged.unread.first() {
-        Some(u) => QueueSeen::Unread {
-            file: &u.file,
-            why: Some(&u.why),
-        },
-        None => match judged.state.queue_summary(&host.name) {
-            Some(summary) => QueueSeen::Read(summary),
-            None => QueueSeen::Unread {
-                file: &config.file,
-                why: None,
-            },
-        },
-    })
+    judge(
+        &this_host,
+        profiles,
+        &memory,
+        verified,
+        probed,
+        chrono::Utc::now(),
+    )
 }
 
 /// The CLI's one opening of the dialog.

@@ -19,10 +19,9 @@ use super::one_host;
 use super::teardown::{OPENING, Terminal, exit_code, walk};
 use crate::clocks::Profile;
 use crate::clocks::profiles::find;
-use crate::cluster::Phase;
 use crate::config::slurm::SlurmConfig;
 use crate::config::{FleetConfig, KubeConfig};
-use crate::teardown::{ClusterJob, Dialog, KubeIo, LiveIo, RunLooks, unfinished};
+use crate::teardown::{Dialog, RunLooks, io_for, unfinished};
 
 pub async fn run(
     fleet: &FleetConfig,
@@ -36,7 +35,7 @@ pub async fn run(
             cluster.name
         ))
     })?;
-    let profile = find(profiles, &cluster.login.profile).ok_or_else(|| {
+    find(profiles, &cluster.login.profile).ok_or_else(|| {
         eyre!(
             "{}: unknown profile {}",
             cluster.name,
@@ -80,26 +79,15 @@ pub async fn run(
         cluster.name,
         crate::sanitize::line(&row.summary(), 300)
     );
-    let run = match row.phase {
-        Phase::Running | Phase::Ending | Phase::Pending | Phase::Other => RunLooks::Alive,
-        _ => RunLooks::Dead,
-    };
-    let io = LiveIo::new(
-        Some(session),
-        cluster.login.clone(),
-        Some(profile.clone()),
-        Arc::new(fleet.clone()),
-        Some(ledger_path),
-        Some(ClusterJob {
-            cluster: cluster.clone(),
-            job: row.id.clone(),
-        }),
-    );
+    let run = RunLooks::of_phase(row.phase);
     let target = Target::job(&cluster.name, Scheduler::Slurm, &row.id);
+    let fleet = Arc::new(fleet.clone());
+    let io = io_for(&target, &fleet, Some(session), profiles, Some(ledger_path))
+        .map_err(|why| eyre!(why))?;
     let (mut dialog, opened) = Dialog::open(target, OPENING, run, None);
     let walked = walk(
         (&mut dialog, opened),
-        &io,
+        io.as_ref(),
         &mut Terminal,
         &mut std::io::stdout(),
     )
@@ -145,21 +133,14 @@ pub async fn run_kube(
     );
     // A finished Job's pods may still exist and hold nothing, yet its delete goes through the
     // same guard: only a running pod can show the pull is current.
-    let run = match row.phase {
-        Phase::Running | Phase::Ending | Phase::Pending | Phase::Other => RunLooks::Alive,
-        _ => RunLooks::Dead,
-    };
-    let io = KubeIo::new(
-        cluster.clone(),
-        row.id.clone(),
-        Arc::new(fleet.clone()),
-        Some(ledger_path),
-    );
+    let run = RunLooks::of_phase(row.phase);
     let target = Target::job(&cluster.name, Scheduler::Kubernetes, &row.id);
+    let fleet = Arc::new(fleet.clone());
+    let io = io_for(&target, &fleet, None, &[], Some(ledger_path)).map_err(|why| eyre!(why))?;
     let (mut dialog, opened) = Dialog::open(target, OPENING, run, None);
     let walked = walk(
         (&mut dialog, opened),
-        &io,
+        io.as_ref(),
         &mut Terminal,
         &mut std::io::stdout(),
     )

@@ -10,4 +10,4 @@ pub mod providers;
 pub mod readers;
 pub mod verified;
 
-pub use oneshot::{HostProbe, probe_once, run_state_of};
+pub use oneshot::{HostProbe, probe_once};

@@ -83,31 +83,3 @@ pub async fn probe_once(session: &Arc<Session>, host: &HostConfig) -> HostProbe 
     });
     probe
 }
-
-/// Whether the host's run looks alive, from one probe taken at `now`.
-pub fn run_state_of(
-    probe: &HostProbe,
-    host: &HostConfig,
-    thresholds: &crate::config::Thresholds,
-    now: chrono::DateTime<Utc>,
-) -> crate::signals::RunState {
-    let mut history = crate::readings::HostHistory::with_capacity(2, 0);
-    history.extend(probe.gpus.clone(), probe.host.clone());
-    crate::signals::run_state(&crate::signals::HostFacts {
-        host,
-        link: &crate::transport::LinkState::Up {
-            since: now,
-            rtt_ms: 0.0,
-            banner: String::new(),
-            auth: String::new(),
-        },
-        history: &history,
-        gpu: &probe.gpu,
-        previous_boot: None,
-        bills: false,
-        thresholds,
-        // One probe, taken just now: it cannot be stale.
-        stale_after: chrono::Duration::MAX,
-        now,
-    })
-}

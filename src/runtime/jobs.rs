@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::Step;
 use crate::demo::teardown::DemoIo;
-use crate::teardown::{ClusterJob, KubeIo, LiveIo};
+use crate::teardown::io_for;
 
 use crate::clocks::Profile;
 use crate::config::{FleetConfig, HostConfig, KubeConfig};
@@ -28,7 +28,7 @@ use crate::transport::Session;
 #[derive(Debug)]
 pub enum JobMsg {
     /// The answer to one of the teardown dialog's effects, for the dialog of this host.
-    Teardown { host: String, event: Event },
+    Teardown { target: Target, event: Event },
     Pulled {
         host: String,
         summary: String,
@@ -46,13 +46,13 @@ pub enum JobMsg {
 /// Carries out one of the teardown dialog's effects through `io`, off the event loop.
 pub(super) fn spawn_teardown(
     io: Arc<dyn TeardownIo>,
-    host: String,
+    target: Target,
     effect: Effect,
     tx: mpsc::Sender<JobMsg>,
 ) {
     tokio::spawn(async move {
         let event = execute(io.as_ref(), effect).await;
-        let _ = tx.send(JobMsg::Teardown { host, event }).await;
+        let _ = tx.send(JobMsg::Teardown { target, event }).await;
     });
 }
 
@@ -214,7 +214,10 @@ impl super::Runtime {
         match msg {
             JobMsg::Notice(text) => Step::Notice(text),
             JobMsg::Killed { host, said } => Step::Killed { host, said },
-            JobMsg::Teardown { host, event } => Step::Teardown { host, event },
+            JobMsg::Teardown { target, event } => Step::Teardown {
+                target: Box::new(target),
+                event,
+            },
             JobMsg::Pulled {
                 host,
                 summary,
@@ -335,41 +338,20 @@ impl super::Runtime {
         fleet.kubernetes.iter().find(|c| c.name == name).cloned()
     }
 
-    /// Opens a cluster job's teardown: the dialog named for `cluster` is about `job` until
-    /// another opens; its effects then go through [`Runtime::teardown`]. Err says why not.
-    pub fn teardown_job(
-        &mut self,
-        cluster: &str,
-        job: &str,
-        effects: Vec<Effect>,
-    ) -> Result<(), String> {
-        if self.is_demo() {
-            return Err(
-                "the demo's clusters are replays: on a live cluster T ends the job \
-                        (scancel, kubectl delete), through the same guard"
-                    .into(),
-            );
-        }
-        let known = self.fleet().is_some_and(|f| {
-            f.slurm.iter().any(|c| c.name == cluster)
-                || f.kubernetes.iter().any(|c| c.name == cluster)
-        });
-        if !known {
-            return Err(format!(
-                "{cluster} is not a [[slurm]] or [[kubernetes]] cluster of this fleet"
-            ));
-        }
-        self.job_teardowns
-            .insert(cluster.to_string(), job.to_string());
-        self.teardown(cluster, effects);
+    /// Opens `target`'s teardown: its first effects go through [`Runtime::teardown`]. Err says
+    /// why it cannot be opened (the demo's clusters are replays; no such member).
+    pub fn open_teardown(&self, target: &Target, effects: Vec<Effect>) -> Result<(), String> {
+        self.teardown_io(target)?;
+        self.teardown(target, effects);
         Ok(())
     }
 
-    /// Carries out a teardown dialog's effects for `host`, each as its own task, through the
-    /// live box or the demo's replay (the one place the two are told apart for a teardown);
-    /// each answer comes back as [`Step::Teardown`]. A check starts the dialog's I/O afresh;
-    /// the final check and the destroy after it share one (and its hold on the target).
-    pub fn teardown(&self, host: &str, effects: Vec<Effect>) {
+    /// Carries out a teardown dialog's effects for `target`, each as its own task, through the
+    /// I/O [`crate::teardown::io_for`] builds (or the demo's replay: the one place the two are
+    /// told apart for a teardown); each answer comes back as [`Step::Teardown`]. A check
+    /// starts the dialog's I/O afresh; the final check and the destroy after it share one (and
+    /// its hold on the target).
+    pub fn teardown(&self, target: &Target, effects: Vec<Effect>) {
         if effects.is_empty() {
             return;
         }
@@ -379,74 +361,62 @@ impl super::Runtime {
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let io = match ios.get(host) {
+        let io = match ios.get(target) {
             Some(io) if !fresh => Arc::clone(io),
             _ => {
-                let Some(io) = self.teardown_io(host) else {
+                let Ok(io) = self.teardown_io(target) else {
                     return;
                 };
-                ios.insert(host.to_string(), Arc::clone(&io));
+                ios.insert(target.clone(), Arc::clone(&io));
                 io
             }
         };
         for effect in effects {
             spawn_teardown(
                 Arc::clone(&io),
-                host.to_string(),
+                target.clone(),
                 effect,
                 self.jobs_tx.clone(),
             );
         }
     }
 
-    /// `host`'s teardown dialog was closed: its I/O (and the hold its final check took) goes,
-    /// once no effect of it is still running.
-    pub fn close_teardown(&self, host: &str) {
+    /// `target`'s teardown dialog was closed: its I/O (and the hold its final check took)
+    /// goes, once no effect of it is still running.
+    pub fn close_teardown(&self, target: &Target) {
         let mut ios = self
             .teardown_ios
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        ios.remove(host);
+        ios.remove(target);
     }
 
-    /// The I/O of `host`'s teardown dialog: a Kubernetes Job's, a box's or a Slurm job's, or
-    /// the demo's replay.
-    fn teardown_io(&self, host: &str) -> Option<Arc<dyn TeardownIo>> {
-        let kube = self.fleet().zip(self.kube_cluster(host));
-        if let (Some((fleet, cluster)), Some(job)) = (kube, self.job_teardowns.get(host)) {
+    /// The I/O of `target`'s teardown dialog, or the demo's replay of a box's.
+    fn teardown_io(&self, target: &Target) -> Result<Arc<dyn TeardownIo>, String> {
+        if let Some(fleet) = self.fleet() {
+            let session = self.session(target.member());
             let ledger = crate::ledger::default_path();
-            return Some(Arc::new(KubeIo::new(
-                cluster,
-                job.clone(),
-                Arc::clone(fleet),
-                ledger,
-            )));
+            return io_for(target, fleet, session, &self.state.profiles, ledger);
         }
-        let config = self.host_config(host)?;
+        let Target::Box(host) = target else {
+            return Err(
+                "the demo's clusters are replays: on a live cluster T ends the job \
+                        (scancel, kubectl delete), through the same guard"
+                    .into(),
+            );
+        };
+        let config = self
+            .host_config(host)
+            .ok_or_else(|| format!("{host} is not a box of the demo fleet"))?;
         let profile = self.state.profile(&config.profile).cloned();
-        let cluster = self.fleet().and_then(|f| {
-            let cluster = f.slurm.iter().find(|c| c.name == host)?.clone();
-            let job = self.job_teardowns.get(host)?.clone();
-            Some(ClusterJob { cluster, job })
-        });
-        Some(match self.fleet() {
-            Some(fleet) => Arc::new(LiveIo::new(
-                self.session(host),
-                config,
-                profile,
-                Arc::clone(fleet),
-                crate::ledger::default_path(),
-                cluster,
-            )),
-            None => Arc::new(DemoIo {
-                host: config,
-                profile,
-            }),
-        })
+        Ok(Arc::new(DemoIo {
+            host: config,
+            profile,
+        }))
     }
 }
 
-/// Each open teardown dialog's I/O, by host.
+/// Each open teardown dialog's I/O, by target.
 #[derive(Default)]
-pub(super) struct Dialogs(std::sync::Mutex<BTreeMap<String, Arc<dyn TeardownIo>>>);
+pub(super) struct Dialogs(std::sync::Mutex<BTreeMap<Target, Arc<dyn TeardownIo>>>);

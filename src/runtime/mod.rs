@@ -76,9 +76,9 @@ pub enum Step {
     Pulled { host: String, summary: String },
     /// What `K` ended on this host, in a line (recorded in the ledger).
     Killed { host: String, said: String },
-    /// The answer to a teardown dialog's effect, for the dialog of this host.
+    /// The answer to a teardown dialog's effect, for the dialog of this target.
     Teardown {
-        host: String,
+        target: Box<crate::target::Target>,
         event: crate::teardown::Event,
     },
 }
@@ -99,9 +99,7 @@ pub struct Runtime {
     metrics: Option<Arc<Mutex<Metrics>>>,
     jobs_tx: mpsc::Sender<JobMsg>,
     jobs: mpsc::Receiver<JobMsg>,
-    /// The job each open cluster teardown dialog is about, by cluster.
-    job_teardowns: BTreeMap<String, String>,
-    /// Each open teardown dialog's I/O, by host: one from its check to its destroy, so the
+    /// Each open teardown dialog's I/O, by target: one from its check to its destroy, so the
     /// hold its final check takes on the target is the one its destroy runs under.
     teardown_ios: jobs::Dialogs,
     /// When the pool's helper shells start; a reload's pool starts them the same way.
@@ -133,7 +131,6 @@ impl Runtime {
         Runtime {
             jobs_tx,
             jobs,
-            job_teardowns: BTreeMap::new(),
             teardown_ios: jobs::Dialogs::default(),
             updates,
             links,
@@ -158,7 +155,6 @@ impl Runtime {
         Runtime {
             jobs_tx,
             jobs,
-            job_teardowns: BTreeMap::new(),
             teardown_ios: jobs::Dialogs::default(),
             state,
             source: Source::Demo(demo),

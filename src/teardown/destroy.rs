@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 
+use super::confirm::{Seen, until_ended};
 use super::exec::{BY_HAND, run_destroy, run_on_host};
 use super::job::job_ended;
 use super::plan::Method;
@@ -266,40 +267,30 @@ async fn ask_provider(
         return unconfirmed(format!("there is no instance_id to ask {name} about"));
     };
     let id = crate::sanitize::line(id, 80);
-    let tuning = &confirming.tuning;
-    let deadline = tokio::time::Instant::now() + tuning.confirm_within;
-    loop {
-        let last = match query(*provider, program, PROVIDER_TIMEOUT).await {
+    let id = id.as_str();
+    let advice = ": check the provider";
+    until_ended(&confirming.tuning, claim, advice, move || async move {
+        match query(*provider, program, PROVIDER_TIMEOUT).await {
             Ok(rows) => match rows.iter().find(|r| r.instance_id == id) {
-                None => {
-                    let why = format!("{name} no longer lists instance {id}");
-                    return (DestroyOutcome::Confirmed, why);
-                }
+                None => Seen::Ended(format!("{name} no longer lists instance {id}")),
                 Some(r) if r.state == InstanceState::Destroyed => {
-                    let why = format!("{name} lists instance {id} as destroyed");
-                    return (DestroyOutcome::Confirmed, why);
+                    Seen::Ended(format!("{name} lists instance {id} as destroyed"))
                 }
-                Some(r) => format!(
+                Some(r) => Seen::NotYet(format!(
                     "{name} still lists instance {id} as {}",
                     crate::sanitize::line(r.state.word(), 40)
-                ),
+                )),
             },
             Err(e @ crate::provider::ProviderError::NotInstalled { .. }) => {
-                return unconfirmed(format!("there is no provider CLI to ask ({e})"));
+                Seen::CannotAsk(format!("there is no provider CLI to ask ({e})"))
             }
-            Err(e) => format!(
+            Err(e) => Seen::NotYet(format!(
                 "{name} could not be asked ({})",
                 mask_secrets(&e.to_string())
-            ),
-        };
-        if tokio::time::Instant::now() + tuning.confirm_every > deadline {
-            return unconfirmed(format!(
-                "{last} {}s after it: check the provider",
-                tuning.confirm_within.as_secs()
-            ));
+            )),
         }
-        tokio::time::sleep(tuning.confirm_every).await;
-    }
+    })
+    .await
 }
 
 /// Runs `f` on the ledger at `path`, off the async runtime.

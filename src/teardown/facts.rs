@@ -53,3 +53,51 @@ pub struct Finished {
     pub output: Vec<String>,
     pub last: String,
 }
+
+impl RunLooks {
+    /// A cluster job that has not ended (running, pending, ending, or in a state rigwatch has
+    /// no word for) is alive: tearing it down asks twice, as a live run on a box does.
+    pub fn of_phase(phase: crate::cluster::Phase) -> RunLooks {
+        if phase.is_over() {
+            RunLooks::Dead
+        } else {
+            RunLooks::Alive
+        }
+    }
+}
+
+/// How `target` looks to its teardown dialog in the fleet's state: its run (a box's run
+/// signal, a job's phase) and, for a box with a queue, where the queue stands. None when the
+/// state has no such box or job; a job the queue no longer shows looks dead.
+pub fn looks_of(
+    state: &crate::fleet::FleetState,
+    target: &crate::target::Target,
+) -> Option<(RunLooks, Option<super::QueueNote>)> {
+    use super::queue_note::{QueueSeen, queue_note};
+    use crate::target::Target;
+    match target {
+        Target::Box(host) => {
+            let h = state.host(host)?;
+            let queue = queue_note(match &h.config.queue {
+                None => QueueSeen::NotConfigured,
+                Some(q) => match state.queue_summary(&h.config.name) {
+                    Some(summary) => QueueSeen::Read(summary),
+                    None => QueueSeen::Unread {
+                        file: &q.file,
+                        why: None,
+                    },
+                },
+            });
+            Some((RunLooks::of(&h.run), queue))
+        }
+        Target::Job(job) => {
+            let cluster = state.cluster(&job.cluster)?;
+            let phase = cluster
+                .jobs
+                .iter()
+                .find(|j| j.id == job.id)
+                .map(|j| j.phase);
+            Some((phase.map_or(RunLooks::Dead, RunLooks::of_phase), None))
+        }
+    }
+}

@@ -5,6 +5,7 @@
 
 use chrono::Utc;
 
+use super::confirm::{Seen, until_ended};
 use crate::cluster::Phase;
 use crate::config::TeardownTuning;
 use crate::config::slurm::SlurmConfig;
@@ -26,48 +27,37 @@ pub async fn job_ended(
     let Some(session) = session else {
         return unconfirmed("the login node is not reachable to read the queue".into());
     };
-    let deadline = tokio::time::Instant::now() + tuning.confirm_within;
     let job = line(job, 40);
-    loop {
+    let job = job.as_str();
+    until_ended(tuning, claim, "", move || async move {
         let reading = crate::cluster::slurm::read(cluster, Some(session), READ_TIMEOUT).await;
-        let last = match (&reading.error, reading.jobs.iter().find(|j| j.id == job)) {
-            (Some(e), _) => format!("the queue could not be read ({})", line(e, 200)),
-            (None, Some(row)) if row.phase == Phase::Cancelled => {
-                return (
-                    DestroyOutcome::Confirmed,
-                    format!(
-                        "squeue on {} shows job {job} {} at {}",
-                        cluster.login.target,
-                        line(&row.state, 40),
-                        Utc::now().format("%H:%M:%S UTC")
-                    ),
-                );
-            }
+        match (&reading.error, reading.jobs.iter().find(|j| j.id == job)) {
+            (Some(e), _) => Seen::NotYet(format!("the queue could not be read ({})", line(e, 200))),
+            (None, Some(row)) if row.phase == Phase::Cancelled => Seen::Ended(format!(
+                "squeue on {} shows job {job} {} at {}",
+                cluster.login.target,
+                line(&row.state, 40),
+                Utc::now().format("%H:%M:%S UTC")
+            )),
             // Over, but not by a cancel: it ended on its own before scancel reached it.
             (None, Some(row)) if row.phase.is_over() && row.phase != Phase::Gone => {
-                return (
-                    DestroyOutcome::Confirmed,
-                    format!(
-                        "job {job} had already {} on its own; scancel ended nothing (squeue on \
-                         {} at {})",
-                        line(&row.state, 40),
-                        cluster.login.target,
-                        Utc::now().format("%H:%M:%S UTC")
-                    ),
-                );
+                Seen::Ended(format!(
+                    "job {job} had already {} on its own; scancel ended nothing (squeue on {} \
+                     at {})",
+                    line(&row.state, 40),
+                    cluster.login.target,
+                    Utc::now().format("%H:%M:%S UTC")
+                ))
             }
-            (None, Some(row)) => format!("squeue still shows job {job} {}", row.state),
-            (None, None) => format!(
+            (None, Some(row)) => Seen::NotYet(format!(
+                "squeue still shows job {job} {}",
+                line(&row.state, 40)
+            )),
+            (None, None) => Seen::NotYet(format!(
                 "job {job} is not in the queue: its end state was not seen (purged, or never \
                  this user's): check with sacct or scontrol"
-            ),
-        };
-        if tokio::time::Instant::now() + tuning.confirm_every > deadline {
-            return unconfirmed(format!(
-                "{last} {}s after it",
-                tuning.confirm_within.as_secs()
-            ));
+            )),
         }
-        tokio::time::sleep(tuning.confirm_every).await;
-    }
+    })
+    .await
 }

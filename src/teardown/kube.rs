@@ -12,6 +12,7 @@ use chrono::Utc;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
+use super::confirm::{Seen, until_ended};
 use super::describe::{Description, describe};
 use super::destroy::{Acted, DestroyReport, recorded};
 use super::facts::{Finished, PlanLooks, RunLooks};
@@ -108,40 +109,35 @@ impl KubeIo {
     async fn gone(&self) -> (DestroyOutcome, String) {
         let tuning = &self.fleet.teardown;
         let claim = "kubectl delete exited 0";
-        let deadline = tokio::time::Instant::now() + tuning.confirm_within;
-        let job = &self.job;
-        loop {
-            let pods = pods_left(&self.cluster, job, READ_TIMEOUT).await;
-            let exists = job_exists(&self.cluster, job, READ_TIMEOUT).await;
-            let last = match (pods, exists) {
-                (Ok(0), Ok(false)) => {
-                    let why = format!(
+        let job = self.job.as_str();
+        let cluster = &self.cluster;
+        until_ended(
+            tuning,
+            claim,
+            ": they may still hold their GPUs",
+            move || async move {
+                let pods = pods_left(cluster, job, READ_TIMEOUT).await;
+                let exists = job_exists(cluster, job, READ_TIMEOUT).await;
+                match (pods, exists) {
+                    (Ok(0), Ok(false)) => Seen::Ended(format!(
                         "kubectl shows Job {job} and all its pods gone at {}",
                         Utc::now().format("%H:%M:%S UTC")
-                    );
-                    return (DestroyOutcome::Confirmed, why);
-                }
-                (Err(e), _) | (_, Err(e)) => format!("kubectl could not be asked ({e})"),
-                (Ok(n), exists) => format!(
-                    "{n} pod(s) of Job {job} still exist{}",
-                    if exists == Ok(true) {
-                        ", and the Job itself"
-                    } else {
-                        ""
+                    )),
+                    (Err(e), _) | (_, Err(e)) => {
+                        Seen::NotYet(format!("kubectl could not be asked ({e})"))
                     }
-                ),
-            };
-            if tokio::time::Instant::now() + tuning.confirm_every > deadline {
-                return (
-                    DestroyOutcome::Unconfirmed,
-                    format!(
-                        "{claim}, but {last} {}s after it: they may still hold their GPUs",
-                        tuning.confirm_within.as_secs()
-                    ),
-                );
-            }
-            tokio::time::sleep(tuning.confirm_every).await;
-        }
+                    (Ok(n), exists) => Seen::NotYet(format!(
+                        "{n} pod(s) of Job {job} still exist{}",
+                        if exists == Ok(true) {
+                            ", and the Job itself"
+                        } else {
+                            ""
+                        }
+                    )),
+                }
+            },
+        )
+        .await
     }
 
     async fn destroy_job(&self, pull_id: i64) -> DestroyReport {

@@ -3,6 +3,7 @@
 //! `live`), and the one destroy path (intent recorded, command run once, provider asked, outcome
 //! recorded) taken when — and only when — the dialog says so.
 
+mod confirm;
 mod describe;
 mod destroy;
 mod driver;
@@ -18,15 +19,15 @@ mod queue_note;
 mod ready;
 #[cfg(test)]
 pub mod scripted;
+mod target_io;
 mod unfinished;
 
 pub use crate::config::FinalCheck;
 pub use describe::{Description, describe};
 pub use driver::{CHECK_MAX_AGE, Dialog, Effect, Event, Stage, edit_typed};
-pub use facts::{Ending, Finished, PlanLooks, RunLooks};
+pub use facts::{Ending, Finished, PlanLooks, RunLooks, looks_of};
 pub use io::{CheckFound, TeardownIo, execute};
-pub use kube::KubeIo;
-pub use live::{ClusterJob, LiveIo};
 pub use plan::{Method, TeardownPlan, plan};
 pub use queue_note::{QueueLooks, QueueNote, QueueSeen, queue_note};
+pub use target_io::io_for;
 pub use unfinished::unfinished;

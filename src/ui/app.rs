@@ -89,7 +89,7 @@ pub enum Action {
     /// What the teardown dialog asks for (a check, the final look, the destroy), for the
     /// executor.
     Dialog {
-        host: String,
+        target: Target,
         effects: Vec<Effect>,
     },
 }

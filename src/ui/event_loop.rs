@@ -15,12 +15,9 @@ use super::app::{Action, App, View};
 use super::teardown_modal::TeardownModal;
 use super::theme::Theme;
 use super::{Ctx, draw};
-use crate::fleet::{FleetState, HostState};
 use crate::runtime::{Runtime, Sender, Step};
 use crate::target::Target;
-use crate::teardown::{
-    Dialog, Event as DialogEvent, QueueNote, QueueSeen, RunLooks, Stage, queue_note,
-};
+use crate::teardown::{Dialog, Event as DialogEvent, Stage, looks_of};
 
 /// Why the dashboard's loop ended.
 #[derive(Debug)]
@@ -79,13 +76,13 @@ where
             event = keys.next() => match event {
                 Some(Ok(Event::Key(key))) if key.kind == KeyEventKind::Press => {
                     key_pressed = true;
-                    let open = app.modal.as_ref().map(|m| m.host().to_string());
+                    let open = app.modal.as_ref().map(|m| m.dialog.target().clone());
                     let state = &runtime.state;
                     let action = app.handle_key(key, state);
                     // A dialog closed by this key lets go of what it held (its final check's
                     // hold on the box) at once, not when that check would have aged out.
-                    if let (Some(host), None) = (&open, &app.modal) {
-                        runtime.close_teardown(host);
+                    if let (Some(target), None) = (&open, &app.modal) {
+                        runtime.close_teardown(target);
                     }
                     match action {
                         Action::Quit => break,
@@ -97,7 +94,7 @@ where
                             app.notice = Some(runtime.toggle_silence(target.member()));
                             app.silenced = runtime.silenced().clone();
                         }
-                        Action::Dialog { host, effects } => runtime.teardown(&host, effects),
+                        Action::Dialog { target, effects } => runtime.teardown(&target, effects),
                         Action::Kill { host, targets } => {
                             if let Err(why) = runtime.kill(&host, targets) {
                                 killed(&mut app, &host, why);
@@ -132,12 +129,12 @@ where
                         app.pulls.remove(&host);
                         app.notice = Some(summary);
                     }
-                    Step::Teardown { host, event } => {
-                        // An answer for a dialog since closed (or another host's) has no one to
-                        // go to; one for an earlier opening is ignored by the dialog itself.
-                        if let Some(modal) = app.modal.as_mut().filter(|m| m.host() == host) {
+                    Step::Teardown { target, event } => {
+                        // An answer for a dialog since closed (or another target's) has no one
+                        // to go to; one for an earlier opening is ignored by the dialog itself.
+                        if let Some(modal) = app.modal.as_mut().filter(|m| m.dialog.target() == target.as_ref()) {
                             let effects = modal.dialog.handle(event);
-                            runtime.teardown(&host, effects);
+                            runtime.teardown(&target, effects);
                         }
                     }
                     Step::Ticked(_) => {
@@ -184,19 +181,19 @@ fn killed(app: &mut App, host: &str, said: String) {
     app.notice = Some(format!("K {host}: {said}"));
 }
 
-/// The open teardown dialog follows the run's state and the queue, and ages its check (a check
-/// older than its limit no longer counts and is taken again).
+/// The open teardown dialog follows how its target looks (a box's run and queue, a job's
+/// phase) and ages its check (a check older than its limit no longer counts and is taken
+/// again).
 fn age_modal(app: &mut App, runtime: &Runtime) {
-    let state = &runtime.state;
     let Some(modal) = &mut app.modal else { return };
-    let Some(h) = state.host(modal.host()) else {
-        return;
-    };
     let dialog = &mut modal.dialog;
-    let mut effects = dialog.handle(DialogEvent::Run(RunLooks::of(&h.run)));
-    effects.extend(dialog.handle(DialogEvent::Queue(queue_note_of(state, h))));
+    let mut effects = Vec::new();
+    if let Some((run, queue)) = looks_of(&runtime.state, dialog.target()) {
+        effects.extend(dialog.handle(DialogEvent::Run(run)));
+        effects.extend(dialog.handle(DialogEvent::Queue(queue)));
+    }
     effects.extend(dialog.handle(DialogEvent::Tick(std::time::Instant::now())));
-    runtime.teardown(&h.config.name, effects);
+    runtime.teardown(&dialog.target().clone(), effects);
 }
 
 const WAITS: &str =
@@ -239,58 +236,19 @@ fn start_pull(app: &mut App, runtime: &Runtime, target: &Target) {
     }
 }
 
-/// `T`: the teardown dialog for a box, or a cluster's job (named for it; a job still pending
+/// `T`: the teardown dialog for a box or a cluster's job (named for it; a job still pending
 /// or running asks again, as a live run does), opened the one way (`Dialog::open`) and its
 /// first check handed to the runtime.
-fn open_teardown(app: &mut App, runtime: &mut Runtime, target: Target) {
-    let state = &runtime.state;
-    let (run, queue) = match &target {
-        Target::Box(host) => {
-            let Some(h) = state.host(host) else {
-                return;
-            };
-            (RunLooks::of(&h.run), queue_note_of(state, h))
-        }
-        Target::Job(job) => {
-            let live = state
-                .cluster(&job.cluster)
-                .and_then(|c| c.jobs.iter().find(|j| j.id == job.id))
-                .is_some_and(|j| !j.phase.is_over());
-            (
-                if live {
-                    RunLooks::Alive
-                } else {
-                    RunLooks::Dead
-                },
-                None,
-            )
-        }
+fn open_teardown(app: &mut App, runtime: &Runtime, target: Target) {
+    let Some((run, queue)) = looks_of(&runtime.state, &target) else {
+        app.notice = Some(format!("{target}: not in the fleet's state"));
+        return;
     };
     // Each opening has its own number: a check taken for an earlier one never counts here.
     app.openings += 1;
     let (dialog, effects) = Dialog::open(target.clone(), app.openings, run, queue);
-    let opened = match &target {
-        Target::Box(host) => {
-            runtime.teardown(host, effects);
-            Ok(())
-        }
-        Target::Job(job) => runtime.teardown_job(&job.cluster, &job.id, effects),
-    };
-    match opened {
+    match runtime.open_teardown(&target, effects) {
         Ok(()) => app.modal = Some(TeardownModal::new(dialog)),
         Err(why) => app.notice = Some(why),
     }
-}
-
-fn queue_note_of(state: &FleetState, h: &HostState) -> Option<QueueNote> {
-    queue_note(match &h.config.queue {
-        None => QueueSeen::NotConfigured,
-        Some(q) => match state.queue_summary(&h.config.name) {
-            Some(summary) => QueueSeen::Read(summary),
-            None => QueueSeen::Unread {
-                file: &q.file,
-                why: None,
-            },
-        },
-    })
 }

@@ -284,14 +284,14 @@ impl App {
             return Action::None;
         };
         let effects = modal.dialog.handle(event);
-        let host = modal.host().to_string();
+        let target = modal.dialog.target().clone();
         if modal.dialog.stage() == &Stage::Closed {
             self.modal = None;
         }
         if effects.is_empty() {
             Action::None
         } else {
-            Action::Dialog { host, effects }
+            Action::Dialog { target, effects }
         }
     }
 
