@@ -43,12 +43,13 @@
 //!   `sanitize`, `signals`, `transport`.
 //! - `teardown` — the teardown dialog's driver (pure), its executor, the destroy plan, the
 //!   queue note, and the one destroy path (intent, command, provider check, outcome). Imports:
-//!   `clocks`, `cluster` (a job's queue read after its scancel), `config`, `ledger`, `process`,
-//!   `provider`, `pull`, `queue`, `sanitize`, `signals`, `target` (what the dialog tears down),
-//!   `transport` (the live I/O's session, and kubectl for a Job's delete).
+//!   `clocks`, `cluster` (a job's queue read after its scancel), `config`, `fleet` (how a
+//!   target looks in the state when its dialog opens), `ledger`, `process`, `provider`, `pull`,
+//!   `queue`, `sanitize`, `signals`, `target` (what the dialog tears down), `transport` (the
+//!   live I/O's session, and kubectl for a Job's delete).
 //! - `monitor` — wiring: runs the probes over the pool and turns their output into readings.
 //!   Imports: `config`, `ledger`, `probe`, `provider`, `queue`, `readings`, `sanitize`,
-//!   `signals`, `transport`.
+//!   `transport`.
 //! - `alerts` — conditions read off the fleet's state, fired and resolved once each way;
 //!   silences and sinks. Imports: `clocks`, `cluster`, `config`, `fleet`, `glob`, `ledger`,
 //!   `process`, `queue`, `sanitize`, `signals`.

@@ -46,7 +46,8 @@ fn module_map(lib: &str) -> Vec<(String, BTreeSet<String>)> {
     out
 }
 
-/// The crate modules a module's files name (`crate::x`), itself left out.
+/// The crate modules a module's files name (`crate::x`, `crate::{x, y::z}` over any number of
+/// lines, or a `super::` chain that climbs to the crate root), itself left out.
 fn imports_of(src: &Path, module: &str) -> BTreeMap<String, String> {
     let mut files = Vec::new();
     let dir = src.join(module);
@@ -58,21 +59,158 @@ fn imports_of(src: &Path, module: &str) -> BTreeMap<String, String> {
     let mut found = BTreeMap::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap_or_default();
-        for (n, line) in text.lines().enumerate() {
-            for (i, _) in line.match_indices("crate::") {
-                let other: String = line[i + 7..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                    .collect();
-                if !other.is_empty() && other != module {
-                    found
-                        .entry(other)
-                        .or_insert_with(|| format!("{}:{}", file.display(), n + 1));
-                }
+        let depth = module_depth(src, &file);
+        for (other, n) in names_in(&text, depth) {
+            if other != module {
+                found
+                    .entry(other)
+                    .or_insert_with(|| format!("{}:{n}", file.display()));
             }
         }
     }
     found
+}
+
+/// How many modules deep a file's top level sits below its top module: `src/m.rs` and
+/// `src/m/mod.rs` 0, `src/m/a.rs` 1. A `*_tests.rs` or `*_proptest.rs` file is its parent's
+/// `#[path]` child, one deeper than where it lies.
+fn module_depth(src: &Path, file: &Path) -> usize {
+    let rel = file.strip_prefix(src).unwrap_or(file);
+    let parts = rel.components().count();
+    let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let mut depth = parts.saturating_sub(1);
+    if name == "mod.rs" {
+        depth = depth.saturating_sub(1);
+    }
+    if name.ends_with("_tests.rs") || name.ends_with("_proptest.rs") {
+        depth += 1;
+    }
+    depth
+}
+
+/// Each crate module named in `text` with its line: `crate::x`, every top-level name of a
+/// `crate::{…}` group, and the module a `super::` chain lands on when it climbs past the top
+/// module (`depth` plus the inline `mod … {` blocks open at that point).
+fn names_in(text: &str, depth: usize) -> Vec<(String, usize)> {
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect()
+    };
+    let line_of = |at: usize| text[..at].matches('\n').count() + 1;
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices("crate::") {
+        let rest = &text[i + 7..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut level = 0;
+            let mut item_start = true;
+            for (j, c) in group.char_indices() {
+                match c {
+                    '{' => level += 1,
+                    '}' if level == 0 => break,
+                    '}' => level -= 1,
+                    ',' if level == 0 => item_start = true,
+                    c if c.is_whitespace() => {}
+                    _ if item_start => {
+                        let name = ident(&group[j..]);
+                        if !name.is_empty() && name != "self" {
+                            out.push((name, line_of(i + 8 + j)));
+                        }
+                        item_start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let name = ident(rest);
+            if !name.is_empty() {
+                out.push((name, line_of(i)));
+            }
+        }
+    }
+    let mut inline = 0usize;
+    for (n, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        let t = t.strip_prefix("pub ").unwrap_or(t);
+        if t.starts_with("mod ") && t.trim_end().ends_with('{') {
+            inline += 1;
+        }
+        let mut at = 0;
+        while let Some(i) = line[at..].find("super::") {
+            let start = at + i;
+            // Only the start of a chain: `super::super::x` counts once.
+            let before = &line[..start];
+            if before.ends_with("::") {
+                at = start + 7;
+                continue;
+            }
+            let mut chain = 0;
+            let mut rest = &line[start..];
+            while let Some(r) = rest.strip_prefix("super::") {
+                chain += 1;
+                rest = r;
+            }
+            if chain > depth + inline {
+                let name = ident(rest);
+                if !name.is_empty() {
+                    out.push((name, n + 1));
+                }
+            }
+            at = start + 7 * chain;
+        }
+    }
+    out
+}
+
+#[test]
+fn the_import_reader_takes_grouped_imports_and_super_chains_to_the_root() {
+    let grouped = "use crate::{\n    alerts::Severity,\n    config::{Host, Fleet},\n    self,\n};\nuse crate::pull;\n";
+    let names: Vec<(String, usize)> = names_in(grouped, 1);
+    assert_eq!(
+        names,
+        vec![
+            ("alerts".to_string(), 2),
+            ("config".to_string(), 3),
+            ("pull".to_string(), 6)
+        ]
+    );
+    // From src/m/a.rs (depth 1): two supers reach the crate root, one stays inside `m`.
+    let climbs = "use super::super::ledger::Ledger;\nuse super::sibling::X;\n";
+    assert_eq!(names_in(climbs, 1), vec![("ledger".to_string(), 1)]);
+    // Inside an inline `mod tests {`, one more super is still inside the module.
+    let tests = "mod tests {\n    use super::super::frame::Frame;\n}\n";
+    assert_eq!(names_in(tests, 1), Vec::<(String, usize)>::new());
+    assert_eq!(
+        module_depth(Path::new("src"), Path::new("src/m/a_tests.rs")),
+        2
+    );
+    assert_eq!(module_depth(Path::new("src"), Path::new("src/m/mod.rs")), 0);
+}
+
+/// The teardown dialog is a pure state machine: it may name only the values it is told
+/// (`pull`'s currentness, `target`) and `sanitize`; nothing that does I/O, spawns or sleeps.
+#[test]
+fn the_teardown_dialog_is_pure() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let text = std::fs::read_to_string(src.join("teardown/driver.rs")).expect("driver.rs");
+    let named: BTreeSet<String> = names_in(&text, 1).into_iter().map(|(n, _)| n).collect();
+    let pure: BTreeSet<String> = ["pull", "target", "sanitize"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let extra: Vec<&String> = named.difference(&pure).collect();
+    assert!(extra.is_empty(), "teardown::driver names {extra:?}");
+    for io in [
+        "tokio::",
+        "std::fs",
+        "std::process",
+        "std::net",
+        "std::thread",
+        "reqwest",
+    ] {
+        assert!(!text.contains(io), "teardown::driver uses {io}");
+    }
 }
 
 #[test]

@@ -126,13 +126,12 @@ pub struct Seen {
 
 /// Every condition that holds on every host at `now`, and what is not known.
 pub fn conditions(state: &FleetState, now: DateTime<Utc>) -> Seen {
-    let stale_after = crate::signals::stale_after(state.poll);
     let mut out = Vec::new();
     let mut frozen = std::collections::BTreeSet::new();
     let mut link_unknown = std::collections::BTreeSet::new();
     for h in &state.hosts {
         let name = &h.config.name;
-        if !h.link.is_usable() || h.last_reading.is_none_or(|t| now - t > stale_after) {
+        if h.is_stale(now, state.poll) {
             frozen.insert(name.clone());
         }
         if !h.link.is_settled() {

@@ -42,6 +42,15 @@ pub struct HostState {
 }
 
 impl HostState {
+    /// Whether what this host shows is not known now: its link is not usable, or its last
+    /// reading is older than the stale period for `poll`. The alerts hold such a host's
+    /// conditions as they were (stale data resolves nothing) and the views grey it: both ask
+    /// here, so they cannot disagree about which hosts are current.
+    pub fn is_stale(&self, now: DateTime<Utc>, poll: std::time::Duration) -> bool {
+        let period = crate::signals::stale_after(poll);
+        !self.link.is_usable() || self.last_reading.is_none_or(|t| now - t > period)
+    }
+
     pub fn new(config: HostConfig) -> Self {
         HostState {
             link: LinkState::Connecting { attempt: 0 },

@@ -20,11 +20,6 @@ use crate::signals::{RunState, Severity};
 use crate::transport::LinkState;
 use columns::{Col, fitted, middle_cut, name_width};
 
-pub fn is_stale(h: &HostState, ctx: &Ctx<'_>) -> bool {
-    let period = crate::signals::stale_after(ctx.poll);
-    !h.link.is_usable() || h.last_reading.is_none_or(|t| ctx.now - t > period)
-}
-
 fn link_cell<'a>(h: &HostState, ctx: &Ctx<'a>) -> Span<'a> {
     let t = ctx.theme;
     match &h.link {
@@ -233,7 +228,7 @@ fn clock_cell<'a>(h: &HostState, ctx: &Ctx<'a>) -> Span<'a> {
         return Span::styled("-", ctx.theme.stale);
     };
     let text = match (clock.remaining_secs, clock.accrued) {
-        (Some(s), _) if s <= 0 => format!("FIRED {}", clock_word(clock.kind)),
+        _ if Urgency::of(clock) == Urgency::Fired => format!("FIRED {}", clock_word(clock.kind)),
         // "~" marks an estimate from a rate (disk growth, burn), not a deadline someone set.
         (Some(s), _) => format!(
             "{}{} {}",
@@ -323,7 +318,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         .skip(first)
         .take(fits)
         .map(|h| {
-            let stale = is_stale(h, ctx);
+            let stale = h.is_stale(ctx.now, ctx.poll);
             let sample = h.history.latest_host().map(|r| &r.sample);
             let cells: Vec<Cell> = columns
                 .iter()

@@ -327,7 +327,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         lines.push(kv(
             "data",
             format!("{} old", age(at, ctx.now)),
-            if super::fleet_table::is_stale(h, ctx) {
+            if h.is_stale(ctx.now, ctx.poll) {
                 t.stale
             } else {
                 t.text
@@ -356,7 +356,9 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     }
     for clock in &h.clocks {
         let left = match (clock.remaining_secs, clock.accrued) {
-            (Some(s), _) if s <= 0 => "FIRED".to_string(),
+            _ if crate::clocks::Urgency::of(clock) == crate::clocks::Urgency::Fired => {
+                crate::clocks::Urgency::Fired.word().to_string()
+            }
             (Some(s), _) => format!(
                 "in {}",
                 crate::signals::minutes(chrono::Duration::seconds(s))
