@@ -84,7 +84,7 @@ impl Engine {
             .collect();
         let held = |c: &Condition| {
             seen.link_unknown.contains(&c.host)
-                || (!c.is_link()
+                || (!c.says_unseen()
                     && (frozen.contains(&c.host) || link_down.contains(c.host.as_str())))
         };
         for c in conditions {

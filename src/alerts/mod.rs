@@ -13,6 +13,9 @@ pub mod notices;
 pub mod silences;
 pub mod sinks;
 
+#[cfg(test)]
+mod restart_tests;
+
 pub use kind::{AlertKind, News};
 
 use chrono::{DateTime, Utc};
@@ -110,6 +113,12 @@ impl Condition {
     pub fn is_link(&self) -> bool {
         self.kind.is_link()
     }
+
+    /// It says its subject cannot be seen (a link down, a queue unread): it fires and resolves
+    /// on the link or the read itself, so it is never held for being out of sight.
+    pub fn says_unseen(&self) -> bool {
+        self.is_link() || self.kind == AlertKind::ClusterUnread
+    }
 }
 
 /// What holds on the fleet at one moment.
@@ -124,8 +133,12 @@ pub struct Seen {
     pub link_unknown: std::collections::BTreeSet<String>,
 }
 
-/// Every condition that holds on every host at `now`, and what is not known.
-pub fn conditions(state: &FleetState, now: DateTime<Utc>) -> Seen {
+/// Every condition that holds on every host and cluster at `now`, and what is not known.
+/// `clusters` are the fleet's cluster members: one not read since this process started is
+/// not known at all (every alert about it stays as it was, as for a box on its first
+/// connection); one whose last read failed says only that (`cluster_unread`), and its jobs'
+/// alerts stay as last read. Neither a restart nor a hung squeue resolves anything.
+pub fn conditions(state: &FleetState, clusters: &[&str], now: DateTime<Utc>) -> Seen {
     let mut out = Vec::new();
     let mut frozen = std::collections::BTreeSet::new();
     let mut link_unknown = std::collections::BTreeSet::new();
@@ -184,6 +197,17 @@ pub fn conditions(state: &FleetState, now: DateTime<Utc>) -> Seen {
         }
     }
     cluster_conditions(state, now, &mut out);
+    for name in clusters {
+        match state.cluster(name) {
+            None => {
+                link_unknown.insert((*name).to_string());
+            }
+            Some(c) if c.error.is_some() => {
+                frozen.insert((*name).to_string());
+            }
+            Some(_) => {}
+        }
+    }
     Seen {
         conditions: out,
         frozen,

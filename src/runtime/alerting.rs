@@ -99,7 +99,13 @@ impl Alerting {
                 .map(|p| silences::load(&p, now))
                 .unwrap_or_default();
         }
-        let seen = conditions(state, now);
+        let clusters: Vec<&str> = fleet.map_or_else(Vec::new, |f| {
+            let slurm = f.slurm.iter().map(|c| c.name.as_str());
+            slurm
+                .chain(f.kubernetes.iter().map(|c| c.name.as_str()))
+                .collect()
+        });
+        let seen = conditions(state, &clusters, now);
         let happened = self.notices.from_state(state, now);
         let mut events: Vec<AlertEvent> = self.engine.step(&seen, now);
         events.extend(happened);
