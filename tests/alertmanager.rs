@@ -145,6 +145,7 @@ fn event(host: &str, state: AlertState) -> AlertEvent {
             stage: None,
             subject: None,
             silenced: false,
+            id: String::new(),
         },
     }
 }

@@ -136,6 +136,7 @@ mod tests {
                 stage: Some("1h".into()),
                 subject: None,
                 silenced: false,
+                id: String::new(),
             },
         }
     }

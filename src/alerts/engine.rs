@@ -44,8 +44,9 @@ impl Default for Timing {
     }
 }
 
+/// One condition's alert state, as saved across restarts.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-struct Track {
+pub struct Track {
     condition: Condition,
     present_since: Option<DateTime<Utc>>,
     absent_since: Option<DateTime<Utc>>,
@@ -53,6 +54,10 @@ struct Track {
     last_sent: Option<DateTime<Utc>>,
     /// When it started, within the flap window.
     starts: Vec<DateTime<Utc>>,
+    /// When this alert began (its first start since it was last resolved and forgotten): its
+    /// id's time. None in states saved before ids were kept.
+    #[serde(default)]
+    began: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Default)]
@@ -100,6 +105,7 @@ impl Engine {
                 firing: false,
                 last_sent: None,
                 starts: Vec::new(),
+                began: Some(now),
             });
             if track.present_since.is_none() {
                 track.present_since = Some(now);
@@ -189,26 +195,26 @@ impl Engine {
                 stage: None,
                 subject: None,
                 silenced: false,
+                id: super::alert_id("*", super::AlertKind::Digest, None, now),
             },
         })
     }
 
     /// What is pending or firing, for the next start: a restarted watch (systemd, a reboot of
     /// the laptop) does not fire again what it already said.
-    pub fn save(&self, path: &std::path::Path) -> std::io::Result<()> {
-        let tracks: Vec<&Track> = self.tracks.values().collect();
-        crate::config::paths::save_private(path, &serde_json::to_vec(&tracks)?)
+    pub fn tracks(&self) -> Vec<Track> {
+        self.tracks.values().cloned().collect()
     }
 
-    /// Takes back what `save` kept; a missing or unreadable file is a fresh start.
-    pub fn load(&mut self, path: &std::path::Path) {
-        let text = std::fs::read(path).unwrap_or_default();
-        let tracks: Vec<Track> = serde_json::from_slice(&text).unwrap_or_default();
-        for t in tracks {
-            let c = &t.condition;
-            self.tracks
-                .insert((c.host.clone(), c.kind, c.subject.clone()), t);
-        }
+    /// Takes back what [`Engine::tracks`] gave, in place of what it holds.
+    pub fn restore(&mut self, tracks: Vec<Track>) {
+        self.tracks = tracks
+            .into_iter()
+            .map(|t| {
+                let c = &t.condition;
+                ((c.host.clone(), c.kind, c.subject.clone()), t)
+            })
+            .collect();
     }
 
     /// New timing (a reloaded config), the alert states kept.
@@ -238,6 +244,12 @@ fn event(track: &Track, state: AlertState, repeat: bool, now: DateTime<Utc>) -> 
             stage: c.stage.clone(),
             subject: c.subject.clone(),
             silenced: false,
+            id: super::alert_id(
+                &c.host,
+                c.kind,
+                c.subject.as_deref(),
+                track.began.or(track.starts.first().copied()).unwrap_or(now),
+            ),
         },
     }
 }

@@ -10,6 +10,7 @@ pub mod alertmanager;
 pub mod engine;
 pub mod kind;
 pub mod notices;
+pub mod saved;
 pub mod silences;
 pub mod sinks;
 
@@ -27,7 +28,7 @@ use crate::signals::Severity;
 /// The event schema's version, in every event as `v`.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AlertState {
     Firing,
@@ -49,7 +50,7 @@ impl AlertState {
 }
 
 /// One line of `rigwatch watch`'s output and of the events file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct AlertEvent {
     pub v: u32,
     pub at: DateTime<Utc>,
@@ -82,7 +83,7 @@ impl AlertEvent {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct AlertData {
     /// How many times the condition started within the flap window (1 for a steady one).
     pub count: usize,
@@ -95,6 +96,25 @@ pub struct AlertData {
     pub subject: Option<String>,
     /// The host is silenced: written here, sent to no sink.
     pub silenced: bool,
+    /// The same in every event of one alert (its host, kind and subject, and when it began)
+    /// and unique to a notice: a receiver sent one twice (a kill inside a send) drops the
+    /// repeat by it.
+    #[serde(default)]
+    pub id: String,
+}
+
+/// An alert's id: what it is about and when it began.
+pub fn alert_id(
+    host: &str,
+    kind: AlertKind,
+    subject: Option<&str>,
+    began: DateTime<Utc>,
+) -> String {
+    format!(
+        "{host}/{kind}/{}@{}",
+        subject.unwrap_or(""),
+        began.format("%Y-%m-%dT%H:%M:%SZ")
+    )
 }
 
 /// A condition that holds now on one host.

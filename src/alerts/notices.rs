@@ -13,7 +13,10 @@ use crate::ledger::{DestroyOutcome, PullRecord, TeardownRecord};
 use crate::queue::CellState;
 use crate::signals::{RunState, Severity};
 
-#[derive(Debug, Default)]
+/// The last look, saved with the alert states: a restart compares with what the last run
+/// saw, so what changed in between is news once and nothing is said twice.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Notices {
     /// Whether each host's run was alive at the last look (None before the first reading).
     alive: BTreeMap<String, bool>,
@@ -47,6 +50,7 @@ fn notice(
             count: 1,
             repeat: false,
             stage: None,
+            id: super::alert_id(host, AlertKind::News(kind), subject.as_deref(), at),
             subject,
             silenced: false,
         },
@@ -108,6 +112,11 @@ impl Notices {
     /// Cluster jobs that ended, or left the queue unseen, since the last look.
     fn jobs_ended(&mut self, state: &FleetState, now: DateTime<Utc>, out: &mut Vec<AlertEvent>) {
         for cluster in &state.clusters {
+            // A failed read is no look at the jobs (it holds them as last read, or none at all
+            // after a restart): it neither sets the baseline nor ends anything.
+            if cluster.error.is_some() {
+                continue;
+            }
             let phases = cluster
                 .jobs
                 .iter()

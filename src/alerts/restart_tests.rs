@@ -40,9 +40,13 @@ fn restarted(dir: &std::path::Path) -> Engine {
         .collect();
     assert_eq!(fired.len(), 1, "{fired:?}");
     let path = dir.join("alerts.json");
-    first.save(&path).expect("saved");
+    let saved = super::saved::Saved {
+        tracks: first.tracks(),
+        ..Default::default()
+    };
+    super::saved::save(&path, &saved).expect("saved");
     let mut second = Engine::new(timing);
-    second.load(&path);
+    second.restore(super::saved::load(&path).tracks);
     second
 }
 

@@ -59,7 +59,7 @@ impl Scheduler {
 const STALE_CHECKPOINT: &str = "newest checkpoint";
 
 /// Where a job is in its life, the same for every scheduler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     Pending,

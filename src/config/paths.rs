@@ -102,7 +102,14 @@ pub fn save_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .mode(0o600)
         .open(&tmp)?;
     file.write_all(bytes)?;
-    std::fs::rename(tmp, path)
+    // On disk before it takes the old file's place, and the rename itself on disk: what was
+    // written before an alert was sent survives a power cut as well as a kill.
+    file.sync_all()?;
+    std::fs::rename(tmp, path)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

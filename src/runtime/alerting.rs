@@ -12,7 +12,7 @@ use super::delivery::{Delivery, Sender};
 use crate::alerts::engine::{Engine, Timing};
 use crate::alerts::notices::Notices;
 use crate::alerts::silences::{self, Silences};
-use crate::alerts::{AlertEvent, conditions, sinks};
+use crate::alerts::{AlertEvent, conditions, saved, sinks};
 use crate::config::FleetConfig;
 use crate::fleet::FleetState;
 
@@ -27,6 +27,9 @@ pub struct Alerting {
     sender: Sender,
     silenced: Silences,
     alerts_path: Option<PathBuf>,
+    /// Events a process wrote and did not mark sent (killed inside a send): sent once more
+    /// by the next step that sends.
+    outbox: Vec<AlertEvent>,
     failures_tx: mpsc::Sender<String>,
     failures: mpsc::Receiver<String>,
 }
@@ -45,22 +48,48 @@ impl Alerting {
             delivery,
             silenced: Silences::new(),
             alerts_path: None,
+            outbox: Vec::new(),
             failures_tx,
             failures,
         }
     }
 
-    /// A live fleet's alerts: the states a previous run saved taken in, so what was sent is not
-    /// sent again.
+    /// A live fleet's alerts: the states, last look and unsent events a previous run saved
+    /// taken in, so what was sent is not sent again and what was not is.
     pub fn live(fleet: &FleetConfig, what: &str) -> Alerting {
-        let mut engine = Engine::new(Timing::of(&fleet.alerts));
-        let alerts_path = crate::config::paths::state_dir().map(|d| d.join("alerts.json"));
-        if let Some(path) = &alerts_path {
-            engine.load(path);
-        }
+        let engine = Engine::new(Timing::of(&fleet.alerts));
         let mut alerting = Alerting::new(engine, Some(Delivery::at_state_dir(what)));
-        alerting.alerts_path = alerts_path;
+        alerting.alerts_path = crate::config::paths::state_dir().map(|d| d.join("alerts.json"));
+        alerting.take_saved();
         alerting
+    }
+
+    /// Takes in what the last sender saved, in place of what this process holds: at the start,
+    /// and when this process becomes the sender (the dashboard after `watch`, or the reverse),
+    /// so it goes on from the old sender's alert states, not from what it judged unheard.
+    fn take_saved(&mut self) {
+        let Some(path) = &self.alerts_path else {
+            return;
+        };
+        let saved = saved::load(path);
+        self.engine.restore(saved.tracks);
+        self.notices = saved.notices;
+        self.outbox = saved.outbox;
+    }
+
+    /// Writes the alert states, the last look and `outbox` durably; a failure is reported.
+    fn write(&self, outbox: &[AlertEvent]) {
+        let Some(path) = self.alerts_path.as_deref() else {
+            return;
+        };
+        let saved = saved::Saved {
+            tracks: self.engine.tracks(),
+            notices: self.notices.clone(),
+            outbox: outbox.to_vec(),
+        };
+        if let Err(e) = saved::save(path, &saved) {
+            self.report(format!("alert states not saved to {}: {e}", path.display()));
+        }
     }
 
     pub fn demo(group_wait: chrono::Duration) -> Alerting {
@@ -93,11 +122,15 @@ impl Alerting {
         fleet: Option<&FleetConfig>,
         now: DateTime<Utc>,
     ) -> Vec<AlertEvent> {
+        let sent_before = self.sends();
         if let Some(delivery) = self.delivery.as_mut() {
             self.sender = delivery.sender();
             self.silenced = silences::path()
                 .map(|p| silences::load(&p, now))
                 .unwrap_or_default();
+        }
+        if !sent_before && self.sends() {
+            self.take_saved();
         }
         let clusters: Vec<&str> = fleet.map_or_else(Vec::new, |f| {
             let slurm = f.slurm.iter().map(|c| c.name.as_str());
@@ -162,25 +195,35 @@ impl Alerting {
         events
     }
 
-    fn send(&self, fleet: Option<&FleetConfig>, events: &[AlertEvent]) {
-        let Some(fleet) = fleet.filter(|_| self.sends()) else {
+    /// Sends `events` (and what an earlier process left unsent) to the rules that want them:
+    /// written durably first, marked sent (the outbox emptied) as soon as the sinks are
+    /// called, so a kill at any moment repeats at most this one send, and loses nothing.
+    fn send(&mut self, fleet: Option<&FleetConfig>, events: &[AlertEvent]) {
+        let sends = self.sends();
+        let Some(fleet) = fleet.filter(|_| sends) else {
             return;
         };
-        for event in events.iter().filter(|e| !e.data.silenced) {
+        let mut out = std::mem::take(&mut self.outbox);
+        out.extend(events.iter().filter(|e| !e.data.silenced).cloned());
+        if out.is_empty() && events.is_empty() {
+            return;
+        }
+        self.write(&out);
+        for event in &out {
             let tx = self.failures_tx.clone();
             sinks::dispatch(&fleet.alerts.rules, event, move |why| {
                 let _ = tx.try_send(why);
             });
         }
+        if !out.is_empty() {
+            self.write(&[]);
+        }
     }
 
     /// The alert states saved beside cost and last-seen, by the process that sends.
     pub fn keep(&self) {
-        let Some(path) = self.alerts_path.as_deref().filter(|_| self.sends()) else {
-            return;
-        };
-        if let Err(e) = self.engine.save(path) {
-            self.report(format!("alert states not saved to {}: {e}", path.display()));
+        if self.sends() {
+            self.write(&self.outbox);
         }
     }
 
