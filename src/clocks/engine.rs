@@ -370,8 +370,10 @@ pub fn walltime_clock(
         accrued: None,
         confidence: Confidence::Exact,
         message: format!(
-            "job {} ({}) reaches its walltime: SIGTERM, then SIGKILL after KillWait{risk}",
-            job.id, job.state
+            "job {} ({}) reaches its walltime in {}: SIGTERM, then SIGKILL after KillWait{risk}",
+            job.id,
+            job.name.as_deref().unwrap_or(&job.state),
+            crate::signals::minutes(remaining)
         ),
     })
 }

@@ -158,6 +158,7 @@ impl JobRow {
         }
         let job = SlurmJob {
             id: self.id.clone(),
+            name: (!self.name.is_empty()).then(|| self.name.clone()),
             state: self.state.clone(),
             used: self.elapsed_secs.map(Duration::from_secs),
             limit: self.limit_secs.map(Duration::from_secs),
@@ -172,13 +173,27 @@ impl JobRow {
 
     /// How loudly the row is shown and alerted on.
     pub fn severity(&self) -> Severity {
+        self.judged().0
+    }
+
+    /// How loud the row is, and why when its state alone does not say (a walltime near, a
+    /// danger): "reaches its walltime in 7m". An event that is loud says its cause.
+    pub fn judged(&self) -> (Severity, Option<String>) {
         let clock = self.walltime.as_ref().map(Urgency::of);
+        let walltime = || {
+            let left = self.walltime.as_ref()?.remaining_secs?;
+            Some(format!(
+                "reaches its walltime in {}",
+                crate::signals::minutes(chrono::Duration::seconds(left))
+            ))
+        };
         match self.phase {
-            Phase::Failed => Severity::Crit,
-            _ if clock >= Some(Urgency::TenMinutes) => Severity::Crit,
-            Phase::Gone => Severity::Warn,
-            _ if !self.dangers.is_empty() || clock >= Some(Urgency::Hour) => Severity::Warn,
-            _ => Severity::Info,
+            Phase::Failed => (Severity::Crit, None),
+            _ if clock >= Some(Urgency::TenMinutes) => (Severity::Crit, walltime()),
+            Phase::Gone => (Severity::Warn, None),
+            _ if clock >= Some(Urgency::Hour) => (Severity::Warn, walltime()),
+            _ if !self.dangers.is_empty() => (Severity::Warn, self.dangers.first().cloned()),
+            _ => (Severity::Info, None),
         }
     }
 

@@ -24,7 +24,12 @@ impl FleetState {
         for job in &next.jobs {
             let before = last.and_then(|l| l.jobs.iter().find(|j| j.id == job.id));
             if let Some(text) = change(before, job) {
-                said.push((job.severity(), Some(job.id.clone()), text));
+                let (severity, cause) = job.judged();
+                let text = match cause {
+                    Some(cause) => format!("{text}; {cause}"),
+                    None => text,
+                };
+                said.push((severity, Some(job.id.clone()), text));
             }
         }
         let name = next.name.clone();
@@ -66,5 +71,74 @@ fn change(before: Option<&JobRow>, job: &JobRow) -> Option<String> {
             };
             Some(format!("{who} {verb}: {} → {}", b.state, job.summary()))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::cluster::Scheduler;
+
+    fn running(id: &str, left_secs: u64) -> JobRow {
+        JobRow {
+            id: id.into(),
+            name: "requeue-me".into(),
+            phase: Phase::Running,
+            state: "RUNNING".into(),
+            reason: None,
+            reason_words: None,
+            exit: None,
+            nodes: Some(1),
+            node_list: Some("n1".into()),
+            gpus: Some(1),
+            elapsed_secs: Some(3600),
+            limit_secs: Some(3600 + left_secs),
+            left: Some(Duration::from_secs(left_secs)),
+            restarts: Some(0),
+            restart_limit: None,
+            requeue: Some(true),
+            walltime: None,
+            checkpoint_age_secs: None,
+            dangers: Vec::new(),
+            gpu_truth: Vec::new(),
+            pods: Vec::new(),
+        }
+    }
+
+    /// A loud event says why it is loud: a job first seen 7 minutes from its walltime is
+    /// critical, and the event names the walltime, not only "RUNNING".
+    #[test]
+    fn a_loud_job_event_says_its_cause() {
+        let now = Utc.with_ymd_and_hms(2026, 12, 2, 3, 0, 0).unwrap();
+        let mut state = FleetState::new(Vec::new(), crate::config::Thresholds::default());
+        let reading = ClusterReading {
+            name: "hpc".into(),
+            scheduler: Scheduler::Slurm,
+            via: "me@login".into(),
+            jobs: vec![running("10", 7 * 60)],
+            ended_state_unknown: Vec::new(),
+            error: None,
+            read_at: now,
+        };
+        state.observe_cluster(reading, now);
+        let event = state.events.iter().find(|e| e.job.as_deref() == Some("10"));
+        let event = event.expect("an event for job 10");
+        assert_eq!(event.severity, Severity::Crit);
+        assert_eq!(
+            event.text,
+            "job 10 (requeue-me): RUNNING; reaches its walltime in 7m"
+        );
+        let clock = state.clusters[0].jobs[0].walltime.as_ref().expect("clock");
+        assert!(
+            clock
+                .message
+                .starts_with("job 10 (requeue-me) reaches its walltime in 7m: SIGTERM"),
+            "{}",
+            clock.message
+        );
     }
 }

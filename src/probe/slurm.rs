@@ -17,6 +17,9 @@ pub const SQUEUE_FORMAT: &str = "%i|%T|%M|%l|%L";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SlurmJob {
     pub id: String,
+    /// The job's name where the reader knows it (a cluster's queue does; a box inside a job
+    /// reads only its own times).
+    pub name: Option<String>,
     /// RUNNING, PENDING, COMPLETING, …
     pub state: String,
     pub used: Option<Duration>,
@@ -71,6 +74,7 @@ pub fn parse_squeue(text: &str, id: Option<&str>) -> Result<Option<SlurmJob>, Pa
             ));
         };
         jobs.push(SlurmJob {
+            name: None,
             id: crate::sanitize::line(job, 40),
             state: crate::sanitize::line(state, 40),
             used: parse_slurm_duration(used),

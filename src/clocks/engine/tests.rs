@@ -242,6 +242,7 @@ fn walltime_counts_from_when_squeue_was_read_and_flags_an_old_checkpoint() {
     let profiles = load_all(None).expect("profiles");
     let billing = Billing::default();
     let job = SlurmJob {
+        name: None,
         id: "4242".into(),
         state: "RUNNING".into(),
         used: None,
@@ -265,6 +266,7 @@ fn walltime_counts_from_when_squeue_was_read_and_flags_an_old_checkpoint() {
     let wall = kind(&c, ClockKind::Walltime).expect("walltime");
     assert!(!wall.message.contains("older than"), "{}", wall.message);
     let unlimited = SlurmJob {
+        name: None,
         left: None,
         ..job.clone()
     };
