@@ -237,6 +237,42 @@ fn a_token_in_squeue_s_error_is_masked() {
     }
 }
 
+/// Eight running jobs with a GPU each, a squeue that takes 3 s and an `srun` that never
+/// answers: reading the GPUs in the jobs takes whatever time is left, never a whole timeout
+/// of its own, so `status --timeout 10` is done within 10.5 s with the queue read and the
+/// GPUs said not read.
+#[test]
+fn a_hung_srun_keeps_status_within_its_timeout() {
+    let mut lab = Lab::new();
+    let login = lab.start_host("login");
+    let jobs: String = (1..=8)
+        .map(|i| {
+            format!(
+                "{i}|train-{i}|RUNNING|None|1:00:00|2:00:00|3:00:00|1|node{i}|cpu=1,gres/gpu=1|N/A|0|0|0:0|2026-12-01T05:00:00|2026-12-01T04:59:00\n"
+            )
+        })
+        .collect();
+    login.shim_cluster_squeue(&lab, &jobs);
+    std::fs::write(lab.path("delay"), "3").expect("slow squeue");
+    login.shim_script("srun", "#!/bin/sh\nexec sleep 348\n");
+    let cluster = format!(
+        "[[slurm]]\nname = \"hpc\"\n{}\nnames = [\"train-*\"]\n",
+        lab.host_entry(&login)
+    );
+    let fleet = lab.fleet("fleet.toml", &cluster, &[]);
+    let started = std::time::Instant::now();
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["status", "--json", "--timeout", "10"])
+        .output()
+        .expect("status");
+    let took = started.elapsed().as_secs_f64();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(took <= 10.5, "took {took:.1}s for --timeout 10: {said}");
+    assert!(said.contains("train-8"), "the queue was read: {said}");
+    assert!(said.contains("did not answer within"), "{said}");
+}
+
 /// A stand-in login node whose `squeue` is `script`, and a fleet watching its cluster `hpc`.
 fn login_node(script: &str) -> (Lab, support::Sshd, std::path::PathBuf) {
     let mut lab = Lab::new();

@@ -12,26 +12,6 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::{Lab, Sshd, recorder};
 
-/// A stand-in `squeue`: the lines of `squeue.txt` (fields split by `|`) printed with the
-/// separator rigwatch asked for; while `hang` exists it never answers.
-fn stand_in_squeue(login: &Sshd, lab: &Lab, lines: &str) -> (PathBuf, PathBuf) {
-    let data = lab.path("squeue.txt");
-    std::fs::write(&data, lines).expect("squeue data");
-    let hang = lab.path("hang");
-    login.shim_script(
-        "squeue",
-        &format!(
-            "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in JobID:*) f=\"$a\";; esac; done\n\
-             s=${{f#JobID:}}; s=${{s%%,*}}\n\
-             [ -e '{hang}' ] && exec sleep 347\n\
-             while IFS= read -r line; do printf '%s%s\\n' \"$(printf '%s' \"$line\" | sed \"s/|/$s/g\")\" \"$s\"; done < '{data}'\n",
-            hang = hang.display(),
-            data = data.display()
-        ),
-    );
-    (data, hang)
-}
-
 /// Job 10 running with 50 minutes of walltime left: the 1 h band, critical.
 const RUNNING: &str = "10|train-a|RUNNING|None|2:10:00|50:00|3:00:00|1|node1|cpu=1,gres/gpu=1|N/A|0|0|0:0|2026-12-01T05:00:00|2026-12-01T04:59:00\n";
 /// Jobs that had ended before any watching began.
@@ -113,7 +93,7 @@ fn about<'a>(events: &'a [Value], kind: &str) -> Vec<(&'a str, &'a str)> {
 fn a_restart_while_squeue_hangs_resolves_nothing() {
     let mut lab = Lab::new();
     let login = lab.start_host("login");
-    let (_data, hang) = stand_in_squeue(&login, &lab, RUNNING);
+    let (_data, hang) = login.shim_cluster_squeue(&lab, RUNNING);
     let (sink, sent) = recorder(&lab, "pager");
     let config = fleet(&mut lab, &login, &sink);
     let first = start_watch(&lab, &config);
@@ -144,7 +124,7 @@ fn a_restart_while_squeue_hangs_resolves_nothing() {
 fn a_kill_right_after_a_send_does_not_send_it_again() {
     let mut lab = Lab::new();
     let login = lab.start_host("login");
-    stand_in_squeue(&login, &lab, RUNNING);
+    login.shim_cluster_squeue(&lab, RUNNING);
     let (sink, sent) = recorder(&lab, "pager");
     let config = fleet(&mut lab, &login, &sink);
     let first = start_watch(&lab, &config);
@@ -176,7 +156,7 @@ fn a_kill_right_after_a_send_does_not_send_it_again() {
 fn jobs_ended_before_watching_began_are_never_news() {
     let mut lab = Lab::new();
     let login = lab.start_host("login");
-    stand_in_squeue(&login, &lab, ENDED);
+    login.shim_cluster_squeue(&lab, ENDED);
     let (sink, sent) = recorder(&lab, "pager");
     let config = fleet(&mut lab, &login, &sink);
     let mut said = Vec::new();

@@ -35,6 +35,14 @@ pub async fn read_after(
     timeout: Duration,
     vanished: &[String],
 ) -> ClusterReading {
+    // One deadline for the whole read (squeue, then accounting, checkpoints and the GPUs in
+    // the jobs, each given what is left): `status --timeout 10` is 10 s, not 10 s a step.
+    let deadline = tokio::time::Instant::now() + timeout;
+    let left = || {
+        deadline
+            .saturating_duration_since(tokio::time::Instant::now())
+            .max(Duration::from_millis(100))
+    };
     let read = async {
         let session = session.ok_or("the login node is not reachable")?;
         // A per-call nonce: no job name written before the call can hold the separator.
@@ -94,7 +102,10 @@ pub async fn read_after(
                 .cloned(),
         );
         ask.dedup();
-        if let Ok(ended) = super::sacct::end_states(session, &ask, timeout).await {
+        let ended =
+            tokio::time::timeout_at(deadline, super::sacct::end_states(session, &ask, left()))
+                .await;
+        if let Ok(Ok(ended)) = ended {
             reading
                 .ended_state_unknown
                 .retain(|id| !ended.iter().any(|j| &j.id == id));
@@ -102,11 +113,12 @@ pub async fn read_after(
         }
     }
     if let Some(session) = session {
+        // Whatever was read within the time is kept; the rest waits a period.
         if let Some(template) = &cluster.checkpoints {
-            checkpoint_ages(&mut reading, session, template, timeout).await;
+            let ages = checkpoint_ages(&mut reading, session, template, left());
+            let _ = tokio::time::timeout_at(deadline, ages).await;
         }
-        // Whatever was read within the time is kept; the rest of the jobs wait a period.
-        let _ = tokio::time::timeout(timeout, gpu_truth(&mut reading, session, timeout)).await;
+        let _ = tokio::time::timeout_at(deadline, gpu_truth(&mut reading, session, left())).await;
         reading.judge(Utc::now());
     }
     reading
