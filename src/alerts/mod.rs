@@ -15,6 +15,8 @@ pub mod silences;
 pub mod sinks;
 
 #[cfg(test)]
+mod restart_proptest;
+#[cfg(test)]
 mod restart_tests;
 
 pub use kind::{AlertKind, News};
