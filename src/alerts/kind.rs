@@ -34,6 +34,9 @@ pub enum News {
     TeardownDone,
     /// A cluster job ended (or left the queue) since the last look.
     JobEnded,
+    /// A job said to have left the queue is in it again: its "ended" was a read that missed
+    /// it, and the job still runs or waits.
+    JobReturned,
 }
 
 const QUEUE_CELL_FAILED: &str = "queue_cell_failed";

@@ -125,6 +125,25 @@ impl Notices {
             let Some(before) = self.jobs.insert(cluster.name.clone(), phases) else {
                 continue;
             };
+            // Said to have left the queue, and in it again: the "ended" was wrong; say so once.
+            for job in cluster.jobs.iter().filter(|j| !j.phase.is_over()) {
+                if before.get(&job.id) == Some(&Phase::Gone) {
+                    out.push(notice(
+                        now,
+                        &cluster.name,
+                        News::JobReturned,
+                        Severity::Warn,
+                        Some(job.id.clone()),
+                        format!(
+                            "job {} ({}) is in the queue again: {}; it was said to have left \
+                             it, a read that missed it",
+                            job.id,
+                            job.name,
+                            job.summary()
+                        ),
+                    ));
+                }
+            }
             for job in cluster.jobs.iter().filter(|j| j.phase.is_over()) {
                 if before.get(&job.id).is_some_and(|p| p.is_over()) {
                     continue;
@@ -274,5 +293,58 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn a_job_said_to_have_left_the_queue_and_back_in_it_is_news_once() {
+        use crate::cluster::{ClusterReading, JobRow, Scheduler};
+        let job = |phase: Phase| JobRow {
+            id: "10".into(),
+            name: "train-a".into(),
+            phase,
+            state: if phase == Phase::Gone {
+                "ENDED?"
+            } else {
+                "RUNNING"
+            }
+            .into(),
+            reason: None,
+            reason_words: None,
+            exit: None,
+            nodes: Some(1),
+            node_list: None,
+            gpus: None,
+            elapsed_secs: None,
+            limit_secs: None,
+            left: None,
+            restarts: None,
+            restart_limit: None,
+            requeue: None,
+            walltime: None,
+            checkpoint_age_secs: None,
+            dangers: Vec::new(),
+            gpu_truth: Vec::new(),
+            pods: Vec::new(),
+        };
+        let mut n = Notices::default();
+        let mut said = Vec::new();
+        for phase in [Phase::Running, Phase::Gone, Phase::Running, Phase::Running] {
+            let mut state = FleetState::new(Vec::new(), crate::config::Thresholds::default());
+            state.clusters.push(ClusterReading {
+                name: "hpc".into(),
+                scheduler: Scheduler::Slurm,
+                via: "login".into(),
+                jobs: vec![job(phase)],
+                ended_state_unknown: Vec::new(),
+                error: None,
+                read_at: t0(),
+            });
+            said.extend(
+                n.from_state(&state, t0())
+                    .into_iter()
+                    .map(|e| e.kind.to_string()),
+            );
+        }
+        assert_eq!(said, ["job_ended", "job_returned"]);
     }
 }

@@ -61,6 +61,10 @@ fn change(before: Option<&JobRow>, job: &JobRow) -> Option<String> {
                     job.summary()
                 )
             }),
+        Some(b) if b.phase == Phase::Gone && !job.phase.is_over() => Some(format!(
+            "{who} is in the queue again, {}: it had not ended",
+            job.summary()
+        )),
         Some(b) => {
             let verb = match job.phase {
                 Phase::Running => "started",
@@ -139,6 +143,33 @@ mod tests {
                 .starts_with("job 10 (requeue-me) reaches its walltime in 7m: SIGTERM"),
             "{}",
             clock.message
+        );
+    }
+
+    /// A job a read missed is said to have left the queue; when the next read has it again,
+    /// the event says it is back and had not ended.
+    #[test]
+    fn a_job_that_vanishes_and_returns_is_said_to_be_back() {
+        let now = Utc.with_ymd_and_hms(2026, 12, 2, 3, 0, 0).unwrap();
+        let mut state = FleetState::new(Vec::new(), crate::config::Thresholds::default());
+        let read = |jobs: Vec<JobRow>| ClusterReading {
+            name: "hpc".into(),
+            scheduler: Scheduler::Slurm,
+            via: "me@login".into(),
+            jobs,
+            ended_state_unknown: Vec::new(),
+            error: None,
+            read_at: now,
+        };
+        state.observe_cluster(read(vec![running("10", 7200)]), now);
+        state.observe_cluster(read(Vec::new()), now);
+        state.observe_cluster(read(vec![running("10", 7100)]), now);
+        let texts: Vec<&str> = state.events.iter().map(|e| e.text.as_str()).collect();
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.starts_with("job 10 (requeue-me) is in the queue again, RUNNING")),
+            "{texts:?}"
         );
     }
 }
