@@ -166,7 +166,10 @@ pub fn conditions(state: &FleetState, clusters: &[&str], now: DateTime<Utc>) -> 
     let mut link_unknown = std::collections::BTreeSet::new();
     for h in &state.hosts {
         let name = &h.config.name;
-        if h.is_stale(now, state.poll) {
+        // Not read whole since the start: the GPU section has not answered yet, so what it
+        // judges (zombie, idle, clocks) is not known; the first whole reading decides.
+        let gpus_unread = h.gpu == crate::readings::GpuAvailability::Unknown;
+        if h.is_stale(now, state.poll) || gpus_unread {
             frozen.insert(name.clone());
         }
         if !h.link.is_settled() {

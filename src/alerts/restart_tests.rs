@@ -110,3 +110,53 @@ fn a_fresh_read_without_the_condition_resolves_it() {
     assert_eq!(said.len(), 1, "{said:?}");
     assert_eq!(said[0].state, AlertState::Resolved);
 }
+
+/// A box whose host section answered after the restart and whose GPUs have not yet: its saved
+/// zombie alert is not resolved by a reading that has no GPUs in it.
+#[test]
+fn a_box_read_only_in_part_since_the_restart_resolves_nothing() {
+    let timing = Timing {
+        group_wait: Duration::seconds(2),
+        ..Timing::default()
+    };
+    let zombie = Condition {
+        host: "a".into(),
+        kind: AlertKind::parse("zombie_vram").expect("a known kind"),
+        severity: Severity::Crit,
+        message: "GPU0 holds 20 GB and computes nothing".into(),
+        stage: None,
+        subject: None,
+    };
+    let mut engine = Engine::new(timing);
+    for s in 0..4 {
+        let seen = Seen {
+            conditions: vec![zombie.clone()],
+            ..Seen::default()
+        };
+        engine.step(&seen, at(s));
+    }
+    let mut state = FleetState::new(
+        vec![crate::config::HostConfig::for_test("a")],
+        crate::config::Thresholds::default(),
+    );
+    let up = crate::transport::LinkState::Up {
+        since: at(10),
+        rtt_ms: 1.0,
+        banner: String::new(),
+        auth: String::new(),
+    };
+    state.set_link("a", up, at(10));
+    for s in 10..70 {
+        let reading = crate::readings::HostReading {
+            at: at(s),
+            sample: crate::probe::sample::HostSample::default(),
+        };
+        state.record(
+            "a",
+            crate::readings::Observation::Host(Box::new(reading)),
+            at(s),
+        );
+        let events = engine.step(&conditions(&state, &[], at(s)), at(s));
+        assert!(events.is_empty(), "at {s}s, GPUs not read yet: {events:?}");
+    }
+}

@@ -224,6 +224,40 @@ pub struct HostConfig {
     pub walltime: bool,
 }
 
+#[cfg(test)]
+impl HostConfig {
+    /// A plain box named `name` on the `autodl` profile at $2/h, for tests of what is judged
+    /// about it.
+    pub fn for_test(name: &str) -> HostConfig {
+        HostConfig {
+            name: name.into(),
+            target: SshTarget {
+                user: None,
+                host: name.into(),
+                port: None,
+            },
+            identity: None,
+            profile: "autodl".into(),
+            accept_new: false,
+            mounts: Vec::new(),
+            run: None,
+            run_process: None,
+            log: None,
+            ckpt_dir: None,
+            billing: Billing {
+                price_per_hour: Some(2.0),
+                stopped_price_per_hour: Some(0.5),
+                ..Billing::default()
+            },
+            instance_id: None,
+            teardown: None,
+            pull: None,
+            queue: None,
+            walltime: false,
+        }
+    }
+}
+
 pub fn load(path: &Path) -> Result<FleetConfig, ConfigError> {
     let text = read(path)?;
     parse(path, &text)

@@ -5,32 +5,7 @@ use crate::config::{Billing, SshTarget};
 use chrono::Duration;
 
 fn host(name: &str) -> HostConfig {
-    HostConfig {
-        name: name.into(),
-        target: SshTarget {
-            user: None,
-            host: name.into(),
-            port: None,
-        },
-        identity: None,
-        profile: "autodl".into(),
-        accept_new: false,
-        mounts: Vec::new(),
-        run: None,
-        run_process: None,
-        log: None,
-        ckpt_dir: None,
-        billing: Billing {
-            price_per_hour: Some(2.0),
-            stopped_price_per_hour: Some(0.5),
-            ..Billing::default()
-        },
-        instance_id: None,
-        teardown: None,
-        pull: None,
-        queue: None,
-        walltime: false,
-    }
+    HostConfig::for_test(name)
 }
 
 #[test]
