@@ -1,7 +1,6 @@
 //! Fleet state: links, clocks and cost turning into events and money, with `now` passed in.
 
 use super::*;
-use crate::config::{Billing, SshTarget};
 use chrono::Duration;
 
 fn host(name: &str) -> HostConfig {
