@@ -488,7 +488,7 @@ fn the_demo_roster_lists_the_sweep_and_every_screen_of_its_box_agrees() {
     assert!(!detail.contains("queue not running"), "{detail}");
 }
 
-/// The columns as the README says they drop when the terminal narrows, first to go first.
+/// The columns as the book (docs/dashboard.md) says they drop when the terminal narrows, first to go first.
 const DROP_ORDER: [&str; 9] = [
     "PLATFORM",
     "LOAD/CPUS RAM",
@@ -503,7 +503,7 @@ const DROP_ORDER: [&str; 9] = [
 
 /// The overview of `demo --copies 13` (104 boxes, names up to `h100-rebooted-13`) at 80 to 200
 /// columns: each width a snapshot, and the columns missing at each width are always the head
-/// of the README's drop order, so a column never comes back at a narrower width.
+/// of the book's drop order, so a column never comes back at a narrower width.
 #[test]
 fn the_overview_at_every_width_drops_columns_in_the_documented_order() {
     let now = screenshot_time();
@@ -543,8 +543,8 @@ fn the_overview_at_every_width_drops_columns_in_the_documented_order() {
         Some(0),
         "at 80 columns every droppable column has gone"
     );
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/dashboard.md"))
+        .expect("docs/dashboard.md");
     let said = format!(
         "{} first, then {};",
         DROP_ORDER[0],
@@ -556,7 +556,7 @@ fn the_overview_at_every_width_drops_columns_in_the_documented_order() {
             .collect::<Vec<_>>()
             .join(" ")
             .contains(&said),
-        "README must say {said:?}"
+        "docs/dashboard.md must say {said:?}"
     );
 }
 
@@ -597,15 +597,16 @@ fn a_fix_command_is_shown_whole_on_its_own_line() {
     );
 }
 
-/// README.md's key table is the help overlay's keys, word for word: one source for both.
+/// The book's key table (docs/dashboard.md) is the help overlay's keys, word for word: one
+/// source for both.
 #[test]
-fn the_readme_key_table_is_the_help_overlay() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
+fn the_books_key_table_is_the_help_overlay() {
+    let book = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/dashboard.md"))
+        .expect("docs/dashboard.md");
     let table = rigwatch::ui::help::markdown_table();
     assert!(
-        readme.contains(&table),
-        "README.md's key table must be exactly:\n{table}"
+        book.contains(&table),
+        "docs/dashboard.md's key table must be exactly:\n{table}"
     );
 }
 

@@ -265,7 +265,7 @@ fn render(
 ) -> String {
     let mut out = format!(
         "# rigwatch fleet, written by `rigwatch init` on {}.\n\
-         # Every key is in the README (Configuration). Check it with `rigwatch check`, then\n\
+         # Every key is in docs/configuration.md. Check it with `rigwatch check`, then\n\
          # watch the fleet with `rigwatch`.\n\n\
          # poll_secs = 2         # how often each box is probed\n\
          # accept_new = false    # trust a box's host key on first contact (ssh's accept-new)\n\

@@ -1,7 +1,7 @@
 //! Every number fleet.toml takes, with the range it must fall in: a value outside it stops
 //! rigwatch at load with file:line:col, the key and the range. Ranges keep safety on and the
 //! machine cool: `keepalive_max = 0` would mean "never give up on a frozen box", `poll_secs =
-//! 1e-9` burns a core, `repeat_hours = 0` re-sends an alert every poll. README lists the table.
+//! 1e-9` burns a core, `repeat_hours = 0` re-sends an alert every poll. docs/configuration.md lists the table.
 
 use toml::Spanned;
 

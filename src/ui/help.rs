@@ -7,8 +7,8 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::Ctx;
 
-/// The keys as README.md's table shows them: one source for the overlay and the README (a
-/// test holds the README to it).
+/// The keys as the book's table (docs/dashboard.md) shows them: one source for the overlay
+/// and the book (a test holds the book to it).
 pub fn markdown_table() -> String {
     let mut out = String::from("| key | does |\n|---|---|\n");
     for (key, does) in KEYS {

@@ -421,7 +421,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
                 "  p pulls the [host.pull] paths home and verifies them by loading; \
                         T opens the teardown guard, refused until the last pull is verified-current"
             }
-            None => "  no [host.pull] paths configured: teardown stays refused (see README: Pull)",
+            None => "  no [host.pull] paths configured: teardown stays refused (see docs/pulls-and-teardown.md)",
         },
         t.stale,
     ));

@@ -19,7 +19,7 @@ pub enum Col {
 }
 
 /// Columns with their width, most important first. As the terminal narrows they drop from the
-/// end of this list, one at a time and always in this order (README says it): a column never
+/// end of this list, one at a time and always in this order (docs/dashboard.md says it): a column never
 /// comes back at a narrower width. The host's width here is the least it gets; it grows to the
 /// names (see `name_width`).
 const COLUMNS: &[(Col, &str, u16)] = &[
@@ -157,7 +157,7 @@ mod tests {
         assert!(!cols(80, false, false).contains(&Col::Platform));
     }
 
-    /// The order the README gives, seen by narrowing the table one column at a time.
+    /// The order the book gives, seen by narrowing the table one column at a time.
     #[test]
     fn columns_drop_in_the_documented_order() {
         let title = |c: Col| COLUMNS.iter().find(|(x, _, _)| *x == c).map(|(_, t, _)| *t);
