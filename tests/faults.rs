@@ -146,6 +146,13 @@ async fn changed_host_key_is_refused_and_never_retried() {
         reason.contains("known_hosts:1"),
         "names the file and line: {reason}"
     );
+    // The fix edits the file rigwatch read, not ~/.ssh/known_hosts (ssh-keygen's default).
+    let fix = format!(
+        "`ssh-keygen -f '{}' -R '[127.0.0.1]:{}'`",
+        lab.known_hosts.display(),
+        host.port
+    );
+    assert!(reason.contains(&fix), "the fix names the file: {reason}");
 
     // Several backoff periods later (cap 2 s) the pool has not tried again.
     let seen = host.connections_seen();

@@ -573,7 +573,7 @@ fn a_fix_command_is_shown_whole_on_its_own_line() {
          SHA256:Xq3r5ZkVx1mJ0b9f7eW2yH4cN8pL6tG1aS5dQ0uR7vI, which does not match \
          /home/someone-with-a-long-name/.config/rigwatch/deeply/nested/known_hosts:12. This may \
          be an attack or a rebuilt box; rigwatch will not connect. If the box was rebuilt, \
-         remove the old entry with `ssh-keygen -R '{name}'`"
+         remove the old entry with `ssh-keygen -f '/home/someone-with-a-long-name/.config/rigwatch/deeply/nested/known_hosts' -R '{name}'`"
     );
     state.set_link(
         "h100-train",
@@ -588,7 +588,9 @@ fn a_fix_command_is_shown_whole_on_its_own_line() {
     assert!(
         screen
             .lines()
-            .any(|l| l.contains("$ ssh-keygen -R '[127.0.0.1]:2222'")),
+            .any(|l| l.contains(
+                "$ ssh-keygen -f '/home/someone-with-a-long-name/.config/rigwatch/deeply/nested/known_hosts' -R '[127.0.0.1]:2222'"
+            )),
         "{screen}"
     );
     assert!(

@@ -35,7 +35,8 @@ pub enum TransportError {
     #[error(
         "HOST KEY CHANGED for {name}: the server now presents {fingerprint}, which does not \
          match {}:{line}. This may be an attack or a rebuilt box; rigwatch will not connect. \
-         If the box was rebuilt, remove the old entry with `ssh-keygen -R '{name}'`",
+         If the box was rebuilt, remove the old entry with `ssh-keygen -f '{}' -R '{name}'`",
+        file.display(),
         file.display()
     )]
     HostKeyChanged {
