@@ -743,6 +743,16 @@ fn every_key_acts_on_the_focused_panes_selection_and_never_a_hidden_one() {
         ("jobs", &jobs, 'L', Some(handover(&slurm, Handover::Pane))),
         ("jobs", &jobs, 'S', Some(Action::Silence(slurm.clone()))),
         ("jobs", &jobs, 'K', None),
+        ("boxes", &hosts, 'y', Some(Action::Copy(boxed.clone()))),
+        ("jobs", &jobs, 'y', Some(Action::Copy(slurm.clone()))),
+        ("events", &events, 'y', Some(Action::Copy(slurm.clone()))),
+        (
+            "job detail",
+            &job_detail,
+            'y',
+            Some(Action::Copy(slurm.clone())),
+        ),
+        ("roster", &roster, 'y', None),
         ("events", &events, 'p', Some(Action::Pull(slurm.clone()))),
         (
             "events",

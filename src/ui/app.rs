@@ -86,6 +86,8 @@ pub enum Action {
     /// Silence the target's alerts for two hours, or lift its silence (a job's are its
     /// cluster's).
     Silence(Target),
+    /// `y`: the target's name to the terminal's clipboard (OSC 52).
+    Copy(Target),
     /// What the teardown dialog asks for (a check, the final look, the destroy), for the
     /// executor.
     Dialog {

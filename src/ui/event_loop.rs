@@ -95,6 +95,7 @@ where
                             app.silenced = runtime.silenced().clone();
                         }
                         Action::Dialog { target, effects } => runtime.teardown(&target, effects),
+                        Action::Copy(target) => app.notice = Some(copy(&target)),
                         Action::Kill { host, targets } => {
                             if let Err(why) = runtime.kill(&host, targets) {
                                 killed(&mut app, &host, why);
@@ -250,5 +251,28 @@ fn open_teardown(app: &mut App, runtime: &Runtime, target: Target) {
     match runtime.open_teardown(&target, effects) {
         Ok(()) => app.modal = Some(TeardownModal::new(dialog)),
         Err(why) => app.notice = Some(why),
+    }
+}
+
+/// `y`: the target's name (a box's, a job's id) to the clipboard through the terminal (OSC 52),
+/// what was sent said in a line: the terminal, or tmux without `set-clipboard on`, may refuse it
+/// and nothing tells rigwatch whether it did.
+fn copy(target: &Target) -> String {
+    let name = match target {
+        Target::Box(host) => host.as_str(),
+        Target::Job(job) => job.id.as_str(),
+    };
+    let sequence = format!(
+        "\x1b]52;c;{}\x07",
+        data_encoding::BASE64.encode(name.as_bytes())
+    );
+    let mut out = std::io::stdout();
+    let sent = crossterm::execute!(out, crossterm::style::Print(sequence));
+    match sent {
+        Ok(()) => format!(
+            "y: {name} sent to the clipboard (OSC 52; a terminal that refuses it, or tmux \
+             without set-clipboard on, copies nothing)"
+        ),
+        Err(e) => format!("y: {name} not copied: {e}"),
     }
 }

@@ -35,8 +35,11 @@ pub const KEYS: &[(&str, &str)] = &[
         "s  l  L",
         "ssh to the box: shell, log (less +F), pane; a job: scheduler's",
     ),
-    ("g  G", "first / last"),
-    ("r", "refresh now"),
+    ("g  G  r", "first / last; refresh now"),
+    (
+        "y",
+        "copy the selection's name (OSC 52: the terminal may refuse)",
+    ),
     (
         "R",
         "the roster: every queue's cells, failed and missing first",

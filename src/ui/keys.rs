@@ -80,7 +80,7 @@ impl App {
                 self.notice = Some(format!("boxes sorted by {}", self.sort.word()));
             }
             KeyCode::Char('r') => return Action::Refresh,
-            KeyCode::Char(c @ ('p' | 'T' | 'S' | 'K' | 's' | 'l' | 'L')) => {
+            KeyCode::Char(c @ ('p' | 'T' | 'S' | 'K' | 's' | 'l' | 'L' | 'y')) => {
                 return self.act(c, state);
             }
             _ => {}
@@ -139,6 +139,7 @@ impl App {
         match key {
             'p' => Action::Pull(target),
             'S' => Action::Silence(target),
+            'y' => Action::Copy(target),
             's' => handover(Handover::Shell),
             'l' => handover(Handover::Log),
             'L' => handover(Handover::Pane),
