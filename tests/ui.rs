@@ -663,6 +663,21 @@ fn the_command_line_runs_actions_and_completes_host_names() {
         (View::Detail, Some("h100-down"))
     );
     assert_eq!(typed(&mut app, "fleet\n"), Action::None);
+    // A second way on shows the candidates, as a shell's Tab does.
+    typed(&mut app, "detail h100-i\t");
+    assert_eq!(app.command.as_deref(), Some("detail h100-i"));
+    assert_eq!(app.notice.as_deref(), Some("h100-idle  h100-inodes"));
+    app.handle_key(key(KeyCode::Esc), &state);
+    // A box the filter hides opens, and says the filter hides it in the fleet.
+    app.filter = "zombie".into();
+    assert_eq!(typed(&mut app, "detail h100-down\n"), Action::None);
+    assert_eq!(app.view, View::Detail);
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("h100-down is hidden in the fleet by the filter \"zombie\" (Esc there clears it)")
+    );
+    app.filter.clear();
+    assert_eq!(typed(&mut app, "fleet\n"), Action::None);
     assert_eq!(typed(&mut app, "pull nosuch\n"), Action::None);
     assert_eq!(
         app.notice.as_deref(),

@@ -63,8 +63,17 @@ impl App {
             // Backspace on an empty line closes it, as in vim.
             KeyCode::Backspace if line.is_empty() => self.command = None,
             KeyCode::Tab => {
-                let done = complete(line, state);
+                let (done, candidates) = complete(line, state);
                 *line = done;
+                // More than one way on: show them, as a shell's second Tab does.
+                if candidates.len() > 1 {
+                    const SHOWN: usize = 12;
+                    let mut said = candidates[..candidates.len().min(SHOWN)].join("  ");
+                    if candidates.len() > SHOWN {
+                        said.push_str(&format!("  … {} more", candidates.len() - SHOWN));
+                    }
+                    self.notice = Some(crate::sanitize::line(&said, 300));
+                }
             }
             KeyCode::Enter => {
                 let text = std::mem::take(line);
@@ -133,7 +142,7 @@ impl App {
                         self.notice = Some(why);
                         Action::None
                     }
-                    Ok(target) => self.run_on(word, target),
+                    Ok(target) => self.run_on(word, target, state),
                 }
             }
             other => {
@@ -150,7 +159,7 @@ impl App {
 
 impl App {
     /// A command that takes a target, on `target`.
-    fn run_on(&mut self, word: &str, target: Target) -> Action {
+    fn run_on(&mut self, word: &str, target: Target, state: &FleetState) -> Action {
         let what = match word {
             "pull" => return Action::Pull(target),
             "teardown" => return Action::Teardown(target),
@@ -162,6 +171,15 @@ impl App {
                 self.detail_scroll = 0;
                 match target {
                     Target::Box(host) => {
+                        if !self.filter.is_empty()
+                            && !self.visible(state).iter().any(|h| h.config.name == host)
+                        {
+                            self.notice = Some(format!(
+                                "{host} is hidden in the fleet by the filter {:?} (Esc there \
+                                 clears it)",
+                                self.filter
+                            ));
+                        }
                         self.selected = Some(host);
                         self.view = View::Detail;
                     }
@@ -191,8 +209,9 @@ fn named(state: &FleetState, name: &str) -> Option<Target> {
 }
 
 /// `line` completed as far as it is unambiguous: the command word, then (for the commands that
-/// take one) a host's name or a sort word.
-fn complete(line: &str, state: &FleetState) -> String {
+/// take one) a host's name, a job's `cluster/id` or a sort word; with the candidates left.
+fn complete(line: &str, state: &FleetState) -> (String, Vec<String>) {
+    let owned = |m: &[&str]| m.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     match line.split_once(' ') {
         None => {
             let matches: Vec<&str> = COMMANDS
@@ -200,11 +219,12 @@ fn complete(line: &str, state: &FleetState) -> String {
                 .copied()
                 .filter(|c| c.starts_with(line))
                 .collect();
-            match matches.as_slice() {
+            let done = match matches.as_slice() {
                 [one] => format!("{one} "),
                 [] => line.to_string(),
                 many => common_prefix(many).to_string(),
-            }
+            };
+            (done, owned(&matches))
         }
         Some((word, arg)) => {
             let mut targets: Vec<String> =
@@ -219,18 +239,19 @@ fn complete(line: &str, state: &FleetState) -> String {
             let choices = match word {
                 "pull" | "teardown" | "silence" | "detail" | "ssh" | "log" | "pane" => targets,
                 "sort" => sorts,
-                _ => return line.to_string(),
+                _ => return (line.to_string(), Vec::new()),
             };
             let matches: Vec<&str> = choices
                 .iter()
                 .map(String::as_str)
                 .filter(|c| c.starts_with(arg))
                 .collect();
-            match matches.as_slice() {
+            let done = match matches.as_slice() {
                 [one] => format!("{word} {one}"),
                 [] => line.to_string(),
                 many => format!("{word} {}", common_prefix(many)),
-            }
+            };
+            (done, owned(&matches))
         }
     }
 }
