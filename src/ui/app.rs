@@ -50,6 +50,17 @@ impl SortKey {
         }
     }
 
+    /// The column whose header carries the sort's marker, and which stays while sorted by it.
+    pub fn column(self) -> super::fleet_table::columns::Col {
+        use super::fleet_table::columns::Col;
+        match self {
+            SortKey::Worst => Col::Signal,
+            SortKey::Name => Col::Name,
+            SortKey::Gpu => Col::Util,
+            SortKey::Profile => Col::Platform,
+        }
+    }
+
     pub fn word(self) -> &'static str {
         match self {
             SortKey::Worst => "worst first",

@@ -1,7 +1,7 @@
 //! The fleet overview: one row per host, worst first; columns give way as the terminal narrows
 //! (`columns` chooses which).
 
-mod columns;
+pub(super) mod columns;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -302,12 +302,8 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         ctx.state.hosts.iter().map(|h| h.config.name.as_str()),
         width,
     );
-    let columns = fitted(
-        width,
-        super::queue_views::any_queue(ctx),
-        names,
-        ctx.app.sort == super::app::SortKey::Profile,
-    );
+    let sorted = ctx.app.sort.column();
+    let columns = fitted(width, super::queue_views::any_queue(ctx), names, sorted);
     let visible = ctx.app.visible(ctx.state);
     let selected = ctx.app.selected_index(&visible);
     // Only the rows that fit are built: at 100 hosts most are off screen.
@@ -358,21 +354,35 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
             Row::new(cells)
         })
         .collect();
-    let header = Row::new(columns.iter().map(|(_, title, _)| Cell::from(*title))).style(t.header);
+    // The sorted column's header carries the marker.
+    let header = Row::new(columns.iter().map(|(col, title, _)| {
+        Cell::from(if *col == sorted {
+            format!("{title}▾")
+        } else {
+            (*title).to_string()
+        })
+    }))
+    .style(t.header);
     let widths: Vec<Constraint> = columns
         .iter()
         .map(|(_, _, w)| Constraint::Length(*w))
         .collect();
     let focused = ctx.app.pane == Pane::Hosts;
+    // Where the selection is, once the rows do not all fit: 12/104.
+    let position = if visible.len() > fits {
+        format!("· {}/{} ", selected + 1, visible.len())
+    } else {
+        String::new()
+    };
     let title = if ctx.app.filter.is_empty() {
         format!(
-            " Fleet · {} boxes · sorted {} ",
+            " Fleet · {} boxes · sorted {} {position}",
             visible.len(),
             ctx.app.sort.word()
         )
     } else {
         format!(
-            " Fleet · {} of {} match /{} ",
+            " Fleet · {} of {} match /{} {position}",
             visible.len(),
             ctx.state.hosts.len(),
             ctx.app.filter

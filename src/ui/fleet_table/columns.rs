@@ -66,18 +66,16 @@ pub fn name_width<'a>(names: impl Iterator<Item = &'a str>, width: u16) -> u16 {
 }
 
 /// Columns that fit `width`, taken from the head of [`COLUMNS`] until one does not fit; the
-/// queue column only when some host has a queue, and the platform column always while the
-/// table is sorted by it (a sort must show its key).
-pub fn fitted(
-    width: u16,
-    queues: bool,
-    names: u16,
-    by_platform: bool,
-) -> Vec<(Col, &'static str, u16)> {
-    let wanted = |c: &Col| (queues || *c != Col::Queue) && !(by_platform && *c == Col::Platform);
+/// queue column only when some host has a queue, and the `sorted` column always (a sort must
+/// show its key: sorted by GPU util at 80 columns, UTIL stays).
+pub fn fitted(width: u16, queues: bool, names: u16, sorted: Col) -> Vec<(Col, &'static str, u16)> {
+    let forced = COLUMNS
+        .iter()
+        .copied()
+        .find(|(c, _, _)| *c == sorted && !matches!(c, Col::Name | Col::Signal));
+    let wanted = |c: &Col| (queues || *c != Col::Queue) && forced.is_none_or(|f| f.0 != *c);
     let mut chosen: Vec<(Col, &'static str, u16)> = Vec::new();
     let mut used = 2u16;
-    let forced = by_platform.then_some((Col::Platform, "PLATFORM", 11));
     for (col, title, w) in forced
         .into_iter()
         .chain(COLUMNS.iter().copied().filter(|(c, _, _)| wanted(c)))
@@ -122,7 +120,12 @@ mod tests {
     use super::*;
 
     fn cols(width: u16, queues: bool, by_platform: bool) -> Vec<Col> {
-        fitted(width, queues, 14, by_platform)
+        let sorted = if by_platform {
+            Col::Platform
+        } else {
+            Col::Signal
+        };
+        fitted(width, queues, 14, sorted)
             .into_iter()
             .map(|(c, _, _)| c)
             .collect()
@@ -155,6 +158,15 @@ mod tests {
             "sorted by it"
         );
         assert!(!cols(80, false, false).contains(&Col::Platform));
+        assert!(!cols(80, false, false).contains(&Col::Util));
+        let by_util: Vec<Col> = fitted(80, false, 14, Col::Util)
+            .into_iter()
+            .map(|(c, _, _)| c)
+            .collect();
+        assert!(
+            by_util.contains(&Col::Util),
+            "sorted by GPU util: {by_util:?}"
+        );
     }
 
     /// The order the book gives, seen by narrowing the table one column at a time.
