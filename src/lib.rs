@@ -38,9 +38,9 @@
 //!   verified, promoted once proven; the guard's look at a box or a pod. Imports:
 //!   `config`, `glob`, `ledger`, `process`, `sanitize`, `transport`.
 //! - `fleet` — the fleet's state: per host its readings and their judgement (run, signals,
-//!   clocks, cost, queue), each cluster's jobs, events, and what is remembered between runs.
-//!   Imports: `clocks`, `cluster`, `config`, `probe`, `provider`, `queue`, `readings`,
-//!   `sanitize`, `signals`, `transport`.
+//!   clocks, cost, queue), each cluster's jobs, events, what the ledger records of each member,
+//!   and what is remembered between runs. Imports: `clocks`, `cluster`, `config`, `ledger`,
+//!   `probe`, `provider`, `queue`, `readings`, `sanitize`, `signals`, `transport`.
 //! - `teardown` — the teardown dialog's driver (pure), its executor, the destroy plan, the
 //!   queue note, and the one destroy path (intent, command, provider check, outcome). Imports:
 //!   `clocks`, `cluster` (a job's queue read after its scancel), `config`, `fleet` (how a

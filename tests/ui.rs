@@ -866,3 +866,39 @@ fn slash_filters_the_focused_pane() {
     app.handle_key(key(KeyCode::Esc), &state);
     assert_eq!(app.visible_jobs(&state).len(), all_jobs, "Esc clears it");
 }
+
+/// What the ledger records of a box shows in its detail (the last pull and teardown, not only
+/// help text), and a box whose teardown was confirmed reads "torn down" in its row, not the
+/// lost link that follows a destroy.
+#[test]
+fn a_boxs_records_show_in_its_detail_and_a_torn_down_box_says_so() {
+    use rigwatch::fleet::Records;
+    let now = screenshot_time();
+    let (_, mut state) = Demo::start(now);
+    let records = Records {
+        last_pull: Some("pull #7, 2026-12-02 03:12 UTC: 12/12 files hashed and verified".into()),
+        last_teardown: Some(
+            "teardown confirmed, 2026-12-02 03:40 UTC: vastai no longer lists instance 4242".into(),
+        ),
+        torn_down: Some(now),
+    };
+    state.take_records([("h100-down".to_string(), records)].into());
+    let mut app = App::new(true);
+    let overview = screen(&app, &state, 160, 48);
+    let row = overview
+        .lines()
+        .find(|l| l.contains("h100-down"))
+        .expect("its row");
+    assert!(row.contains("torn down"), "{row}");
+    app.selected = Some("h100-down".into());
+    app.view = View::Detail;
+    let detail = screen(&app, &state, 160, 48);
+    assert!(
+        detail.contains("last pull #7, 2026-12-02 03:12 UTC"),
+        "{detail}"
+    );
+    assert!(detail.contains("last teardown confirmed"), "{detail}");
+    app.selected = Some("h100-idle".into());
+    let other = screen(&app, &state, 160, 48);
+    assert!(other.contains("no pull on record yet"), "{other}");
+}

@@ -6,7 +6,9 @@ mod clusters;
 mod host;
 pub mod memory;
 pub mod queues;
+mod records;
 mod state;
 
 pub use host::HostState;
+pub use records::Records;
 pub use state::{EVENTS_KEPT, Event, FleetState};

@@ -47,6 +47,8 @@ pub struct FleetState {
     pub poll: std::time::Duration,
     /// Each cluster's last reading, in the config's order: its jobs are rows like hosts.
     pub clusters: Vec<crate::cluster::ClusterReading>,
+    /// What the ledger says about each member (last pull, last teardown), by name.
+    pub(super) records: std::collections::BTreeMap<String, super::Records>,
 }
 
 impl FleetState {
@@ -60,6 +62,7 @@ impl FleetState {
             roster: None,
             poll: std::time::Duration::from_secs(2),
             clusters: Vec::new(),
+            records: std::collections::BTreeMap::new(),
         }
     }
 

@@ -37,6 +37,8 @@ pub enum JobMsg {
     },
     /// The ledger's verified cells per queue host, read once at start.
     Verified(BTreeMap<String, BTreeSet<String>>),
+    /// The ledger's last pull and teardown of every member, for the views.
+    Records(BTreeMap<String, crate::fleet::Records>),
     /// Something to say (an unfinished destroy found at start).
     Notice(String),
     /// What `K` ended on a host, in a line.
@@ -184,6 +186,30 @@ pub(super) fn spawn_verified(hosts: Vec<HostConfig>, tx: mpsc::Sender<JobMsg>) {
     });
 }
 
+/// The ledger's last pull and teardown of each of `members` (boxes and clusters), read off the
+/// async threads: at the start, after a pull or a teardown, and with watch's look for news. An
+/// unreadable or absent ledger leaves the records as they were.
+pub(super) fn spawn_records(members: Vec<String>, tx: mpsc::Sender<JobMsg>) {
+    tokio::task::spawn_blocking(move || {
+        let Some(path) = crate::ledger::default_path().filter(|p| p.exists()) else {
+            return;
+        };
+        let Ok(ledger) = Ledger::open(&path) else {
+            return;
+        };
+        let records = members
+            .into_iter()
+            .map(|name| {
+                let pull = ledger.latest_pull(&name).ok().flatten();
+                let teardowns = ledger.teardowns(Some(&name)).unwrap_or_default();
+                let records = crate::fleet::Records::of(pull.as_ref(), &teardowns);
+                (name, records)
+            })
+            .collect();
+        let _ = tx.blocking_send(JobMsg::Records(records));
+    });
+}
+
 /// Destroys rigwatch was stopped in the middle of, said once at start (and what the provider
 /// sees now recorded, where it can be asked).
 pub(super) fn spawn_unfinished(
@@ -209,15 +235,36 @@ pub(super) fn spawn_unfinished(
 
 /// What the runtime does for a front end's slow work: start it, and take its answers back.
 impl super::Runtime {
+    /// Reads the ledger's records of every member again (off the async threads); the demo has
+    /// no ledger.
+    pub(super) fn read_records(&self) {
+        let Some(fleet) = self.fleet() else {
+            return;
+        };
+        let mut members: Vec<String> = fleet.hosts.iter().map(|h| h.name.clone()).collect();
+        members.extend(fleet.slurm.iter().map(|c| c.name.clone()));
+        members.extend(fleet.kubernetes.iter().map(|c| c.name.clone()));
+        spawn_records(members, self.jobs_tx.clone());
+    }
+
     pub(super) fn job_done(&mut self, msg: JobMsg) -> Step {
         let now = Utc::now();
         match msg {
             JobMsg::Notice(text) => Step::Notice(text),
             JobMsg::Killed { host, said } => Step::Killed { host, said },
-            JobMsg::Teardown { target, event } => Step::Teardown {
-                target: Box::new(target),
-                event,
-            },
+            JobMsg::Teardown { target, event } => {
+                if matches!(event, Event::Destroyed(_)) {
+                    self.read_records();
+                }
+                Step::Teardown {
+                    target: Box::new(target),
+                    event,
+                }
+            }
+            JobMsg::Records(records) => {
+                self.state.take_records(records);
+                Step::Readings
+            }
             JobMsg::Pulled {
                 host,
                 summary,
@@ -226,6 +273,7 @@ impl super::Runtime {
                 if let Some(cells) = verified {
                     self.state.set_verified(&host, cells, now);
                 }
+                self.read_records();
                 Step::Pulled { host, summary }
             }
             JobMsg::Verified(by_host) => {

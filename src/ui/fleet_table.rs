@@ -259,6 +259,14 @@ fn signal_cell<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool, width: u16) -> Spa
 
 fn needs_you<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool, width: u16) -> Span<'a> {
     let t = ctx.theme;
+    // A box whose teardown was confirmed is gone: that, not its lost link, is its news.
+    if let Some(at) = ctx.state.records(&h.config.name).and_then(|r| r.torn_down) {
+        let said = format!(
+            "torn down {} (confirmed; see the ledger)",
+            at.format("%m-%d %H:%M")
+        );
+        return Span::styled(fit(&said, usize::from(width)), t.stale);
+    }
     if let Some(top) = h.signals.first().filter(|s| s.severity > Severity::Info) {
         let mark = if top.severity == Severity::Crit {
             "‼"

@@ -415,6 +415,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         }
     }
     lines.push(heading("Pull and teardown", ctx));
+    lines.extend(record_lines(&h.config.name, ctx));
     lines.push(Line::styled(
         match &h.config.pull {
             Some(_) => {
@@ -518,4 +519,25 @@ fn commands_in(message: &str) -> Vec<&str> {
         .step_by(2)
         .filter(|c| c.contains(' '))
         .collect()
+}
+
+/// What the ledger records of `member`: its last pull and its last teardown, or that there is
+/// none yet (the guard refuses a teardown until a pull is on record).
+pub(super) fn record_lines(member: &str, ctx: &Ctx<'_>) -> Vec<Line<'static>> {
+    let t = ctx.theme;
+    let records = ctx.state.records(member);
+    let pull = records.and_then(|r| r.last_pull.clone());
+    let mut out = vec![match pull {
+        Some(line) => Line::styled(format!("  last {}", clean(&line, 300)), t.text),
+        None => Line::styled("  no pull on record yet".to_string(), t.stale),
+    }];
+    if let Some(line) = records.and_then(|r| r.last_teardown.as_deref()) {
+        let style = if records.is_some_and(|r| r.torn_down.is_some()) {
+            t.text
+        } else {
+            t.warn
+        };
+        out.push(Line::styled(format!("  last {}", clean(line, 300)), style));
+    }
+    out
 }

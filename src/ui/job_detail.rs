@@ -199,10 +199,9 @@ fn action_lines<'a>(c: &ClusterReading, job: &JobRow, ctx: &Ctx<'a>) -> Vec<Line
              through the guard · s kubectl exec into its newest pod · l kubectl logs -f of it"
         }
     };
-    let mut out = vec![
-        heading("Pull and teardown", ctx),
-        Line::styled(keys, t.stale),
-    ];
+    let mut out = vec![heading("Pull and teardown", ctx)];
+    out.extend(super::host_detail::record_lines(&c.name, ctx));
+    out.push(Line::styled(keys, t.stale));
     if job.phase.is_over() {
         out.push(Line::styled(
             "  the job has ended: there is nothing left to cancel",
