@@ -242,7 +242,7 @@ fn k_ends_a_zombie_holding_vram_once_the_name_is_typed_and_records_it() {
     tmux.wait_for(
         "the VRAM freed, as the driver reports it",
         Duration::from_secs(20),
-        |s| s.contains("GPU 0: 28.5 GB held before") && s.contains("GB freed"),
+        |s| s.contains("GPU 0: 28.5 GiB held before") && s.contains("GiB freed"),
     );
     tmux.keys(&["Escape"]);
     std::thread::sleep(Duration::from_millis(300));

@@ -214,7 +214,7 @@ fn every_box_shape_end_to_end_through_status_json() {
     assert!(
         z["message"]
             .as_str()
-            .is_some_and(|m| m.contains("pid 585 python3") && m.contains("28.5 GB")),
+            .is_some_and(|m| m.contains("pid 585 python3") && m.contains("28.5 GiB")),
         "{z}"
     );
     assert_eq!(

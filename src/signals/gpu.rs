@@ -155,7 +155,7 @@ pub fn gpu_signals(f: &HostFacts<'_>) -> Vec<Signal> {
                 SignalKind::ZombieVram,
                 severity,
                 format!(
-                    "{name}: {who} holds {gb:.1} GB of VRAM and computes nothing (util {}%, {}) {span}. \
+                    "{name}: {who} holds {gb:.1} GiB of VRAM and computes nothing (util {}%, {}) {span}. \
                      If the run is hung or orphaned, kill it and free the GPU",
                     g.util_gpu_pct.unwrap_or(0),
                     power_text(g)

@@ -184,7 +184,7 @@ fn zombie_capture_raises_zombie_vram_naming_the_holder() {
         zombie.message
     );
     assert!(
-        zombie.message.contains("28.5 GB") && zombie.message.contains("util 0%"),
+        zombie.message.contains("28.5 GiB") && zombie.message.contains("util 0%"),
         "{}",
         zombie.message
     );

@@ -186,13 +186,13 @@ fn vram_now(ctx: &Ctx<'_>, modal: &KillModal, done: chrono::DateTime<chrono::Utc
                 .and_then(|g| g.mem_used_mib)
             {
                 Some(now) => format!(
-                    " GPU {i}: {:.1} GB held before, {:.1} GB now: {:.1} GB freed",
+                    " GPU {i}: {:.1} GiB held before, {:.1} GiB now: {:.1} GiB freed",
                     gb(was),
                     gb(now),
                     gb(was.saturating_sub(now))
                 ),
                 None => format!(
-                    " GPU {i}: {:.1} GB held before; waiting for the next reading",
+                    " GPU {i}: {:.1} GiB held before; waiting for the next reading",
                     gb(was)
                 ),
             }
