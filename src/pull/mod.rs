@@ -1,5 +1,16 @@
 //! Pull: a host's results copied home over SFTP on its pooled connection, resumably, hashed on
 //! both ends and proven to load; then judged against a fresh listing of the box (`current`).
+//!
+//! Reading order, as one pull goes: `engine` (one pull of one host) runs `remote`'s listing
+//! into a `spool` read back by `listing`, with `names` carrying a file's name as bytes; `plan`
+//! decides what each listed file becomes (`local`: where it lands; `protect`: what it may never
+//! write over); `chunk` takes the plan a chunk at a time: `copy` (a big file, many reads in
+//! flight, over `channel`'s SFTP, with `writeback`) and `batch` (small files as `tar_stream`s),
+//! `box_hash` (the box's SHA-256), `restat` (the second look), then `finish` proves each copy
+//! (`check` and `verify`) and `promote` gives it its final name (`place` for a new small file,
+//! `durable` for the renames); `book` records each chunk in the ledger. Afterwards, for the
+//! teardown guard: `current` judges the last pull against a fresh look that `recheck` takes
+//! (`strict` when the box's own hashing is not trusted).
 
 mod batch;
 mod book;
