@@ -7,7 +7,7 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -15,17 +15,7 @@ use support::tmux::Tmux;
 use support::{GpuShim, Lab, poll_until, recorder};
 
 fn start_watch(lab: &Lab, config: &Path, extra: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_rigwatch"))
-        .args(["watch", "--for", "120"])
-        .args(extra)
-        .arg("--config")
-        .arg(config)
-        .env("XDG_STATE_HOME", lab.path("state"))
-        .env_remove("SSH_AUTH_SOCK")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("watch")
+    lab.watch(config, 120, extra)
 }
 
 /// Ends the watch (SIGTERM): its stdout and stderr.

@@ -13,15 +13,7 @@ use serde_json::Value;
 use support::{Lab, recorder};
 
 fn start_watch(lab: &Lab, config: &Path, secs: u32) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_rigwatch"))
-        .args(["watch", "--for", &secs.to_string(), "--config"])
-        .arg(config)
-        .env("XDG_STATE_HOME", lab.path("state"))
-        .env_remove("SSH_AUTH_SOCK")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("watch")
+    lab.watch(config, secs, &[])
 }
 
 /// Ends the watch (SIGTERM), returning its events and stderr.

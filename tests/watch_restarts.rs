@@ -6,7 +6,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -31,15 +31,7 @@ fn fleet(lab: &mut Lab, login: &Sshd, sink: &Path) -> PathBuf {
 }
 
 fn start_watch(lab: &Lab, config: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_rigwatch"))
-        .args(["watch", "--for", "120", "--config"])
-        .arg(config)
-        .env("XDG_STATE_HOME", lab.path("state"))
-        .env_remove("SSH_AUTH_SOCK")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("watch")
+    lab.watch(config, 120, &[])
 }
 
 /// Ends the watch with `signal`, returning its events (stdout) and stderr.

@@ -298,33 +298,13 @@ mod tests {
     #[test]
     fn a_job_said_to_have_left_the_queue_and_back_in_it_is_news_once() {
         use crate::cluster::{ClusterReading, JobRow, Scheduler};
-        let job = |phase: Phase| JobRow {
-            id: "10".into(),
-            name: "train-a".into(),
-            phase,
-            state: if phase == Phase::Gone {
+        let job = |phase: Phase| {
+            let state = if phase == Phase::Gone {
                 "ENDED?"
             } else {
                 "RUNNING"
-            }
-            .into(),
-            reason: None,
-            reason_words: None,
-            exit: None,
-            nodes: Some(1),
-            node_list: None,
-            gpus: None,
-            elapsed_secs: None,
-            limit_secs: None,
-            left: None,
-            restarts: None,
-            restart_limit: None,
-            requeue: None,
-            walltime: None,
-            checkpoint_age_secs: None,
-            dangers: Vec::new(),
-            gpu_truth: Vec::new(),
-            pods: Vec::new(),
+            };
+            JobRow::for_test("10", "train-a", phase, state)
         };
         let mut n = Notices::default();
         let mut said = Vec::new();

@@ -4,11 +4,12 @@
 
 use std::collections::BTreeSet;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::Duration;
 use proptest::prelude::*;
 
 use super::engine::{Engine, Timing};
 use super::notices::Notices;
+use super::restart_tests::at;
 use super::saved::{Saved, load, save};
 use super::*;
 use crate::cluster::{ClusterReading, JobRow, Phase, Scheduler};
@@ -30,10 +31,6 @@ fn tick() -> impl Strategy<Value = (Tick, i64)> {
         2 => any::<bool>().prop_map(Tick::Unread),
     ];
     (t, 1i64..40)
-}
-
-fn at(secs: i64) -> DateTime<Utc> {
-    DateTime::<Utc>::UNIX_EPOCH + Duration::days(20_000) + Duration::seconds(secs)
 }
 
 fn dead() -> Condition {
@@ -70,29 +67,12 @@ fn timing() -> Timing {
 }
 
 fn job(id: &str, phase: Phase) -> JobRow {
-    JobRow {
-        id: id.into(),
-        name: format!("train-{id}"),
+    JobRow::for_test(
+        id,
+        &format!("train-{id}"),
         phase,
-        state: format!("{phase:?}").to_uppercase(),
-        reason: None,
-        reason_words: None,
-        exit: None,
-        nodes: Some(1),
-        node_list: None,
-        gpus: None,
-        elapsed_secs: None,
-        limit_secs: None,
-        left: None,
-        restarts: None,
-        restart_limit: None,
-        requeue: None,
-        walltime: None,
-        checkpoint_age_secs: None,
-        dangers: Vec::new(),
-        gpu_truth: Vec::new(),
-        pods: Vec::new(),
-    }
+        &format!("{phase:?}").to_uppercase(),
+    )
 }
 
 proptest! {

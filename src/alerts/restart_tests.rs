@@ -7,7 +7,7 @@ use super::engine::{Engine, Timing};
 use super::*;
 use crate::cluster::{ClusterReading, Scheduler};
 
-fn at(secs: i64) -> DateTime<Utc> {
+pub(super) fn at(secs: i64) -> DateTime<Utc> {
     DateTime::<Utc>::UNIX_EPOCH + Duration::days(20_000) + Duration::seconds(secs)
 }
 
@@ -50,6 +50,19 @@ fn restarted(dir: &std::path::Path) -> Engine {
     second
 }
 
+/// A read of cluster `hpc` without jobs, taken at 5 s: failed with `error`, or not.
+pub(super) fn reading(error: Option<&str>) -> ClusterReading {
+    ClusterReading {
+        name: "hpc".into(),
+        scheduler: Scheduler::Slurm,
+        via: "login".into(),
+        jobs: Vec::new(),
+        ended_state_unknown: Vec::new(),
+        error: error.map(str::to_string),
+        read_at: at(5),
+    }
+}
+
 fn state() -> FleetState {
     FleetState::new(Vec::new(), crate::config::Thresholds::default())
 }
@@ -71,15 +84,9 @@ fn a_cluster_whose_read_failed_says_so_and_resolves_nothing_else() {
     let dir = tempfile::tempdir().expect("tmp");
     let mut engine = restarted(dir.path());
     let mut state = state();
-    state.clusters.push(ClusterReading {
-        name: "hpc".into(),
-        scheduler: Scheduler::Slurm,
-        via: "login".into(),
-        jobs: Vec::new(),
-        ended_state_unknown: Vec::new(),
-        error: Some("squeue on login: no answer within 30s".into()),
-        read_at: at(5),
-    });
+    state
+        .clusters
+        .push(reading(Some("squeue on login: no answer within 30s")));
     let mut said = Vec::new();
     for s in 10..70 {
         let seen = conditions(&state, &["hpc"], at(s));
@@ -95,15 +102,7 @@ fn a_fresh_read_without_the_condition_resolves_it() {
     let dir = tempfile::tempdir().expect("tmp");
     let mut engine = restarted(dir.path());
     let mut state = state();
-    state.clusters.push(ClusterReading {
-        name: "hpc".into(),
-        scheduler: Scheduler::Slurm,
-        via: "login".into(),
-        jobs: Vec::new(),
-        ended_state_unknown: Vec::new(),
-        error: None,
-        read_at: at(5),
-    });
+    state.clusters.push(reading(None));
     let said: Vec<AlertEvent> = (10..20)
         .flat_map(|s| engine.step(&conditions(&state, &["hpc"], at(s)), at(s)))
         .collect();

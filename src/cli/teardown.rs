@@ -89,16 +89,26 @@ pub async fn run(
     let fleet = Arc::new(fleet.clone());
     let io = io_for(&target, &fleet, Some(session), profiles, Some(ledger_path))
         .map_err(|why| eyre!(why))?;
+    let walked = at_terminal(target, run, queue, io.as_ref()).await;
+    pool.shutdown().await;
+    Ok(exit_code(walked?))
+}
+
+/// `target`'s dialog, opened the one way, walked by the person at this terminal.
+pub(super) async fn at_terminal(
+    target: crate::target::Target,
+    run: RunLooks,
+    queue: Option<crate::teardown::QueueNote>,
+    io: &dyn TeardownIo,
+) -> color_eyre::Result<Option<Finished>> {
     let (mut dialog, opened) = Dialog::open(target, OPENING, run, queue);
-    let walked = walk(
+    walk(
         (&mut dialog, opened),
-        io.as_ref(),
+        io,
         &mut Terminal,
         &mut std::io::stdout(),
     )
-    .await;
-    pool.shutdown().await;
-    Ok(exit_code(walked?))
+    .await
 }
 
 /// 0 confirmed, 4 ran but not confirmed, 1 anything else (refused, failed, cancelled).

@@ -16,12 +16,12 @@ use std::time::Duration;
 use color_eyre::eyre::eyre;
 
 use super::one_host;
-use super::teardown::{OPENING, Terminal, exit_code, walk};
+use super::teardown::{at_terminal, exit_code};
 use crate::clocks::Profile;
 use crate::clocks::profiles::find;
 use crate::config::slurm::SlurmConfig;
 use crate::config::{FleetConfig, KubeConfig};
-use crate::teardown::{Dialog, RunLooks, io_for, unfinished};
+use crate::teardown::{RunLooks, io_for, unfinished};
 
 pub async fn run(
     fleet: &FleetConfig,
@@ -84,14 +84,7 @@ pub async fn run(
     let fleet = Arc::new(fleet.clone());
     let io = io_for(&target, &fleet, Some(session), profiles, Some(ledger_path))
         .map_err(|why| eyre!(why))?;
-    let (mut dialog, opened) = Dialog::open(target, OPENING, run, None);
-    let walked = walk(
-        (&mut dialog, opened),
-        io.as_ref(),
-        &mut Terminal,
-        &mut std::io::stdout(),
-    )
-    .await;
+    let walked = at_terminal(target, run, None, io.as_ref()).await;
     pool.shutdown().await;
     Ok(exit_code(walked?))
 }
@@ -137,13 +130,7 @@ pub async fn run_kube(
     let target = Target::job(&cluster.name, Scheduler::Kubernetes, &row.id);
     let fleet = Arc::new(fleet.clone());
     let io = io_for(&target, &fleet, None, &[], Some(ledger_path)).map_err(|why| eyre!(why))?;
-    let (mut dialog, opened) = Dialog::open(target, OPENING, run, None);
-    let walked = walk(
-        (&mut dialog, opened),
-        io.as_ref(),
-        &mut Terminal,
-        &mut std::io::stdout(),
-    )
-    .await;
-    Ok(exit_code(walked?))
+    Ok(exit_code(
+        at_terminal(target, run, None, io.as_ref()).await?,
+    ))
 }

@@ -89,27 +89,14 @@ mod tests {
 
     fn running(id: &str, left_secs: u64) -> JobRow {
         JobRow {
-            id: id.into(),
-            name: "requeue-me".into(),
-            phase: Phase::Running,
-            state: "RUNNING".into(),
-            reason: None,
-            reason_words: None,
-            exit: None,
-            nodes: Some(1),
             node_list: Some("n1".into()),
             gpus: Some(1),
             elapsed_secs: Some(3600),
             limit_secs: Some(3600 + left_secs),
             left: Some(Duration::from_secs(left_secs)),
             restarts: Some(0),
-            restart_limit: None,
             requeue: Some(true),
-            walltime: None,
-            checkpoint_age_secs: None,
-            dangers: Vec::new(),
-            gpu_truth: Vec::new(),
-            pods: Vec::new(),
+            ..JobRow::for_test(id, "requeue-me", Phase::Running, "RUNNING")
         }
     }
 

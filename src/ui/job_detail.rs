@@ -7,7 +7,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::Ctx;
 use super::widgets::age;
@@ -255,16 +255,5 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         clean(&job.name, 60),
         clean(&c.via, 60)
     );
-    let lines = super::widgets::indent_wrapped(lines, usize::from(area.width.saturating_sub(2)));
-    let scroll = super::widgets::clamp_scroll(ctx, &lines, area);
-    let paragraph = Paragraph::new(lines)
-        .block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(title)
-                .border_style(t.accent),
-        )
-        .wrap(Wrap { trim: false })
-        .scroll((scroll, 0));
-    frame.render_widget(paragraph, area);
+    super::widgets::detail_page(frame, area, ctx, title, lines);
 }

@@ -201,6 +201,30 @@ pub fn filter_mark(filter: &str) -> String {
     }
 }
 
+/// A detail view's page: `lines` wrapped under their indent, scrolled as far as the person
+/// scrolled (never past the end), in a bordered block titled `title`.
+pub fn detail_page<'a>(
+    frame: &mut ratatui::Frame,
+    area: ratatui::layout::Rect,
+    ctx: &super::Ctx<'_>,
+    title: String,
+    lines: Vec<ratatui::text::Line<'a>>,
+) {
+    use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+    let lines = indent_wrapped(lines, usize::from(area.width.saturating_sub(2)));
+    let scroll = clamp_scroll(ctx, &lines, area);
+    let paragraph = Paragraph::new(lines)
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(title)
+                .border_style(ctx.theme.accent),
+        )
+        .wrap(Wrap { trim: false })
+        .scroll((scroll, 0));
+    frame.render_widget(paragraph, area);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

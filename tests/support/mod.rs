@@ -133,6 +133,22 @@ pub fn whoami() -> String {
 }
 
 impl Lab {
+    /// `rigwatch watch --for SECS [extra…] --config CONFIG` with this lab's state folder and
+    /// no agent, its stdout and stderr piped.
+    pub fn watch(&self, config: &Path, secs: u32, extra: &[&str]) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_rigwatch"))
+            .args(["watch", "--for", &secs.to_string()])
+            .args(extra)
+            .arg("--config")
+            .arg(config)
+            .env("XDG_STATE_HOME", self.path("state"))
+            .env_remove("SSH_AUTH_SOCK")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("watch")
+    }
+
     pub fn new() -> Lab {
         Lab::new_in(&std::env::temp_dir())
     }
