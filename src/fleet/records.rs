@@ -101,7 +101,7 @@ mod tests {
         assert_eq!(
             r.last_teardown.as_deref(),
             Some(
-                "teardown confirmed, 2026-12-02 03:40 UTC: vastai no longer lists instance 4242 (api-key ****)"
+                "teardown confirmed, 2026-12-02 03:40 UTC: vastai no longer lists instance 4242 (api-key sk-****)"
             )
         );
         assert!(r.torn_down.is_some());
