@@ -168,8 +168,7 @@ pub fn conditions(state: &FleetState, clusters: &[&str], now: DateTime<Utc>) -> 
         let name = &h.config.name;
         // Not read whole since the start: the GPU section has not answered yet, so what it
         // judges (zombie, idle, clocks) is not known; the first whole reading decides.
-        let gpus_unread = h.gpu == crate::readings::GpuAvailability::Unknown;
-        if h.is_stale(now, state.poll) || gpus_unread {
+        if h.is_stale(now, state.poll) || h.gpus_unheard() {
             frozen.insert(name.clone());
         }
         if !h.link.is_settled() {

@@ -138,23 +138,8 @@ fn a_box_read_only_in_part_since_the_restart_resolves_nothing() {
         vec![crate::config::HostConfig::for_test("a")],
         crate::config::Thresholds::default(),
     );
-    let up = crate::transport::LinkState::Up {
-        since: at(10),
-        rtt_ms: 1.0,
-        banner: String::new(),
-        auth: String::new(),
-    };
-    state.set_link("a", up, at(10));
     for s in 10..70 {
-        let reading = crate::readings::HostReading {
-            at: at(s),
-            sample: crate::probe::sample::HostSample::default(),
-        };
-        state.record(
-            "a",
-            crate::readings::Observation::Host(Box::new(reading)),
-            at(s),
-        );
+        state.read_without_gpus("a", at(s));
         let events = engine.step(&conditions(&state, &[], at(s)), at(s));
         assert!(events.is_empty(), "at {s}s, GPUs not read yet: {events:?}");
     }

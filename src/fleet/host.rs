@@ -51,6 +51,12 @@ impl HostState {
         !self.link.is_usable() || self.last_reading.is_none_or(|t| now - t > period)
     }
 
+    /// Whether its GPU section has not answered since the start: what that section judges
+    /// (zombie, idle, clocks) is not known yet, so the host is not read whole.
+    pub fn gpus_unheard(&self) -> bool {
+        self.gpu == GpuAvailability::Unknown
+    }
+
     pub fn new(config: HostConfig) -> Self {
         HostState {
             link: LinkState::Connecting { attempt: 0 },

@@ -442,3 +442,29 @@ impl FleetState {
 #[cfg(test)]
 #[path = "state_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+impl FleetState {
+    /// For tests of what is judged before a box is read whole: `host`'s link up and a host
+    /// reading (no GPUs in it) taken at `at`, its GPUs not heard from.
+    pub fn read_without_gpus(&mut self, host: &str, at: DateTime<Utc>) {
+        let up = crate::transport::LinkState::Up {
+            since: at,
+            rtt_ms: 1.0,
+            banner: String::new(),
+            auth: String::new(),
+        };
+        if !self.host(host).is_some_and(|h| h.link.is_usable()) {
+            self.set_link(host, up, at);
+        }
+        let reading = crate::readings::HostReading {
+            at,
+            sample: crate::probe::sample::HostSample::default(),
+        };
+        self.record(
+            host,
+            crate::readings::Observation::Host(Box::new(reading)),
+            at,
+        );
+    }
+}
