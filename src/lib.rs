@@ -35,8 +35,9 @@
 //!   words said about each kind. Imports: `cluster` (the scheduler).
 //! - `ledger` — the SQLite record of pulls and teardowns. Imports: `config`, `sanitize`.
 //! - `pull` — results copied home over SFTP (or exec: a Job's pod has no SFTP), hashed,
-//!   verified, promoted once proven; the guard's look at a box or a pod. Imports:
-//!   `config`, `glob`, `ledger`, `process`, `sanitize`, `transport`.
+//!   verified, promoted once proven; the guard's look at a box or a pod; what a pull of a
+//!   target takes. Imports: `config`, `glob`, `ledger`, `process`, `sanitize`, `target`,
+//!   `transport`.
 //! - `fleet` — the fleet's state: per host its readings and their judgement (run, signals,
 //!   clocks, cost, queue), each cluster's jobs, events, what the ledger records of each member,
 //!   and what is remembered between runs. Imports: `clocks`, `cluster`, `config`, `ledger`,

@@ -4,7 +4,8 @@
 //! dialog or a refusal says about it (cancel a job, delete a Job, destroy a box) comes from
 //! its kind here, not from the screen that asked.
 
-use crate::cluster::Scheduler;
+/// Which scheduler a job is of: part of what names a job target.
+pub use crate::cluster::Scheduler;
 
 /// One thing of the fleet an action can be aimed at.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -14,10 +14,13 @@ use color_eyre::eyre::eyre;
 use humansize::{BINARY, format_size};
 
 use super::one_host;
+use crate::cluster::Scheduler;
 use crate::config::FleetConfig;
 use crate::ledger::locks::{self, Act, Busy, Held};
 use crate::ledger::{Ledger, PulledFile};
+use crate::pull::setup::{Source, setup};
 use crate::pull::{Progress, Pulled, pull_and_record, pull_job_and_record};
+use crate::target::Target;
 
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
@@ -41,71 +44,36 @@ pub struct PullArgs {
 pub const BUSY: u8 = 75;
 
 pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<ExitCode> {
-    if let Some(cluster) = fleet.kubernetes.iter().find(|c| c.name == args.host) {
-        return pull_job(fleet, cluster, args).await;
-    }
-    if args.job.is_some() {
-        return Err(super::usage(format!(
-            "--job is for a [[kubernetes]] cluster, and {:?} is not one",
-            crate::sanitize::line(&args.host, 80)
-        )));
-    }
-    let host = one_host::host(fleet, &args.host)?;
-    let spec = host.pull.as_ref().ok_or_else(|| {
-        eyre!(
-            "{}: no [host.pull] in {}: say which paths hold the results, e.g.\n\n  [host.pull]\n  \
-             paths = [\"/workspace/run/final_ckpts\"]\n  dest = \"~/results/{{host}}\"",
-            host.name,
-            fleet.path.display()
-        )
-    })?;
-    if let Some(note) = spec.verify.deprecation(&host.name) {
-        eprintln!("{}", crate::sanitize::line(&note, 400));
-    }
-    let what = locks::target_words(fleet, &host.name);
-    let held = match hold(&host.name, &what, args.no_wait).await? {
-        Ok(held) => held,
-        Err(busy) => return Ok(busy),
+    let kube = fleet.kubernetes.iter().find(|c| c.name == args.host);
+    let target = match (kube, args.job.as_deref()) {
+        (Some(cluster), Some(job)) => Target::job(&cluster.name, Scheduler::Kubernetes, job),
+        (Some(cluster), None) => {
+            return Err(super::usage(format!(
+                "{} is a Kubernetes cluster: name the Job to pull from with --job NAME",
+                cluster.name
+            )));
+        }
+        (None, Some(_)) => {
+            return Err(super::usage(format!(
+                "--job is for a [[kubernetes]] cluster, and {:?} is not one",
+                crate::sanitize::line(&args.host, 80)
+            )));
+        }
+        // A name the fleet lacks says which there are.
+        (None, None) => Target::Box(one_host::host(fleet, &args.host)?.name.clone()),
     };
-    let ledger_path = crate::ledger::default_path()
-        .ok_or_else(|| eyre!("no home or XDG_STATE_HOME to keep the ledger in"))?;
-    let mut ledger = Ledger::open(&ledger_path)?;
-    let timeout = Duration::try_from_secs_f64(args.timeout.max(0.1)).unwrap_or(Duration::MAX);
-    let (pool, session) = one_host::connect(fleet, host, timeout).await?;
-    let progress = Arc::new(Progress::default());
-    let drawing = draw(&progress);
-    let result = pull_and_record(&session, host, spec, &mut ledger, progress, &held).await;
-    drawing.finish();
-    pool.shutdown().await;
-    ended(&result?, &ledger, &spec.dest)
-}
-
-/// A Kubernetes Job's pull, from its newest running pod.
-async fn pull_job(
-    fleet: &FleetConfig,
-    cluster: &crate::config::KubeConfig,
-    args: &PullArgs,
-) -> color_eyre::Result<ExitCode> {
-    let job = args.job.as_deref().ok_or_else(|| {
-        super::usage(format!(
-            "{} is a Kubernetes cluster: name the Job to pull from with --job NAME",
-            cluster.name
-        ))
-    })?;
-    let spec = cluster.pull.as_ref().ok_or_else(|| {
-        eyre!(
-            "{}: no [kubernetes.pull] in {}: say which paths in the Job's container hold the \
-             results, e.g.\n\n  [kubernetes.pull]\n  paths = [\"/out/final_ckpts\"]\n  \
-             dest = \"~/results/{{host}}\"",
-            cluster.name,
+    // What the pull takes is decided where the dashboard's `p` decides it.
+    let set = setup(fleet, &target).map_err(|no| match no.example() {
+        Some(example) => eyre!(
+            "{no}, in {}; for example:\n\n{example}",
             fleet.path.display()
-        )
+        ),
+        None => eyre!("{no}"),
     })?;
-    if let Some(note) = spec.verify.deprecation(&cluster.name) {
+    if let Some(note) = set.spec.verify.deprecation(&set.key) {
         eprintln!("{}", crate::sanitize::line(&note, 400));
     }
-    let what = format!("Job {} on {}", crate::sanitize::line(job, 80), cluster.name);
-    let held = match hold(&cluster.name, &what, args.no_wait).await? {
+    let held = match hold(&set.key, &set.what, args.no_wait).await? {
         Ok(held) => held,
         Err(busy) => return Ok(busy),
     };
@@ -113,10 +81,27 @@ async fn pull_job(
         .ok_or_else(|| eyre!("no home or XDG_STATE_HOME to keep the ledger in"))?;
     let mut ledger = Ledger::open(&ledger_path)?;
     let progress = Arc::new(Progress::default());
-    let drawing = draw(&progress);
-    let result = pull_job_and_record(cluster, job, spec, &mut ledger, progress, &held).await;
-    drawing.finish();
-    ended(&result?, &ledger, &spec.dest)
+    let result = match set.source {
+        Source::Member(host) => {
+            let timeout =
+                Duration::try_from_secs_f64(args.timeout.max(0.1)).unwrap_or(Duration::MAX);
+            let (pool, session) = one_host::connect(fleet, host, timeout).await?;
+            let drawing = draw(&progress);
+            let result =
+                pull_and_record(&session, host, set.spec, &mut ledger, progress, &held).await;
+            drawing.finish();
+            pool.shutdown().await;
+            result
+        }
+        Source::Job(cluster, job) => {
+            let drawing = draw(&progress);
+            let result =
+                pull_job_and_record(cluster, job, set.spec, &mut ledger, progress, &held).await;
+            drawing.finish();
+            result
+        }
+    };
+    ended(&result?, &ledger, &set.spec.dest)
 }
 
 /// The target's lock for this pull (`ledger::locks`): waited for while another pull holds it

@@ -33,6 +33,7 @@ pub mod protect;
 mod recheck;
 pub mod remote;
 mod restat;
+pub mod setup;
 mod spool;
 mod strict;
 mod tar_stream;

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 
 use super::Step;
 use crate::demo::teardown::DemoIo;
+use crate::pull::setup::Source;
 use crate::teardown::io_for;
 
 use crate::clocks::Profile;
@@ -306,84 +307,39 @@ impl super::Runtime {
     /// whatever the job), a Kubernetes Job's from its running pod. Its end comes back as
     /// [`Step::Pulled`] for the box or cluster. Err says why not, in the target's words.
     pub fn pull(&self, target: &Target) -> Result<Arc<Progress>, String> {
-        match target {
-            Target::Job(job) if self.kube_cluster(&job.cluster).is_some() => {
-                self.pull_job(&job.cluster, &job.id)
-            }
-            _ => self.pull_member(target),
-        }
-    }
-
-    /// A pull over the member's ssh session: a box, or a Slurm cluster's login node.
-    fn pull_member(&self, target: &Target) -> Result<Arc<Progress>, String> {
-        let host = target.member();
-        let replay = || {
-            format!(
+        let Some(fleet) = self.fleet() else {
+            return Err(format!(
                 "the demo's {}s are replays: there is nothing to pull",
                 target.kind().noun()
-            )
-        };
-        let config = match self.host_config(host) {
-            Some(config) => config,
-            None if self.is_demo() => return Err(replay()),
-            None => return Err(format!("{host}: not in the fleet")),
-        };
-        if config.pull.is_none() {
-            let section = match target {
-                Target::Box(_) => "[host.pull]",
-                Target::Job(_) => "[slurm.pull]",
-            };
-            return Err(format!(
-                "no {section} paths for {host} in fleet.toml say what to bring home"
             ));
-        }
-        let Some(session) = self.session(host) else {
-            return Err(if self.is_demo() {
-                replay()
-            } else {
-                "the link is down; it resumes from the .part files once it is back".into()
-            });
         };
-        let what = match self.fleet() {
-            Some(fleet) => locks::target_words(fleet, host),
-            None => format!("box {host}"),
-        };
-        let held = hold(host, &what)?;
+        let setup = crate::pull::setup::setup(fleet, target).map_err(|e| e.to_string())?;
         let progress = Arc::new(Progress::default());
-        spawn_pull(
-            session,
-            config,
-            Arc::clone(&progress),
-            held,
-            self.jobs_tx.clone(),
-        );
-        Ok(progress)
-    }
-
-    /// A Kubernetes Job's pull, from its running pod.
-    fn pull_job(&self, cluster: &str, job: &str) -> Result<Arc<Progress>, String> {
-        let Some(kube) = self.kube_cluster(cluster) else {
-            return Err(format!("{cluster}: not a Kubernetes cluster of the fleet"));
-        };
-        if kube.pull.is_none() {
-            return Err(format!(
-                "no [kubernetes.pull] paths for {cluster} in fleet.toml say what to bring home"
-            ));
+        match setup.source {
+            Source::Member(host) => {
+                let Some(session) = self.session(&host.name) else {
+                    return Err(
+                        "the link is down; it resumes from the .part files once it is back".into(),
+                    );
+                };
+                let held = hold(&setup.key, &setup.what)?;
+                let host = host.clone();
+                spawn_pull(
+                    session,
+                    host,
+                    Arc::clone(&progress),
+                    held,
+                    self.jobs_tx.clone(),
+                );
+            }
+            Source::Job(cluster, job) => {
+                let held = hold(&setup.key, &setup.what)?;
+                let (cluster, job) = (cluster.clone(), job.to_string());
+                let tx = self.jobs_tx.clone();
+                spawn_job_pull(cluster, job, (Arc::clone(&progress), held), tx);
+            }
         }
-        let held = hold(cluster, &format!("Job {job} on {cluster}"))?;
-        let progress = Arc::new(Progress::default());
-        spawn_job_pull(
-            kube,
-            job.to_string(),
-            (Arc::clone(&progress), held),
-            self.jobs_tx.clone(),
-        );
         Ok(progress)
-    }
-
-    fn kube_cluster(&self, name: &str) -> Option<KubeConfig> {
-        let fleet = self.fleet()?;
-        fleet.kubernetes.iter().find(|c| c.name == name).cloned()
     }
 
     /// Opens `target`'s teardown: its first effects go through [`Runtime::teardown`]. Err says
