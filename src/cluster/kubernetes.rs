@@ -337,11 +337,41 @@ pub fn job_row(
                 name: clean(&p.metadata.name),
                 phase: clean(p.status.phase.as_deref().unwrap_or("Unknown")),
                 node: p.spec.node_name.as_deref().map(clean),
+                restarts: p
+                    .status
+                    .container_statuses
+                    .iter()
+                    .fold(0u32, |n, c| n.saturating_add(c.restart_count)),
+                last_end: last_end(p),
                 gpus: Vec::new(),
                 gpu_error: None,
             })
             .collect(),
     }
+}
+
+/// How a container of `pod` last ended (the latest by its finish time, the current state
+/// before the last): reason and words, and kubectl's message where it gave one.
+fn last_end(pod: &KubePod) -> Option<String> {
+    let ended = pod
+        .status
+        .container_statuses
+        .iter()
+        .flat_map(|c| {
+            [&c.state.terminated, &c.last_state.terminated]
+                .into_iter()
+                .flatten()
+                .map(move |t| (c, t))
+        })
+        .max_by(|(_, a), (_, b)| a.finished_at.cmp(&b.finished_at))?;
+    let (container, t) = ended;
+    let (reason, words) = terminated_words(pod, &container.name, t);
+    let message = t
+        .message
+        .as_deref()
+        .map(|m| format!(" ({})", crate::sanitize::mask_secrets(&clean(m))))
+        .unwrap_or_default();
+    Some(format!("{reason}: {words}{message}"))
 }
 
 /// The exit of the container that ended last, of all the Job's pods.

@@ -35,6 +35,7 @@ fn a_healthy_job_on_a_pvc_runs_with_its_gpus_and_no_danger() {
     assert_eq!(r.exit, None);
     assert_eq!(r.pods[0].phase, "Running");
     assert_eq!(r.pods[0].name, "train-pvc-x7k2q");
+    assert_eq!((r.pods[0].restarts, r.pods[0].last_end.clone()), (0, None));
 }
 
 #[test]
@@ -48,6 +49,12 @@ fn an_oom_kill_restarted_in_place_says_the_memory_limit() {
     );
     assert_eq!((r.restarts, r.restart_limit), (Some(2), Some(4)));
     assert_eq!(r.gpus, Some(1));
+    // The pod says its own restarts and how its container last ended, for the job's detail.
+    assert_eq!(r.pods[0].restarts, 2);
+    assert_eq!(
+        r.pods[0].last_end.as_deref(),
+        Some("OOMKilled: killed for using more than its 16Gi memory limit")
+    );
 }
 
 #[test]

@@ -142,6 +142,12 @@ pub struct PodRow {
     pub name: String,
     pub phase: String,
     pub node: Option<String>,
+    /// Its containers' restarts, all together.
+    pub restarts: u32,
+    /// How a container of it last ended, reason and words ("OOMKilled: killed for using more
+    /// than its 16Gi memory limit"), the message kubectl gave added; None while none has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_end: Option<String>,
     /// Its GPUs as nvidia-smi inside it says (`nvidia_smi = true`, running pods only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<pod_gpus::GpuUse>,

@@ -154,15 +154,23 @@ fn gpu_lines<'a>(job: &JobRow, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
     for pod in &job.pods {
         out.push(Line::styled(
             format!(
-                "  {} · {} · on {}",
+                "  {} · {} · on {} · {} restart{}",
                 clean(&pod.name, 100),
                 clean(&pod.phase, 40),
                 pod.node
                     .as_deref()
-                    .map_or("no node yet".into(), |n| clean(n, 60))
+                    .map_or("no node yet".into(), |n| clean(n, 60)),
+                pod.restarts,
+                if pod.restarts == 1 { "" } else { "s" }
             ),
             t.text,
         ));
+        if let Some(end) = &pod.last_end {
+            out.push(Line::styled(
+                format!("    last ended: {}", clean(end, 400)),
+                t.warn,
+            ));
+        }
         if let Some(error) = &pod.gpu_error {
             out.push(Line::styled(
                 format!("    GPUs not read: {}", clean(error, 300)),
