@@ -881,6 +881,7 @@ fn a_boxs_records_show_in_its_detail_and_a_torn_down_box_says_so() {
             "teardown confirmed, 2026-12-02 03:40 UTC: vastai no longer lists instance 4242".into(),
         ),
         torn_down: Some(now),
+        ..Records::default()
     };
     state.take_records([("h100-down".to_string(), records)].into());
     let mut app = App::new(true);
@@ -901,4 +902,20 @@ fn a_boxs_records_show_in_its_detail_and_a_torn_down_box_says_so() {
     app.selected = Some("h100-idle".into());
     let other = screen(&app, &state, 160, 48);
     assert!(other.contains("no pull on record yet"), "{other}");
+    // A job's detail shows its own teardown, not its cluster's last of another job.
+    let hpc = Records {
+        last_teardown: Some("teardown confirmed, 2026-12-02 03:50 UTC: job 11 ended".into()),
+        job_teardowns: [(
+            "10".to_string(),
+            "teardown UNCONFIRMED, 2026-12-02 03:45 UTC: squeue still shows job 10".to_string(),
+        )]
+        .into(),
+        ..Records::default()
+    };
+    state.take_records([("hpc".to_string(), hpc)].into());
+    app.job_selected = Some(("hpc".into(), "10".into()));
+    app.view = View::Job;
+    let job = screen(&app, &state, 160, 48);
+    assert!(job.contains("squeue still shows job 10"), "{job}");
+    assert!(!job.contains("job 11 ended"), "{job}");
 }

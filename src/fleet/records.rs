@@ -19,6 +19,9 @@ pub struct Records {
     pub last_teardown: Option<String>,
     /// When a teardown of it was confirmed: the box is gone, whatever its link says now.
     pub torn_down: Option<DateTime<Utc>>,
+    /// A cluster's last teardown of each job, by the job's id: a job's detail shows its own,
+    /// not another job's.
+    pub job_teardowns: BTreeMap<String, String>,
 }
 
 impl Records {
@@ -37,16 +40,15 @@ impl Records {
                 p.files.len()
             )
         });
-        let last = teardowns.iter().rev().find(|t| t.known().is_some());
-        let last_teardown = last.map(|t| {
-            let outcome = t.known().map_or("recorded".to_string(), |o| o.to_string());
-            let when = t.finished.unwrap_or(t.at).format("%Y-%m-%d %H:%M UTC");
-            let why = crate::sanitize::mask_secrets(&crate::sanitize::line(
-                t.why.as_deref().unwrap_or(""),
-                300,
-            ));
-            format!("teardown {outcome}, {when}: {why}")
-        });
+        let ended: Vec<&TeardownRecord> =
+            teardowns.iter().filter(|t| t.known().is_some()).collect();
+        let last = ended.last().copied();
+        let last_teardown = last.map(teardown_line);
+        // Oldest first: the newest of each job is the one kept.
+        let job_teardowns = ended
+            .iter()
+            .filter_map(|t| Some((t.instance_id.clone()?, teardown_line(t))))
+            .collect();
         let torn_down = last
             .filter(|t| t.known() == Some(DestroyOutcome::Confirmed))
             .map(|t| t.finished.unwrap_or(t.at));
@@ -54,8 +56,18 @@ impl Records {
             last_pull,
             last_teardown,
             torn_down,
+            job_teardowns,
         }
     }
+}
+
+/// "teardown confirmed, 2026-12-02 03:40 UTC: why", the why masked.
+fn teardown_line(t: &TeardownRecord) -> String {
+    let outcome = t.known().map_or("recorded".to_string(), |o| o.to_string());
+    let when = t.finished.unwrap_or(t.at).format("%Y-%m-%d %H:%M UTC");
+    let why =
+        crate::sanitize::mask_secrets(&crate::sanitize::line(t.why.as_deref().unwrap_or(""), 300));
+    format!("teardown {outcome}, {when}: {why}")
 }
 
 impl FleetState {
@@ -105,6 +117,7 @@ mod tests {
             )
         );
         assert!(r.torn_down.is_some());
+        assert_eq!(r.job_teardowns.get("4242"), r.last_teardown.as_ref());
         let unconfirmed = Records::of(None, &[teardown(Some(DestroyOutcome::Unconfirmed))]);
         assert!(
             unconfirmed.torn_down.is_none(),

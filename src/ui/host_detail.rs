@@ -415,7 +415,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         }
     }
     lines.push(heading("Pull and teardown", ctx));
-    lines.extend(record_lines(&h.config.name, ctx));
+    lines.extend(record_lines(&h.config.name, None, ctx));
     lines.push(Line::styled(
         match &h.config.pull {
             Some(_) => {
@@ -510,9 +510,10 @@ fn commands_in(message: &str) -> Vec<&str> {
         .collect()
 }
 
-/// What the ledger records of `member`: its last pull and its last teardown, or that there is
-/// none yet (the guard refuses a teardown until a pull is on record).
-pub(super) fn record_lines(member: &str, ctx: &Ctx<'_>) -> Vec<Line<'static>> {
+/// What the ledger records of `member`: its last pull and its last teardown (of `job` alone,
+/// for a cluster's job), or that there is no pull yet (the guard refuses a teardown until a
+/// pull is on record).
+pub(super) fn record_lines(member: &str, job: Option<&str>, ctx: &Ctx<'_>) -> Vec<Line<'static>> {
     let t = ctx.theme;
     let records = ctx.state.records(member);
     let pull = records.and_then(|r| r.last_pull.clone());
@@ -520,7 +521,11 @@ pub(super) fn record_lines(member: &str, ctx: &Ctx<'_>) -> Vec<Line<'static>> {
         Some(line) => Line::styled(format!("  last {}", clean(&line, 300)), t.text),
         None => Line::styled("  no pull on record yet".to_string(), t.stale),
     }];
-    if let Some(line) = records.and_then(|r| r.last_teardown.as_deref()) {
+    let teardown = match job {
+        Some(job) => records.and_then(|r| r.job_teardowns.get(job)),
+        None => records.and_then(|r| r.last_teardown.as_ref()),
+    };
+    if let Some(line) = teardown {
         let style = if records.is_some_and(|r| r.torn_down.is_some()) {
             t.text
         } else {

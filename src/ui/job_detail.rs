@@ -208,7 +208,11 @@ fn action_lines<'a>(c: &ClusterReading, job: &JobRow, ctx: &Ctx<'a>) -> Vec<Line
         }
     };
     let mut out = vec![heading("Pull and teardown", ctx)];
-    out.extend(super::host_detail::record_lines(&c.name, ctx));
+    out.extend(super::host_detail::record_lines(
+        &c.name,
+        Some(&job.id),
+        ctx,
+    ));
     out.push(Line::styled(keys, t.stale));
     if job.phase.is_over() {
         out.push(Line::styled(
