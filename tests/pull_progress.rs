@@ -24,7 +24,8 @@ fn a_pull_shows_rate_eta_and_files_left_while_it_runs() {
         )
         .expect("eval");
     }
-    let proxy = DelayProxy::start(sshd.port, Duration::from_millis(50));
+    // 100 ms, as the doc says: the copy then lasts seconds, not one poll of the screen.
+    let proxy = DelayProxy::start(sshd.port, Duration::from_millis(100));
     let body = format!(
         "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\n[host.pull.verify]\n\"*.bin\" = \"test -s {{file}}\"",
         lab.host_entry_via(&sshd, proxy.port),
