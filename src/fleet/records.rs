@@ -1,7 +1,7 @@
 //! What the ledger says about each member, in the words its detail and row show: the last pull
-//! and the last teardown, and whether the box is torn down. The runtime reads the ledger (at
-//! the start, after a pull or a teardown, and with `watch`'s look for news) and hands the
-//! records here; the views only show them.
+//! and the last teardown, and whether the box is torn down. The runtime reads the ledger for
+//! the dashboard (when its loop starts, after a pull or a teardown) and hands the records
+//! here; the views only show them.
 
 use std::collections::BTreeMap;
 

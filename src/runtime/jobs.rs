@@ -15,7 +15,7 @@ use crate::pull::setup::Source;
 use crate::teardown::io_for;
 
 use crate::clocks::Profile;
-use crate::config::{FleetConfig, HostConfig, KubeConfig};
+use crate::config::{FleetConfig, HostConfig, KubeConfig, PullConfig};
 use crate::fleet::FleetState;
 use crate::ledger::Ledger;
 use crate::ledger::locks::{self, Act, Busy, Held};
@@ -77,19 +77,17 @@ fn pulled(record: &crate::pull::Pulled, what: &str) -> String {
 
 /// A Kubernetes Job's pull from its running pod, recorded under the cluster's name.
 fn spawn_job_pull(
-    cluster: KubeConfig,
-    job: String,
+    (cluster, job, spec): (KubeConfig, String, PullConfig),
     (progress, held): (Arc<Progress>, Held),
     tx: mpsc::Sender<JobMsg>,
 ) {
     tokio::spawn(async move {
         let name = crate::sanitize::line(&cluster.name, 80);
         let job_name = crate::sanitize::line(&job, 80);
-        let summary = match (&cluster.pull, ledger()) {
-            (None, _) => format!("{name}: no [kubernetes.pull] paths in fleet.toml"),
-            (_, Err(e)) => format!("pull {name} --job {job_name} not started: ledger: {e}"),
-            (Some(spec), Ok(mut l)) => {
-                match pull_job_and_record(&cluster, &job, spec, &mut l, progress, &held).await {
+        let summary = match ledger() {
+            Err(e) => format!("pull {name} --job {job_name} not started: ledger: {e}"),
+            Ok(mut l) => {
+                match pull_job_and_record(&cluster, &job, &spec, &mut l, progress, &held).await {
                     Err(e) => format!(
                         "pull {name} --job {job_name} failed: {}",
                         crate::sanitize::line(&e.to_string(), 300)
@@ -124,42 +122,35 @@ fn ledger() -> Result<Ledger, String> {
 }
 
 pub(super) fn spawn_pull(
-    session: Arc<Session>,
-    host: HostConfig,
+    (session, host, spec): (Arc<Session>, HostConfig, PullConfig),
     progress: Arc<Progress>,
     held: Held,
     tx: mpsc::Sender<JobMsg>,
 ) {
     tokio::spawn(async move {
         let mut verified = None;
-        let summary = match &host.pull {
-            None => format!("{}: no [host.pull] paths in fleet.toml", host.name),
-            Some(spec) => {
-                let recorded = match ledger() {
-                    Err(e) => Err(format!("pull {} not started: ledger: {e}", host.name)),
-                    Ok(mut l) => pull_and_record(&session, &host, spec, &mut l, progress, &held)
-                        .await
-                        .map(|pulled| {
-                            // The cells need the files: read back once the pull's own state is
-                            // gone.
-                            let record = host.queue.as_ref().map(|_| l.pull(pulled.id));
-                            (pulled, record)
-                        })
-                        .map_err(|e| format!("pull {} failed: {e}", host.name)),
-                };
-                match recorded {
-                    Err(e) => e,
-                    Ok((done, record)) => {
-                        if let (Some(queue), Some(Ok(record))) = (&host.queue, &record) {
-                            verified = Some(verified_cells(
-                                record,
-                                &queue.final_dir,
-                                &DoneRule::default(),
-                            ));
-                        }
-                        pulled(&done, &crate::sanitize::line(&host.name, 80))
-                    }
+        let recorded = match ledger() {
+            Err(e) => Err(format!("pull {} not started: ledger: {e}", host.name)),
+            Ok(mut l) => pull_and_record(&session, &host, &spec, &mut l, progress, &held)
+                .await
+                .map(|pulled| {
+                    // The cells need the files: read back once the pull's own state is gone.
+                    let record = host.queue.as_ref().map(|_| l.pull(pulled.id));
+                    (pulled, record)
+                })
+                .map_err(|e| format!("pull {} failed: {e}", host.name)),
+        };
+        let summary = match recorded {
+            Err(e) => e,
+            Ok((done, record)) => {
+                if let (Some(queue), Some(Ok(record))) = (&host.queue, &record) {
+                    verified = Some(verified_cells(
+                        record,
+                        &queue.final_dir,
+                        &DoneRule::default(),
+                    ));
                 }
+                pulled(&done, &crate::sanitize::line(&host.name, 80))
             }
         };
         let _ = tx
@@ -188,7 +179,7 @@ pub(super) fn spawn_verified(hosts: Vec<HostConfig>, tx: mpsc::Sender<JobMsg>) {
 }
 
 /// The ledger's last pull and teardown of each of `members` (boxes and clusters), read off the
-/// async threads: at the start, after a pull or a teardown, and with watch's look for news. An
+/// async threads (see [`Runtime::read_records`](super::Runtime::read_records)). An
 /// unreadable or absent ledger leaves the records as they were.
 pub(super) fn spawn_records(members: Vec<String>, tx: mpsc::Sender<JobMsg>) {
     tokio::task::spawn_blocking(move || {
@@ -236,9 +227,11 @@ pub(super) fn spawn_unfinished(
 
 /// What the runtime does for a front end's slow work: start it, and take its answers back.
 impl super::Runtime {
-    /// Reads the ledger's records of every member again (off the async threads); the demo has
-    /// no ledger.
-    pub(super) fn read_records(&self) {
+    /// Reads the ledger's records of every member again (off the async threads), for the
+    /// views: when the dashboard's loop starts (or resumes after a handover), and after its own
+    /// pulls and destroys. `watch` shows no records and never reads them. The demo has no
+    /// ledger.
+    pub fn read_records(&self) {
         let Some(fleet) = self.fleet() else {
             return;
         };
@@ -323,20 +316,14 @@ impl super::Runtime {
                     );
                 };
                 let held = hold(&setup.key, &setup.what)?;
-                let host = host.clone();
-                spawn_pull(
-                    session,
-                    host,
-                    Arc::clone(&progress),
-                    held,
-                    self.jobs_tx.clone(),
-                );
+                let from = (session, host.clone(), setup.spec.clone());
+                spawn_pull(from, Arc::clone(&progress), held, self.jobs_tx.clone());
             }
             Source::Job(cluster, job) => {
                 let held = hold(&setup.key, &setup.what)?;
-                let (cluster, job) = (cluster.clone(), job.to_string());
+                let from = (cluster.clone(), job.to_string(), setup.spec.clone());
                 let tx = self.jobs_tx.clone();
-                spawn_job_pull(cluster, job, (Arc::clone(&progress), held), tx);
+                spawn_job_pull(from, (Arc::clone(&progress), held), tx);
             }
         }
         Ok(progress)

@@ -128,7 +128,7 @@ impl Runtime {
         let (jobs_tx, jobs) = mpsc::channel(64);
         jobs::spawn_verified(fleet.hosts.clone(), jobs_tx.clone());
         jobs::spawn_unfinished(Arc::new(fleet.clone()), &state, jobs_tx.clone());
-        let runtime = Runtime {
+        Runtime {
             jobs_tx,
             jobs,
             teardown_ios: jobs::Dialogs::default(),
@@ -144,9 +144,7 @@ impl Runtime {
             memory,
             metrics: None,
             helpers,
-        };
-        runtime.read_records();
-        runtime
+        }
     }
 
     /// The demo fleet, `copies` times over: replayed captures, no network, nothing sent or
@@ -319,7 +317,6 @@ impl Runtime {
 
     /// Pulls and teardowns other rigwatch processes recorded since the last look.
     pub fn ledger_news(&mut self, now: DateTime<Utc>) -> Vec<AlertEvent> {
-        self.read_records();
         let fleet = self.fleet().cloned();
         self.alerting
             .ledger_news(&self.state, fleet.as_deref(), now)

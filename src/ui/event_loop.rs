@@ -55,6 +55,9 @@ where
     let mut key_pressed = false;
     let mut stop_after_destroy = false;
     let mut told_sender = None;
+    // The details' records of pulls and teardowns, as the ledger has them now (a shell handed
+    // over to may have pulled or torn down meanwhile).
+    runtime.read_records();
     loop {
         if dirty && (key_pressed || last_draw.elapsed() >= frame_gap) {
             let ctx = Ctx {
