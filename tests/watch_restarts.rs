@@ -10,6 +10,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::tmux::Tmux;
 use support::{Lab, Sshd, recorder};
 
 /// Job 10 running with 50 minutes of walltime left: the 1 h band, critical.
@@ -162,5 +163,81 @@ fn jobs_ended_before_watching_began_are_never_news() {
     assert_eq!(
         about(&calls(&sent), "job_ended"),
         Vec::<(&str, &str)>::new()
+    );
+}
+
+/// The dashboard sent the walltime alert and quit; `watch` starts from the dashboard's saved
+/// alert state: it neither resolves the alert before reading the queue nor fires it again.
+#[test]
+fn dashboard_then_watch_sends_no_resolve_firing_pair() {
+    let mut lab = Lab::new();
+    let login = lab.start_host("login");
+    login.shim_cluster_squeue(&lab, RUNNING);
+    let (sink, sent) = recorder(&lab, "pager");
+    let config = fleet(&mut lab, &login, &sink);
+    let command = format!(
+        "env -u SSH_AUTH_SOCK XDG_STATE_HOME={} {} --config {}; echo RIGWATCH-EXITED-$?; sleep 60",
+        lab.path("state").display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        config.display()
+    );
+    let tmux = Tmux::start("dash-watch", &command);
+    assert!(
+        wait_for(&sent, "clock_walltime", Duration::from_secs(60)),
+        "the dashboard sends the walltime alert: {}",
+        tmux.screen()
+    );
+    tmux.keys(&["q"]);
+    tmux.wait_for("the dashboard quits", Duration::from_secs(15), |s| {
+        s.contains("RIGWATCH-EXITED-0")
+    });
+    let watch = start_watch(&lab, &config);
+    std::thread::sleep(Duration::from_secs(10));
+    let (events, stderr) = finish(watch, "-TERM");
+    assert_eq!(
+        about(&events, "clock_walltime"),
+        Vec::<(&str, &str)>::new(),
+        "{stderr}"
+    );
+    assert_eq!(
+        about(&calls(&sent), "clock_walltime"),
+        [("firing", "10")],
+        "one sink call in all"
+    );
+}
+
+/// Job 10 ran while watched, then left the queue between runs: the next watch tells it once,
+/// and the runs after it (the hourly cron recipe) do not tell it again.
+#[test]
+fn a_job_that_ended_between_runs_is_told_once() {
+    let mut lab = Lab::new();
+    let login = lab.start_host("login");
+    let (data, _) = login.shim_cluster_squeue(&lab, RUNNING);
+    let (sink, sent) = recorder(&lab, "pager");
+    let config = fleet(&mut lab, &login, &sink);
+    let first = start_watch(&lab, &config);
+    if !wait_for(&sent, "clock_walltime", Duration::from_secs(60)) {
+        let (events, stderr) = finish(first, "-TERM");
+        panic!("the walltime alert fires first: {events:?}\n{stderr}");
+    }
+    finish(first, "-TERM");
+    let ended = ENDED
+        .lines()
+        .next()
+        .unwrap_or("")
+        .replace("11|train-b", "10|train-a");
+    std::fs::write(&data, format!("{ended}\n")).expect("job 10 ended");
+    let mut said = Vec::new();
+    for _ in 0..3 {
+        let watch = start_watch(&lab, &config);
+        std::thread::sleep(Duration::from_secs(6));
+        let (events, _) = finish(watch, "-TERM");
+        said.extend(events);
+    }
+    assert_eq!(about(&said, "job_ended"), [("notice", "10")], "{said:?}");
+    assert_eq!(
+        about(&calls(&sent), "job_ended"),
+        [("notice", "10")],
+        "one page in all"
     );
 }
