@@ -31,6 +31,9 @@ pub enum Kind {
     Box,
     SlurmJob,
     KubernetesJob,
+    /// A Kaggle notebook's latest version: it runs on Kaggle's machine and nothing of
+    /// rigwatch's tears it down.
+    KaggleCommit,
 }
 
 impl Kind {
@@ -40,6 +43,7 @@ impl Kind {
             Kind::Box => "box",
             Kind::SlurmJob => "Slurm job",
             Kind::KubernetesJob => "Kubernetes Job",
+            Kind::KaggleCommit => "Kaggle commit",
         }
     }
 
@@ -50,6 +54,7 @@ impl Kind {
             Kind::Box => "destroy",
             Kind::SlurmJob => "cancel",
             Kind::KubernetesJob => "delete",
+            Kind::KaggleCommit => "stop",
         }
     }
 
@@ -57,7 +62,7 @@ impl Kind {
     pub fn still_alive(self) -> &'static str {
         match self {
             Kind::Box => "the run still looks alive on this box",
-            Kind::SlurmJob | Kind::KubernetesJob => {
+            Kind::SlurmJob | Kind::KubernetesJob | Kind::KaggleCommit => {
                 "the job has not ended: it still runs or waits in the queue"
             }
         }
@@ -79,6 +84,7 @@ impl Target {
             Target::Job(j) => match j.scheduler {
                 Scheduler::Slurm => Kind::SlurmJob,
                 Scheduler::Kubernetes => Kind::KubernetesJob,
+                Scheduler::Kaggle => Kind::KaggleCommit,
             },
         }
     }

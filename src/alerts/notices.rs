@@ -318,6 +318,7 @@ mod tests {
                 ended_state_unknown: Vec::new(),
                 error: None,
                 read_at: t0(),
+                quota: None,
             });
             said.extend(
                 n.from_state(&state, t0())

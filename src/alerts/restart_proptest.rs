@@ -153,6 +153,7 @@ proptest! {
                 ended_state_unknown: Vec::new(),
                 error: errs.then(|| "squeue: no answer".to_string()),
                 read_at: at(i as i64),
+                quota: None,
             });
             for e in notices.from_state(&state, at(i as i64)) {
                 let subject = e.data.subject.clone().unwrap_or_default();

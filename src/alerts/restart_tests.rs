@@ -60,6 +60,7 @@ pub(super) fn reading(error: Option<&str>) -> ClusterReading {
         ended_state_unknown: Vec::new(),
         error: error.map(str::to_string),
         read_at: at(5),
+        quota: None,
     }
 }
 

@@ -421,6 +421,7 @@ pub fn reading(
         ended_state_unknown: Vec::new(),
         error,
         read_at: now,
+        quota: None,
     };
     out.judge(now);
     out

@@ -344,6 +344,7 @@ fn active_deadline_seconds_is_the_jobs_walltime_clock() {
         ended_state_unknown: Vec::new(),
         error: None,
         read_at: now(),
+        quota: None,
     };
     reading.judge(now() + chrono::Duration::minutes(10));
     let clock = reading.jobs[0].walltime.as_ref().expect("a clock");

@@ -7,6 +7,7 @@
 
 pub mod gpus;
 pub mod hostlist;
+pub mod kaggle;
 pub mod kubernetes;
 pub mod pod_gpus;
 pub mod sacct;
@@ -44,6 +45,8 @@ pub fn bounded(command: &str, limit: Duration) -> String {
 pub enum Scheduler {
     Slurm,
     Kubernetes,
+    /// A Kaggle notebook's commits, read through the `kaggle` CLI.
+    Kaggle,
 }
 
 impl Scheduler {
@@ -51,6 +54,7 @@ impl Scheduler {
         match self {
             Scheduler::Slurm => "slurm",
             Scheduler::Kubernetes => "kubernetes",
+            Scheduler::Kaggle => "kaggle",
         }
     }
 }
@@ -291,6 +295,9 @@ pub struct ClusterReading {
     /// Why the queue could not be read, naming the cluster and the probe; None when it was.
     pub error: Option<String>,
     pub read_at: DateTime<Utc>,
+    /// A Kaggle account's weekly GPU quota, where it reports one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quota: Option<crate::probe::kaggle::GpuQuota>,
 }
 
 impl ClusterReading {
@@ -301,13 +308,29 @@ impl ClusterReading {
         for job in &mut self.jobs {
             job.walltime = job.walltime_at(read_at, now);
             // The same clock, in Kubernetes' words: the deadline ends the pods and fails the Job.
-            if let (Scheduler::Kubernetes, Some(clock)) = (self.scheduler, job.walltime.as_mut()) {
-                clock.message = format!(
-                    "Job {} reaches its activeDeadlineSeconds: Kubernetes ends its pods (SIGTERM, \
-                     then SIGKILL after terminationGracePeriodSeconds) and fails it with \
-                     DeadlineExceeded; checkpoint before then",
-                    job.id
-                );
+            if let Some(clock) = job.walltime.as_mut() {
+                match self.scheduler {
+                    Scheduler::Kubernetes => {
+                        clock.message = format!(
+                            "Job {} reaches its activeDeadlineSeconds: Kubernetes ends its pods \
+                             (SIGTERM, then SIGKILL after terminationGracePeriodSeconds) and \
+                             fails it with DeadlineExceeded; checkpoint before then",
+                            job.id
+                        );
+                    }
+                    Scheduler::Kaggle => {
+                        clock.message = format!(
+                            "commit of {} reaches Kaggle's {} h limit in {}: Kaggle stops it \
+                             there; write what matters to /kaggle/working before then",
+                            job.id,
+                            job.limit_secs.unwrap_or(0) / 3600,
+                            crate::signals::minutes(chrono::Duration::seconds(
+                                clock.remaining_secs.unwrap_or(0).max(0)
+                            ))
+                        );
+                    }
+                    Scheduler::Slurm => {}
+                }
             }
             job.dangers.retain(|d| !d.starts_with(STALE_CHECKPOINT));
             let left = job.walltime.as_ref().and_then(|c| c.remaining_secs);

@@ -308,6 +308,7 @@ pub fn reading(
             )
         }),
         read_at: now,
+        quota: None,
     };
     out.judge(now);
     out

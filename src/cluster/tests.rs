@@ -39,6 +39,7 @@ fn reading(jobs: Vec<JobRow>, error: Option<&str>) -> ClusterReading {
         ended_state_unknown: Vec::new(),
         error: error.map(str::to_string),
         read_at: Utc.with_ymd_and_hms(2026, 11, 26, 3, 0, 0).unwrap(),
+        quota: None,
     };
     r.judge(r.read_at);
     r

@@ -44,6 +44,8 @@ struct RawFleet {
     slurm: Vec<super::slurm::RawSlurm>,
     #[serde(default)]
     kubernetes: Vec<super::kubernetes::RawKube>,
+    #[serde(default)]
+    kaggle: Vec<super::kaggle::RawKaggle>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -194,6 +196,8 @@ pub struct FleetConfig {
     pub slurm: Vec<super::slurm::SlurmConfig>,
     /// Kubernetes namespaces: each read through kubectl, its Jobs picked by a label selector.
     pub kubernetes: Vec<super::kubernetes::KubeConfig>,
+    /// Kaggle notebooks whose commits are watched as jobs, through the `kaggle` CLI.
+    pub kaggle: Vec<super::kaggle::KaggleConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -468,6 +472,12 @@ fn parse_checked(
         .collect();
     let kubernetes = super::kubernetes::build(raw.kubernetes, &taken, &mut places)
         .map_err(|(offset, m)| at(offset, m))?;
+    let taken: Vec<&str> = taken
+        .into_iter()
+        .chain(kubernetes.iter().map(|c| c.name.as_str()))
+        .collect();
+    let kaggle = super::kaggle::build(raw.kaggle, &taken, &mut places)
+        .map_err(|(offset, m)| at(offset, m))?;
     let poll = secs(&raw.poll_secs, "poll_secs")?.unwrap_or(Duration::from_secs(2));
     let alerts = super::alerts::build(raw.alerts, raw.alert, &at)?;
     let teardown = super::teardown::build(&raw.teardown).map_err(|(offset, m)| at(offset, m))?;
@@ -497,6 +507,7 @@ fn parse_checked(
         hosts,
         slurm,
         kubernetes,
+        kaggle,
     })
 }
 

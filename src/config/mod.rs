@@ -4,6 +4,7 @@ pub mod alerts;
 mod connection;
 pub mod error;
 pub mod fleet;
+pub mod kaggle;
 pub mod kubernetes;
 pub mod paths;
 pub mod pull;
@@ -20,6 +21,7 @@ pub use fleet::{
     Billing, FleetConfig, HostConfig, LinkTuning, ProviderPrograms, PullConfig, QueueConfig,
     SshTarget, Thresholds,
 };
+pub use kaggle::KaggleConfig;
 pub use kubernetes::KubeConfig;
 pub use slurm::SlurmConfig;
 pub use teardown::{FinalCheck, TeardownTuning};

@@ -21,6 +21,8 @@ pub const RANGES: &[(&str, f64, f64, &str)] = &[
     ("slurm.period_secs", 10.0, 3600.0, "seconds"),
     // Two kubectl calls per period (Jobs, then their pods); the API server is shared too.
     ("kubernetes.period_secs", 10.0, 3600.0, "seconds"),
+    // One `kaggle kernels status` per kernel per period, against a rate-limited public API.
+    ("kaggle.period_secs", 60.0, 86_400.0, "seconds"),
 ];
 
 /// `value` checked against `key`'s range in [`RANGES`]; Err is (offset, message).

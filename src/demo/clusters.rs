@@ -49,6 +49,7 @@ pub fn slurm(now: DateTime<Utc>) -> ClusterReading {
         ended_state_unknown: Vec::new(),
         error,
         read_at: now,
+        quota: None,
     };
     reading.judge(now);
     reading

@@ -114,6 +114,7 @@ mod tests {
             ended_state_unknown: Vec::new(),
             error: None,
             read_at: now,
+            quota: None,
         };
         state.observe_cluster(reading, now);
         let event = state.events.iter().find(|e| e.job.as_deref() == Some("10"));
@@ -147,6 +148,7 @@ mod tests {
             ended_state_unknown: Vec::new(),
             error: None,
             read_at: now,
+            quota: None,
         };
         state.observe_cluster(read(vec![running("10", 7200)]), now);
         state.observe_cluster(read(Vec::new()), now);

@@ -21,6 +21,7 @@ pub mod frame;
 mod gpu;
 mod gpu_list;
 mod headed;
+pub mod kaggle;
 mod kernel;
 pub mod kube;
 mod proc;

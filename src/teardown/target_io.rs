@@ -67,6 +67,12 @@ pub fn io_for(
                 of,
             ))
         }
+        Target::Job(job) if job.scheduler == Scheduler::Kaggle => {
+            return Err(format!(
+                "{target}: {NOTHING_TO_TEAR_DOWN}",
+                NOTHING_TO_TEAR_DOWN = crate::cluster::kaggle::NOTHING_TO_TEAR_DOWN
+            ));
+        }
         Target::Job(job) => {
             let cluster = fleet
                 .kubernetes

@@ -12,6 +12,7 @@ mod exec;
 mod framer;
 mod handler;
 mod jumps;
+pub mod kaggle;
 pub mod known_hosts;
 pub mod kubectl;
 mod link;

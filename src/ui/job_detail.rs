@@ -206,6 +206,10 @@ fn action_lines<'a>(c: &ClusterReading, job: &JobRow, ctx: &Ctx<'a>) -> Vec<Line
             "  p pulls the Job's results from its running pod · T deletes the Job with its pods \
              through the guard · s kubectl exec into its newest pod · l kubectl logs -f of it"
         }
+        Scheduler::Kaggle => {
+            "  p downloads the commit's output (kaggle kernels output) and proves it loads · \
+             nothing to tear down: the commit runs on Kaggle's machine and stops by itself"
+        }
     };
     let mut out = vec![heading("Pull and teardown", ctx)];
     out.extend(super::host_detail::record_lines(

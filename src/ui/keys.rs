@@ -143,6 +143,13 @@ impl App {
             's' => handover(Handover::Shell),
             'l' => handover(Handover::Log),
             'L' => handover(Handover::Pane),
+            'T' if target.kind() == crate::target::Kind::KaggleCommit => {
+                self.notice = Some(format!(
+                    "{target}: {}",
+                    crate::cluster::kaggle::NOTHING_TO_TEAR_DOWN
+                ));
+                Action::None
+            }
             'T' => match ended(state, &target) {
                 Some(state_word) => {
                     self.notice = Some(format!(

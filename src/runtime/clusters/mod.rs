@@ -2,10 +2,13 @@
 //! a pool of its own, one `squeue` for all of the user's jobs at the cluster's period (never one
 //! call per job), turned into a [`ClusterReading`]. Live, every cluster is a task that sends a
 //! reading per period; `status` reads each once. Each `[[kubernetes]]` namespace is read
-//! through kubectl (`kubernetes`), alongside.
+//! through kubectl (`kubernetes`), and each `[[kaggle]]` member through the kaggle CLI
+//! (`kaggle`), alongside.
 
+mod kaggle;
 mod kubernetes;
 
+pub use kaggle::read_kaggle;
 pub use kubernetes::read_kubernetes;
 
 use std::sync::Arc;
@@ -33,11 +36,17 @@ pub async fn read(fleet: &FleetConfig, timeout: Duration) -> Vec<ClusterReading>
         .kubernetes
         .iter()
         .map(|cluster| read_kubernetes(cluster, timeout));
-    let (mut readings, kube) = tokio::join!(
+    let kaggle = fleet
+        .kaggle
+        .iter()
+        .map(|member| read_kaggle(member, timeout));
+    let (mut readings, kube, kaggle) = tokio::join!(
         read_slurm_all(fleet, timeout),
-        futures::future::join_all(kube)
+        futures::future::join_all(kube),
+        futures::future::join_all(kaggle)
     );
     readings.extend(kube);
+    readings.extend(kaggle);
     readings
 }
 
@@ -71,7 +80,7 @@ pub struct Clusters {
 impl Clusters {
     /// Starts reading every cluster of `fleet`; readings arrive on the receiver.
     pub fn start(fleet: &FleetConfig) -> (Clusters, Option<mpsc::Receiver<ClusterReading>>) {
-        if fleet.slurm.is_empty() && fleet.kubernetes.is_empty() {
+        if fleet.slurm.is_empty() && fleet.kubernetes.is_empty() && fleet.kaggle.is_empty() {
             let none = Clusters {
                 pool: None,
                 tasks: Vec::new(),
@@ -97,6 +106,12 @@ impl Clusters {
             fleet.kubernetes.iter().map(|cluster| {
                 tokio::spawn(kubernetes::poll_kubernetes(cluster.clone(), tx.clone()))
             }),
+        );
+        tasks.extend(
+            fleet
+                .kaggle
+                .iter()
+                .map(|member| tokio::spawn(kaggle::poll_kaggle(member.clone(), tx.clone()))),
         );
         (Clusters { pool, tasks }, Some(rx))
     }
