@@ -43,6 +43,7 @@ pub struct Metrics {
     job_gpus: Figure,
     job_restarts: Figure,
     job_walltime_left: Figure,
+    gpu_quota_left: Figure,
 }
 
 impl Default for Metrics {
@@ -99,6 +100,10 @@ impl Default for Metrics {
                 "job_walltime_remaining_seconds",
                 "Time until the scheduler kills a running job at its walltime",
             ),
+            gpu_quota_left: family(
+                "gpu_quota_remaining_seconds",
+                "GPU time left this week on a Kaggle member's account",
+            ),
             registry,
         }
     }
@@ -136,6 +141,7 @@ impl Metrics {
             &self.job_gpus,
             &self.job_restarts,
             &self.job_walltime_left,
+            &self.gpu_quota_left,
         ] {
             f.clear();
         }
@@ -238,6 +244,10 @@ impl Metrics {
             let cluster = c.name.as_str();
             let read = f64::from(u8::from(c.error.is_none()));
             set(&self.cluster_read, &[("cluster", cluster)], read);
+            if let Some(q) = &c.quota {
+                let left = q.remaining_hours * 3600.0;
+                set(&self.gpu_quota_left, &[("cluster", cluster)], left);
+            }
             for j in &c.jobs {
                 let one = [("cluster", cluster), ("job", j.id.as_str())];
                 let phase = serde_json::to_value(j.phase).ok();

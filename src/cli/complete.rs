@@ -29,12 +29,14 @@ pub fn fleet_names() -> Vec<CompletionCandidate> {
     };
     let clusters = fleet.slurm.iter().map(|c| c.name.clone());
     let kube = fleet.kubernetes.iter().map(|c| c.name.clone());
+    let kaggle = fleet.kaggle.iter().map(|c| c.name.clone());
     fleet
         .hosts
         .iter()
         .map(|h| h.name.clone())
         .chain(clusters)
         .chain(kube)
+        .chain(kaggle)
         .map(CompletionCandidate::new)
         .collect()
 }

@@ -2,7 +2,8 @@
 //! ledger, with a progress bar on a terminal. Exit 0 when every file is good, 1 otherwise, 75
 //! when another action held the host (`--no-wait`, or a teardown or kill of it running).
 //! `rigwatch pull CLUSTER --job NAME` on a `[[kubernetes]]` cluster: the same, from the Job's
-//! running pod through `kubectl exec`.
+//! running pod through `kubectl exec`. `rigwatch pull MEMBER --job OWNER/SLUG` on a
+//! `[[kaggle]]` member: the kernel's latest commit output, through `kaggle kernels output`.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -18,6 +19,7 @@ use crate::cluster::Scheduler;
 use crate::config::FleetConfig;
 use crate::ledger::locks::{self, Act, Busy, Held};
 use crate::ledger::{Ledger, PulledFile};
+use crate::pull::kaggle::pull_kernel_and_record;
 use crate::pull::setup::{Source, setup};
 use crate::pull::{Progress, Pulled, pull_and_record, pull_job_and_record};
 use crate::target::Target;
@@ -27,7 +29,8 @@ pub struct PullArgs {
     /// The host, or the cluster, by its name in fleet.toml
     #[arg(add = clap_complete::ArgValueCandidates::new(super::complete::fleet_names))]
     pub host: String,
-    /// On a [[kubernetes]] cluster: the Job whose running pod holds the results
+    /// On a [[kubernetes]] cluster: the Job whose running pod holds the results; on a
+    /// [[kaggle]] member: the kernel (owner/slug) whose latest commit's output to bring home
     #[arg(long, value_name = "NAME")]
     pub job: Option<String>,
     /// Seconds to wait for the host's link
@@ -44,18 +47,35 @@ pub struct PullArgs {
 pub const BUSY: u8 = 75;
 
 pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<ExitCode> {
-    let kube = fleet.kubernetes.iter().find(|c| c.name == args.host);
-    let target = match (kube, args.job.as_deref()) {
-        (Some(cluster), Some(job)) => Target::job(&cluster.name, Scheduler::Kubernetes, job),
-        (Some(cluster), None) => {
+    let kube = fleet
+        .kubernetes
+        .iter()
+        .find(|c| c.name == args.host)
+        .map(|c| {
+            (
+                c.name.as_str(),
+                Scheduler::Kubernetes,
+                "the Job to pull from",
+            )
+        });
+    let kaggle = fleet.kaggle.iter().find(|c| c.name == args.host).map(|c| {
+        (
+            c.name.as_str(),
+            Scheduler::Kaggle,
+            "the kernel (owner/slug) whose output to pull",
+        )
+    });
+    let target = match (kube.or(kaggle), args.job.as_deref()) {
+        (Some((name, scheduler, _)), Some(job)) => Target::job(name, scheduler, job),
+        (Some((name, scheduler, what)), None) => {
             return Err(super::usage(format!(
-                "{} is a Kubernetes cluster: name the Job to pull from with --job NAME",
-                cluster.name
+                "{name} is a {} member: name {what} with --job NAME",
+                scheduler.word()
             )));
         }
         (None, Some(_)) => {
             return Err(super::usage(format!(
-                "--job is for a [[kubernetes]] cluster, and {:?} is not one",
+                "--job is for a [[kubernetes]] or [[kaggle]] member, and {:?} is not one",
                 crate::sanitize::line(&args.host, 80)
             )));
         }
@@ -97,6 +117,14 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
             let drawing = draw(&progress);
             let result =
                 pull_job_and_record(cluster, job, set.spec, &mut ledger, progress, &held).await;
+            drawing.finish();
+            result
+        }
+        Source::Kaggle(member, kernel) => {
+            let drawing = draw(&progress);
+            let result =
+                pull_kernel_and_record(member, kernel, set.spec, &mut ledger, progress, &held)
+                    .await;
             drawing.finish();
             result
         }

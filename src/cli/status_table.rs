@@ -86,7 +86,27 @@ pub fn table(report: &StatusReport) -> String {
 
 /// A cluster's jobs: one line each, the pending reason in words, a failure with its exit code.
 fn write_cluster(out: &mut String, cluster: &crate::cluster::ClusterReading) {
-    let _ = writeln!(out, "\ncluster {}", line(&cluster.name, 64));
+    if cluster.scheduler == crate::cluster::Scheduler::Kaggle {
+        let _ = writeln!(
+            out,
+            "\nkaggle {} · {}",
+            line(&cluster.name, 64),
+            line(&cluster.via, 200)
+        );
+    } else {
+        let _ = writeln!(out, "\ncluster {}", line(&cluster.name, 64));
+    }
+    if let Some(q) = &cluster.quota {
+        let renews = q
+            .refresh_at
+            .map(|t| format!(" (renews {})", t.format("%a %Y-%m-%d %H:%M UTC")))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  weekly GPU quota: {:.1} h used of {:.1} h, {:.1} h left{renews}",
+            q.used_hours, q.total_hours, q.remaining_hours
+        );
+    }
     if let Some(error) = &cluster.error {
         let _ = writeln!(out, "  {}", line(error, 300));
     }

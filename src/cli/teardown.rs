@@ -53,6 +53,13 @@ pub async fn run(
     if let Some(cluster) = fleet.kubernetes.iter().find(|c| c.name == args.host) {
         return super::teardown_job::run_kube(fleet, cluster, args.job.as_deref()).await;
     }
+    if let Some(member) = fleet.kaggle.iter().find(|c| c.name == args.host) {
+        return Err(super::usage(format!(
+            "{}: {}",
+            member.name,
+            crate::cluster::kaggle::NOTHING_TO_TEAR_DOWN
+        )));
+    }
     if args.job.is_some() {
         return Err(super::usage(format!(
             "--job is for a [[slurm]] or [[kubernetes]] cluster, and {:?} is not one",

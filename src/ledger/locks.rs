@@ -165,6 +165,8 @@ pub fn target_words(fleet: &crate::config::FleetConfig, name: &str) -> String {
         format!("Slurm cluster {name}")
     } else if fleet.kubernetes.iter().any(|c| c.name == name) {
         format!("cluster {name}")
+    } else if fleet.kaggle.iter().any(|c| c.name == name) {
+        format!("Kaggle member {name}")
     } else {
         format!("box {name}")
     }

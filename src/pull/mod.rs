@@ -8,7 +8,8 @@
 //! flight, over `channel`'s SFTP, with `writeback`) and `batch` (small files as `tar_stream`s),
 //! `box_hash` (the box's SHA-256), `restat` (the second look), then `finish` proves each copy
 //! (`check` and `verify`) and `promote` gives it its final name (`place` for a new small file,
-//! `durable` for the renames); `book` records each chunk in the ledger. Afterwards, for the
+//! `durable` for the renames); `book` records each chunk in the ledger. A Kaggle commit's output
+//! comes another way (`kaggle`: the CLI downloads it, then the same proof and ledger). Afterwards, for the
 //! teardown guard: `current` judges the last pull against a fresh look that `recheck` takes
 //! (`strict` when the box's own hashing is not trusted).
 
@@ -23,6 +24,7 @@ pub mod current;
 mod durable;
 mod engine;
 mod finish;
+pub mod kaggle;
 mod listing;
 pub mod local;
 pub mod names;
@@ -96,6 +98,8 @@ pub enum PullError {
     Book(String),
     #[error(transparent)]
     Kubectl(#[from] crate::transport::kubectl::KubectlError),
+    #[error(transparent)]
+    Kaggle(#[from] crate::transport::kaggle::KaggleError),
     /// A pull runs only while it holds its target (`ledger::locks`): no other pull, kill or
     /// teardown of it can then overlap it, and its `.part` files are its own.
     #[error("{0}: the pull does not hold its target, so nothing was copied")]

@@ -3,7 +3,7 @@
 //! for it, or why there is nothing to pull. The front ends differ only in how they say it (the
 //! CLI adds the TOML to write) and in whether they wait for a busy lock.
 
-use crate::config::{FleetConfig, HostConfig, KubeConfig, PullConfig};
+use crate::config::{FleetConfig, HostConfig, KaggleConfig, KubeConfig, PullConfig};
 use crate::ledger::locks;
 use crate::target::Target;
 
@@ -15,6 +15,8 @@ pub enum Source<'a> {
     Member(&'a HostConfig),
     /// A Kubernetes Job's running pod.
     Job(&'a KubeConfig, &'a str),
+    /// A Kaggle kernel's latest commit: its output, through the kaggle CLI.
+    Kaggle(&'a KaggleConfig, &'a str),
 }
 
 /// A pull ready to take its lock and start.
@@ -43,10 +45,10 @@ impl NoPull {
         let NoPull::NoPaths { section, .. } = self else {
             return None;
         };
-        let path = if *section == "[kubernetes.pull]" {
-            "/out/final_ckpts"
-        } else {
-            "/workspace/run/final_ckpts"
+        let path = match *section {
+            "[kubernetes.pull]" => "/out/final_ckpts",
+            "[kaggle.pull]" => "/kaggle/working",
+            _ => "/workspace/run/final_ckpts",
         };
         Some(format!(
             "  {section}\n  paths = [\"{path}\"]\n  dest = \"~/results/{{host}}\""
@@ -69,6 +71,18 @@ pub fn setup<'a>(fleet: &'a FleetConfig, target: &'a Target) -> Result<Setup<'a>
                 .ok_or_else(|| NoPull::NotInFleet(job.cluster.clone()))?;
             let source = Source::Job(cluster, job.id.as_str());
             (source, cluster.pull.as_ref(), "[kubernetes.pull]")
+        }
+        Target::Job(job) if fleet.kaggle.iter().any(|c| c.name == job.cluster) => {
+            let member = fleet
+                .kaggle
+                .iter()
+                .find(|c| c.name == job.cluster)
+                .ok_or_else(|| NoPull::NotInFleet(job.cluster.clone()))?;
+            if !member.kernels.contains(&job.id) {
+                return Err(NoPull::NotInFleet(crate::sanitize::line(&job.id, 80)));
+            }
+            let source = Source::Kaggle(member, job.id.as_str());
+            (source, member.pull.as_ref(), "[kaggle.pull]")
         }
         _ => {
             let name = target.member();
@@ -94,6 +108,14 @@ pub fn setup<'a>(fleet: &'a FleetConfig, target: &'a Target) -> Result<Setup<'a>
         Source::Job(cluster, job) => (
             cluster.name.clone(),
             format!("Job {} on {}", crate::sanitize::line(job, 80), cluster.name),
+        ),
+        Source::Kaggle(member, kernel) => (
+            member.name.clone(),
+            format!(
+                "Kaggle commit {} on {}",
+                crate::sanitize::line(kernel, 80),
+                member.name
+            ),
         ),
         Source::Member(host) => (host.name.clone(), locks::target_words(fleet, &host.name)),
     };

@@ -61,6 +61,13 @@ pub fn job_argv(
         };
         return Ok(ssh_argv(fleet, &slurm.login, remote));
     }
+    if fleet.kaggle.iter().any(|c| c.name == job.cluster) {
+        return Err(format!(
+            "{}: a Kaggle commit runs on Kaggle's machine, with no shell to open; its log comes \
+             home with its output (p)",
+            crate::sanitize::line(&job.id, 80)
+        ));
+    }
     let Some(kube) = fleet.kubernetes.iter().find(|c| c.name == job.cluster) else {
         return Err(format!("{}: not a cluster of the fleet", job.cluster));
     };

@@ -15,11 +15,12 @@ use crate::pull::setup::Source;
 use crate::teardown::io_for;
 
 use crate::clocks::Profile;
-use crate::config::{FleetConfig, HostConfig, KubeConfig, PullConfig};
+use crate::config::{FleetConfig, HostConfig, KaggleConfig, KubeConfig, PullConfig};
 use crate::fleet::FleetState;
 use crate::ledger::Ledger;
 use crate::ledger::locks::{self, Act, Busy, Held};
 use crate::monitor::verified::{from_ledger, verified_cells};
+use crate::pull::kaggle::pull_kernel_and_record;
 use crate::pull::{Progress, pull_and_record, pull_job_and_record};
 use crate::queue::DoneRule;
 use crate::target::Target;
@@ -75,30 +76,51 @@ fn pulled(record: &crate::pull::Pulled, what: &str) -> String {
     )
 }
 
-/// A Kubernetes Job's pull from its running pod, recorded under the cluster's name.
+/// Where a pull of one job of a member reads from.
+enum JobSource {
+    /// A Kubernetes Job's running pod.
+    Kube(KubeConfig),
+    /// A Kaggle kernel's latest commit, through the kaggle CLI.
+    Kaggle(KaggleConfig),
+}
+
+/// A job's pull (a Kubernetes Job's pod, a Kaggle commit's output), recorded under its
+/// member's name.
 fn spawn_job_pull(
-    (cluster, job, spec): (KubeConfig, String, PullConfig),
+    (source, job, spec): (JobSource, String, PullConfig),
     (progress, held): (Arc<Progress>, Held),
     tx: mpsc::Sender<JobMsg>,
 ) {
     tokio::spawn(async move {
-        let name = crate::sanitize::line(&cluster.name, 80);
+        let (name, noun) = match &source {
+            JobSource::Kube(c) => (c.name.clone(), "Job"),
+            JobSource::Kaggle(m) => (m.name.clone(), "commit"),
+        };
+        let shown = crate::sanitize::line(&name, 80);
         let job_name = crate::sanitize::line(&job, 80);
         let summary = match ledger() {
-            Err(e) => format!("pull {name} --job {job_name} not started: ledger: {e}"),
+            Err(e) => format!("pull {shown} --job {job_name} not started: ledger: {e}"),
             Ok(mut l) => {
-                match pull_job_and_record(&cluster, &job, &spec, &mut l, progress, &held).await {
+                let result = match &source {
+                    JobSource::Kube(c) => {
+                        pull_job_and_record(c, &job, &spec, &mut l, progress, &held).await
+                    }
+                    JobSource::Kaggle(m) => {
+                        pull_kernel_and_record(m, &job, &spec, &mut l, progress, &held).await
+                    }
+                };
+                match result {
                     Err(e) => format!(
-                        "pull {name} --job {job_name} failed: {}",
+                        "pull {shown} --job {job_name} failed: {}",
                         crate::sanitize::line(&e.to_string(), 300)
                     ),
-                    Ok(record) => pulled(&record, &format!("{name} (Job {job_name})")),
+                    Ok(record) => pulled(&record, &format!("{shown} ({noun} {job_name})")),
                 }
             }
         };
         let _ = tx
             .send(JobMsg::Pulled {
-                host: cluster.name,
+                host: name,
                 summary,
                 verified: None,
             })
@@ -238,6 +260,7 @@ impl super::Runtime {
         let mut members: Vec<String> = fleet.hosts.iter().map(|h| h.name.clone()).collect();
         members.extend(fleet.slurm.iter().map(|c| c.name.clone()));
         members.extend(fleet.kubernetes.iter().map(|c| c.name.clone()));
+        members.extend(fleet.kaggle.iter().map(|c| c.name.clone()));
         spawn_records(members, self.jobs_tx.clone());
     }
 
@@ -321,7 +344,21 @@ impl super::Runtime {
             }
             Source::Job(cluster, job) => {
                 let held = hold(&setup.key, &setup.what)?;
-                let from = (cluster.clone(), job.to_string(), setup.spec.clone());
+                let from = (
+                    JobSource::Kube(cluster.clone()),
+                    job.to_string(),
+                    setup.spec.clone(),
+                );
+                let tx = self.jobs_tx.clone();
+                spawn_job_pull(from, (Arc::clone(&progress), held), tx);
+            }
+            Source::Kaggle(member, kernel) => {
+                let held = hold(&setup.key, &setup.what)?;
+                let from = (
+                    JobSource::Kaggle(member.clone()),
+                    kernel.to_string(),
+                    setup.spec.clone(),
+                );
                 let tx = self.jobs_tx.clone();
                 spawn_job_pull(from, (Arc::clone(&progress), held), tx);
             }

@@ -236,7 +236,8 @@ impl Runtime {
         let hosts = fleet.hosts.iter().map(|h| &h.name);
         let clusters = fleet.slurm.iter().map(|c| &c.name);
         let kube = fleet.kubernetes.iter().map(|c| &c.name);
-        let targets = hosts.chain(clusters).chain(kube).map(|name| {
+        let kaggle = fleet.kaggle.iter().map(|c| &c.name);
+        let targets = hosts.chain(clusters).chain(kube).chain(kaggle).map(|name| {
             let words = crate::ledger::locks::target_words(fleet, name);
             (name.clone(), words)
         });
