@@ -485,3 +485,23 @@ fn watch_alerts_on_a_commit_and_metrics_show_it() {
         "{metrics}"
     );
 }
+
+/// `check` finds the CLI, reads the kernels and the quota; a CLI that is not there fails with
+/// the fix.
+#[test]
+fn check_finds_the_cli_and_says_how_to_install_it() {
+    let k = Kaggle::new();
+    k.kernel("alice/train-llama", "RUNNING", None, 1.0);
+    let fleet = k.fleet("", &["alice/train-llama"]);
+    let out = k.rigwatch(&["check"], &fleet);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("✓ the kaggle CLI: Kaggle CLI 2.2.5"), "{said}");
+    assert!(said.contains("✓ GPU quota: 17.5 h left of 30.0 h this week"), "{said}");
+    let fleet = k.fleet("kaggle = \"/nonexistent/kaggle\"\n", &["alice/train-llama"]);
+    let out = k.rigwatch(&["check"], &fleet);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("✗ the kaggle CLI: version not read:"), "{said}");
+    assert!(said.contains("fix: pip install kaggle"), "{said}");
+}

@@ -2,12 +2,13 @@
 //! answers, whether sacct has accounting) and a Kubernetes context (reached, and what the
 //! user may do: `kubectl auth can-i` for each verb rigwatch uses). Each finding is a line with
 //! a fix, as for boxes; a missing right that only costs one feature is a warning, not a failure.
+//! A Kaggle member: the CLI found, its kernels and quota read.
 
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::config::{FleetConfig, KubeConfig, SlurmConfig};
+use crate::config::{FleetConfig, KaggleConfig, KubeConfig, SlurmConfig};
 use crate::transport::{ExecLimits, LinkState, Session};
 
 /// How much a finding matters: `Fail` makes `check` exit 1.
@@ -268,6 +269,68 @@ fn denied(
     )
 }
 
+/// A Kaggle member: the CLI's version, then one read of its kernels and quota, as `watch`
+/// reads them.
+pub async fn kaggle(member: &KaggleConfig, timeout: Duration) -> ClusterCheck {
+    let version = crate::transport::kaggle::version(member, timeout).await;
+    let mut findings = vec![match version.starts_with("Kaggle ") {
+        true => finding("the kaggle CLI", Level::Ok, version, None),
+        false => finding(
+            "the kaggle CLI",
+            Level::Fail,
+            version,
+            Some(format!(
+                "pip install kaggle (or set kaggle = \"/path/to/kaggle\" in [[kaggle]] {:?})",
+                member.name
+            )),
+        ),
+    }];
+    if findings[0].level == Level::Ok {
+        let reading = crate::runtime::clusters::read_kaggle(member, timeout).await;
+        findings.push(match &reading.error {
+            None => finding(
+                "kernels read",
+                Level::Ok,
+                format!("{} of {}", reading.jobs.len(), member.kernels.len()),
+                None,
+            ),
+            Some(why) => finding(
+                "kernels read",
+                Level::Fail,
+                why.clone(),
+                Some(format!(
+                    "kaggle kernels status {} must work from this shell (credentials, the \
+                     kernel's owner/slug, network)",
+                    member.kernels.first().map_or("", String::as_str)
+                )),
+            ),
+        });
+        findings.push(match &reading.quota {
+            Some(q) => finding(
+                "GPU quota",
+                Level::Ok,
+                format!(
+                    "{:.1} h left of {:.1} h this week",
+                    q.remaining_hours, q.total_hours
+                ),
+                None,
+            ),
+            None => finding(
+                "GPU quota",
+                Level::Warn,
+                "not reported: the commit limits are still watched, the quota is not".into(),
+                Some("kaggle quota --csv needs kaggle 2.x: pip install -U kaggle".into()),
+            ),
+        });
+    }
+    ClusterCheck {
+        name: member.name.clone(),
+        scheduler: "kaggle",
+        via: format!("kaggle CLI, {} kernels", member.kernels.len()),
+        findings,
+    }
+}
+
 /// Every cluster of the fleet checked; the Slurm login nodes' links come from `logins`.
 pub async fn all(
     fleet: &FleetConfig,
@@ -284,11 +347,14 @@ pub async fn all(
         async move { slurm(c, link, session.as_deref(), timeout).await }
     });
     let kube = fleet.kubernetes.iter().map(|c| kubernetes(c, timeout));
-    let (mut out, kube) = tokio::join!(
+    let kaggle = fleet.kaggle.iter().map(|c| kaggle(c, timeout));
+    let (mut out, kube, kaggle) = tokio::join!(
         futures::future::join_all(slurm),
-        futures::future::join_all(kube)
+        futures::future::join_all(kube),
+        futures::future::join_all(kaggle)
     );
     out.extend(kube);
+    out.extend(kaggle);
     out
 }
 

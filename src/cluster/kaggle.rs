@@ -86,7 +86,10 @@ fn row(
             Some(f) => format!("{SAVES_NOTHING}: {}", text(f)),
             None => format!("{SAVES_NOTHING}; Kaggle gave no failure message (see its log)"),
         }),
-        Phase::Pending => ran.map(|s| format!("in Kaggle's queue for {}", minutes(s))),
+        // Queued long, the danger says it (once).
+        Phase::Pending => ran
+            .filter(|s| *s < QUEUED_LONG.as_secs())
+            .map(|s| format!("in Kaggle's queue for {}", minutes(s))),
         Phase::Cancelled => Some("cancelled: what it wrote to /kaggle/working is not kept".into()),
         Phase::Other if status.word == "NEW_SCRIPT" => {
             Some("never committed: no version has run (Save Version → Save & Run All)".into())

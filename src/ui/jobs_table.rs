@@ -48,10 +48,16 @@ fn row_text(cluster: &str, job: &JobRow, width: usize) -> String {
         (Some(n), None) => format!("↻{n}"),
     };
     let gpus = job.gpus.map(|n| format!("{n}g")).unwrap_or_default();
+    // A Kaggle kernel's id is `owner/slug` and its name the slug: the owner beside the cluster.
+    let id = job
+        .id
+        .strip_suffix(&job.name)
+        .and_then(|owner| owner.strip_suffix('/'))
+        .unwrap_or(&job.id);
     let who = format!(
         " {:<16} {:<16} ",
-        fit(&format!("{}/{}", clean(cluster, 40), job.id), 16),
-        fit(&job.name, 16)
+        fit(&format!("{}/{}", clean(cluster, 40), clean(id, 80)), 16),
+        fit(&clean(&job.name, 80), 16)
     );
     let mut figures = format!(" {left:>9} {gpus:>4} {restarts:>6}");
     if width >= 120 {
