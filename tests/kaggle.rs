@@ -496,12 +496,21 @@ fn check_finds_the_cli_and_says_how_to_install_it() {
     let out = k.rigwatch(&["check"], &fleet);
     let said = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{said}");
-    assert!(said.contains("✓ the kaggle CLI: Kaggle CLI 2.2.5"), "{said}");
-    assert!(said.contains("✓ GPU quota: 17.5 h left of 30.0 h this week"), "{said}");
+    assert!(
+        said.contains("✓ the kaggle CLI: Kaggle CLI 2.2.5"),
+        "{said}"
+    );
+    assert!(
+        said.contains("✓ GPU quota: 17.5 h left of 30.0 h this week"),
+        "{said}"
+    );
     let fleet = k.fleet("kaggle = \"/nonexistent/kaggle\"\n", &["alice/train-llama"]);
     let out = k.rigwatch(&["check"], &fleet);
     let said = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("✗ the kaggle CLI: version not read:"), "{said}");
+    assert!(
+        said.contains("✗ the kaggle CLI: version not read:"),
+        "{said}"
+    );
     assert!(said.contains("fix: pip install kaggle"), "{said}");
 }

@@ -124,9 +124,12 @@ fn last_run(text: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.and_utc())
 }
 
+/// Each kernel's ref and when its latest version last ran.
+pub type LastRuns = Vec<(String, Option<DateTime<Utc>>)>;
+
 /// `kernels list --csv`: each kernel's ref and when its latest version last ran (None when the
 /// CLI printed `None`). "Not found" (no kernel) is an empty list.
-pub fn parse_list(text: &str) -> Result<Vec<(String, Option<DateTime<Utc>>)>, ParseError> {
+pub fn parse_list(text: &str) -> Result<LastRuns, ParseError> {
     let body: String = text
         .lines()
         .take(MAX_LINES)

@@ -32,19 +32,17 @@ fn names(pattern: &str, path: &str) -> bool {
     f.len() >= p.len() && p.iter().zip(&f).all(|(p, f)| crate::glob::matches(p, f))
 }
 
-/// Every regular file under `root`, as (path, relative path), sorted.
-fn files_under(root: &Path) -> Result<Vec<(PathBuf, String)>, PullError> {
-    let local = |path: &Path, source| PullError::Local {
-        path: path.to_path_buf(),
-        source,
-    };
+/// Every regular file under `root`, as (path, relative path), sorted; Err names the path
+/// that could not be read.
+fn files_under(root: &Path) -> Result<Vec<(PathBuf, String)>, (PathBuf, std::io::Error)> {
     let mut out = Vec::new();
     let mut folders = vec![root.to_path_buf()];
     while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).map_err(|e| local(&folder, e))? {
-            let entry = entry.map_err(|e| local(&folder, e))?;
-            let kind = entry.file_type().map_err(|e| local(&entry.path(), e))?;
+        let at = |e| (folder.clone(), e);
+        for entry in std::fs::read_dir(&folder).map_err(at)? {
+            let entry = entry.map_err(at)?;
             let path = entry.path();
+            let kind = entry.file_type().map_err(|e| (path.clone(), e))?;
             if kind.is_dir() {
                 folders.push(path);
             } else if kind.is_file() {
@@ -55,10 +53,8 @@ fn files_under(root: &Path) -> Result<Vec<(PathBuf, String)>, PullError> {
                 out.push((path, rel));
             }
             if out.len() > MAX_FILES {
-                return Err(PullError::Book(format!(
-                    "{}: more than {MAX_FILES} output files",
-                    root.display()
-                )));
+                let many = format!("more than {MAX_FILES} output files");
+                return Err((root.to_path_buf(), std::io::Error::other(many)));
             }
         }
     }
@@ -142,7 +138,7 @@ pub async fn pull_kernel_and_record(
     })?;
     progress.set_stage(super::engine::Stage::Copying);
     crate::transport::kaggle::output(member, kernel, &part, OUTPUT_TIMEOUT).await?;
-    let found = files_under(&part)?;
+    let found = files_under(&part).map_err(|(path, source)| PullError::Local { path, source })?;
     let log = format!("{slug}.log");
     progress.files_total.store(found.len(), Ordering::Relaxed);
     progress.bytes_total.store(

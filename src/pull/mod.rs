@@ -98,12 +98,19 @@ pub enum PullError {
     Book(String),
     #[error(transparent)]
     Kubectl(#[from] crate::transport::kubectl::KubectlError),
+    /// Boxed: its words are long and rare, and every pull result carries the enum.
     #[error(transparent)]
-    Kaggle(#[from] crate::transport::kaggle::KaggleError),
+    Kaggle(Box<crate::transport::kaggle::KaggleError>),
     /// A pull runs only while it holds its target (`ledger::locks`): no other pull, kill or
     /// teardown of it can then overlap it, and its `.part` files are its own.
     #[error("{0}: the pull does not hold its target, so nothing was copied")]
     NotHeld(String),
+}
+
+impl From<crate::transport::kaggle::KaggleError> for PullError {
+    fn from(e: crate::transport::kaggle::KaggleError) -> PullError {
+        PullError::Kaggle(Box::new(e))
+    }
 }
 
 impl PullError {
