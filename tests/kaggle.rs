@@ -514,3 +514,47 @@ fn check_finds_the_cli_and_says_how_to_install_it() {
     );
     assert!(said.contains("fix: pip install kaggle"), "{said}");
 }
+
+/// In the dashboard, `p` on a commit's row pulls its output (the status line says the pull and
+/// what came of it) and `T` says there is nothing to tear down; the row never acts on the
+/// hidden host selection.
+#[test]
+fn the_dashboard_pulls_a_commit_and_refuses_its_teardown() {
+    let k = Kaggle::new();
+    k.kernel("alice/train-llama", "COMPLETE", None, 2.0);
+    let out_dir = k.bin().join("output/alice_train-llama");
+    std::fs::create_dir_all(&out_dir).expect("output");
+    std::fs::write(out_dir.join("metrics.json"), "{\"loss\": 0.42}\n").expect("json");
+    let dest = k.dir.path().join("results");
+    let fleet = k.fleet(
+        &format!(
+            "[kaggle.pull]\npaths = [\"/kaggle/working/metrics.json\"]\ndest = \"{}\"\n",
+            dest.display()
+        ),
+        &["alice/train-llama"],
+    );
+    let command = format!(
+        "env PATH={}:\"$PATH\" XDG_STATE_HOME={} {} --config {}; echo RIGWATCH-EXITED-$?; sleep 60",
+        k.bin().display(),
+        k.dir.path().join("state").display(),
+        env!("CARGO_BIN_EXE_rigwatch"),
+        fleet.display()
+    );
+    let tmux = support::tmux::Tmux::start("kaggle-p", &command);
+    let limit = std::time::Duration::from_secs(30);
+    tmux.wait_for("the commit's row", limit, |s| {
+        s.contains("kaggle/alice") && s.contains("COMPLETE")
+    });
+    tmux.keys(&["Tab"]);
+    tmux.keys(&["T"]);
+    tmux.wait_for("the refusal", limit, |s| {
+        s.contains("nothing there to tear down")
+    });
+    tmux.keys(&["p"]);
+    let screen = tmux.wait_for("the pull's end", limit, |s| {
+        s.contains("pull #1 of kaggle (commit alice/train-llama): 2/2 files hashed and verified")
+    });
+    assert!(!screen.contains("MISSING"), "{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("exit", limit, |s| s.contains("RIGWATCH-EXITED-0"));
+}
