@@ -227,13 +227,19 @@ pub fn run_signals(f: &HostFacts<'_>, state: &RunState) -> Vec<Signal> {
             ));
         }
         RunState::Unknown { since, reason } => {
+            // Never read yet is loading (the first seconds after start), not a warning: the
+            // link's own signals say when it will not come.
+            let severity = match since {
+                Some(_) => Severity::Warn,
+                None => Severity::Info,
+            };
             let since = since.map_or_else(
                 || "not read yet".to_string(),
                 |t| format!("unknown since {}", t.format("%H:%M:%S UTC")),
             );
             out.push(Signal::new(
                 SignalKind::RunUnknown,
-                Severity::Warn,
+                severity,
                 format!("run state {since} ({reason}); a dropped link is not a dead run"),
             ));
         }

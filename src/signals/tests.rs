@@ -357,3 +357,15 @@ fn zombie_vram_with_no_visible_process_says_it_is_held_outside_the_container() {
 
 mod fill_cases;
 mod run_cases;
+
+/// The first seconds after start, before any reading: the run is unknown, said in the row, but
+/// that is loading, not something that needs the person (NEEDS YOU counts only warnings).
+#[test]
+fn a_run_not_read_yet_is_said_without_needing_you() {
+    let case = Case::new(Some("train"));
+    let (run, signals) = case.run();
+    assert!(matches!(run, RunState::Unknown { since: None, .. }), "{run:?}");
+    let unknown = find(&signals, SignalKind::RunUnknown).expect("said");
+    assert!(unknown.message.starts_with("run state not read yet"), "{unknown:?}");
+    assert_eq!(unknown.severity, Severity::Info);
+}
