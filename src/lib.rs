@@ -58,7 +58,7 @@
 //!   `fleet`, `signals`.
 //! - `demo` — the demo fleet: captures replayed through monitor's readers into the state.
 //!   Imports: `clocks`, `cluster`, `config`, `fleet`, `ledger`, `monitor`, `probe`, `pull`,
-//!   `readings`, `sanitize`, `signals`, `teardown` (the demo's teardown I/O), `transport`.
+//!   `readings`, `signals`, `teardown` (the demo's teardown I/O), `transport`.
 //! - `runtime` — the one consumer of the readings: owns the fleet's state, judges it each tick,
 //!   runs alerts and sinks, saves memory, and runs the slow work a front end asks for (pulls,
 //!   the teardown dialog's effects, live or demo); `status` is the same given one probe.

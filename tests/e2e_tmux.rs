@@ -366,10 +366,14 @@ fn the_demo_walks_the_teardown_guard_and_destroys_nothing() {
     let screen = tmux.wait_for("the rehearsal's end", Duration::from_secs(10), |s| {
         s.contains("nothing was destroyed or recorded")
     });
-    assert!(
-        screen.contains("demo: nothing is destroyed") && !screen.contains("exited 0"),
-        "{screen}"
+    assert!(!screen.contains("exited 0"), "{screen}");
+    assert_eq!(
+        screen.matches("nothing was destroyed").count()
+            + screen.matches("nothing is destroyed").count(),
+        1,
+        "said once: {screen}"
     );
+    assert_eq!(screen.matches("any key closes").count(), 1, "{screen}");
     tmux.keys(&["Escape"]);
     tmux.keys(&["q"]);
     assert!(

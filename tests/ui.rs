@@ -414,8 +414,8 @@ fn scrolling_stops_at_the_end_and_the_help_and_footer_fit_80x24() {
     );
     assert!(help.contains("verified"), "{help}");
     assert!(
-        help.contains("│Enter (Ctrl-U clears); on a job, scancel or kubectl delete"),
-        "a long line wraps, not cut:\n{help}"
+        help.contains("│             Enter (Ctrl-U clears); on a job, scancel or kubectl delete"),
+        "a long line wraps under its text, not cut and not at the border:\n{help}"
     );
     // Shorter than the keys: it scrolls, and says so.
     let help = frame(&app, 80, 16);

@@ -12,7 +12,6 @@ use crate::clocks::Profile;
 use crate::config::{FinalCheck, HostConfig};
 use crate::ledger::{PullRecord, PulledFile};
 use crate::pull::{Currentness, NotCurrent};
-use crate::sanitize::mask_secrets;
 use crate::teardown::{
     CheckFound, Description, Ending, Finished, Method, PlanLooks, RunLooks, TeardownIo, describe,
     plan,
@@ -66,19 +65,15 @@ impl TeardownIo for DemoIo {
             .profile
             .as_ref()
             .map(|p| plan(&self.host, p, &Default::default()).method);
-        let would = match &method {
-            Some(Method::Command { command } | Method::OnHost { command }) => format!(
-                "on a real box rigwatch would now run: {}",
-                mask_secrets(command)
-            ),
-            _ => "on a real box you would destroy it at the provider now".to_string(),
+        // The dialog already shows the command as "will run"; only a manual destroy needs
+        // saying, and the end says once that nothing happened.
+        let output = match &method {
+            Some(Method::Command { .. } | Method::OnHost { .. }) => Vec::new(),
+            _ => vec!["on a real box you would destroy it at the provider now".to_string()],
         };
         futures::future::ready(Finished {
             ending: Ending::Rehearsed,
-            output: vec![
-                "demo: nothing is destroyed and nothing is recorded".into(),
-                would,
-            ],
+            output,
             last: "Demo: the guard let it through; nothing was destroyed or recorded".into(),
         })
         .boxed()

@@ -364,8 +364,14 @@ mod run_cases;
 fn a_run_not_read_yet_is_said_without_needing_you() {
     let case = Case::new(Some("train"));
     let (run, signals) = case.run();
-    assert!(matches!(run, RunState::Unknown { since: None, .. }), "{run:?}");
+    assert!(
+        matches!(run, RunState::Unknown { since: None, .. }),
+        "{run:?}"
+    );
     let unknown = find(&signals, SignalKind::RunUnknown).expect("said");
-    assert!(unknown.message.starts_with("run state not read yet"), "{unknown:?}");
+    assert!(
+        unknown.message.starts_with("run state not read yet"),
+        "{unknown:?}"
+    );
     assert_eq!(unknown.severity, Severity::Info);
 }

@@ -85,7 +85,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         })
         .collect();
     lines.push(Line::styled(" Esc or ? closes this", ctx.theme.stale));
-    let (popup, rows) = super::widgets::popup(area, width, &lines);
+    let (popup, rows, lines) = super::widgets::popup(area, width, lines);
     let height = popup.height;
     let end = rows.saturating_sub(usize::from(height.saturating_sub(2)));
     let scroll = ctx

@@ -154,7 +154,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &KillModal) {
             lines.push(Line::styled(" Esc or Enter closes", t.stale));
         }
     }
-    let (popup, _) = super::widgets::popup(area, 100, &lines);
+    let (popup, _, lines) = super::widgets::popup(area, 100, lines);
     frame.render_widget(Clear, popup);
     let block = Block::default()
         .borders(Borders::ALL)

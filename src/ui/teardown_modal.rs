@@ -102,10 +102,7 @@ fn footer<'a>(dialog: &'a Dialog, t: &super::theme::Theme) -> Vec<Line<'a>> {
         }
         Stage::Destroying { .. } | Stage::Closed => {}
         Stage::Finished(finished) => lines.push(Line::styled(
-            format!(
-                " {}. Any key closes.",
-                crate::sanitize::line(&finished.last, 600)
-            ),
+            format!(" {}.", crate::sanitize::line(&finished.last, 600)),
             match finished.ending {
                 Ending::Ran(DestroyOutcome::Confirmed) | Ending::Rehearsed => t.ok,
                 Ending::Ran(DestroyOutcome::Unconfirmed) => t.warn,
@@ -142,7 +139,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &TeardownModa
     let t = ctx.theme;
     let width = area.width.min(110);
     let inner = usize::from(width.saturating_sub(2)).max(1);
-    let footer = footer(&modal.dialog, t);
+    let footer = super::widgets::indent_wrapped(footer(&modal.dialog, t), inner);
     let words = modal.dialog.words();
     let mut body: Vec<Line> = words
         .head
@@ -159,6 +156,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &TeardownModa
             .iter()
             .map(|l| Line::styled(format!(" {l}"), t.text)),
     );
+    let body = super::widgets::indent_wrapped(body, inner);
     // The footer is never cut: the body gets what is left, at least nothing.
     let room = usize::from(area.height.saturating_sub(2));
     let footer_rows = rows(&footer, inner).min(room);

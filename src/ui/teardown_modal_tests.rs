@@ -309,7 +309,7 @@ async fn the_dialog_end_to_end_open_check_name_second_confirm_final_look_destroy
     let text = screen_of(&app, 120, 40);
     assert!(text.contains("destroying instance 4242."), "{text}");
     assert!(
-        text.contains("OUTCOME NOT RECORDED: database is locked. Any key closes."),
+        text.contains("OUTCOME NOT RECORDED: database is locked."),
         "what the destroy said is shown though its outcome was not recorded:\n{text}"
     );
     press(&mut app, KeyCode::Char('x'));

@@ -128,16 +128,22 @@ pub fn clamp_scroll(
 }
 
 /// A popup `width` wide, as tall as `lines` wrapped inside its borders (at most `area`'s
-/// height), centred in `area`; and the rows the lines take.
+/// height), centred in `area`; the rows the lines take, and the lines wrapped under their
+/// indent ([`indent_wrapped`]) to draw.
 pub fn popup(
     area: ratatui::layout::Rect,
     width: u16,
-    lines: &[ratatui::text::Line<'_>],
-) -> (ratatui::layout::Rect, usize) {
+    lines: Vec<ratatui::text::Line<'_>>,
+) -> (
+    ratatui::layout::Rect,
+    usize,
+    Vec<ratatui::text::Line<'static>>,
+) {
     let width = width.min(area.width);
-    let rows = wrapped_rows(lines, width.saturating_sub(2));
+    let lines = indent_wrapped(lines, usize::from(width.saturating_sub(2)));
+    let rows = wrapped_rows(&lines, width.saturating_sub(2));
     let height = u16::try_from(rows + 2).unwrap_or(u16::MAX).min(area.height);
-    (centered(area, width, height), rows)
+    (centered(area, width, height), rows, lines)
 }
 
 /// A `width` × `height` rectangle (each at most `area`'s) in the middle of `area`.
@@ -158,38 +164,62 @@ pub fn wrapped_rows(lines: &[ratatui::text::Line<'_>], width: u16) -> usize {
         .line_count(width.max(1))
 }
 
-/// Lines of one span wrapped at words to `width`, each continuation indented two past the
-/// line's own indent, so a wrapped paragraph stays under its heading (ratatui's wrap starts
-/// continuations at the margin). Lines of several spans are left to the paragraph's wrap.
+/// Lines wrapped at words to `width`, each span keeping its style, with every continuation
+/// indented: under a labelled line's value (a first span of at most half the width, such as
+/// "  walltime    "), else two past the line's own indent. ratatui's wrap starts continuations
+/// at the border, where they read as a new line of their own.
 pub fn indent_wrapped(
     lines: Vec<ratatui::text::Line<'_>>,
     width: usize,
-) -> Vec<ratatui::text::Line<'_>> {
-    use ratatui::text::Line;
+) -> Vec<ratatui::text::Line<'static>> {
+    use ratatui::text::{Line, Span};
     let mut out = Vec::with_capacity(lines.len());
     for line in lines {
-        if line.spans.len() != 1 || line.width() <= width || width < 8 {
-            out.push(line);
+        if line.width() <= width || width < 8 {
+            let spans: Vec<Span<'static>> = line
+                .spans
+                .iter()
+                .map(|s| Span::styled(s.content.to_string(), s.style))
+                .collect();
+            out.push(Line::from(spans).style(line.style));
             continue;
         }
-        let style = line.spans[0].style.patch(line.style);
-        let text = line.spans[0].content.to_string();
-        let indent = text.chars().take_while(|c| *c == ' ').count() + 2;
+        let first = line.spans.first().map_or(0, |s| s.width());
+        let indent = if line.spans.len() > 1 && first <= width / 2 {
+            first
+        } else {
+            let text = line.spans.first().map_or("", |s| &*s.content);
+            text.chars().take_while(|c| *c == ' ').count() + 2
+        };
         let pad = " ".repeat(indent.min(width / 2));
-        let mut current = String::new();
-        for word in text.split_inclusive(' ') {
-            let room = width.saturating_sub(current.chars().count());
-            if word.trim_end().chars().count() > room && !current.trim().is_empty() {
-                out.push(Line::styled(current.trim_end().to_string(), style));
-                current = pad.clone();
+        let mut current: Vec<Span<'static>> = Vec::new();
+        let mut used = 0;
+        for span in &line.spans {
+            let style = span.style.patch(line.style);
+            for word in span.content.split_inclusive(' ') {
+                let words = word.trim_end().chars().count();
+                if used + words > width && used > pad.len() {
+                    out.push(trimmed(std::mem::take(&mut current)));
+                    current.push(Span::raw(pad.clone()));
+                    used = pad.len();
+                }
+                current.push(Span::styled(word.to_string(), style));
+                used += word.chars().count();
             }
-            current.push_str(word);
         }
-        if !current.trim().is_empty() {
-            out.push(Line::styled(current.trim_end().to_string(), style));
+        if used > 0 {
+            out.push(trimmed(current));
         }
     }
     out
+}
+
+/// A wrapped line without the space its last word carried.
+fn trimmed(mut spans: Vec<ratatui::text::Span<'static>>) -> ratatui::text::Line<'static> {
+    if let Some(last) = spans.last_mut() {
+        last.content = last.content.trim_end().to_string().into();
+    }
+    ratatui::text::Line::from(spans)
 }
 
 /// " match /gpu" after a pane's count while its filter is set; nothing when it is not.
@@ -255,6 +285,35 @@ mod tests {
             text.join(" "),
             "CRIT will not connect: the server now presents another key; remove the old entry"
         );
+    }
+
+    /// A labelled line (label, then value, each its own span) wraps under its value, each word
+    /// in its span's style; no continuation starts at the border.
+    #[test]
+    fn a_labelled_line_wraps_under_its_value() {
+        use ratatui::style::{Color, Style};
+        use ratatui::text::{Line, Span};
+        let value = Style::default().fg(Color::Red);
+        let lines = vec![Line::from(vec![
+            Span::raw("  walltime    "),
+            Span::styled(
+                "SOON · commit of alice/train-llama reaches Kaggle's 9 h limit in 28m",
+                value,
+            ),
+        ])];
+        let wrapped = indent_wrapped(lines, 40);
+        let text: Vec<String> = wrapped.iter().map(|l| l.to_string()).collect();
+        assert!(text.len() > 1, "{text:?}");
+        assert!(text.iter().all(|l| l.chars().count() <= 40), "{text:?}");
+        assert!(
+            text[1..].iter().all(|l| l.starts_with(&" ".repeat(14))),
+            "{text:?}"
+        );
+        let styled = wrapped[1]
+            .spans
+            .iter()
+            .find(|s| !s.content.trim().is_empty());
+        assert_eq!(styled.map(|s| s.style), Some(value));
     }
 
     #[test]
