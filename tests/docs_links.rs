@@ -137,3 +137,85 @@ fn the_anchor_maker_follows_the_renderers() {
     );
     assert_eq!(links("see [a](b.md#c) and [d](e)"), ["b.md#c", "e"]);
 }
+
+/// The keys one table of fleet.toml accepts, as the parser itself lists them when it refuses
+/// an unknown one (serde's "expected one of"): never a list kept by hand beside the parser.
+fn accepted(table: &str) -> Vec<String> {
+    let text = format!("{table}zzz_unknown = 1\n");
+    let err = match rigwatch::config::fleet::parse(Path::new("probe.toml"), &text) {
+        Ok(_) => panic!("{table:?} took an unknown key"),
+        Err(e) => e.to_string(),
+    };
+    // "expected one of `a`, `b`", "expected `a` or `b`", "expected `a`".
+    let Some((_, list)) = err.split_once("expected ") else {
+        panic!("no key list in: {err}");
+    };
+    list.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(String::from)
+        .collect()
+}
+
+/// Every key the config parser accepts, in every table, is named in the manual (the
+/// configuration reference or the chapter of its member kind), as `key` or as `key =` in a
+/// TOML example: a key added to the parser and not to the manual fails here.
+#[test]
+fn the_manual_names_every_key_the_parser_accepts() {
+    let chapters = [
+        "configuration.md",
+        "slurm.md",
+        "kubernetes.md",
+        "notebooks.md",
+        "watch-and-alerts.md",
+        "pulls-and-teardown.md",
+        "queues.md",
+        "platforms.md",
+    ];
+    let manual: String = chapters
+        .iter()
+        .map(|c| std::fs::read_to_string(root().join("docs").join(c)).expect("chapter"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    // A key that is a table is named by its header: `[thresholds]`, `[[alert]]`, `[host.pull]`.
+    let named = |key: &str| {
+        manual.contains(&format!("[{key}]"))
+            || manual.contains(&format!(".{key}]"))
+            || manual.contains(&format!("`{key}`"))
+            || manual.contains(&format!("`{key} ="))
+            || manual.lines().any(|l| {
+                l.trim_start()
+                    .trim_start_matches("# ")
+                    .starts_with(&format!("{key} ="))
+            })
+    };
+    let host = "[[host]]\nname = \"a\"\nssh = \"a\"\n";
+    let tables = [
+        String::new(),
+        "[providers]\n".into(),
+        "[thresholds]\n".into(),
+        "[alerts]\n".into(),
+        "[teardown]\n".into(),
+        "[[alert]]\n".into(),
+        host.to_string(),
+        format!("{host}[host.pull]\n"),
+        "[[slurm]]\n".into(),
+        "[[slurm]]\nname = \"s\"\nssh = \"s\"\n[slurm.pull]\n".into(),
+        "[[kubernetes]]\n".into(),
+        "[[kaggle]]\n".into(),
+    ];
+    let mut missing = Vec::new();
+    for table in &tables {
+        let keys = accepted(table);
+        assert!(keys.len() > 1, "{table:?}: {keys:?}");
+        for key in keys {
+            if !named(&key) {
+                missing.push(format!("{} {key}", table.lines().next().unwrap_or("(top)")));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "keys the parser accepts that the manual never names: {missing:?}"
+    );
+}
