@@ -4,6 +4,7 @@
 mod disk;
 mod fill;
 mod gpu;
+pub mod host;
 mod link;
 mod run;
 mod unjudged;
@@ -67,6 +68,10 @@ pub enum SignalKind {
     DiskFillingUp,
     GpuXid,
     OomKill,
+    /// The 5-minute load at or over the CPUs online.
+    CpuBound,
+    /// RAM in use at or over 90 %.
+    RamLow,
     NoGpu,
     ProbeError,
     /// A judgement that needs a whole probe section the box printed too much of.
@@ -147,6 +152,7 @@ pub fn evaluate(facts: &HostFacts<'_>) -> (RunState, Vec<Signal>) {
     }
     signals.extend(gpu::kernel_signals(facts));
     signals.extend(disk::disk_signals(facts));
+    signals.extend(host::host_signals(facts));
     signals.extend(unjudged::unjudged(facts));
     if let Some(latest) = facts.history.latest_host() {
         for error in &latest.sample.errors {

@@ -375,3 +375,48 @@ fn a_run_not_read_yet_is_said_without_needing_you() {
     );
     assert_eq!(unknown.severity, Severity::Info);
 }
+
+/// A box whose CPUs are all busy (the 5-minute load) or whose RAM is nearly gone says so in
+/// words, as a warning: not a yellow cell alone.
+#[test]
+fn every_cpu_busy_and_ram_nearly_gone_are_warnings_in_words() {
+    let mut case = Case::new(None);
+    case.host_sample(HostSample {
+        load: crate::probe::parse_loadavg("12.40 9.10 6.00 9/800 4242").ok(),
+        cpus: Some(8),
+        memory: Some(crate::probe::MemInfo {
+            total_bytes: 64 << 30,
+            available_bytes: Some(4 << 30),
+            swap_total_bytes: None,
+            swap_free_bytes: None,
+        }),
+        ..HostSample::default()
+    });
+    let (_, signals) = case.run();
+    let cpu = find(&signals, SignalKind::CpuBound).expect("cpu-bound");
+    assert_eq!(cpu.severity, Severity::Warn);
+    assert!(
+        cpu.message
+            .starts_with("load 9.1 over 5 min on 8 CPUs: every CPU is busy"),
+        "{}",
+        cpu.message
+    );
+    let ram = find(&signals, SignalKind::RamLow).expect("ram");
+    assert!(
+        ram.message.starts_with("RAM 94% used (60.0/64.0 GiB)"),
+        "{}",
+        ram.message
+    );
+    // A burst (the 1-minute load) on a box with room is not a warning.
+    let mut burst = Case::new(None);
+    burst.host_sample(HostSample {
+        load: crate::probe::parse_loadavg("12.40 3.10 2.00 9/800 4242").ok(),
+        cpus: Some(8),
+        ..HostSample::default()
+    });
+    let (_, signals) = burst.run();
+    assert!(
+        find(&signals, SignalKind::CpuBound).is_none(),
+        "{signals:?}"
+    );
+}

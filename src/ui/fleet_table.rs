@@ -175,7 +175,7 @@ fn cpu_cell(sample: Option<&HostSample>, ctx: &Ctx<'_>) -> Span<'static> {
     let full = load
         .zip(sample.cpus)
         .is_some_and(|(l, n)| l >= f64::from(n.max(1)))
-        || ram.is_some_and(|r| r >= RAM_WARN_PCT);
+        || ram.is_some_and(|r| r >= crate::signals::host::RAM_WARN_PCT);
     let style = if full {
         ctx.theme.warn
     } else {
@@ -183,9 +183,6 @@ fn cpu_cell(sample: Option<&HostSample>, ctx: &Ctx<'_>) -> Span<'static> {
     };
     Span::styled(cpu_text(load, sample.cpus, ram), style)
 }
-
-/// RAM in use from which the cell is warned: past it the page cache is gone and a loader stalls.
-const RAM_WARN_PCT: f64 = 90.0;
 
 fn cpu_text(load: Option<f64>, cpus: Option<u32>, ram_pct: Option<f64>) -> String {
     let load = match load {
