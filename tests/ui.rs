@@ -45,7 +45,7 @@ fn overview_names_every_state_a_user_must_see() {
         "■ DEAD",
         "✗ down",
         "▶ alive",
-        "I99%",
+        "inodes 99% used",
         "zombie",
         "? unknown",
         "SM clock 1365/1980",
@@ -922,4 +922,23 @@ fn a_boxs_records_show_in_its_detail_and_a_torn_down_box_says_so() {
     let job = screen(&app, &state, 160, 48);
     assert!(job.contains("squeue still shows job 10"), "{job}");
     assert!(!job.contains("job 11 ended"), "{job}");
+}
+
+/// NEEDS YOU, the line that says what is wrong, gets the room before any bar does: at least 60
+/// cells at 200 columns, and more as the terminal widens (columns drop first).
+#[test]
+fn needs_you_gets_room_before_the_bars() {
+    let now = screenshot_time();
+    let (_, state) = Demo::start_sized(now, 1);
+    let app = App::new(true);
+    for (width, least) in [(80u16, 24usize), (120, 36), (160, 48), (200, 60)] {
+        let screen = screen(&app, &state, width, 30);
+        let header = screen
+            .lines()
+            .find(|l| l.contains("HOST") && l.contains("NEEDS YOU"))
+            .unwrap_or_else(|| panic!("no header at {width}:\n{screen}"));
+        let at = header.find("NEEDS YOU").unwrap_or(0);
+        let cells = header[at..].chars().count().saturating_sub(1);
+        assert!(cells >= least, "{cells} cells at {width}:\n{header}");
+    }
 }

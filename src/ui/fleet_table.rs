@@ -107,15 +107,15 @@ fn gpu_cells(h: &HostState, ctx: &Ctx<'_>, col: Col, width: u16) -> Span<'static
             let total: Option<u64> = (0..n)
                 .map(|i| known(&h.history, i, |g| g.mem_total_mib))
                 .sum();
-            // The GPU count after the sizes, in brackets (the header says so): "8×557/640G"
-            // read as a multiplication.
+            // The GPU count after the sizes, in brackets (the header says so): "8×557/640GiB"
+            // read as a multiplication. GiB, written: the unit of `status` and the detail.
             let gpus = if n > 1 {
                 format!(" ({n})")
             } else {
                 String::new()
             };
             Span::raw(format!(
-                "{:.0}/{}G{gpus}",
+                "{:.0}/{}GiB{gpus}",
                 used as f64 / 1024.0,
                 total.map_or("?".into(), |t| format!("{:.0}", t as f64 / 1024.0))
             ))

@@ -43,7 +43,8 @@ pub fn sparkline(values: &[f64], width: usize, floor: f64, ceiling: Option<f64>)
 }
 
 pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "K", "M", "G", "T", "P"];
+    // Binary units, written as such: the same GiB as `status`, the detail and every message.
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut value = n as f64;
     let mut unit = 0;
     while value >= 1024.0 && unit < UNITS.len() - 1 {
@@ -349,7 +350,7 @@ mod tests {
     #[test]
     fn sizes_read_like_df_h() {
         assert_eq!(bytes(512), "512B");
-        assert_eq!(bytes(270_553_174_016), "252G");
-        assert_eq!(bytes(1536), "1.5K");
+        assert_eq!(bytes(270_553_174_016), "252GiB");
+        assert_eq!(bytes(1536), "1.5KiB");
     }
 }

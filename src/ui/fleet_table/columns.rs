@@ -31,7 +31,7 @@ const COLUMNS: &[(Col, &str, u16)] = &[
     (Col::Queue, "QUEUE", 16),
     (Col::Danger, "NEXT CLOCK", 16),
     (Col::Clock, "SM CLOCK/MAX", 14),
-    (Col::Vram, "VRAM (GPUS)", 12),
+    (Col::Vram, "VRAM (GPUS)", 14),
     (Col::Disk, "DISK B/INODE", 13),
     (Col::Power, "POWER/CAP", 14),
     (Col::Util, "UTIL", 5),
@@ -65,6 +65,13 @@ pub fn name_width<'a>(names: impl Iterator<Item = &'a str>, width: u16) -> u16 {
     u16::try_from(longest).unwrap_or(u16::MAX).clamp(14, most)
 }
 
+/// The least NEEDS YOU gets: the line that says what is wrong outranks every bar, so it grows
+/// with the terminal (24 cells at 80 columns, 60 from 200), and columns drop to make room.
+/// It grows at most one cell per column of width, so a column never comes back narrower.
+pub fn signal_min(width: u16) -> u16 {
+    (width.saturating_mul(3) / 10).clamp(24, 60)
+}
+
 /// Columns that fit `width`, taken from the head of [`COLUMNS`] until one does not fit; the
 /// queue column only when some host has a queue, and the `sorted` column always (a sort must
 /// show its key: sorted by GPU util at 80 columns, UTIL stays).
@@ -80,7 +87,11 @@ pub fn fitted(width: u16, queues: bool, names: u16, sorted: Col) -> Vec<(Col, &'
         .into_iter()
         .chain(COLUMNS.iter().copied().filter(|(c, _, _)| wanted(c)))
     {
-        let w = if col == Col::Name { names } else { w };
+        let w = match col {
+            Col::Name => names,
+            Col::Signal => signal_min(width),
+            _ => w,
+        };
         if used + w >= width && col != Col::Name && Some((col, title, w)) != forced {
             break;
         }
