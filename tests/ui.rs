@@ -942,3 +942,22 @@ fn needs_you_gets_room_before_the_bars() {
         assert!(cells >= least, "{cells} cells at {width}:\n{header}");
     }
 }
+
+/// Every size of memory or disk the dashboard shows carries its binary unit, written (B, KiB,
+/// MiB, GiB, TiB): never a bare `G` or a decimal `GB` for a binary value. A GPU's product name
+/// (`H100 80GB HBM3`) is the vendor's text, not a size rigwatch computed.
+#[test]
+fn every_size_on_screen_has_its_binary_unit() {
+    let bare = regex::Regex::new(r"\b\d+(?:\.\d+)?(?:[KMGTP]|[KMGTP]B)(?:\b|/)").expect("regex");
+    for (width, height) in [(80u16, 24u16), (160, 48), (200, 60)] {
+        for (name, buffer) in demo_frames(&Theme::mono(), width, height) {
+            let text = buffer_text(&buffer);
+            for line in text.lines().filter(|l| !l.contains("HBM")) {
+                assert!(
+                    !bare.is_match(line),
+                    "{name} at {width}×{height}: a size without its unit: {line}"
+                );
+            }
+        }
+    }
+}
