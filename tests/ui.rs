@@ -961,3 +961,40 @@ fn every_size_on_screen_has_its_binary_unit() {
         }
     }
 }
+
+/// ↑ and ↓ in `:` walk the commands run before, newest first, as a shell's history does; ↓ past
+/// the newest is an empty line again; a command run twice in a row is kept once.
+#[test]
+fn the_command_line_keeps_a_history() {
+    let (_, state) = Demo::start(screenshot_time());
+    let mut app = App::new(true);
+    let run = |app: &mut App, text: &str| {
+        app.handle_key(key(KeyCode::Char(':')), &state);
+        for c in text.chars() {
+            app.handle_key(key(KeyCode::Char(c)), &state);
+        }
+        app.handle_key(key(KeyCode::Enter), &state);
+    };
+    run(&mut app, "sort name");
+    run(&mut app, "sort util");
+    run(&mut app, "sort util");
+    app.handle_key(key(KeyCode::Char(':')), &state);
+    app.handle_key(key(KeyCode::Up), &state);
+    assert_eq!(app.command.as_deref(), Some("sort util"));
+    app.handle_key(key(KeyCode::Up), &state);
+    assert_eq!(app.command.as_deref(), Some("sort name"));
+    app.handle_key(key(KeyCode::Up), &state);
+    assert_eq!(
+        app.command.as_deref(),
+        Some("sort name"),
+        "the oldest stays"
+    );
+    app.handle_key(key(KeyCode::Down), &state);
+    assert_eq!(app.command.as_deref(), Some("sort util"));
+    app.handle_key(key(KeyCode::Down), &state);
+    assert_eq!(app.command.as_deref(), Some(""));
+    app.handle_key(key(KeyCode::Up), &state);
+    app.handle_key(key(KeyCode::Up), &state);
+    app.handle_key(key(KeyCode::Enter), &state);
+    assert_eq!(app.sort, SortKey::Name, "a recalled command runs");
+}

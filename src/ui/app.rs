@@ -123,6 +123,9 @@ pub struct App {
     pub editing_filter: bool,
     /// The `:` command line while it is open.
     pub command: Option<String>,
+    /// Commands run before, oldest first, and where ↑/↓ stand in them (None: a new line).
+    pub command_history: Vec<String>,
+    pub history_at: Option<usize>,
     pub sort: SortKey,
     pub help: bool,
     /// How far the help is scrolled (it scrolls where it does not fit).
@@ -164,6 +167,8 @@ impl App {
             event_filter: String::new(),
             editing_filter: false,
             command: None,
+            command_history: Vec::new(),
+            history_at: None,
             sort: SortKey::Worst,
             help: false,
             help_scroll: 0,

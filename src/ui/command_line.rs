@@ -3,8 +3,8 @@
 //! `:fleet`, `:detail [TARGET]`, `:ssh [TARGET]`, `:log [TARGET]`, `:pane [TARGET]`,
 //! `:refresh`, `:help`, `:q`. A target is a box's name or a job's `cluster/id`; without one, a
 //! command acts on what its key would (the focused pane's selection). Tab completes the
-//! command, then the target. A command names the same action a key does; nothing here runs by
-//! itself.
+//! command, then the target; ↑/↓ recall the commands run before. A command names the same
+//! action a key does; nothing here runs by itself.
 
 use crossterm::event::{KeyCode, KeyEvent};
 
@@ -18,6 +18,9 @@ const COMMANDS: [&str; 15] = [
     "detail", "filter", "fleet", "help", "log", "pane", "pull", "q", "quit", "refresh", "roster",
     "silence", "sort", "ssh", "teardown",
 ];
+
+/// Commands kept for ↑/↓.
+const HISTORY: usize = 100;
 
 /// The sort words `:sort` takes.
 const SORTS: [(&str, SortKey); 4] = [
@@ -59,9 +62,9 @@ impl App {
             return Action::None;
         };
         match key.code {
-            KeyCode::Esc => self.command = None,
             // Backspace on an empty line closes it, as in vim.
-            KeyCode::Backspace if line.is_empty() => self.command = None,
+            KeyCode::Esc => self.close_command(),
+            KeyCode::Backspace if line.is_empty() => self.close_command(),
             KeyCode::Tab => {
                 let (done, candidates) = complete(line, state);
                 *line = done;
@@ -75,14 +78,43 @@ impl App {
                     self.notice = Some(crate::sanitize::line(&said, 300));
                 }
             }
+            KeyCode::Up | KeyCode::Down => {
+                let last = self.command_history.len().checked_sub(1);
+                self.history_at = match (key.code, self.history_at) {
+                    (KeyCode::Up, None) => last,
+                    (KeyCode::Up, Some(i)) => Some(i.saturating_sub(1)),
+                    (_, Some(i)) if Some(i) < last => Some(i + 1),
+                    _ => None,
+                };
+                *line = self
+                    .history_at
+                    .and_then(|i| self.command_history.get(i))
+                    .cloned()
+                    .unwrap_or_default();
+            }
             KeyCode::Enter => {
                 let text = std::mem::take(line);
                 self.command = None;
-                return self.run_command(text.trim(), state);
+                self.history_at = None;
+                let text = text.trim();
+                if !text.is_empty() && self.command_history.last().map(String::as_str) != Some(text)
+                {
+                    self.command_history.push(text.to_string());
+                    // A session's worth; the oldest go first.
+                    if self.command_history.len() > HISTORY {
+                        self.command_history.remove(0);
+                    }
+                }
+                return self.run_command(text, state);
             }
             _ => super::keys::edit_line(line, key, 120),
         }
         Action::None
+    }
+
+    fn close_command(&mut self) {
+        self.command = None;
+        self.history_at = None;
     }
 
     fn run_command(&mut self, text: &str, state: &FleetState) -> Action {
