@@ -998,3 +998,53 @@ fn the_command_line_keeps_a_history() {
     app.handle_key(key(KeyCode::Enter), &state);
     assert_eq!(app.sort, SortKey::Name, "a recalled command runs");
 }
+
+/// A box with more than two GPUs gets one row per GPU in its detail (index, util, SM/max,
+/// power/cap, VRAM, temperature, holders), so all eight fit a screen; two or fewer keep their
+/// sparklines.
+#[test]
+fn an_eight_gpu_box_has_a_row_per_gpu() {
+    let now = screenshot_time();
+    let (_, mut state) = Demo::start(now);
+    let base = state
+        .host("h100x2-fill")
+        .and_then(|h| h.history.latest_gpu())
+        .map(|r| r.gpus[0].clone())
+        .expect("a GPU reading");
+    let gpus = (0..8u32)
+        .map(|i| {
+            let mut g = base.clone();
+            g.index = Some(i);
+            g.uuid = Some(format!("GPU-eight-{i}"));
+            g.util_gpu_pct = Some(10 * i);
+            g
+        })
+        .collect();
+    state.record(
+        "h100x2-fill",
+        rigwatch::readings::Observation::Gpu(rigwatch::readings::GpuReading { at: now, gpus }),
+        now,
+    );
+    let mut app = App::new(true);
+    app.selected = Some("h100x2-fill".into());
+    app.view = View::Detail;
+    let text = screen(&app, &state, 120, 48);
+    assert!(
+        text.contains("GPU  UTIL  SM/MAX MHz   POWER/CAP W  VRAM GiB"),
+        "{text}"
+    );
+    for i in 0..8 {
+        let row = text
+            .lines()
+            .find(|l| {
+                l.trim_start_matches('│')
+                    .starts_with(&format!("  {i:<4} {:>4}", format!("{}%", 10 * i)))
+            })
+            .unwrap_or_else(|| panic!("no row for GPU {i}:\n{text}"));
+        assert!(row.contains("/79.6") && row.contains("°C"), "{row}");
+    }
+    assert!(
+        !text.contains("SM clock  "),
+        "no sparklines for eight:\n{text}"
+    );
+}

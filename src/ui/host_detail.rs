@@ -126,6 +126,10 @@ fn gpu_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
         .latest_host()
         .and_then(|r| r.sample.gpu_processes.clone())
         .unwrap_or_default();
+    if latest.gpus.len() >= TABLE_FROM {
+        out.extend(gpu_table(h, &latest.gpus, &processes, ctx));
+        return out;
+    }
     for (i, g) in latest.gpus.iter().enumerate() {
         let max_clock = known(&h.history, i, |g| g.sm_clock_max_mhz);
         let cap = known(&h.history, i, |g| g.power_limit_w);
@@ -197,6 +201,74 @@ fn gpu_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
                 p.used_mib.map_or("?".into(), |m| m.to_string())
             )));
         }
+    }
+    out
+}
+
+/// From this many GPUs on, the detail shows one row per GPU (nvitop's table) instead of three
+/// sparklines each: eight GPUs fit a screen.
+const TABLE_FROM: usize = 3;
+
+/// One row per GPU: index, util, SM clock against its max, power against its cap, VRAM in
+/// GiB, temperature, clock limits, and who holds its VRAM.
+fn gpu_table<'a>(
+    h: &HostState,
+    gpus: &[crate::probe::GpuSample],
+    processes: &[crate::probe::GpuProcess],
+    ctx: &Ctx<'a>,
+) -> Vec<Line<'a>> {
+    let t = ctx.theme;
+    let gib = |mib: u64| format!("{:.1}", mib as f64 / 1024.0);
+    let mut out = vec![Line::styled(
+        "  GPU  UTIL  SM/MAX MHz   POWER/CAP W  VRAM GiB      TEMP  HOLDERS",
+        t.header,
+    )];
+    for (i, g) in gpus.iter().enumerate() {
+        let max_clock = known(&h.history, i, |g| g.sm_clock_max_mhz);
+        let cap = known(&h.history, i, |g| g.power_limit_w);
+        let total = known(&h.history, i, |g| g.mem_total_mib);
+        let q = |v: Option<String>| v.unwrap_or_else(|| "?".into());
+        let holders: Vec<String> = processes
+            .iter()
+            .filter(|p| p.gpu_uuid.is_some() && p.gpu_uuid == g.uuid)
+            .map(|p| format!("{} {}", p.pid, clean(p.name.as_deref().unwrap_or("?"), 24)))
+            .collect();
+        let limits = g
+            .event_reasons
+            .map(|r| {
+                r.active()
+                    .iter()
+                    .map(|a| a.label())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .filter(|r| !r.is_empty());
+        let row = format!(
+            "  {:<4} {:>4}  {:>11}  {:>11}  {:>12}  {:>4}  {}{}",
+            g.index.unwrap_or(i as u32),
+            q(g.util_gpu_pct.map(|u| format!("{u}%"))),
+            format!(
+                "{}/{}",
+                q(g.sm_clock_mhz.map(|c| c.to_string())),
+                q(max_clock.map(|c| c.to_string()))
+            ),
+            format!(
+                "{}/{}",
+                q(g.power_draw_w.map(|p| format!("{p:.0}"))),
+                q(cap.map(|c| format!("{c:.0}")))
+            ),
+            format!("{}/{}", q(g.mem_used_mib.map(gib)), q(total.map(gib))),
+            q(g.temp_gpu_c.map(|c| format!("{c}°C"))),
+            if holders.is_empty() {
+                "-".to_string()
+            } else {
+                holders.join(", ")
+            },
+            limits
+                .map(|l| format!(" · clocks held by: {l}"))
+                .unwrap_or_default()
+        );
+        out.push(Line::raw(row));
     }
     out
 }
