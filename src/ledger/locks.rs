@@ -316,12 +316,26 @@ pub fn holders(
 /// Whether `table` (`/proc/locks`) shows a flock on the file `dev`/`ino`: its lines read
 /// `1: FLOCK  ADVISORY  WRITE 4711 08:01:1234567 0 EOF`, the device as hex major:minor.
 fn flocked(table: &str, dev: u64, ino: u64) -> bool {
-    let (major, minor) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
+    let (major, minor) = major_minor(dev);
     let want = format!("{major:02x}:{minor:02x}:{ino}");
     table.lines().any(|line| {
         let mut words = line.split_whitespace().skip(1);
         words.next() == Some("FLOCK") && words.nth(3) == Some(want.as_str())
     })
+}
+
+/// A device number's major and minor, as Linux's `/proc/locks` prints them.
+#[cfg(target_os = "linux")]
+fn major_minor(dev: u64) -> (u64, u64) {
+    (nix::sys::stat::major(dev), nix::sys::stat::minor(dev))
+}
+
+/// A device number's major and minor where there is no `/proc/locks` to compare them with (a
+/// Mac: `holders` finds no table and names nobody; the locks themselves are flock(2), there as
+/// here): the BSD layout, 8 bits of major above 24 of minor.
+#[cfg(not(target_os = "linux"))]
+fn major_minor(dev: u64) -> (u64, u64) {
+    ((dev >> 24) & 0xff, dev & 0x00ff_ffff)
 }
 
 /// How often a waiting pull looks again: a lock freed is taken within this.

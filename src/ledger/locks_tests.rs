@@ -163,6 +163,8 @@ fn a_holder_line_that_is_not_ours_is_unknown_and_refused() {
     drop(held);
 }
 
+/// Linux's `/proc/locks` (a Mac has no such table).
+#[cfg(target_os = "linux")]
 #[test]
 fn the_kernel_s_table_names_the_locked_file_by_device_and_inode() {
     let dev = nix::sys::stat::makedev(8, 1);

@@ -113,8 +113,23 @@ fn sync_each_by(
 
 /// Every write so far to the filesystem holding `path` made durable (syncfs).
 fn sync_filesystem(path: &Path) -> io::Result<()> {
-    let file = std::fs::File::open(path)?;
-    nix::unistd::syncfs(&file).map_err(io::Error::from)
+    syncfs(&std::fs::File::open(path)?)
+}
+
+/// Whether this system can make a whole filesystem durable at once: Linux's syncfs(2). A Mac
+/// has none (its sync(2) does not wait): there each path is fsynced, always.
+const SYNCFS: bool = cfg!(target_os = "linux");
+
+#[cfg(target_os = "linux")]
+fn syncfs(file: &impl std::os::fd::AsFd) -> io::Result<()> {
+    nix::unistd::syncfs(file).map_err(io::Error::from)
+}
+
+/// Never called where `SYNCFS` is false ([`whole_filesystem`] says one by one); an error, not
+/// a silent success, if that ever changed.
+#[cfg(not(target_os = "linux"))]
+fn syncfs(_file: &impl std::os::fd::AsFd) -> io::Result<()> {
+    Err(io::Error::other("no syncfs(2) on this system"))
 }
 
 /// `paths` (files or folders of `batch`) made durable by `how`'s way: each fsynced, or each
@@ -191,8 +206,12 @@ pub(super) fn sync_open(
         |i| Ok(files[i].0.metadata()?.dev()),
     );
     for which in groups {
-        if let Err(e) = nix::unistd::syncfs(files[which[0]].0) {
-            failed.extend(which.into_iter().map(|i| (i, io::Error::from(e))));
+        if let Err(e) = syncfs(files[which[0]].0) {
+            failed.extend(
+                which
+                    .into_iter()
+                    .map(|i| (i, io::Error::new(e.kind(), e.to_string()))),
+            );
         }
     }
     failed
@@ -223,6 +242,9 @@ fn by_device<K: Eq + std::hash::Hash>(
 /// Whether `count` paths are synced once for their filesystem rather than one by one, as
 /// `how` says now.
 fn whole_filesystem(count: usize, batch: Batch) -> bool {
+    if !SYNCFS {
+        return false;
+    }
     let waiting = waiting();
     let how = how(count, batch, waiting);
     if count > 0 {

@@ -180,6 +180,7 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
 /// would otherwise write the file's access time (a journal entry a file: on a re-pull of
 /// 100 000 small files, 2 % of the client's CPU and as many inodes to write back). The flag is
 /// refused on a file this user does not own; then it opens as any read does.
+#[cfg(target_os = "linux")]
 pub fn open_unwatched(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     let unwatched = std::fs::OpenOptions::new()
@@ -190,6 +191,12 @@ pub fn open_unwatched(path: &Path) -> std::io::Result<std::fs::File> {
         Err(e) if e.raw_os_error() == Some(nix::libc::EPERM) => std::fs::File::open(path),
         opened => opened,
     }
+}
+
+/// A Mac has no `O_NOATIME` (its filesystems update access times lazily): a plain open.
+#[cfg(not(target_os = "linux"))]
+pub fn open_unwatched(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
 }
 
 /// A regular file opened to be read (`open_unwatched`), and its length.

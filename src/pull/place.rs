@@ -14,10 +14,9 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::check::{Verification, verify_builtin_written};
 
@@ -46,13 +45,7 @@ pub(super) fn write(local: &Path, bytes: &[u8], mode: u32, modes: &mut Modes) ->
     // Asked again once a missing folder is made: it takes its parent's default ACL.
     let mut open = || {
         let (create, chmod) = modes.create(mode & 0o777, folder);
-        let opened = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .mode(create)
-            .custom_flags(nix::libc::O_TMPFILE)
-            .open(folder);
-        opened.map(|file| (file, chmod))
+        open_unnamed(folder, create).map(|file| (file, chmod))
     };
     let (mut file, chmod) = match open() {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -138,8 +131,28 @@ fn umask() -> Option<u32> {
     u32::from_str_radix(line.trim(), 8).ok()
 }
 
+/// An unnamed file in `folder` (Linux's `O_TMPFILE`).
+#[cfg(target_os = "linux")]
+fn open_unnamed(folder: &Path, mode: u32) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(mode)
+        .custom_flags(nix::libc::O_TMPFILE)
+        .open(folder)
+}
+
+/// A Mac has no unnamed files: every small file goes by its `.part` (write, fsync, rename), the
+/// way a filesystem without `O_TMPFILE` takes on Linux, with the same guarantees.
+#[cfg(not(target_os = "linux"))]
+fn open_unnamed(_folder: &Path, _mode: u32) -> std::io::Result<File> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
 /// The durable copy given its name. Fails where the name was taken since the pull looked
 /// (`EEXIST`): nothing there is replaced.
+#[cfg(target_os = "linux")]
 pub(super) fn link(unnamed: Unnamed) -> std::io::Result<()> {
     use nix::fcntl::{AT_FDCWD, AtFlags};
     // By its descriptor alone (AT_EMPTY_PATH) where this process may: with CAP_DAC_READ_SEARCH,
@@ -163,8 +176,22 @@ pub(super) fn link(unnamed: Unnamed) -> std::io::Result<()> {
     link_through_proc(&unnamed)
 }
 
+/// Where there are no unnamed files ([`open_unnamed`]), none is ever made to be linked.
+#[cfg(not(target_os = "linux"))]
+pub(super) fn link(unnamed: Unnamed) -> std::io::Result<()> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        format!(
+            "{}: no unnamed files on this system",
+            unnamed.local.display()
+        ),
+    ))
+}
+
+#[cfg(target_os = "linux")]
 fn link_through_proc(unnamed: &Unnamed) -> std::io::Result<()> {
     use nix::fcntl::{AT_FDCWD, AtFlags};
+    use std::os::fd::AsRawFd;
     let by_proc = format!("/proc/self/fd/{}", unnamed.file.as_raw_fd());
     nix::unistd::linkat(
         AT_FDCWD,
@@ -177,7 +204,8 @@ fn link_through_proc(unnamed: &Unnamed) -> std::io::Result<()> {
 }
 
 /// Set once linking by descriptor alone was refused: every later link goes through /proc.
-static NO_EMPTY_PATH: AtomicBool = AtomicBool::new(false);
+#[cfg(target_os = "linux")]
+static NO_EMPTY_PATH: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// One of the file descriptors unnamed copies may hold at once: each stays open until its
 /// chunk is judged and it is linked, so a pull with three chunks in hand holds up to ~12 000,
@@ -223,7 +251,8 @@ fn budget() -> usize {
     usize::try_from(soft.saturating_sub(1024).max(soft / 2)).unwrap_or(0)
 }
 
-#[cfg(test)]
+// Unnamed files are Linux's (`open_unnamed`).
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 
