@@ -1048,3 +1048,21 @@ fn an_eight_gpu_box_has_a_row_per_gpu() {
         "no sparklines for eight:\n{text}"
     );
 }
+
+/// A row's NEEDS YOU starts with the key that deals with it, where one does, before the words
+/// that a narrow cell cuts.
+#[test]
+fn needs_you_names_the_key_that_fixes_it() {
+    let now = screenshot_time();
+    let (_, state) = Demo::start(now);
+    let app = App::new(true);
+    let text = screen(&app, &state, 120, 30);
+    let row = |host: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!(" {host} ")) || l.contains(&format!("›{host} ")))
+            .unwrap_or_else(|| panic!("no {host}:\n{text}"))
+            .to_string()
+    };
+    assert!(row("h100-idle").contains("‼ p pulls, T tears down · no GPU work"), "{text}");
+    assert!(row("h100-rebooted").contains("‼3 l log · run is not running"), "{text}");
+}

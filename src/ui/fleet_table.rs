@@ -254,6 +254,17 @@ fn signal_cell<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool, width: u16) -> Spa
     Span::styled(format!("{head}{}", rest.content), rest.style)
 }
 
+/// The key on the row that deals with a signal, in words, where one does.
+fn fixing_key(kind: crate::signals::SignalKind) -> Option<&'static str> {
+    use crate::signals::SignalKind as K;
+    match kind {
+        K::ZombieVram => Some("K ends it"),
+        K::IdleButBilling => Some("p pulls, T tears down"),
+        K::RunDead | K::HungRun => Some("l log"),
+        _ => None,
+    }
+}
+
 fn needs_you<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool, width: u16) -> Span<'a> {
     let t = ctx.theme;
     // A box whose teardown was confirmed is gone: that, not its lost link, is its news.
@@ -280,7 +291,9 @@ fn needs_you<'a>(h: &HostState, ctx: &Ctx<'a>, stale: bool, width: u16) -> Span<
         } else {
             " ".to_string()
         };
-        let head = format!("{mark}{count}");
+        // The key that fixes it first, where one does: a cut never takes it.
+        let key = fixing_key(top.kind).map_or(String::new(), |k| format!("{k} · "));
+        let head = format!("{mark}{count}{key}");
         let room = usize::from(width).saturating_sub(head.chars().count());
         return Span::styled(
             format!("{head}{}", fit(&clean(&top.message, 200), room)),
