@@ -1063,6 +1063,12 @@ fn needs_you_names_the_key_that_fixes_it() {
             .unwrap_or_else(|| panic!("no {host}:\n{text}"))
             .to_string()
     };
-    assert!(row("h100-idle").contains("‼ p pulls, T tears down · no GPU work"), "{text}");
-    assert!(row("h100-rebooted").contains("‼3 l log · run is not running"), "{text}");
+    assert!(
+        row("h100-idle").contains("‼ p pulls, T tears down · no GPU work"),
+        "{text}"
+    );
+    assert!(
+        row("h100-rebooted").contains("‼3 l log · run is not running"),
+        "{text}"
+    );
 }
