@@ -31,6 +31,17 @@ fn fleet(lab: &mut Lab, login: &Sshd, sink: &Path) -> PathBuf {
     lab.fleet("fleet.toml", &extra, &[])
 }
 
+/// A first watch that sends the walltime alert (the recorded sink has it), then ends with
+/// `signal`.
+fn fire_walltime(lab: &Lab, config: &Path, sent: &Path, signal: &str) {
+    let first = start_watch(lab, config);
+    if !wait_for(sent, "clock_walltime", Duration::from_secs(60)) {
+        let (events, stderr) = finish(first, "-TERM");
+        panic!("the walltime alert fires first: {events:?}\n{stderr}");
+    }
+    finish(first, signal);
+}
+
 fn start_watch(lab: &Lab, config: &Path) -> Child {
     lab.watch(config, 120, &[])
 }
@@ -89,12 +100,7 @@ fn a_restart_while_squeue_hangs_resolves_nothing() {
     let (_data, hang) = login.shim_cluster_squeue(&lab, RUNNING);
     let (sink, sent) = recorder(&lab, "pager");
     let config = fleet(&mut lab, &login, &sink);
-    let first = start_watch(&lab, &config);
-    if !wait_for(&sent, "clock_walltime", Duration::from_secs(60)) {
-        let (events, stderr) = finish(first, "-TERM");
-        panic!("the walltime alert fires first: {events:?}\n{stderr}");
-    }
-    finish(first, "-TERM");
+    fire_walltime(&lab, &config, &sent, "-TERM");
     std::fs::write(&hang, "").expect("hang squeue");
     let second = start_watch(&lab, &config);
     std::thread::sleep(Duration::from_secs(8));
@@ -120,12 +126,7 @@ fn a_kill_right_after_a_send_does_not_send_it_again() {
     login.shim_cluster_squeue(&lab, RUNNING);
     let (sink, sent) = recorder(&lab, "pager");
     let config = fleet(&mut lab, &login, &sink);
-    let first = start_watch(&lab, &config);
-    if !wait_for(&sent, "clock_walltime", Duration::from_secs(60)) {
-        let (events, stderr) = finish(first, "-TERM");
-        panic!("the walltime alert fires first: {events:?}\n{stderr}");
-    }
-    finish(first, "-KILL");
+    fire_walltime(&lab, &config, &sent, "-KILL");
     let second = start_watch(&lab, &config);
     std::thread::sleep(Duration::from_secs(8));
     let (events, stderr) = finish(second, "-TERM");
@@ -215,12 +216,7 @@ fn a_job_that_ended_between_runs_is_told_once() {
     let (data, _) = login.shim_cluster_squeue(&lab, RUNNING);
     let (sink, sent) = recorder(&lab, "pager");
     let config = fleet(&mut lab, &login, &sink);
-    let first = start_watch(&lab, &config);
-    if !wait_for(&sent, "clock_walltime", Duration::from_secs(60)) {
-        let (events, stderr) = finish(first, "-TERM");
-        panic!("the walltime alert fires first: {events:?}\n{stderr}");
-    }
-    finish(first, "-TERM");
+    fire_walltime(&lab, &config, &sent, "-TERM");
     let ended = ENDED
         .lines()
         .next()

@@ -124,21 +124,28 @@ fn last_run(text: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.and_utc())
 }
 
-/// Each kernel's ref and when its latest version last ran.
-pub type LastRuns = Vec<(String, Option<DateTime<Utc>>)>;
-
-/// `kernels list --csv`: each kernel's ref and when its latest version last ran (None when the
-/// CLI printed `None`). "Not found" (no kernel) is an empty list.
-pub fn parse_list(text: &str) -> Result<LastRuns, ParseError> {
+/// The CSV table the CLI printed (its warnings and page token left out, CRLF read as LF; line
+/// numbers in errors count the table's own lines), or None where it printed `empty`, its words
+/// for no rows.
+fn csv_table(text: &str, empty: &str) -> Option<String> {
     let body: String = text
         .lines()
         .take(MAX_LINES)
         .filter(|l| !is_noise(l))
         .map(|l| format!("{}\n", l.trim_end_matches('\r')))
         .collect();
-    if body.trim() == "Not found" {
+    (body.trim() != empty).then_some(body)
+}
+
+/// Each kernel's ref and when its latest version last ran.
+pub type LastRuns = Vec<(String, Option<DateTime<Utc>>)>;
+
+/// `kernels list --csv`: each kernel's ref and when its latest version last ran (None when the
+/// CLI printed `None`). "Not found" (no kernel) is an empty list.
+pub fn parse_list(text: &str) -> Result<LastRuns, ParseError> {
+    let Some(body) = csv_table(text, "Not found") else {
         return Ok(Vec::new());
-    }
+    };
     let mut reader = csv::ReaderBuilder::new().from_reader(body.as_bytes());
     let header = reader
         .headers()
@@ -190,15 +197,9 @@ fn hours(text: &str) -> Option<f64> {
 
 /// `kaggle quota --csv`: the GPU row; None when the account reports no quota.
 pub fn parse_quota(text: &str) -> Result<Option<GpuQuota>, ParseError> {
-    let body: String = text
-        .lines()
-        .take(MAX_LINES)
-        .filter(|l| !is_noise(l))
-        .map(|l| format!("{}\n", l.trim_end_matches('\r')))
-        .collect();
-    if body.trim() == "No quota information available" {
+    let Some(body) = csv_table(text, "No quota information available") else {
         return Ok(None);
-    }
+    };
     let mut reader = csv::ReaderBuilder::new().from_reader(body.as_bytes());
     let header = reader
         .headers()

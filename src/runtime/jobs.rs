@@ -331,7 +331,7 @@ impl super::Runtime {
         };
         let setup = crate::pull::setup::setup(fleet, target).map_err(|e| e.to_string())?;
         let progress = Arc::new(Progress::default());
-        match setup.source {
+        let job = match setup.source {
             Source::Member(host) => {
                 let Some(session) = self.session(&host.name) else {
                     return Err(
@@ -341,27 +341,15 @@ impl super::Runtime {
                 let held = hold(&setup.key, &setup.what)?;
                 let from = (session, host.clone(), setup.spec.clone());
                 spawn_pull(from, Arc::clone(&progress), held, self.jobs_tx.clone());
+                None
             }
-            Source::Job(cluster, job) => {
-                let held = hold(&setup.key, &setup.what)?;
-                let from = (
-                    JobSource::Kube(cluster.clone()),
-                    job.to_string(),
-                    setup.spec.clone(),
-                );
-                let tx = self.jobs_tx.clone();
-                spawn_job_pull(from, (Arc::clone(&progress), held), tx);
-            }
-            Source::Kaggle(member, kernel) => {
-                let held = hold(&setup.key, &setup.what)?;
-                let from = (
-                    JobSource::Kaggle(member.clone()),
-                    kernel.to_string(),
-                    setup.spec.clone(),
-                );
-                let tx = self.jobs_tx.clone();
-                spawn_job_pull(from, (Arc::clone(&progress), held), tx);
-            }
+            Source::Job(cluster, job) => Some((JobSource::Kube(cluster.clone()), job)),
+            Source::Kaggle(member, kernel) => Some((JobSource::Kaggle(member.clone()), kernel)),
+        };
+        if let Some((source, job)) = job {
+            let held = hold(&setup.key, &setup.what)?;
+            let from = (source, job.to_string(), setup.spec.clone());
+            spawn_job_pull(from, (Arc::clone(&progress), held), self.jobs_tx.clone());
         }
         Ok(progress)
     }

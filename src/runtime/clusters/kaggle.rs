@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures::StreamExt;
-use tokio::sync::mpsc;
 
 use crate::cluster::ClusterReading;
 use crate::cluster::kaggle::{KaggleRead, KernelRead};
@@ -154,19 +153,4 @@ pub async fn read_kaggle(member: &KaggleConfig, timeout: Duration) -> ClusterRea
         },
     };
     crate::cluster::kaggle::reading(member, read, Utc::now())
-}
-
-/// Reads the member each period until the receiver is gone. A read never takes more than the
-/// period, so reads never pile up.
-pub(super) async fn poll_kaggle(member: KaggleConfig, tx: mpsc::Sender<ClusterReading>) {
-    let period = member.period.max(Duration::from_secs(1));
-    let mut every = tokio::time::interval(period);
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        every.tick().await;
-        let reading = read_kaggle(&member, period.min(Duration::from_secs(120))).await;
-        if tx.send(reading).await.is_err() {
-            return;
-        }
-    }
 }

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::cluster::ClusterReading;
@@ -85,19 +84,4 @@ async fn read_pod_gpus(
         }
     });
     futures::future::join_all(reads).await
-}
-
-/// Reads the cluster each period until the receiver is gone. A read never takes more than
-/// the period, so reads never pile up.
-pub(super) async fn poll_kubernetes(cluster: KubeConfig, tx: mpsc::Sender<ClusterReading>) {
-    let period = cluster.period.max(Duration::from_secs(1));
-    let mut every = tokio::time::interval(period);
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        every.tick().await;
-        let reading = read_kubernetes(&cluster, period).await;
-        if tx.send(reading).await.is_err() {
-            return;
-        }
-    }
 }

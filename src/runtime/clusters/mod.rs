@@ -102,17 +102,24 @@ impl Clusters {
                 )))
             })
             .collect();
-        tasks.extend(
-            fleet.kubernetes.iter().map(|cluster| {
-                tokio::spawn(kubernetes::poll_kubernetes(cluster.clone(), tx.clone()))
-            }),
-        );
-        tasks.extend(
-            fleet
-                .kaggle
-                .iter()
-                .map(|member| tokio::spawn(kaggle::poll_kaggle(member.clone(), tx.clone()))),
-        );
+        tasks.extend(fleet.kubernetes.iter().cloned().map(|cluster| {
+            let period = cluster.period;
+            let read = move |t| {
+                let cluster = cluster.clone();
+                async move { read_kubernetes(&cluster, t).await }
+            };
+            tokio::spawn(poll(period, period, read, tx.clone()))
+        }));
+        // A Kaggle read is bounded well under its period: a public API that answers or not.
+        tasks.extend(fleet.kaggle.iter().cloned().map(|member| {
+            let period = member.period;
+            let read = move |t| {
+                let member = member.clone();
+                async move { read_kaggle(&member, t).await }
+            };
+            let limit = period.min(Duration::from_secs(120));
+            tokio::spawn(poll(period, limit, read, tx.clone()))
+        }));
         (Clusters { pool, tasks }, Some(rx))
     }
 
@@ -127,6 +134,25 @@ impl Clusters {
         }
         if let Some(pool) = self.pool {
             pool.shutdown().await;
+        }
+    }
+}
+
+/// Reads with `read` (given `limit`, at most the period, for its whole read) each `period`
+/// until the receiver is gone: a read never takes more than the period, so reads never pile
+/// up.
+async fn poll<F, Fut>(period: Duration, limit: Duration, read: F, tx: mpsc::Sender<ClusterReading>)
+where
+    F: Fn(Duration) -> Fut,
+    Fut: std::future::Future<Output = ClusterReading>,
+{
+    let period = period.max(Duration::from_secs(1));
+    let mut every = tokio::time::interval(period);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if tx.send(read(limit.min(period)).await).await.is_err() {
+            return;
         }
     }
 }

@@ -65,11 +65,12 @@ pub fn name_width<'a>(names: impl Iterator<Item = &'a str>, width: u16) -> u16 {
     u16::try_from(longest).unwrap_or(u16::MAX).clamp(14, most)
 }
 
-/// The least NEEDS YOU gets: the line that says what is wrong outranks every bar, so it grows
-/// with the terminal (24 cells at 80 columns, 60 from 200), and columns drop to make room.
-/// It grows at most one cell per column of width, so a column never comes back narrower.
+/// The least NEEDS YOU gets: 24 cells up to 164 columns (the bars of a 160-column terminal
+/// stay), then every further column goes to it up to 60 cells at 200 (a wide terminal shows the
+/// line that says what is wrong before more bars). It grows at most one cell per column of
+/// width, so a column never comes back narrower.
 pub fn signal_min(width: u16) -> u16 {
-    (width.saturating_mul(3) / 10).clamp(24, 60)
+    width.saturating_sub(140).clamp(24, 60)
 }
 
 /// Columns that fit `width`, taken from the head of [`COLUMNS`] until one does not fit; the
