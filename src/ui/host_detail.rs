@@ -1,4 +1,4 @@
-//! One host in full: GPUs with sparklines, who holds VRAM, every mount in bytes and inodes with
+//! One host in full: its GPUs (`host_gpus`), every mount in bytes and inodes with
 //! time to full, the run, its log tail (sanitized) and checkpoint, signals, and its events.
 
 use ratatui::Frame;
@@ -8,15 +8,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::Ctx;
-use super::widgets::{age, bytes, known, series, sparkline};
+use super::widgets::{age, bytes};
 use crate::fleet::HostState;
 use crate::sanitize::line as clean;
 use crate::signals::{RunState, disk_usage};
 use crate::transport::LinkState;
 
-const SPARK_WIDTH: usize = 40;
-
-fn heading<'a>(text: &str, ctx: &Ctx<'a>) -> Line<'a> {
+pub(super) fn heading<'a>(text: &str, ctx: &Ctx<'a>) -> Line<'a> {
     Line::from(Span::styled(format!("── {text} "), ctx.theme.header))
 }
 
@@ -103,174 +101,6 @@ fn host_load<'a>(h: &HostState, ctx: &Ctx<'a>) -> Option<Line<'a>> {
         }
     }
     (!parts.is_empty()).then(|| kv("host", parts.join(" · "), ctx.theme.text))
-}
-
-fn gpu_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
-    let t = ctx.theme;
-    let mut out = vec![heading("GPUs", ctx)];
-    let Some(latest) = h.history.latest_gpu() else {
-        let why = match &h.gpu {
-            crate::readings::GpuAvailability::NoNvidiaSmi => {
-                "no GPUs: nvidia-smi is not installed".to_string()
-            }
-            crate::readings::GpuAvailability::Failing(why) => {
-                format!("nvidia-smi failing: {}", clean(why, 120))
-            }
-            _ => "no GPU reading yet".to_string(),
-        };
-        out.push(Line::styled(format!("  {why}"), t.stale));
-        return out;
-    };
-    let processes = h
-        .history
-        .latest_host()
-        .and_then(|r| r.sample.gpu_processes.clone())
-        .unwrap_or_default();
-    if latest.gpus.len() >= TABLE_FROM {
-        out.extend(gpu_table(h, &latest.gpus, &processes, ctx));
-        return out;
-    }
-    for (i, g) in latest.gpus.iter().enumerate() {
-        let max_clock = known(&h.history, i, |g| g.sm_clock_max_mhz);
-        let cap = known(&h.history, i, |g| g.power_limit_w);
-        let total = known(&h.history, i, |g| g.mem_total_mib);
-        let name = known(&h.history, i, |g| g.name.clone()).unwrap_or_else(|| "GPU".into());
-        let reasons = g.event_reasons.map(|r| {
-            r.active()
-                .iter()
-                .map(|a| a.label())
-                .collect::<Vec<_>>()
-                .join(", ")
-        });
-        out.push(Line::from(vec![
-            Span::styled(format!("  GPU{} ", g.index.unwrap_or(i as u32)), t.accent),
-            Span::raw(format!(
-                "{} · util {}% · {}°C · {}",
-                clean(&name, 40),
-                g.util_gpu_pct.map_or("?".into(), |u| u.to_string()),
-                g.temp_gpu_c.map_or("?".into(), |c| c.to_string()),
-                reasons
-                    .filter(|r| !r.is_empty())
-                    .map_or("no clock limits".into(), |r| format!("clocks held by: {r}"))
-            )),
-        ]));
-        let clocks = series(&h.history, i, |g| g.sm_clock_mhz.map(f64::from));
-        let power = series(&h.history, i, |g| g.power_draw_w);
-        let vram = series(&h.history, i, |g| g.mem_used_mib.map(|m| m as f64));
-        out.push(Line::from(vec![
-            Span::raw("    SM clock  "),
-            Span::styled(
-                sparkline(&clocks, SPARK_WIDTH, 0.0, max_clock.map(f64::from)),
-                t.accent,
-            ),
-            Span::raw(format!(
-                " {} / {} MHz",
-                g.sm_clock_mhz.map_or("?".into(), |c| c.to_string()),
-                max_clock.map_or("?".into(), |c| c.to_string())
-            )),
-        ]));
-        out.push(Line::from(vec![
-            Span::raw("    power     "),
-            Span::styled(sparkline(&power, SPARK_WIDTH, 0.0, cap), t.billing),
-            Span::raw(format!(
-                " {} / {} W",
-                g.power_draw_w.map_or("?".into(), |p| format!("{p:.0}")),
-                cap.map_or("?".into(), |c| format!("{c:.0}"))
-            )),
-        ]));
-        out.push(Line::from(vec![
-            Span::raw("    VRAM      "),
-            Span::styled(
-                sparkline(&vram, SPARK_WIDTH, 0.0, total.map(|t| t as f64)),
-                t.info,
-            ),
-            Span::raw(format!(
-                " {} / {} MiB",
-                g.mem_used_mib.map_or("?".into(), |m| m.to_string()),
-                total.map_or("?".into(), |m| m.to_string())
-            )),
-        ]));
-        for p in processes
-            .iter()
-            .filter(|p| p.gpu_uuid.is_none() || p.gpu_uuid == g.uuid)
-        {
-            out.push(Line::raw(format!(
-                "    holds VRAM: pid {} {} {} MiB",
-                p.pid,
-                clean(p.name.as_deref().unwrap_or("?"), 40),
-                p.used_mib.map_or("?".into(), |m| m.to_string())
-            )));
-        }
-    }
-    out
-}
-
-/// From this many GPUs on, the detail shows one row per GPU (nvitop's table) instead of three
-/// sparklines each: eight GPUs fit a screen.
-const TABLE_FROM: usize = 3;
-
-/// One row per GPU: index, util, SM clock against its max, power against its cap, VRAM in
-/// GiB, temperature, clock limits, and who holds its VRAM.
-fn gpu_table<'a>(
-    h: &HostState,
-    gpus: &[crate::probe::GpuSample],
-    processes: &[crate::probe::GpuProcess],
-    ctx: &Ctx<'a>,
-) -> Vec<Line<'a>> {
-    let t = ctx.theme;
-    let gib = |mib: u64| format!("{:.1}", mib as f64 / 1024.0);
-    let mut out = vec![Line::styled(
-        "  GPU  UTIL  SM/MAX MHz   POWER/CAP W  VRAM GiB      TEMP  HOLDERS",
-        t.header,
-    )];
-    for (i, g) in gpus.iter().enumerate() {
-        let max_clock = known(&h.history, i, |g| g.sm_clock_max_mhz);
-        let cap = known(&h.history, i, |g| g.power_limit_w);
-        let total = known(&h.history, i, |g| g.mem_total_mib);
-        let q = |v: Option<String>| v.unwrap_or_else(|| "?".into());
-        let holders: Vec<String> = processes
-            .iter()
-            .filter(|p| p.gpu_uuid.is_some() && p.gpu_uuid == g.uuid)
-            .map(|p| format!("{} {}", p.pid, clean(p.name.as_deref().unwrap_or("?"), 24)))
-            .collect();
-        let limits = g
-            .event_reasons
-            .map(|r| {
-                r.active()
-                    .iter()
-                    .map(|a| a.label())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .filter(|r| !r.is_empty());
-        let row = format!(
-            "  {:<4} {:>4}  {:>11}  {:>11}  {:>12}  {:>4}  {}{}",
-            g.index.unwrap_or(i as u32),
-            q(g.util_gpu_pct.map(|u| format!("{u}%"))),
-            format!(
-                "{}/{}",
-                q(g.sm_clock_mhz.map(|c| c.to_string())),
-                q(max_clock.map(|c| c.to_string()))
-            ),
-            format!(
-                "{}/{}",
-                q(g.power_draw_w.map(|p| format!("{p:.0}"))),
-                q(cap.map(|c| format!("{c:.0}")))
-            ),
-            format!("{}/{}", q(g.mem_used_mib.map(gib)), q(total.map(gib))),
-            q(g.temp_gpu_c.map(|c| format!("{c}°C"))),
-            if holders.is_empty() {
-                "-".to_string()
-            } else {
-                holders.join(", ")
-            },
-            limits
-                .map(|l| format!(" · clocks held by: {l}"))
-                .unwrap_or_default()
-        );
-        out.push(Line::raw(row));
-    }
-    out
 }
 
 fn disk_lines<'a>(h: &HostState, ctx: &Ctx<'a>) -> Vec<Line<'a>> {
@@ -422,54 +252,8 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
             lines.push(Line::styled(format!("       $ {command}"), t.accent));
         }
     }
-    lines.push(heading("Danger clocks and cost", ctx));
-    if h.clocks.is_empty() {
-        lines.push(Line::styled("  none running", t.stale));
-    }
-    for clock in &h.clocks {
-        let left = match (clock.remaining_secs, clock.accrued) {
-            _ if crate::clocks::Urgency::of(clock) == crate::clocks::Urgency::Fired => {
-                crate::clocks::Urgency::Fired.word().to_string()
-            }
-            (Some(s), _) => format!(
-                "in {}",
-                crate::signals::minutes(chrono::Duration::seconds(s))
-            ),
-            (None, Some(a)) => format!("{a:.2} so far"),
-            (None, None) => String::new(),
-        };
-        lines.push(Line::styled(
-            format!(
-                "  {:<8} {:<13} {:<12} {}: {}",
-                crate::clocks::Urgency::of(clock).word(),
-                super::fleet_table::clock_word(clock.kind),
-                left,
-                clock.confidence.word(),
-                clean(&clock.message, 300)
-            ),
-            super::fleet_table::clock_style(clock, ctx),
-        ));
-    }
-    if let Some(ledger) = &h.ledger {
-        let currency = h.config.billing.currency.as_deref().unwrap_or("USD");
-        let rate = h
-            .rates(ctx.state.profile(&h.config.profile))
-            .now(h.billed())
-            .map_or(String::new(), |p| format!(" · {p:.2}/h now"));
-        lines.push(Line::styled(
-            format!(
-                "  cost     {:.2} {currency} since {} ({:.2} while idle){rate}",
-                ledger.spent,
-                ledger.first_seen_up.format("%H:%M UTC"),
-                ledger.idle_spent,
-            ),
-            t.billing,
-        ));
-    }
-    if let Some(report) = &h.provider {
-        lines.push(provider_line(report, ctx));
-    }
-    lines.extend(gpu_lines(h, ctx));
+    lines.extend(super::host_clocks::clock_lines(h, ctx));
+    lines.extend(super::host_gpus::gpu_lines(h, ctx));
     lines.extend(disk_lines(h, ctx));
     lines.extend(run_lines(h, ctx));
     lines.extend(super::queue_views::detail_lines(h, ctx));
@@ -540,35 +324,6 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         clean(&h.config.target.to_string(), 60)
     );
     super::widgets::detail_page(frame, area, ctx, title, lines);
-}
-
-/// What the provider's CLI said, and when: its state and price, or why there is none.
-fn provider_line(report: &crate::provider::ProviderReport, ctx: &Ctx<'_>) -> Line<'static> {
-    let asked = format!("asked {} ago", age(report.checked_at, ctx.now));
-    match (&report.state, &report.error) {
-        (Some(state), _) => Line::styled(
-            format!(
-                "  {}   {} · {} running, {} stopped · {asked}",
-                report.provider,
-                clean(state.state.word(), 40),
-                state
-                    .price_per_hour
-                    .map_or("?".into(), |p| format!("{p:.3}/h")),
-                state
-                    .stopped_price_per_hour
-                    .map_or("?".into(), |p| format!("{p:.3}/h")),
-            ),
-            ctx.theme.billing,
-        ),
-        (None, error) => Line::styled(
-            format!(
-                "  {}   {} · {asked}; costs come from fleet.toml",
-                report.provider,
-                clean(error.as_deref().unwrap_or("no answer"), 200)
-            ),
-            ctx.theme.stale,
-        ),
-    }
 }
 
 /// The commands a message names between backticks (`ssh-keygen -R …`): text with a space in
