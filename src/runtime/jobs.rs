@@ -1,4 +1,4 @@
-//! The slow work a front end asks of the runtime, off its loop: pulls, the teardown dialog's
+//! The slow work a front end asks of the runtime, off its loop: pulls (started in `pulls`), the teardown dialog's
 //! effects (run by the one executor, `teardown::execute`, through the live box or the demo's
 //! replay), and what the ledger says at start. Each runs as a task and reports back over one
 //! channel, which `Runtime::step` reads.
@@ -11,21 +11,15 @@ use tokio::sync::mpsc;
 
 use super::Step;
 use crate::demo::teardown::DemoIo;
-use crate::pull::setup::Source;
 use crate::teardown::io_for;
 
 use crate::clocks::Profile;
-use crate::config::{FleetConfig, HostConfig, KaggleConfig, KubeConfig, PullConfig};
+use crate::config::{FleetConfig, HostConfig};
 use crate::fleet::FleetState;
 use crate::ledger::Ledger;
-use crate::ledger::locks::{self, Act, Busy, Held};
-use crate::monitor::verified::{from_ledger, verified_cells};
-use crate::pull::kaggle::pull_kernel_and_record;
-use crate::pull::{Progress, pull_and_record, pull_job_and_record};
-use crate::queue::DoneRule;
+use crate::monitor::verified::from_ledger;
 use crate::target::Target;
 use crate::teardown::{Effect, Event, TeardownIo, execute, unfinished};
-use crate::transport::Session;
 
 #[derive(Debug)]
 pub enum JobMsg {
@@ -57,131 +51,6 @@ pub(super) fn spawn_teardown(
     tokio::spawn(async move {
         let event = execute(io.as_ref(), effect).await;
         let _ = tx.send(JobMsg::Teardown { target, event }).await;
-    });
-}
-
-/// A recorded pull in a line, for the status bar: `pull #3 of gpu-1: 2/2 files hashed and
-/// verified`.
-fn pulled(record: &crate::pull::Pulled, what: &str) -> String {
-    format!(
-        "pull #{} of {what}: {}/{} files hashed and verified{}",
-        record.id,
-        record.tally.outcomes[crate::ledger::Outcome::Proven as usize],
-        record.tally.files,
-        if record.unmatched.is_empty() {
-            String::new()
-        } else {
-            format!("; {} paths matched nothing", record.unmatched.len())
-        }
-    )
-}
-
-/// Where a pull of one job of a member reads from.
-enum JobSource {
-    /// A Kubernetes Job's running pod.
-    Kube(KubeConfig),
-    /// A Kaggle kernel's latest commit, through the kaggle CLI.
-    Kaggle(KaggleConfig),
-}
-
-/// A job's pull (a Kubernetes Job's pod, a Kaggle commit's output), recorded under its
-/// member's name.
-fn spawn_job_pull(
-    (source, job, spec): (JobSource, String, PullConfig),
-    (progress, held): (Arc<Progress>, Held),
-    tx: mpsc::Sender<JobMsg>,
-) {
-    tokio::spawn(async move {
-        let (name, noun) = match &source {
-            JobSource::Kube(c) => (c.name.clone(), "Job"),
-            JobSource::Kaggle(m) => (m.name.clone(), "commit"),
-        };
-        let shown = crate::sanitize::line(&name, 80);
-        let job_name = crate::sanitize::line(&job, 80);
-        let summary = match ledger() {
-            Err(e) => format!("pull {shown} --job {job_name} not started: ledger: {e}"),
-            Ok(mut l) => {
-                let result = match &source {
-                    JobSource::Kube(c) => {
-                        pull_job_and_record(c, &job, &spec, &mut l, progress, &held).await
-                    }
-                    JobSource::Kaggle(m) => {
-                        pull_kernel_and_record(m, &job, &spec, &mut l, progress, &held).await
-                    }
-                };
-                match result {
-                    Err(e) => format!(
-                        "pull {shown} --job {job_name} failed: {}",
-                        crate::sanitize::line(&e.to_string(), 300)
-                    ),
-                    Ok(record) => pulled(&record, &format!("{shown} ({noun} {job_name})")),
-                }
-            }
-        };
-        let _ = tx
-            .send(JobMsg::Pulled {
-                host: name,
-                summary,
-                verified: None,
-            })
-            .await;
-    });
-}
-
-/// The target's lock for a pull the dashboard starts: taken now or refused with who holds it
-/// (the dashboard does not wait: the user sees why at once and presses p again later).
-fn hold(key: &str, what: &str) -> Result<Held, String> {
-    let dir = locks::default_dir().ok_or("no state dir to hold the target in")?;
-    locks::try_take(&dir, key, Act::Pull, what, Utc::now()).map_err(|busy| match busy {
-        Busy::Io { .. } => busy.to_string(),
-        _ => format!("not started: {busy}; press p again once it has ended"),
-    })
-}
-
-fn ledger() -> Result<Ledger, String> {
-    let path = crate::ledger::default_path().ok_or("no state dir for the ledger")?;
-    Ledger::open(&path).map_err(|e| e.to_string())
-}
-
-pub(super) fn spawn_pull(
-    (session, host, spec): (Arc<Session>, HostConfig, PullConfig),
-    progress: Arc<Progress>,
-    held: Held,
-    tx: mpsc::Sender<JobMsg>,
-) {
-    tokio::spawn(async move {
-        let mut verified = None;
-        let recorded = match ledger() {
-            Err(e) => Err(format!("pull {} not started: ledger: {e}", host.name)),
-            Ok(mut l) => pull_and_record(&session, &host, &spec, &mut l, progress, &held)
-                .await
-                .map(|pulled| {
-                    // The cells need the files: read back once the pull's own state is gone.
-                    let record = host.queue.as_ref().map(|_| l.pull(pulled.id));
-                    (pulled, record)
-                })
-                .map_err(|e| format!("pull {} failed: {e}", host.name)),
-        };
-        let summary = match recorded {
-            Err(e) => e,
-            Ok((done, record)) => {
-                if let (Some(queue), Some(Ok(record))) = (&host.queue, &record) {
-                    verified = Some(verified_cells(
-                        record,
-                        &queue.final_dir,
-                        &DoneRule::default(),
-                    ));
-                }
-                pulled(&done, &crate::sanitize::line(&host.name, 80))
-            }
-        };
-        let _ = tx
-            .send(JobMsg::Pulled {
-                host: host.name,
-                summary,
-                verified,
-            })
-            .await;
     });
 }
 
@@ -317,41 +186,6 @@ impl super::Runtime {
         };
         super::kill::spawn(session, host.to_string(), targets, self.jobs_tx.clone());
         Ok(())
-    }
-
-    /// Starts a pull of `target`'s results: a box's, a Slurm cluster's (over its login node,
-    /// whatever the job), a Kubernetes Job's from its running pod. Its end comes back as
-    /// [`Step::Pulled`] for the box or cluster. Err says why not, in the target's words.
-    pub fn pull(&self, target: &Target) -> Result<Arc<Progress>, String> {
-        let Some(fleet) = self.fleet() else {
-            return Err(format!(
-                "the demo's {}s are replays: there is nothing to pull",
-                target.kind().noun()
-            ));
-        };
-        let setup = crate::pull::setup::setup(fleet, target).map_err(|e| e.to_string())?;
-        let progress = Arc::new(Progress::default());
-        let job = match setup.source {
-            Source::Member(host) => {
-                let Some(session) = self.session(&host.name) else {
-                    return Err(
-                        "the link is down; it resumes from the .part files once it is back".into(),
-                    );
-                };
-                let held = hold(&setup.key, &setup.what)?;
-                let from = (session, host.clone(), setup.spec.clone());
-                spawn_pull(from, Arc::clone(&progress), held, self.jobs_tx.clone());
-                None
-            }
-            Source::Job(cluster, job) => Some((JobSource::Kube(cluster.clone()), job)),
-            Source::Kaggle(member, kernel) => Some((JobSource::Kaggle(member.clone()), kernel)),
-        };
-        if let Some((source, job)) = job {
-            let held = hold(&setup.key, &setup.what)?;
-            let from = (source, job.to_string(), setup.spec.clone());
-            spawn_job_pull(from, (Arc::clone(&progress), held), self.jobs_tx.clone());
-        }
-        Ok(progress)
     }
 
     /// Opens `target`'s teardown: its first effects go through [`Runtime::teardown`]. Err says

@@ -19,6 +19,7 @@ mod handover;
 mod jobs;
 pub mod kill;
 pub mod once;
+mod pulls;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
