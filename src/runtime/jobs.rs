@@ -1,7 +1,7 @@
-//! The slow work a front end asks of the runtime, off its loop: pulls (started in `pulls`), the teardown dialog's
-//! effects (run by the one executor, `teardown::execute`, through the live box or the demo's
-//! replay), and what the ledger says at start. Each runs as a task and reports back over one
-//! channel, which `Runtime::step` reads.
+//! The slow work a front end asks of the runtime, off its loop: pulls (started in `pulls`),
+//! the teardown dialog's effects (run by the one executor, `teardown::execute`, through the live
+//! box or the demo's replay), and what the ledger says at start. Each runs as a task and reports
+//! back over one channel, which `Runtime::step` reads.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
