@@ -126,6 +126,8 @@ pub struct App {
     /// Commands run before, oldest first, and where ↑/↓ stand in them (None: a new line).
     pub command_history: Vec<String>,
     pub history_at: Option<usize>,
+    /// Where the open prompt's cursor is, as a character index; None: at the end.
+    pub prompt_cursor: Option<usize>,
     pub sort: SortKey,
     pub help: bool,
     /// How far the help is scrolled (it scrolls where it does not fit).
@@ -169,6 +171,7 @@ impl App {
             command: None,
             command_history: Vec::new(),
             history_at: None,
+            prompt_cursor: None,
             sort: SortKey::Worst,
             help: false,
             help_scroll: 0,

@@ -68,6 +68,7 @@ impl App {
             KeyCode::Tab => {
                 let (done, candidates) = complete(line, state);
                 *line = done;
+                self.prompt_cursor = None;
                 // More than one way on: show them, as a shell's second Tab does.
                 if candidates.len() > 1 {
                     const SHOWN: usize = 12;
@@ -91,11 +92,13 @@ impl App {
                     .and_then(|i| self.command_history.get(i))
                     .cloned()
                     .unwrap_or_default();
+                self.prompt_cursor = None;
             }
             KeyCode::Enter => {
                 let text = std::mem::take(line);
                 self.command = None;
                 self.history_at = None;
+                self.prompt_cursor = None;
                 let text = text.trim();
                 if !text.is_empty() && self.command_history.last().map(String::as_str) != Some(text)
                 {
@@ -107,7 +110,11 @@ impl App {
                 }
                 return self.run_command(text, state);
             }
-            _ => super::keys::edit_line(line, key, 120),
+            _ => {
+                let mut cursor = self.prompt_cursor;
+                super::line_edit::edit(line, &mut cursor, key, 120);
+                self.prompt_cursor = cursor;
+            }
         }
         Action::None
     }
@@ -115,6 +122,7 @@ impl App {
     fn close_command(&mut self) {
         self.command = None;
         self.history_at = None;
+        self.prompt_cursor = None;
     }
 
     fn run_command(&mut self, text: &str, state: &FleetState) -> Action {

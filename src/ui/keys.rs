@@ -64,7 +64,10 @@ impl App {
             KeyCode::Char('G') | KeyCode::End => self.move_cursor(state, Move::Last),
             KeyCode::Left | KeyCode::Char('h') => self.view = View::Fleet,
             KeyCode::Enter | KeyCode::Right if self.view == View::Fleet => self.open(state),
-            KeyCode::Char(':') => self.command = Some(String::new()),
+            KeyCode::Char(':') => {
+                self.command = Some(String::new());
+                self.prompt_cursor = None;
+            }
             KeyCode::Char('/') => {
                 // The detail's own list: a box's detail filters the boxes, a job's the jobs.
                 match self.view {
@@ -73,6 +76,7 @@ impl App {
                     View::Fleet | View::Roster => {}
                 }
                 self.editing_filter = true;
+                self.prompt_cursor = None;
                 self.view = View::Fleet;
             }
             KeyCode::Char('o') => {
@@ -247,12 +251,20 @@ impl App {
 
     fn filter_key(&mut self, key: KeyEvent) {
         match key.code {
-            KeyCode::Enter => self.editing_filter = false,
+            KeyCode::Enter => {
+                self.editing_filter = false;
+                self.prompt_cursor = None;
+            }
             KeyCode::Esc => {
                 self.editing_filter = false;
+                self.prompt_cursor = None;
                 self.filter_mut().clear();
             }
-            _ => edit_line(self.filter_mut(), key, 40),
+            _ => {
+                let mut cursor = self.prompt_cursor;
+                super::line_edit::edit(self.filter_mut(), &mut cursor, key, 40);
+                self.prompt_cursor = cursor;
+            }
         }
     }
 
@@ -327,39 +339,6 @@ impl App {
     }
 }
 
-/// A key typed into a one-line prompt (`/`, `:`), edited as in a shell: Backspace and Ctrl-H
-/// erase a character, Ctrl-W a word, Ctrl-U the line; no other Ctrl or Alt key types its
-/// letter; the line holds at most `max` characters.
-pub(super) fn edit_line(line: &mut String, key: KeyEvent, max: usize) {
-    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-    match key.code {
-        KeyCode::Backspace if ctrl => delete_word(line),
-        KeyCode::Backspace => {
-            line.pop();
-        }
-        KeyCode::Char('h') if ctrl => {
-            line.pop();
-        }
-        KeyCode::Char('w') if ctrl => delete_word(line),
-        KeyCode::Char('u') if ctrl => line.clear(),
-        KeyCode::Char(_) if ctrl || key.modifiers.contains(KeyModifiers::ALT) => {}
-        KeyCode::Char(c) if !c.is_control() && line.chars().count() < max => line.push(c),
-        _ => {}
-    }
-}
-
-/// The last word and the spaces after it, as Ctrl-W in a shell.
-fn delete_word(line: &mut String) {
-    let kept = line.trim_end().len();
-    line.truncate(kept);
-    let start = line
-        .char_indices()
-        .rev()
-        .find(|(_, c)| c.is_whitespace())
-        .map_or(0, |(i, c)| i + c.len_utf8());
-    line.truncate(start);
-}
-
 /// What an event is about: its job, its box; an event about a cluster's queue as a whole is
 /// about no one target.
 fn event_target(state: &FleetState, event: &Event) -> Result<Target, String> {
@@ -386,38 +365,4 @@ fn ended(state: &FleetState, target: &Target) -> Option<String> {
         .iter()
         .find(|j| j.id == job.id)?;
     row.phase.is_over().then(|| row.state.clone())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn typed(keys: &[(KeyCode, KeyModifiers)]) -> String {
-        let mut line = String::new();
-        for (code, mods) in keys {
-            edit_line(&mut line, KeyEvent::new(*code, *mods), 40);
-        }
-        line
-    }
-
-    #[test]
-    fn prompts_edit_as_a_shell_does_and_no_chord_types_its_letter() {
-        let none = KeyModifiers::NONE;
-        let ctrl = KeyModifiers::CONTROL;
-        let mut keys: Vec<(KeyCode, KeyModifiers)> = "pull gpu-1 "
-            .chars()
-            .map(|c| (KeyCode::Char(c), none))
-            .collect();
-        keys.push((KeyCode::Char('w'), ctrl));
-        assert_eq!(typed(&keys), "pull ", "Ctrl-W erases the last word");
-        keys.push((KeyCode::Char('h'), ctrl));
-        assert_eq!(typed(&keys), "pull", "Ctrl-H erases a character");
-        keys.push((KeyCode::Char('u'), ctrl));
-        assert_eq!(typed(&keys), "", "Ctrl-U erases the line");
-        keys.push((KeyCode::Char('x'), KeyModifiers::ALT));
-        keys.push((KeyCode::Char('a'), ctrl));
-        assert_eq!(typed(&keys), "", "no chord types its letter");
-        let long: Vec<_> = (0..50).map(|_| (KeyCode::Char('é'), none)).collect();
-        assert_eq!(typed(&long).chars().count(), 40, "bounded");
-    }
 }

@@ -18,6 +18,7 @@ mod jobs_pane;
 mod jobs_table;
 mod keys;
 mod kill_modal;
+mod line_edit;
 mod mouse;
 mod queue_views;
 pub mod svg;
@@ -118,10 +119,16 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx<'_>) {
 fn status_line<'a>(ctx: &Ctx<'a>, width: u16) -> Line<'a> {
     let t = ctx.theme;
     if let Some(line) = &ctx.app.command {
+        let (before, after) = line_edit::split(line, ctx.app.prompt_cursor);
         return Line::from(vec![
             Span::styled(" :", t.accent),
-            Span::raw(line.clone()),
-            Span::styled("▏ Tab completes · Enter runs · Esc cancels", t.stale),
+            Span::raw(before.to_string()),
+            Span::styled("▏", t.accent),
+            Span::raw(after.to_string()),
+            Span::styled(
+                "  Tab completes · ↑↓ history · Enter runs · Esc cancels",
+                t.stale,
+            ),
         ]);
     }
     if ctx.app.editing_filter {
@@ -135,10 +142,13 @@ fn status_line<'a>(ctx: &Ctx<'a>, width: u16) -> Line<'a> {
             Pane::Jobs => &ctx.app.job_filter,
             Pane::Alerts => &ctx.app.event_filter,
         };
+        let (before, after) = line_edit::split(filter, ctx.app.prompt_cursor);
         return Line::from(vec![
             Span::styled(format!(" filter {pane} /"), t.accent),
-            Span::raw(filter.clone()),
-            Span::styled("▏ Enter keep · Esc clear", t.stale),
+            Span::raw(before.to_string()),
+            Span::styled("▏", t.accent),
+            Span::raw(after.to_string()),
+            Span::styled("  Enter keep · Esc clear", t.stale),
         ]);
     }
     if let Some(notice) = &ctx.app.notice {
