@@ -651,7 +651,10 @@ fn the_command_line_runs_actions_and_completes_host_names() {
     app.handle_key(key(KeyCode::Tab), &state);
     assert_eq!(app.command.as_deref(), Some("pull h100-zombie"));
     let text = screen(&app, &state, 100, 30);
-    assert!(text.contains(" :pull h100-zombie▏  Tab completes"), "{text}");
+    assert!(
+        text.contains(" :pull h100-zombie▏  Tab completes"),
+        "{text}"
+    );
     assert_eq!(
         app.handle_key(key(KeyCode::Enter), &state),
         Action::Pull(Target::Box("h100-zombie".into()))
