@@ -246,7 +246,10 @@ impl Metrics {
             set(&self.cluster_read, &[("cluster", cluster)], read);
             if let Some(q) = &c.quota {
                 let left = q.remaining_hours * 3600.0;
-                set(&self.gpu_quota_left, &[("cluster", cluster)], left);
+                // "seen": rigwatch's own count of the runs it saw, at most this much is left.
+                let source = if q.lower_bound { "seen" } else { "account" };
+                let l = [("cluster", cluster), ("source", source)];
+                set(&self.gpu_quota_left, &l, left);
             }
             for j in &c.jobs {
                 let one = [("cluster", cluster), ("job", j.id.as_str())];

@@ -35,7 +35,10 @@ case "$1 $2" in
     if [ -e "$f.err" ]; then cat "$f.err" >&2; exit 1; fi
     cat "$f"; exit 0;;
   "kernels list") cat "$d/list.csv"; exit 0;;
-  "quota --csv") cat "$d/quota.csv"; exit 0;;
+  "quota --csv")
+    # 1.x has no quota command: argparse refuses it.
+    if [ -e "$d/noquota" ]; then echo "kaggle: error: argument command: invalid choice: 'quota'" >&2; exit 2; fi
+    cat "$d/quota.csv"; exit 0;;
   "kernels pull")
     cp "$d/meta/$(echo "$3" | tr / _).json" "$5/kernel-metadata.json"
     echo "Source code and metadata downloaded to $5"; exit 0;;
@@ -477,7 +480,9 @@ fn watch_alerts_on_a_commit_and_metrics_show_it() {
         "{events:?}"
     );
     assert!(
-        metrics.contains(r#"rigwatch_gpu_quota_remaining_seconds{cluster="kaggle"} 63000"#),
+        metrics.contains(
+            r#"rigwatch_gpu_quota_remaining_seconds{cluster="kaggle",source="account"} 63000"#
+        ),
         "{metrics}"
     );
     assert!(
@@ -557,4 +562,37 @@ fn the_dashboard_pulls_a_commit_and_refuses_its_teardown() {
     assert!(!screen.contains("MISSING"), "{screen}");
     tmux.keys(&["q"]);
     tmux.wait_for("exit", limit, |s| s.contains("RIGWATCH-EXITED-0"));
+}
+
+/// A CLI without `kaggle quota` (1.x): the quota is rigwatch's own count of the GPU runs it
+/// saw, remembered between runs, and every view says it is a lower bound.
+#[test]
+fn without_the_accounts_quota_the_runs_seen_are_a_lower_bound() {
+    let k = Kaggle::new();
+    k.write("noquota", "");
+    k.kernel("alice/train-llama", "RUNNING", None, 2.0);
+    let fleet = k.fleet("", &["alice/train-llama"]);
+    let json = k.status_json(&fleet);
+    let member = &json["clusters"][0];
+    assert_eq!(member["quota"]["lower_bound"], true, "{member}");
+    let used = member["quota"]["used_hours"].as_f64().unwrap_or(0.0);
+    assert!((1.99..2.1).contains(&used), "{member}");
+    assert!(
+        member["via"]
+            .as_str()
+            .is_some_and(|v| v.contains("GPU quota not read (") && v.contains("a lower bound")),
+        "{member}"
+    );
+    assert!(
+        k.dir
+            .path()
+            .join("state/rigwatch/kaggle-runs.json")
+            .is_file()
+    );
+    let out = k.rigwatch(&["status", "--timeout", "20"], &fleet);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("weekly GPU quota: at least 2.0 h used of 30.0 h, at most 28.0 h left"),
+        "{table}"
+    );
 }

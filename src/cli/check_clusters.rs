@@ -306,6 +306,16 @@ pub async fn kaggle(member: &KaggleConfig, timeout: Duration) -> ClusterCheck {
             ),
         });
         findings.push(match &reading.quota {
+            Some(q) if q.lower_bound => finding(
+                "GPU quota",
+                Level::Warn,
+                format!(
+                    "not reported by the account: rigwatch counts the GPU runs it sees (at least \
+                     {:.1} h used this week)",
+                    q.used_hours
+                ),
+                Some("kaggle quota --csv needs kaggle 2.x: pip install -U kaggle".into()),
+            ),
             Some(q) => finding(
                 "GPU quota",
                 Level::Ok,

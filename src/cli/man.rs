@@ -40,6 +40,10 @@ const FILES: &[(&str, &str)] = &[
         "alert states, and which rigwatch sends them (one sender per state dir)",
     ),
     (
+        "$XDG_STATE_HOME/rigwatch/kaggle-runs.json",
+        "the Kaggle GPU runs rigwatch saw this week: the quota's lower bound where the account reports none",
+    ),
+    (
         "$XDG_STATE_HOME/rigwatch/rigwatch.log",
         "a debug log, only with RIGWATCH_LOG set",
     ),

@@ -101,11 +101,20 @@ fn write_cluster(out: &mut String, cluster: &crate::cluster::ClusterReading) {
             .refresh_at
             .map(|t| format!(" (renews {})", t.format("%a %Y-%m-%d %H:%M UTC")))
             .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  weekly GPU quota: {:.1} h used of {:.1} h, {:.1} h left{renews}",
-            q.used_hours, q.total_hours, q.remaining_hours
-        );
+        if q.lower_bound {
+            let _ = writeln!(
+                out,
+                "  weekly GPU quota: at least {:.1} h used of {:.1} h, at most {:.1} h left \
+                 (rigwatch's own count of the GPU runs it saw)",
+                q.used_hours, q.total_hours, q.remaining_hours
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "  weekly GPU quota: {:.1} h used of {:.1} h, {:.1} h left{renews}",
+                q.used_hours, q.total_hours, q.remaining_hours
+            );
+        }
     }
     if let Some(error) = &cluster.error {
         let _ = writeln!(out, "  {}", line(error, 300));

@@ -33,6 +33,8 @@ pub struct KaggleRead {
     pub kernels: Vec<KernelRead>,
     /// The account's weekly GPU quota: Ok(None) when it reports none.
     pub quota: Result<Option<GpuQuota>, String>,
+    /// Why the quota shown is rigwatch's own lower bound, where it is.
+    pub quota_note: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -165,8 +167,14 @@ fn quota_dangers(jobs: &mut [JobRow], quota: &GpuQuota) {
         let to_limit = job.left.map_or(0, |l| l.as_secs() as i64);
         if job.limit_secs == Some(GPU_LIMIT.as_secs()) && left < to_limit {
             job.dangers.push(format!(
-                "the account's weekly GPU quota has {:.1} h left of {:.0} h{}, less than the {} \
+                "the {} weekly GPU quota has {}{:.1} h left of {:.0} h{}, less than the {} \
                  this commit may still run",
+                if quota.lower_bound {
+                    "account's (by rigwatch's own count of the runs it saw)"
+                } else {
+                    "account's"
+                },
+                if quota.lower_bound { "at most " } else { "" },
                 quota.remaining_hours,
                 quota.total_hours,
                 quota
@@ -209,6 +217,9 @@ pub fn reading(member: &KaggleConfig, read: KaggleRead, now: DateTime<Utc>) -> C
         if let Ok(status) = &k.status {
             out.jobs.push(row(member, k, status, now));
         }
+    }
+    if let Some(note) = &read.quota_note {
+        out.via.push_str(&format!("; GPU quota {}", text(note)));
     }
     match read.quota {
         Ok(Some(quota)) => {

@@ -44,6 +44,7 @@ fn one(read: KernelRead, gpu: Option<bool>) -> JobRow {
         KaggleRead {
             kernels: vec![read],
             quota: Ok(None),
+            quota_note: None,
         },
         now(),
     );
@@ -145,7 +146,9 @@ fn the_quota_is_kept_and_a_commit_that_would_outrun_it_is_a_danger() {
                 remaining_hours: 1.5,
                 total_hours: 30.0,
                 refresh_at: None,
+                lower_bound: false,
             })),
+            quota_note: None,
         },
         now(),
     );
@@ -167,6 +170,7 @@ fn one_unread_kernel_makes_the_read_an_error_with_its_words_masked() {
         KaggleRead {
             kernels: vec![kernel("RUNNING", None, 1.0), bad.clone(), bad],
             quota: Err("exit 1: KeyError".into()),
+            quota_note: None,
         },
         now(),
     );

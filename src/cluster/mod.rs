@@ -8,6 +8,7 @@
 pub mod gpus;
 pub mod hostlist;
 pub mod kaggle;
+pub mod kaggle_seen;
 pub mod kubernetes;
 pub mod pod_gpus;
 pub mod sacct;

@@ -186,6 +186,9 @@ pub struct GpuQuota {
     pub remaining_hours: f64,
     pub total_hours: f64,
     pub refresh_at: Option<DateTime<Utc>>,
+    /// Not the account's figure: rigwatch's own count of the GPU runs it saw in the last seven
+    /// days, so the hours used are at least this (runs it never saw count too).
+    pub lower_bound: bool,
 }
 
 fn hours(text: &str) -> Option<f64> {
@@ -235,6 +238,7 @@ pub fn parse_quota(text: &str) -> Result<Option<GpuQuota>, ParseError> {
                 .get(4)
                 .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
                 .map(|t| t.with_timezone(&Utc)),
+            lower_bound: false,
         }));
     }
     Ok(None)

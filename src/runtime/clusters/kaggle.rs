@@ -12,6 +12,7 @@ use futures::StreamExt;
 
 use crate::cluster::ClusterReading;
 use crate::cluster::kaggle::{KaggleRead, KernelRead};
+use crate::cluster::kaggle_seen::SeenRuns;
 use crate::config::KaggleConfig;
 use crate::probe::kaggle::{
     Accelerator, KernelStatus, parse_list, parse_metadata, parse_quota, parse_status,
@@ -82,6 +83,38 @@ async fn kernel_read(
     (kernel.to_string(), status, accelerator)
 }
 
+/// Where the GPU runs seen are remembered between runs of rigwatch.
+fn runs_seen_path() -> Option<std::path::PathBuf> {
+    crate::config::paths::state_dir().map(|d| d.join("kaggle-runs.json"))
+}
+
+/// `read` with its GPU runs remembered and, where the account reports no quota, rigwatch's
+/// own count of the runs it saw as a lower bound in its place, said to be one.
+fn with_runs_seen(mut read: KaggleRead, now: chrono::DateTime<Utc>) -> KaggleRead {
+    let Some(path) = runs_seen_path() else {
+        return read;
+    };
+    let mut seen: SeenRuns = std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    seen.record(&read.kernels, now);
+    if let Ok(bytes) = serde_json::to_vec(&seen) {
+        // Losing it costs only the lower bound's accuracy: the next read says what it can.
+        let _ = crate::config::paths::save_private(&path, &bytes);
+    }
+    let why = match &read.quota {
+        Ok(Some(_)) => return read,
+        Ok(None) => "not reported by the account".to_string(),
+        Err(e) => format!("not read ({e})"),
+    };
+    read.quota_note = Some(format!(
+        "{why}: rigwatch's own count of the GPU runs it saw, a lower bound of the hours used"
+    ));
+    read.quota = Ok(Some(seen.lower_bound(now)));
+    read
+}
+
 /// One read of `member`, within `timeout` in all.
 pub async fn read_kaggle(member: &KaggleConfig, timeout: Duration) -> ClusterReading {
     let read = async {
@@ -134,6 +167,7 @@ pub async fn read_kaggle(member: &KaggleConfig, timeout: Duration) -> ClusterRea
                 })
                 .collect(),
             quota,
+            quota_note: None,
         }
     };
     let read = match tokio::time::timeout(timeout, read).await {
@@ -150,7 +184,10 @@ pub async fn read_kaggle(member: &KaggleConfig, timeout: Duration) -> ClusterRea
                 accelerator: None,
             }],
             quota: Ok(None),
+            quota_note: None,
         },
     };
-    crate::cluster::kaggle::reading(member, read, Utc::now())
+    let now = Utc::now();
+    let read = with_runs_seen(read, now);
+    crate::cluster::kaggle::reading(member, read, now)
 }
