@@ -329,3 +329,90 @@ fn a_debug_log_goes_to_the_state_dir_never_the_screen() {
     assert_eq!(out.status.code(), Some(0));
     assert!(!quiet.path().join("rigwatch/rigwatch.log").exists());
 }
+
+/// The first hour as the README's five steps walk it, in a real terminal: the demo and its `?`,
+/// `init` from an ssh config, `check`, the dashboard on the new fleet, a teardown refused with
+/// its reason (nothing pulled yet), then a pull that ends hashed and verified.
+#[test]
+fn a_newcomers_first_hour_in_a_real_terminal() {
+    use std::time::Duration;
+    use support::tmux::Tmux;
+    let limit = Duration::from_secs(30);
+    let home = tempfile::tempdir().expect("home");
+    let env = format!(
+        "env -u SSH_AUTH_SOCK -u RIGWATCH_CONFIG XDG_CONFIG_HOME={} XDG_STATE_HOME={}",
+        home.path().join("config").display(),
+        home.path().join("state").display()
+    );
+    let bin = env!("CARGO_BIN_EXE_rigwatch");
+
+    // 1. The demo, and its keys.
+    let demo = Tmux::start("first-demo", &format!("{env} {bin} demo; sleep 60"));
+    demo.wait_for("the demo", limit, |s| s.contains("DEMO"));
+    demo.keys(&["?"]);
+    demo.wait_for("the keys", limit, |s| s.contains("Esc or ? closes this"));
+    demo.escape_closing("Esc or ? closes this");
+    demo.keys(&["q"]);
+
+    // 2. init from the ssh config the user already has.
+    let mut lab = support::Lab::new();
+    let sshd = lab.start_host("gpu");
+    let run = sshd.dir.join("workspace/run");
+    support::results::write_small(&run, 3);
+    let ssh_config = home.path().join("ssh_config");
+    std::fs::write(
+        &ssh_config,
+        format!(
+            "Host gpu-1\n  HostName 127.0.0.1\n  Port {}\n  User {}\n  IdentityFile {}\n  \
+             UserKnownHostsFile {}\n",
+            sshd.port,
+            lab.user,
+            lab.client_key.display(),
+            lab.known_hosts.display()
+        ),
+    )
+    .expect("ssh config");
+    let config = ssh_config.to_str().expect("utf-8");
+    succeeded(&run_in(
+        home.path(),
+        &["init", "--from-ssh-config", "gpu-*", "--ssh-config", config],
+    ));
+    // What to bring home: the one thing init cannot know.
+    let fleet = home.path().join("config/rigwatch/fleet.toml");
+    let mut text = std::fs::read_to_string(&fleet).expect("written");
+    text.push_str(&format!(
+        "[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\n",
+        run.join("final_ckpts").display(),
+        home.path().join("results/{host}").display()
+    ));
+    std::fs::write(&fleet, text).expect("pull paths");
+
+    // 3. check.
+    let out = run_in(home.path(), &["check"]);
+    succeeded(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(" up "),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // 4. The dashboard: the teardown refused, and why; then the pull.
+    let dash = Tmux::start(
+        "first-dash",
+        &format!("{env} {bin}; echo EXITED-$?; sleep 60"),
+    );
+    dash.wait_for("the box up", limit, |s| {
+        s.lines().any(|l| l.contains("gpu-1") && l.contains("✓ up"))
+    });
+    dash.keys(&["T"]);
+    dash.wait_for("the refusal and its reason", limit, |s| {
+        s.contains("REFUSED — not until") && s.contains("never pulled")
+    });
+    dash.escape_closing("REFUSED — not until");
+    dash.keys(&["p"]);
+    dash.wait_for("the pull's end", limit, |s| {
+        s.contains("pull #1 of gpu-1: 3/3 files hashed and verified")
+    });
+    dash.keys(&["q"]);
+    dash.wait_for("a clean exit", limit, |s| s.contains("EXITED-0"));
+}
