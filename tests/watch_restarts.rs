@@ -42,6 +42,24 @@ fn fire_walltime(lab: &Lab, config: &Path, sent: &Path, signal: &str) {
     finish(first, signal);
 }
 
+/// A watch of `secs` that says nothing of the walltime alert, the sink holding its one firing
+/// from before.
+fn the_next_watch_says_nothing_more(lab: &Lab, config: &Path, sent: &Path, secs: u64) {
+    let watch = start_watch(lab, config);
+    std::thread::sleep(Duration::from_secs(secs));
+    let (events, stderr) = finish(watch, "-TERM");
+    assert_eq!(
+        about(&events, "clock_walltime"),
+        Vec::<(&str, &str)>::new(),
+        "{stderr}"
+    );
+    assert_eq!(
+        about(&calls(sent), "clock_walltime"),
+        [("firing", "10")],
+        "one sink call in all"
+    );
+}
+
 fn start_watch(lab: &Lab, config: &Path) -> Child {
     lab.watch(config, 120, &[])
 }
@@ -102,19 +120,7 @@ fn a_restart_while_squeue_hangs_resolves_nothing() {
     let config = fleet(&mut lab, &login, &sink);
     fire_walltime(&lab, &config, &sent, "-TERM");
     std::fs::write(&hang, "").expect("hang squeue");
-    let second = start_watch(&lab, &config);
-    std::thread::sleep(Duration::from_secs(8));
-    let (events, stderr) = finish(second, "-TERM");
-    assert_eq!(
-        about(&events, "clock_walltime"),
-        Vec::<(&str, &str)>::new(),
-        "{stderr}"
-    );
-    assert_eq!(
-        about(&calls(&sent), "clock_walltime"),
-        [("firing", "10")],
-        "one sink call in all"
-    );
+    the_next_watch_says_nothing_more(&lab, &config, &sent, 8);
 }
 
 /// kill -9 right after the alert was sent, then a restart: the alert is not sent again, and
@@ -127,16 +133,8 @@ fn a_kill_right_after_a_send_does_not_send_it_again() {
     let (sink, sent) = recorder(&lab, "pager");
     let config = fleet(&mut lab, &login, &sink);
     fire_walltime(&lab, &config, &sent, "-KILL");
-    let second = start_watch(&lab, &config);
-    std::thread::sleep(Duration::from_secs(8));
-    let (events, stderr) = finish(second, "-TERM");
-    assert_eq!(
-        about(&events, "clock_walltime"),
-        Vec::<(&str, &str)>::new(),
-        "{stderr}"
-    );
+    the_next_watch_says_nothing_more(&lab, &config, &sent, 8);
     let sent = calls(&sent);
-    assert_eq!(about(&sent, "clock_walltime"), [("firing", "10")]);
     let id = sent[0]["data"]["id"].as_str().unwrap_or("");
     assert!(
         id.starts_with("hpc/clock_walltime/10@"),
@@ -192,19 +190,7 @@ fn dashboard_then_watch_sends_no_resolve_firing_pair() {
     tmux.wait_for("the dashboard quits", Duration::from_secs(15), |s| {
         s.contains("RIGWATCH-EXITED-0")
     });
-    let watch = start_watch(&lab, &config);
-    std::thread::sleep(Duration::from_secs(10));
-    let (events, stderr) = finish(watch, "-TERM");
-    assert_eq!(
-        about(&events, "clock_walltime"),
-        Vec::<(&str, &str)>::new(),
-        "{stderr}"
-    );
-    assert_eq!(
-        about(&calls(&sent), "clock_walltime"),
-        [("firing", "10")],
-        "one sink call in all"
-    );
+    the_next_watch_says_nothing_more(&lab, &config, &sent, 10);
 }
 
 /// Job 10 ran while watched, then left the queue between runs: the next watch tells it once,
