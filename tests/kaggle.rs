@@ -560,6 +560,14 @@ fn the_dashboard_pulls_a_commit_and_refuses_its_teardown() {
         s.contains("pull #1 of kaggle (commit alice/train-llama): 2/2 files hashed and verified")
     });
     assert!(!screen.contains("MISSING"), "{screen}");
+    // Its detail offers what a commit takes: no cancel, no shell, no log to follow.
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_for("the commit's detail", limit, |s| {
+        s.contains("Kaggle commit alice/train-llama on kaggle")
+    });
+    assert!(screen.contains("p pull its output"), "{screen}");
+    assert!(!screen.contains("T cancel/delete"), "{screen}");
+    tmux.escape_closing("Kaggle commit alice/train-llama on kaggle");
     tmux.keys(&["q"]);
     tmux.wait_for("exit", limit, |s| s.contains("RIGWATCH-EXITED-0"));
 }

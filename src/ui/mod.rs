@@ -158,7 +158,12 @@ fn status_line<'a>(ctx: &Ctx<'a>, width: u16) -> Line<'a> {
         return Line::styled(pull_gauge(host, progress), t.accent);
     }
     Line::styled(
-        footer_keys(ctx.app.view, ctx.app.pane, usize::from(width)),
+        footer_keys(
+            ctx.app.view,
+            ctx.app.pane,
+            usize::from(width),
+            notebook(ctx),
+        ),
         t.stale,
     )
 }
@@ -166,8 +171,25 @@ fn status_line<'a>(ctx: &Ctx<'a>, width: u16) -> Line<'a> {
 /// The keys of the current view and focused pane, most needed first, as many as fit:
 /// `? help · q quit` always stay (as k9s's hints do), the rest drop from the end as the
 /// terminal narrows.
-fn footer_keys(view: View, pane: Pane, width: usize) -> String {
+/// Whether the open job is a Kaggle commit: nothing to cancel, no shell, no log to follow.
+fn notebook(ctx: &Ctx<'_>) -> bool {
+    ctx.app.view == View::Job
+        && ctx
+            .app
+            .detail_job(ctx.state)
+            .is_some_and(|(c, _)| c.scheduler == crate::cluster::Scheduler::Kaggle)
+}
+
+fn footer_keys(view: View, pane: Pane, width: usize, notebook: bool) -> String {
     let keys: &[&str] = match (view, pane) {
+        (View::Job, _) if notebook => &[
+            "? help",
+            "q quit",
+            "Esc back",
+            "↑↓ scroll",
+            "p pull its output",
+            "y copy its name",
+        ],
         (View::Fleet, Pane::Jobs) => &[
             "? help",
             "q quit",
