@@ -15,6 +15,8 @@ pub mod sacct;
 pub mod slurm;
 
 #[cfg(test)]
+mod test_rows;
+#[cfg(test)]
 mod tests;
 
 use std::time::Duration;
@@ -159,36 +161,6 @@ pub struct PodRow {
     /// Why its GPUs could not be read inside it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_error: Option<String>,
-}
-
-#[cfg(test)]
-impl JobRow {
-    /// A one-node job with nothing else known, for tests of what is judged or said about it.
-    pub fn for_test(id: &str, name: &str, phase: Phase, state: &str) -> JobRow {
-        JobRow {
-            id: id.into(),
-            name: name.into(),
-            phase,
-            state: state.into(),
-            reason: None,
-            reason_words: None,
-            exit: None,
-            nodes: Some(1),
-            node_list: None,
-            gpus: None,
-            elapsed_secs: None,
-            limit_secs: None,
-            left: None,
-            restarts: None,
-            restart_limit: None,
-            requeue: None,
-            walltime: None,
-            checkpoint_age_secs: None,
-            dangers: Vec::new(),
-            gpu_truth: Vec::new(),
-            pods: Vec::new(),
-        }
-    }
 }
 
 impl JobRow {
