@@ -286,7 +286,12 @@ pub async fn kaggle(member: &KaggleConfig, timeout: Duration) -> ClusterCheck {
         ),
     }];
     if findings[0].level == Level::Ok {
-        let reading = crate::runtime::clusters::read_kaggle(member, timeout).await;
+        let reading = crate::runtime::clusters::read_kaggle(
+            member,
+            timeout,
+            crate::runtime::clusters::Remember::Nothing,
+        )
+        .await;
         findings.push(match &reading.error {
             None => finding(
                 "kernels read",

@@ -88,9 +88,22 @@ fn runs_seen_path() -> Option<std::path::PathBuf> {
     crate::config::paths::state_dir().map(|d| d.join("kaggle-runs.json"))
 }
 
-/// `read` with its GPU runs remembered and, where the account reports no quota, rigwatch's
-/// own count of the runs it saw as a lower bound in its place, said to be one.
-fn with_runs_seen(mut read: KaggleRead, now: chrono::DateTime<Utc>) -> KaggleRead {
+/// Whether a read may write down the GPU runs it saw: the dashboard's and `watch`'s may; a
+/// one-shot `status` or `check` reads what they wrote and writes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remember {
+    Runs,
+    Nothing,
+}
+
+/// `read` with its GPU runs counted (and remembered, where `remember` says) and, where the
+/// account reports no quota, rigwatch's own count of the runs it saw as a lower bound in its
+/// place, said to be one.
+fn with_runs_seen(
+    mut read: KaggleRead,
+    now: chrono::DateTime<Utc>,
+    remember: Remember,
+) -> KaggleRead {
     let Some(path) = runs_seen_path() else {
         return read;
     };
@@ -99,7 +112,9 @@ fn with_runs_seen(mut read: KaggleRead, now: chrono::DateTime<Utc>) -> KaggleRea
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
     seen.record(&read.kernels, now);
-    if let Ok(bytes) = serde_json::to_vec(&seen) {
+    if remember == Remember::Runs
+        && let Ok(bytes) = serde_json::to_vec(&seen)
+    {
         // Losing it costs only the lower bound's accuracy: the next read says what it can.
         let _ = crate::config::paths::save_private(&path, &bytes);
     }
@@ -116,7 +131,11 @@ fn with_runs_seen(mut read: KaggleRead, now: chrono::DateTime<Utc>) -> KaggleRea
 }
 
 /// One read of `member`, within `timeout` in all.
-pub async fn read_kaggle(member: &KaggleConfig, timeout: Duration) -> ClusterReading {
+pub async fn read_kaggle(
+    member: &KaggleConfig,
+    timeout: Duration,
+    remember: Remember,
+) -> ClusterReading {
     let read = async {
         let list = async {
             let args = [
@@ -188,6 +207,6 @@ pub async fn read_kaggle(member: &KaggleConfig, timeout: Duration) -> ClusterRea
         },
     };
     let now = Utc::now();
-    let read = with_runs_seen(read, now);
+    let read = with_runs_seen(read, now, remember);
     crate::cluster::kaggle::reading(member, read, now)
 }

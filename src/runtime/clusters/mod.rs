@@ -8,7 +8,7 @@
 mod kaggle;
 mod kubernetes;
 
-pub use kaggle::read_kaggle;
+pub use kaggle::{Remember, read_kaggle};
 pub use kubernetes::read_kubernetes;
 
 use std::sync::Arc;
@@ -39,7 +39,7 @@ pub async fn read(fleet: &FleetConfig, timeout: Duration) -> Vec<ClusterReading>
     let kaggle = fleet
         .kaggle
         .iter()
-        .map(|member| read_kaggle(member, timeout));
+        .map(|member| read_kaggle(member, timeout, kaggle::Remember::Nothing));
     let (mut readings, kube, kaggle) = tokio::join!(
         read_slurm_all(fleet, timeout),
         futures::future::join_all(kube),
@@ -115,7 +115,7 @@ impl Clusters {
             let period = member.period;
             let read = move |t| {
                 let member = member.clone();
-                async move { read_kaggle(&member, t).await }
+                async move { read_kaggle(&member, t, kaggle::Remember::Runs).await }
             };
             let limit = period.min(Duration::from_secs(120));
             tokio::spawn(poll(period, limit, read, tx.clone()))
