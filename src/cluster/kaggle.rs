@@ -61,6 +61,12 @@ fn phase_of(word: &str) -> Phase {
     }
 }
 
+/// Whether a version in Kaggle's state `word` has not ended (queued, running, being cancelled,
+/// or a state rigwatch does not know).
+pub fn is_live(word: &str) -> bool {
+    !phase_of(word).is_over()
+}
+
 /// The commit's limit: the accelerator its notebook is set to where read, else what the member
 /// says the notebooks are for; unknown is the shorter (GPU) limit, so the clock is never late.
 fn limit(accelerator: Option<&Accelerator>, meant_gpu: Option<bool>) -> Duration {

@@ -59,41 +59,27 @@ pub fn edit(line: &mut String, cursor: &mut Option<usize>, key: KeyEvent, max: u
     let alt = key.modifiers.contains(KeyModifiers::ALT);
     let chars: Vec<char> = line.chars().collect();
     let at = index(line, *cursor);
-    // (new text, new cursor index), or None when the key changes nothing.
+    let (back, forward, end) = (word_back(&chars, at), word_forward(&chars, at), chars.len());
+    // The new text and cursor index; a key that changes nothing returns early.
     let (text, to): (Vec<char>, usize) = match key.code {
         KeyCode::Left => (chars, at.saturating_sub(1)),
         KeyCode::Char('b') if ctrl => (chars, at.saturating_sub(1)),
-        KeyCode::Right => (chars, (at + 1).min(line.chars().count())),
-        KeyCode::Char('f') if ctrl => (chars, (at + 1).min(line.chars().count())),
-        KeyCode::Char('b') if alt => {
-            let to = word_back(&chars, at);
-            (chars, to)
-        }
-        KeyCode::Char('f') if alt => {
-            let to = word_forward(&chars, at);
-            (chars, to)
-        }
+        KeyCode::Right => (chars, (at + 1).min(end)),
+        KeyCode::Char('f') if ctrl => (chars, (at + 1).min(end)),
+        KeyCode::Char('b') if alt => (chars, back),
+        KeyCode::Char('f') if alt => (chars, forward),
         KeyCode::Home => (chars, 0),
         KeyCode::Char('a') if ctrl => (chars, 0),
-        KeyCode::End => {
-            let end = chars.len();
-            (chars, end)
-        }
-        KeyCode::Char('e') if ctrl => {
-            let end = chars.len();
-            (chars, end)
-        }
-        KeyCode::Backspace if ctrl => cut(chars, word_back_of(line, at), at),
-        KeyCode::Char('w') if ctrl => cut(chars, word_back_of(line, at), at),
+        KeyCode::End => (chars, end),
+        KeyCode::Char('e') if ctrl => (chars, end),
+        KeyCode::Backspace if ctrl => cut(chars, back, at),
+        KeyCode::Char('w') if ctrl => cut(chars, back, at),
         KeyCode::Backspace => cut(chars, at.saturating_sub(1), at),
         KeyCode::Char('h') if ctrl => cut(chars, at.saturating_sub(1), at),
-        KeyCode::Delete => cut(chars, at, (at + 1).min(line.chars().count())),
-        KeyCode::Char('d') if ctrl => cut(chars, at, (at + 1).min(line.chars().count())),
+        KeyCode::Delete => cut(chars, at, (at + 1).min(end)),
+        KeyCode::Char('d') if ctrl => cut(chars, at, (at + 1).min(end)),
         KeyCode::Char('u') if ctrl => cut(chars, 0, at),
-        KeyCode::Char('k') if ctrl => {
-            let end = chars.len();
-            cut(chars, at, end)
-        }
+        KeyCode::Char('k') if ctrl => cut(chars, at, end),
         KeyCode::Char(_) if ctrl || alt => return,
         KeyCode::Char(c) if !c.is_control() && chars.len() < max => {
             let mut text = chars;
@@ -104,11 +90,6 @@ pub fn edit(line: &mut String, cursor: &mut Option<usize>, key: KeyEvent, max: u
     };
     *line = text.into_iter().collect();
     *cursor = place(line, to);
-}
-
-fn word_back_of(line: &str, at: usize) -> usize {
-    let chars: Vec<char> = line.chars().collect();
-    word_back(&chars, at)
 }
 
 /// `chars` without `from..to`, the cursor where the cut began.

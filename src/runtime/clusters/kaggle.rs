@@ -66,20 +66,22 @@ async fn accelerator(
     parse_metadata(&text).ok()
 }
 
-/// One kernel's status and, where the member says its notebooks are meant for a GPU, the
-/// accelerator its notebook is set to.
+/// One kernel's status and, where the member says its notebooks are meant for a GPU and the
+/// version has not ended, the accelerator its notebook is set to: a second CLI call only where
+/// it can change what is judged (an ended commit has no CPU danger, no clock, no run to count).
 async fn kernel_read(
     member: &KaggleConfig,
     kernel: &str,
     timeout: Duration,
 ) -> (String, Result<KernelStatus, String>, Option<Accelerator>) {
-    let accelerator = async {
-        match member.gpu {
-            Some(true) => accelerator(member, kernel, timeout).await,
-            _ => None,
-        }
+    let status = status(member, kernel, timeout).await;
+    let live = status
+        .as_ref()
+        .is_ok_and(|s| crate::cluster::kaggle::is_live(&s.word));
+    let accelerator = match (member.gpu, live) {
+        (Some(true), true) => accelerator(member, kernel, timeout).await,
+        _ => None,
     };
-    let (status, accelerator) = tokio::join!(status(member, kernel, timeout), accelerator);
     (kernel.to_string(), status, accelerator)
 }
 
