@@ -127,37 +127,27 @@ fn row(
     }
     let running = phase == Phase::Running;
     JobRow {
-        id: read.kernel.clone(),
-        name: read
-            .kernel
-            .split_once('/')
-            .map_or(read.kernel.as_str(), |(_, s)| s)
-            .to_string(),
-        phase,
-        state: text(&status.word),
-        reason: None,
         reason_words,
-        exit: None,
-        nodes: None,
         node_list: read
             .accelerator
             .as_ref()
             .filter(|a| !a.machine.is_empty())
             .map(|a| text(&a.machine)),
-        gpus: None,
         elapsed_secs: ran.filter(|_| running),
         limit_secs: Some(limit.as_secs()),
         left: ran
             .filter(|_| running)
             .map(|s| limit.saturating_sub(Duration::from_secs(s))),
-        restarts: None,
-        restart_limit: None,
-        requeue: None,
-        walltime: None,
-        checkpoint_age_secs: None,
         dangers,
-        gpu_truth: Vec::new(),
-        pods: Vec::new(),
+        ..JobRow::new(
+            read.kernel.clone(),
+            read.kernel
+                .split_once('/')
+                .map_or(read.kernel.as_str(), |(_, s)| s)
+                .to_string(),
+            phase,
+            text(&status.word),
+        )
     }
 }
 

@@ -164,6 +164,33 @@ pub struct PodRow {
 }
 
 impl JobRow {
+    /// A job known by its id, name and state alone; each reader fills in what it read.
+    pub fn new(id: String, name: String, phase: Phase, state: String) -> JobRow {
+        JobRow {
+            id,
+            name,
+            phase,
+            state,
+            reason: None,
+            reason_words: None,
+            exit: None,
+            nodes: None,
+            node_list: None,
+            gpus: None,
+            elapsed_secs: None,
+            limit_secs: None,
+            left: None,
+            restarts: None,
+            restart_limit: None,
+            requeue: None,
+            walltime: None,
+            checkpoint_age_secs: None,
+            dangers: Vec::new(),
+            gpu_truth: Vec::new(),
+            pods: Vec::new(),
+        }
+    }
+
     /// The walltime clock at `now`, from the queue read at `read_at`.
     pub fn walltime_at(&self, read_at: DateTime<Utc>, now: DateTime<Utc>) -> Option<Clock> {
         if self.phase.is_over() {

@@ -140,12 +140,6 @@ pub fn parse(text: &str, ids: &[String]) -> Vec<JobRow> {
                 return None;
             }
             Some(JobRow {
-                id: id.to_string(),
-                // From `names_command`, or the queue's last read (`ClusterReading::merge`).
-                name: String::new(),
-                phase,
-                state: state.word().to_string(),
-                reason: None,
                 reason_words: super::slurm::end_words(&state)
                     .map(|w| format!("{w} (from accounting)"))
                     .or_else(|| Some("read from accounting after it left the queue".into())),
@@ -156,20 +150,17 @@ pub fn parse(text: &str, ids: &[String]) -> Vec<JobRow> {
                 nodes: nodes.trim().parse().ok(),
                 node_list: Some(crate::sanitize::line(node_list.trim(), 200))
                     .filter(|n| !n.is_empty() && n != "None assigned"),
-                gpus: None,
                 elapsed_secs: SlurmTime::parse(elapsed)
                     .and_then(|t| t.known())
                     .map(|d| d.as_secs()),
-                limit_secs: None,
-                left: None,
-                restarts: None,
-                restart_limit: None,
-                requeue: None,
-                walltime: None,
-                checkpoint_age_secs: None,
-                dangers: Vec::new(),
-                gpu_truth: Vec::new(),
-                pods: Vec::new(),
+                // The name from `names_command`, or the queue's last read
+                // (`ClusterReading::merge`).
+                ..JobRow::new(
+                    id.to_string(),
+                    String::new(),
+                    phase,
+                    state.word().to_string(),
+                )
             })
         })
         .collect()
