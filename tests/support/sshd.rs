@@ -60,24 +60,37 @@ impl Sshd {
         // Each box also gets an empty home over the login user's: sshd runs commands through
         // that user's shell, and this machine's dotfiles (a pyenv rehash waiting 60 s on a lock
         // a killed box left behind) must not decide how long a box takes to answer.
-        let mut cmd = if let Some(ns) = &self.netns {
-            let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns, SSHD]);
-            c
-        } else if whoami() == "root" {
+        // /proc/loadavg and /proc/meminfo are not namespaced: left alone, every box would
+        // report this machine's load, and a test machine busy with its own build makes every
+        // box "CPU-bound" (CI, 2 CPUs, load 2.2). Each box gets an idle H100 box's captured
+        // files over them instead, as LXCFS gives a container its own.
+        let mut cmd = if whoami() == "root" {
             let home = self.dir.join("home");
             std::fs::create_dir_all(&home).expect("box home");
             let user_home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
-            let mut c = Command::new("unshare");
+            let (load, mem) = (self.dir.join("loadavg"), self.dir.join("meminfo"));
+            std::fs::write(&load, capture("h100/loadavg.txt").body).expect("loadavg");
+            std::fs::write(&mem, capture("h100/meminfo.txt").body).expect("meminfo");
+            let mut c = match &self.netns {
+                Some(ns) => {
+                    let mut c = Command::new("ip");
+                    c.args(["netns", "exec", ns, "unshare"]);
+                    c
+                }
+                None => Command::new("unshare"),
+            };
             c.args(["--pid", "--fork", "--mount-proc", "--kill-child"])
                 .args([
                     "sh",
                     "-c",
-                    "mount --bind \"$1\" \"$2\" && shift 2 && exec \"$@\"",
+                    "mount --bind \"$1\" \"$2\" && mount --bind \"$3\" /proc/loadavg \
+                     && mount --bind \"$4\" /proc/meminfo && shift 4 && exec \"$@\"",
                 ])
                 .arg("box-home")
                 .arg(&home)
                 .arg(&user_home)
+                .arg(&load)
+                .arg(&mem)
                 .arg(SSHD);
             c
         } else {
