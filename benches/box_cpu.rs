@@ -35,7 +35,7 @@ const WINDOW: Duration = Duration::from_secs(30);
 /// The one-shot probe a script would run per poll: the GPU query and the probe script, its
 /// settings piped to its stdin as rigwatch sends them.
 fn one_shot(host: &HostConfig) -> String {
-    let probe = probe_command(host, &new_nonce(), None);
+    let probe = probe_command(host, &new_nonce());
     let input = String::from_utf8_lossy(&probe.input);
     format!("printf %s {} | {}", sh_quote(&input), probe.line)
 }

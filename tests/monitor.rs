@@ -1,5 +1,6 @@
-//! Live monitoring over real sshd: two long-lived streams per host (one nvidia-smi process and
-//! one probe loop, not a process per sample), restarted when they end, resumed after a reconnect.
+//! Live monitoring over real sshd: one long-lived command per host (its two nvidia-smi loops and
+//! the probe loop share one channel and one login shell, not a process per sample), the
+//! nvidia-smi loops restarted on the box when they end, all of it resumed after a reconnect.
 
 mod support;
 
@@ -94,8 +95,9 @@ async fn one_gpu_process_and_one_probe_loop_feed_readings_and_restart_when_kille
     );
     assert_eq!(
         host.execs_seen(),
-        3,
-        "three long-lived commands (GPUs, compute apps, the probe), however many samples"
+        1,
+        "one long-lived command carries the GPUs, the compute apps and the probe, however many \
+         samples"
     );
 
     // The box's nvidia-smi dies: the stream says so and is started again.
@@ -119,8 +121,8 @@ async fn one_gpu_process_and_one_probe_loop_feed_readings_and_restart_when_kille
     );
     assert_eq!(
         host.execs_seen(),
-        5,
-        "only the two nvidia-smi streams were restarted"
+        1,
+        "the box started its nvidia-smi again itself: no new command, no new login shell"
     );
 
     // sshd killed and back: the streams follow the pool onto the new connection.
@@ -143,6 +145,49 @@ async fn one_gpu_process_and_one_probe_loop_feed_readings_and_restart_when_kille
         task.abort();
     }
     pool.shutdown().await;
+}
+
+/// A box whose `~/.bashrc` costs what conda's does pays it once for monitoring, not once per
+/// stream: the GPU loop, the compute-apps loop and the probe loop start from one login shell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watching_a_box_starts_one_login_shell_on_it() {
+    let mut lab = Lab::new();
+    let host = lab.start_host("box");
+    host.shim_nvidia_smi(&GpuShim::LOAD);
+    let log = host.log_login_shells();
+    let (pool, mut rx, tasks) = watch_box(&lab, lab.host_entry(&host));
+    let updates = collect(&mut rx, Duration::from_secs(20), |u| {
+        count(u, is_gpu) >= 4
+            && u.iter().any(|x| {
+                matches!(x, HostUpdate::Host(r) if r.sample.gpu_processes.as_ref()
+                    .is_some_and(|p| !p.is_empty()))
+            })
+    })
+    .await;
+    assert!(count(&updates, is_gpu) >= 4, "{updates:?}");
+    let errors: Vec<_> = updates
+        .iter()
+        .filter(|u| matches!(u, HostUpdate::ProbeError(_)))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let shells = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(shells.lines().count(), 1, "login shells started:\n{shells}");
+    for task in tasks {
+        task.abort();
+    }
+    pool.shutdown().await;
+    // The loops go with the channel: nothing rigwatch started is left on the box.
+    let left = wait_until(Duration::from_secs(10), || {
+        host.cpu_breakdown()
+            .iter()
+            .all(|(_, command, _)| command.contains("sshd") || command.contains("unshare"))
+    })
+    .await;
+    assert!(
+        left.is_some(),
+        "left on the box: {:?}",
+        host.cpu_breakdown()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -206,6 +251,14 @@ async fn legacy_drivers_fall_back_and_boxes_without_nvidia_smi_say_so() {
         "{updates:?}"
     );
     assert!(!updates.iter().any(is_gpu));
+    let blamed: Vec<_> = updates
+        .iter()
+        .filter(|u| matches!(u, HostUpdate::ProbeError(_)))
+        .collect();
+    assert!(
+        blamed.is_empty(),
+        "a box without GPUs is no error: {blamed:?}"
+    );
     for task in tasks {
         task.abort();
     }

@@ -3,12 +3,14 @@
 use std::time::Duration;
 
 use crate::config::HostConfig;
+use crate::probe::loops::{Loops, stream_loops};
 use crate::probe::script::{
-    ProbeTargets, QueueTargets, SlurmTarget, command_line, periodic_script, settings, sh_quote,
+    ProbeTargets, QueueTargets, SLOW_EVERY, SlurmTarget, command_line, periodic_script, settings,
+    sh_quote,
 };
 use crate::probe::{
-    GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, GpuSample, ParseError, parse_gpu_csv,
-    parse_query_failure,
+    APPS_QUERY_FIELDS, GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, GpuSample, ParseError,
+    parse_gpu_csv, parse_query_failure,
 };
 use crate::readings::GpuAvailability;
 
@@ -44,30 +46,47 @@ pub struct ProbeCommand {
     pub input: Vec<u8>,
 }
 
-/// The periodic probe, looping every `period`, or once when `period` is None.
-pub fn probe_command(host: &HostConfig, nonce: &str, period: Option<Duration>) -> ProbeCommand {
+/// The probe run once (`status`, `check`): its GPU query is one of its sections.
+pub fn probe_command(host: &HostConfig, nonce: &str) -> ProbeCommand {
+    command(host, nonce, None, String::new())
+}
+
+/// The live monitor's one command: the box's two nvidia-smi loops (the GPUs every `period`,
+/// asked for `gpu_fields`, and the compute apps every slow period) started in the background,
+/// then the probe looping every `period`, all in one shell.
+pub fn live_command(
+    host: &HostConfig,
+    nonce: &str,
+    period: Duration,
+    gpu_fields: &[&str],
+) -> ProbeCommand {
+    let loops = Loops {
+        gpu_fields,
+        gpu_every: period,
+        apps_fields: APPS_QUERY_FIELDS,
+        apps_every: period * SLOW_EVERY,
+    };
+    command(host, nonce, Some(period), stream_loops(nonce, &loops))
+}
+
+fn command(
+    host: &HostConfig,
+    nonce: &str,
+    period: Option<Duration>,
+    mut script: String,
+) -> ProbeCommand {
     let targets = targets(host);
-    let script = periodic_script(
+    script.push_str(&periodic_script(
         &targets,
         nonce,
         period,
         GPU_QUERY_FIELDS,
         GPU_QUERY_FIELDS_LEGACY,
-    );
+    ));
     ProbeCommand {
         line: command_line(&script),
         input: settings(&targets),
     }
-}
-
-/// The GPU stream: `nvidia-smi --query-gpu` with the header on (columns are read by name),
-/// units off, looping every `period` in one process.
-pub fn gpu_stream_command(fields: &[&str], period: Duration) -> String {
-    format!(
-        "exec nvidia-smi --query-gpu={} --format=csv,nounits -lms {}",
-        fields.join(","),
-        period.as_millis().max(100)
-    )
 }
 
 /// What one run of the GPU query says, from its exit status and output.
@@ -134,7 +153,18 @@ mod tests {
     }
 
     #[test]
-    fn the_stream_loops_in_one_process() {
-        assert!(gpu_stream_command(&["index"], Duration::from_secs(2)).ends_with("-lms 2000"));
+    fn the_loops_loop_in_one_process_each_at_their_pace() {
+        let command = live_command(
+            &HostConfig::for_test("b"),
+            "n",
+            Duration::from_secs(2),
+            &["index"],
+        );
+        assert!(
+            command
+                .line
+                .contains("--query-gpu=index --format=csv,nounits -lms 2000 &")
+        );
+        assert!(command.line.contains("--format=csv -lms 10000 &"));
     }
 }

@@ -1,10 +1,13 @@
-//! Live monitoring of one host: three long-lived streams on its pooled connection — the GPU
-//! stream (`nvidia-smi --query-gpu ... -lms`), the compute-apps stream (who holds VRAM, at the
-//! slow sections' pace) and the periodic probe loop — each restarted when it ends, and re-opened
-//! on the new session after a reconnect. Readings go out over a channel; nothing here blocks the
-//! UI or the connection.
+//! Live monitoring of one host: one long-lived command on its pooled connection, the probe loop
+//! with the box's two nvidia-smi loops beside it (the GPUs each period, who holds VRAM each slow
+//! period; `probe::loops`), so the box starts one login shell for all of it. The loops' lines
+//! come tagged on the probe's channel and are told apart here (`demux`). The box restarts an
+//! nvidia-smi that ends; the whole command is started again when it ends, and on the new session
+//! after a reconnect. Readings go out over a channel; nothing here blocks the UI or the
+//! connection.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
@@ -12,43 +15,35 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::apps_stream::{self, SharedApps};
-use super::commands::{NOT_FOUND, gpu_stream_command, new_nonce, probe_command};
-use super::readers::{GpuBatcher, ProbeReader};
+use super::apps_feed::AppsFeed;
+use super::commands::{live_command, new_nonce};
+use super::demux::{Demux, Routed};
+use super::gpu_feed::{FieldRejected, GpuFeed};
+use super::readers::ProbeReader;
 use crate::config::HostConfig;
-use crate::probe::script::SLOW_EVERY;
-use crate::probe::{GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY, parse_query_failure};
-use crate::readings::{GpuAvailability, GpuReading, Observation, Update};
+use crate::probe::frame::marker;
+use crate::probe::loops::{LoopLine, loop_line};
+use crate::probe::{GPU_QUERY_FIELDS, GPU_QUERY_FIELDS_LEGACY};
+use crate::readings::{Observation, Update};
 use crate::transport::{Session, StreamEvent};
 
 /// Longest line kept from a stream; the probe caps its sections on the box as well.
 const MAX_LINE: usize = 64 * 1024;
-/// Wait before restarting a stream that ended on its own.
+/// Wait before restarting a command that ended on its own.
 const RESTART_AFTER: Duration = Duration::from_secs(2);
-/// A box without nvidia-smi is asked again this rarely (drivers do get installed).
-const NO_GPU_RECHECK: Duration = Duration::from_secs(300);
 
-/// Starts the streams for `host`; they follow `sessions` across reconnects until aborted.
+/// Starts the monitoring of `host`; it follows `sessions` across reconnects until aborted.
 pub fn spawn(
     host: HostConfig,
     sessions: watch::Receiver<Option<Arc<Session>>>,
     period: Duration,
     tx: mpsc::Sender<Update>,
 ) -> Vec<JoinHandle<()>> {
-    let gpu = tokio::spawn(follow(sessions.clone(), {
-        let (name, tx) = (host.name.clone(), tx.clone());
-        move |session| gpu_stream(session, name.clone(), period, tx.clone())
-    }));
-    let seen = SharedApps::default();
-    let apps = tokio::spawn(follow(sessions.clone(), {
-        let (name, tx, seen) = (host.name.clone(), tx.clone(), seen.clone());
-        let every = period * SLOW_EVERY;
-        move |session| apps_stream::run(session, name.clone(), every, seen.clone(), tx.clone())
-    }));
-    let probe = tokio::spawn(follow(sessions, move |session| {
-        probe_stream(session, host.clone(), period, seen.clone(), tx.clone())
-    }));
-    vec![gpu, apps, probe]
+    // A driver that rejected a field is asked with the legacy list from then on.
+    let legacy = Arc::new(AtomicBool::new(false));
+    vec![tokio::spawn(follow(sessions, move |session| {
+        watch_box(session, host.clone(), period, legacy.clone(), tx.clone())
+    }))]
 }
 
 /// Runs `stream` on each session in turn: restarted when it ends, cancelled when the session goes.
@@ -88,113 +83,21 @@ async fn send(tx: &mpsc::Sender<Update>, host: &str, observation: Observation) {
         .await;
 }
 
-/// Runs the GPU stream until it ends; returns how long to wait before starting it again.
-async fn gpu_stream(
-    session: Arc<Session>,
-    host: String,
-    period: Duration,
-    tx: mpsc::Sender<Update>,
-) -> Duration {
-    let mut fields: &[&str] = GPU_QUERY_FIELDS;
-    loop {
-        let mut rx = match session
-            .stream(&gpu_stream_command(fields, period), MAX_LINE)
-            .await
-        {
-            Ok(rx) => rx,
-            Err(e) => {
-                send(
-                    &tx,
-                    &host,
-                    Observation::ProbeError(format!("{host}: GPU stream: {e}")),
-                )
-                .await;
-                return RESTART_AFTER;
-            }
-        };
-        let mut batcher = GpuBatcher::new(fields);
-        let mut announced = false;
-        let mut tail = String::new();
-        while let Some(event) = rx.recv().await {
-            match event {
-                StreamEvent::Line(line) => {
-                    if parse_query_failure(&line).is_some() && fields != GPU_QUERY_FIELDS_LEGACY {
-                        fields = GPU_QUERY_FIELDS_LEGACY;
-                        break;
-                    }
-                    match batcher.push(&line) {
-                        Ok(Some(gpus)) => {
-                            if !announced {
-                                send(
-                                    &tx,
-                                    &host,
-                                    Observation::GpuAvailability(GpuAvailability::Present),
-                                )
-                                .await;
-                                announced = true;
-                            }
-                            send(
-                                &tx,
-                                &host,
-                                Observation::Gpu(GpuReading {
-                                    at: Utc::now(),
-                                    gpus,
-                                }),
-                            )
-                            .await;
-                        }
-                        Ok(None) => {}
-                        Err(e) => {
-                            tail = line.clone();
-                            send(
-                                &tx,
-                                &host,
-                                Observation::ProbeError(format!("{host}: GPU stream: {e}")),
-                            )
-                            .await;
-                        }
-                    }
-                }
-                StreamEvent::Ended {
-                    link_lost: Some(_), ..
-                } => return RESTART_AFTER,
-                StreamEvent::Ended { exit_status, .. } => {
-                    let (availability, wait) = match exit_status {
-                        Some(NOT_FOUND) => (GpuAvailability::NoNvidiaSmi, NO_GPU_RECHECK),
-                        status => (
-                            GpuAvailability::Failing(format!(
-                                "nvidia-smi stream ended (exit {}){}",
-                                status.map_or("unknown".into(), |s| s.to_string()),
-                                if tail.is_empty() {
-                                    String::new()
-                                } else {
-                                    format!(": {}", crate::sanitize::line(&tail, 160))
-                                }
-                            )),
-                            RESTART_AFTER,
-                        ),
-                    };
-                    send(&tx, &host, Observation::GpuAvailability(availability)).await;
-                    return wait;
-                }
-            }
-        }
-        if fields != GPU_QUERY_FIELDS_LEGACY {
-            return RESTART_AFTER;
-        }
-    }
-}
-
-/// Runs the periodic probe loop until it ends; returns how long to wait before restarting it.
-async fn probe_stream(
+/// Runs the command until it ends; returns how long to wait before starting it again.
+async fn watch_box(
     session: Arc<Session>,
     host: HostConfig,
     period: Duration,
-    apps: SharedApps,
+    legacy: Arc<AtomicBool>,
     tx: mpsc::Sender<Update>,
 ) -> Duration {
     let nonce = new_nonce();
-    let command = probe_command(&host, &nonce, Some(period));
+    let fields = if legacy.load(Ordering::Relaxed) {
+        GPU_QUERY_FIELDS_LEGACY
+    } else {
+        GPU_QUERY_FIELDS
+    };
+    let command = live_command(&host, &nonce, period, fields);
     let (mut rx, ticks) = match session.stream_with_input(&command.line, MAX_LINE).await {
         Ok(both) => {
             // The host's paths and mounts first: the script reads them before its first cycle.
@@ -202,53 +105,58 @@ async fn probe_stream(
             both
         }
         Err(e) => {
-            send(
-                &tx,
-                &host.name,
-                Observation::ProbeError(format!("{}: probe loop: {e}", host.name)),
-            )
-            .await;
+            let why = format!("{}: probe loop: {e}", host.name);
+            send(&tx, &host.name, Observation::ProbeError(why)).await;
             return RESTART_AFTER;
         }
     };
-    let mut reader = ProbeReader::new(&nonce);
+    let marker = marker(&nonce);
+    let mut demux = Demux::new(&marker);
+    let mut lines = Lines {
+        host: &host.name,
+        marker: &marker,
+        tx: &tx,
+        probe: ProbeReader::new(&nonce),
+        gpu: GpuFeed::new(fields),
+        apps: AppsFeed::default(),
+        done: format!("{marker} done"),
+        cycle_ended: false,
+    };
     // The loop waits for a line on its stdin after each cycle: the next one is sent a period
     // after the cycle began, so a slow cycle delays the next instead of piling them up.
-    let done = format!("{} done", crate::probe::frame::marker(&nonce));
     let mut began = Instant::now();
     let mut next: Option<Instant> = None;
+    let far = || Instant::now() + Duration::from_secs(3600);
     loop {
-        let due = next.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        let quiet = lines.apps.quiet_at();
         let event = tokio::select! {
             event = rx.recv() => event,
-            () = tokio::time::sleep_until(due), if next.is_some() => {
+            () = tokio::time::sleep_until(next.unwrap_or_else(far)), if next.is_some() => {
                 next = None;
                 began = Instant::now();
                 let _ = ticks.send(b"\n".to_vec()).await;
                 continue;
             }
+            () = tokio::time::sleep_until(quiet.unwrap_or_else(far)), if quiet.is_some() => {
+                lines.apps.close();
+                continue;
+            }
         };
         let Some(event) = event else { break };
-        if matches!(&event, StreamEvent::Line(line) if *line == done) {
-            next = Some(began + period);
-        }
         match event {
-            StreamEvent::Line(line) => match reader.push(&line, Utc::now()) {
-                Ok(Some(mut reading)) => {
-                    apps_stream::apply(&apps, &mut reading.sample);
-                    send(&tx, &host.name, Observation::Host(Box::new(reading))).await;
+            StreamEvent::Line(line) => {
+                for routed in demux.push(line) {
+                    if lines.route(routed).await.is_err() {
+                        // Asked again at once with the legacy fields, on a new command.
+                        legacy.store(true, Ordering::Relaxed);
+                        return Duration::ZERO;
+                    }
                 }
-                Ok(None) => {}
-                Err(e) => {
-                    send(
-                        &tx,
-                        &host.name,
-                        Observation::ProbeError(format!("{}: probe loop: {e}", host.name)),
-                    )
-                    .await
+                if std::mem::take(&mut lines.cycle_ended) {
+                    next = Some(began + period);
                 }
-            },
-            // The link's own state tells of a lost connection; the streams follow the pool
+            }
+            // The link's own state tells of a lost connection; the command follows the pool
             // onto the next one.
             StreamEvent::Ended {
                 link_lost: Some(why),
@@ -258,6 +166,9 @@ async fn probe_stream(
                 return RESTART_AFTER;
             }
             StreamEvent::Ended { exit_status, .. } => {
+                if let Some(rest) = demux.finish() {
+                    let _ = lines.route(Routed::Probe(rest)).await;
+                }
                 tracing::warn!(host = %host.name, "probe loop ended (exit {exit_status:?})");
                 let why = format!(
                     "{}: probe loop ended (exit {}); restarting",
@@ -270,4 +181,59 @@ async fn probe_stream(
         }
     }
     RESTART_AFTER
+}
+
+/// Where the command's lines go once told apart.
+struct Lines<'a> {
+    host: &'a str,
+    marker: &'a str,
+    tx: &'a mpsc::Sender<Update>,
+    probe: ProbeReader,
+    gpu: GpuFeed,
+    apps: AppsFeed,
+    /// The probe's line that ends a cycle.
+    done: String,
+    /// That line came: the next cycle is due a period after this one began.
+    cycle_ended: bool,
+}
+
+impl Lines<'_> {
+    async fn route(&mut self, routed: Routed) -> Result<(), FieldRejected> {
+        match routed {
+            Routed::Gpu(line) => match loop_line(self.marker, &line) {
+                LoopLine::Ended(status) => {
+                    let availability = self.gpu.ended(status);
+                    self.say(Observation::GpuAvailability(availability)).await;
+                }
+                LoopLine::Output(line) => {
+                    for observation in self.gpu.line(self.host, line, Utc::now())? {
+                        self.say(observation).await;
+                    }
+                }
+            },
+            Routed::Apps(line) => match loop_line(self.marker, &line) {
+                LoopLine::Ended(status) => self.apps.ended(status),
+                LoopLine::Output(line) => self.apps.line(line, Instant::now()),
+            },
+            Routed::Probe(line) => {
+                self.cycle_ended |= line == self.done;
+                match self.probe.push(&line, Utc::now()) {
+                    Ok(Some(mut reading)) => {
+                        self.apps.apply(&mut reading.sample);
+                        self.say(Observation::Host(Box::new(reading))).await;
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        let why = format!("{}: probe loop: {e}", self.host);
+                        self.say(Observation::ProbeError(why)).await;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn say(&self, observation: Observation) {
+        send(self.tx, self.host, observation).await;
+    }
 }

@@ -35,7 +35,7 @@ pub async fn probe_once(session: &Arc<Session>, host: &HostConfig) -> HostProbe 
         errors: Vec::new(),
     };
     let nonce = new_nonce();
-    let probe_command = probe_command(host, &nonce, None);
+    let probe_command = probe_command(host, &nonce);
     let out = match session
         .exec_with_input(&probe_command.line, &probe_command.input, LIMITS)
         .await

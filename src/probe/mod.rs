@@ -24,6 +24,7 @@ mod headed;
 pub mod kaggle;
 mod kernel;
 pub mod kube;
+pub mod loops;
 mod proc;
 mod reasons;
 pub mod sample;
