@@ -2,7 +2,7 @@
 //! Run: `cargo bench --bench box_cpu`. Prints markdown tables; BENCHMARKS.md records a run.
 //!
 //! 1. CPU seconds spent ON THE BOX (sshd and everything under it) per minute of monitoring at a
-//!    2 s period: rigwatch's two long-lived streams vs the same probe by a fresh `ssh` per poll
+//!    2 s period: rigwatch's one long-lived command vs the same probe by a fresh `ssh` per poll
 //!    vs by OpenSSH ControlMaster.
 //! 2. 20 boxes whose `nvidia-smi` is a stand-in costing 30 ms of CPU per start (as a real one
 //!    does): the probe's CPU per box, and the whole machine's cost of watching them (every box
@@ -10,8 +10,10 @@
 //! 3. `rigwatch status` wall time on 1, 10 and 50 hosts vs a fresh `ssh` per host running the
 //!    same one-shot probe.
 //!
-//! `RIGWATCH_BENCH_HOME=conda` gives part 1's box a login shell that costs ~0.15 s of CPU at
-//! every start (conda's block in ~/.bashrc); `RIGWATCH_BENCH_ONLY=one` runs part 1 alone.
+//! `RIGWATCH_BENCH_HOME=conda` gives the boxes of parts 1 and 2 a login shell that costs ~0.15 s
+//! of CPU at every start (conda's block in ~/.bashrc); `RIGWATCH_BENCH_ONLY=one` runs part 1
+//! alone, `RIGWATCH_BENCH_ONLY=twenty` part 2. Part 2 also says what the start costs: the login
+//! shells sshd ran and the CPU of the first 10 s.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -81,6 +83,12 @@ fn box_cpu_polling(host: &Sshd, mut poll: impl FnMut()) -> f64 {
 }
 
 const BOXES: usize = 20;
+/// The start's window: connections are up before it; the streams start at its beginning.
+const START: Duration = Duration::from_secs(10);
+
+fn conda_home() -> bool {
+    std::env::var("RIGWATCH_BENCH_HOME").as_deref() == Ok("conda")
+}
 
 fn twenty_boxes(lab: &mut Lab, runtime: &tokio::runtime::Runtime) {
     let boxes: Vec<Sshd> = (0..BOXES)
@@ -95,6 +103,9 @@ fn twenty_boxes(lab: &mut Lab, runtime: &tokio::runtime::Runtime) {
                 Duration::from_millis(30),
             );
             h.shim_tmux(true);
+            if conda_home() {
+                h.conda_like_home();
+            }
             h
         })
         .collect();
@@ -116,6 +127,9 @@ fn twenty_boxes(lab: &mut Lab, runtime: &tokio::runtime::Runtime) {
         pool.settle(Duration::from_secs(30)).await;
         let (tx, mut rx) = mpsc::channel(65536);
         let mut tasks = Vec::new();
+        // The start: every box's login shell and the loops' first nvidia-smi (30 ms each).
+        let (start_box, start_self) = (boxes_cpu(), support::own_cpu().0);
+        let execs_before: usize = boxes.iter().map(Sshd::execs_seen).sum();
         for host in &fleet.hosts {
             let link = pool.get(&host.name).expect("link");
             tasks.extend(live::spawn(
@@ -137,8 +151,17 @@ fn twenty_boxes(lab: &mut Lab, runtime: &tokio::runtime::Runtime) {
                 }
             }
         });
-        tokio::time::sleep(Duration::from_secs(4)).await;
+        tokio::time::sleep(START).await;
         let (box_before, self_before) = (boxes_cpu(), support::own_cpu().0);
+        let shells = boxes.iter().map(Sshd::execs_seen).sum::<usize>() - execs_before;
+        println!(
+            "start, first {} s: {shells} login shells on {BOXES} boxes; boxes {:.2} CPU-s, \
+             rigwatch {:.2} CPU-s, whole {:.2} CPU-s",
+            START.as_secs(),
+            box_before - start_box,
+            self_before - start_self,
+            box_before - start_box + self_before - start_self
+        );
         let readings_before = readings.load(Ordering::Relaxed);
         let parts_before = boxes[0].cpu_breakdown();
         tokio::time::sleep(WINDOW).await;
@@ -210,7 +233,7 @@ fn main() {
         return;
     }
     let box_a = lab.start_host("box");
-    if std::env::var("RIGWATCH_BENCH_HOME").as_deref() == Ok("conda") {
+    if conda_home() {
         println!(
             "conda-like ~/.bashrc on the box: {:.2} s per shell start here",
             box_a.conda_like_home()

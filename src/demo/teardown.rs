@@ -103,6 +103,8 @@ pub fn check(host: &str, now: DateTime<Utc>) -> (Option<PullRecord>, Currentness
         sent: size,
         verified: true,
         unproven: false,
+        local_stat: None,
+        settled_since: None,
         verification: "demo: a replayed record".into(),
         error: None,
         at: finished,

@@ -22,7 +22,7 @@ pub enum LedgerError {
     TooNew { path: PathBuf, found: i64 },
 }
 
-const SCHEMA: i64 = 8;
+const SCHEMA: i64 = 9;
 
 pub struct Ledger {
     pub(super) conn: Connection,
@@ -111,6 +111,9 @@ impl Ledger {
         }
         if version < 8 {
             conn.execute_batch(super::pulls::SCHEMA_8).map_err(sql)?;
+        }
+        if version < 9 {
+            conn.execute_batch(super::pulls::SCHEMA_9).map_err(sql)?;
         }
         Ok(Ledger {
             conn,
@@ -206,6 +209,8 @@ mod tests {
             sent: 3,
             verified,
             unproven: false,
+            local_stat: None,
+            settled_since: None,
             verification: "json".into(),
             error: None,
             at: DateTime::<Utc>::UNIX_EPOCH,
@@ -242,10 +247,13 @@ mod tests {
         };
         assert_eq!(outcomes(&ledger), [Outcome::Unproven, Outcome::Failed]);
         drop(ledger);
-        // The same rows as schema 7 held them: no column, the words only.
+        // The same rows as schema 7 held them: no column, the words only (and none of 9's).
         let conn = rusqlite::Connection::open(&path).expect("sqlite");
-        conn.execute_batch("ALTER TABLE files DROP COLUMN unproven; PRAGMA user_version = 7;")
-            .expect("back to schema 7");
+        conn.execute_batch(
+            "ALTER TABLE files DROP COLUMN unproven; ALTER TABLE files DROP COLUMN local_stat;
+             ALTER TABLE files DROP COLUMN settled_since; PRAGMA user_version = 7;",
+        )
+        .expect("back to schema 7");
         drop(conn);
         let ledger = Ledger::open(&path).expect("upgrade");
         assert_eq!(outcomes(&ledger), [Outcome::Unproven, Outcome::Failed]);

@@ -40,6 +40,14 @@ pub struct PulledFile {
     /// Set when the file could not be pulled.
     pub error: Option<String>,
     pub at: DateTime<Utc>,
+    /// The local copy's identity once it was in place (`pull::local::identity`: device, inode,
+    /// size, mtime and ctime to the nanosecond); None where it was not taken (a failed file, a
+    /// record written before schema 9).
+    pub local_stat: Option<String>,
+    /// Carried over unhashed from pull N's record because nothing of it changed since, on the
+    /// box (its stamp) or here (`local_stat`): "unchanged since pull #N, by stat". None: hashed
+    /// on both ends in this pull.
+    pub settled_since: Option<i64>,
 }
 
 /// What a pull proved about one file, in the words every view uses.
@@ -120,6 +128,8 @@ mod outcome_tests {
             sent: 5,
             verified,
             unproven: false,
+            local_stat: None,
+            settled_since: None,
             verification: verification.into(),
             error: error.map(String::from),
             at: DateTime::<Utc>::UNIX_EPOCH,

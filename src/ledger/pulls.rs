@@ -30,10 +30,16 @@ pub(super) const SCHEMA_8: &str =
      UPDATE files SET unproven = 1 WHERE verified = 0 AND verification LIKE 'unproven%';
      PRAGMA user_version = 8;";
 
+/// Schema 9: each local copy's identity once in place, and the pull a record was carried over
+/// from by stat (`PulledFile::settled_since`).
+pub(super) const SCHEMA_9: &str = "ALTER TABLE files ADD COLUMN local_stat TEXT;
+     ALTER TABLE files ADD COLUMN settled_since INTEGER;
+     PRAGMA user_version = 9;";
+
 macro_rules! file_columns {
     () => {
         "remote_path, size, mtime, remote_sha256, local_path, local_sha256, sent, verified, \
-         verification, error, at, stamp, unproven"
+         verification, error, at, stamp, unproven, local_stat, settled_since"
     };
 }
 const FILE_COLUMNS: &str = file_columns!();
@@ -263,7 +269,7 @@ fn insert_head(tx: &Transaction<'_>, pull: &PullRecord, complete: bool) -> rusql
 fn insert_files(tx: &Transaction<'_>, id: i64, files: &[PulledFile]) -> rusqlite::Result<()> {
     let mut stmt = tx.prepare_cached(&format!(
         "INSERT INTO files (pull_id, {FILE_COLUMNS})
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
     ))?;
     for f in files {
         stmt.execute(params![
@@ -280,7 +286,9 @@ fn insert_files(tx: &Transaction<'_>, id: i64, files: &[PulledFile]) -> rusqlite
             f.error,
             f.at.to_rfc3339(),
             f.stamp,
-            f.unproven
+            f.unproven,
+            f.local_stat,
+            f.settled_since
         ])?;
     }
     Ok(())
@@ -301,5 +309,7 @@ fn file(r: &Row<'_>) -> rusqlite::Result<PulledFile> {
         error: r.get(9)?,
         at: time(&r.get::<_, String>(10)?),
         stamp: r.get(11)?,
+        local_stat: r.get(13)?,
+        settled_since: r.get(14)?,
     })
 }

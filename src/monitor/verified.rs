@@ -96,6 +96,8 @@ mod tests {
             sent: 5,
             verified: good,
             unproven: false,
+            local_stat: None,
+            settled_since: None,
             verification: "json".into(),
             error: None,
             at: DateTime::<Utc>::UNIX_EPOCH,

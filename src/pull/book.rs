@@ -14,11 +14,14 @@ pub trait Book: Send {
     /// The size of the largest file the last pull recorded (None: no last pull, or it recorded
     /// no file, or the ledger could not say).
     fn last_largest(&mut self) -> Option<u64>;
+    /// The last pull's id, which a record carried over by stat names (None: no last pull).
+    fn previous_id(&self) -> Option<i64>;
 }
 
 /// Every record kept in memory, the last pull's looked up in its own record.
 pub struct Kept<'a> {
     previous: HashMap<&'a str, Vec<&'a PulledFile>>,
+    previous_id: Option<i64>,
     largest: Option<u64>,
     pub files: Vec<PulledFile>,
 }
@@ -32,6 +35,7 @@ impl<'a> Kept<'a> {
         let largest = previous.and_then(|p| p.files.iter().map(|f| f.size).max());
         Kept {
             previous: by_path,
+            previous_id: previous.map(|p| p.id),
             largest,
             files: Vec::new(),
         }
@@ -51,6 +55,10 @@ impl Book for Kept<'_> {
 
     fn last_largest(&mut self) -> Option<u64> {
         self.largest
+    }
+
+    fn previous_id(&self) -> Option<i64> {
+        self.previous_id
     }
 }
 
@@ -92,5 +100,9 @@ impl Book for Booked<'_> {
 
     fn last_largest(&mut self) -> Option<u64> {
         self.ledger.largest_file(self.previous?).ok().flatten()
+    }
+
+    fn previous_id(&self) -> Option<i64> {
+        self.previous
     }
 }

@@ -18,13 +18,14 @@ use super::PullError;
 use super::book::Book;
 use super::box_hash::{Looked, hashes_then_looks, remote_hashes};
 use super::channel::LazySftp;
+use super::check::Verification;
 use super::copy::Copied;
 use super::copy::copy_all;
 use super::engine::{Progress, Stage, failed_file};
 use super::finish::{Landings, finish_all};
 use super::local::Start;
 use super::names;
-use super::plan::{Plan, Recorded, Refused, local_starts};
+use super::plan::{Carry, Plan, Recorded, Refused, local_starts};
 use super::protect::Protected;
 use super::remote::RemoteFile;
 use super::restat::restat;
@@ -135,25 +136,51 @@ pub(super) async fn pull_chunks<B: BoxExec>(
 fn recorded(
     book: &Mutex<&mut dyn Book>,
     plan: &[(RemoteFile, PathBuf)],
-) -> (HashMap<String, PulledFile>, Result<(), PullError>) {
+) -> (
+    HashMap<String, PulledFile>,
+    Option<i64>,
+    Result<(), PullError>,
+) {
     let paths: Vec<&str> = plan.iter().map(|(f, _)| f.path.as_str()).collect();
     let found = match book.lock() {
-        Ok(mut book) => book.recorded(&paths).map_err(PullError::from),
+        Ok(mut book) => book
+            .recorded(&paths)
+            .map(|files| (files, book.previous_id()))
+            .map_err(PullError::from),
         Err(_) => Err(PullError::Book("a chunk's reader panicked".into())),
     };
     match found {
-        Err(e) => (HashMap::new(), Err(e)),
-        Ok(files) => {
+        Err(e) => (HashMap::new(), None, Err(e)),
+        Ok((files, previous)) => {
             let complete = files.into_iter().filter(|f| {
                 f.local_sha256.is_some()
                     && (f.remote_sha256.is_none() || f.remote_sha256 == f.local_sha256)
             });
             (
                 complete.map(|f| (f.remote_path.clone(), f)).collect(),
+                previous,
                 Ok(()),
             )
         }
     }
+}
+
+/// What a good record carries over where nothing of its file changed since: a record that was
+/// proven or unproven, with its local copy's identity, from the last pull (or, where that
+/// carried it too, from the pull that hashed it).
+fn carry(r: &PulledFile, previous: Option<i64>) -> Option<Carry> {
+    let good = r.error.is_none() && (r.verified || r.unproven);
+    let remote_sha256 = r.remote_sha256.clone().filter(|_| good)?;
+    Some(Carry {
+        since: r.settled_since.or(previous)?,
+        local_stat: r.local_stat.clone()?,
+        remote_sha256,
+        verification: Verification {
+            passed: r.verified,
+            unchecked: r.unproven,
+            how: r.verification.clone(),
+        },
+    })
 }
 
 /// One chunk from its local look to its records.
@@ -176,25 +203,31 @@ async fn one_chunk<B: BoxExec>(
         .files_done
         .fetch_add(refused.len(), Ordering::Relaxed);
     let home = looking.lock().await;
-    let (recorded, read) = recorded(shared.book, plan);
+    let (recorded, previous, read) = recorded(shared.book, plan);
     let records: Vec<Option<Recorded>> = plan
         .iter()
         .map(|(file, local)| {
             let r = recorded
                 .get(file.path.as_str())
                 .filter(|r| r.local_path == names::of_path(local))?;
-            let stamp = r.stamp.clone()?;
-            Some((r.size, stamp, r.local_sha256.clone().unwrap_or_default()))
+            Some(Recorded {
+                size: r.size,
+                stamp: r.stamp.clone()?,
+                local_sha256: r.local_sha256.clone().unwrap_or_default(),
+                carry: carry(r, previous),
+            })
         })
         .collect();
     drop(recorded);
     let recorded_hashes: Vec<Option<String>> = records
         .iter()
-        .map(|r| r.as_ref().map(|r| r.2.clone()))
+        .map(|r| r.as_ref().map(|r| r.local_sha256.clone()))
         .collect();
-    let (starts, checked) =
-        local_starts(&spec.dest, plan, records, &spec.verify, shared.parts_held).await;
+    let looked = local_starts(&spec.dest, plan, records, &spec.verify, shared.parts_held).await;
     drop(home);
+    let starts: Vec<Start> = looked.iter().map(|l| l.start).collect();
+    let (checked, settled): (Vec<_>, Vec<_>) =
+        looked.into_iter().map(|l| (l.checked, l.settled)).unzip();
     // The bar's total began as every listed byte: what need not be sent comes off it.
     let not_sent: u64 = plan
         .iter()
@@ -220,8 +253,11 @@ async fn one_chunk<B: BoxExec>(
     // beside the copies, and whatever a batch handed back (or could not hash) after them. Each
     // hash is followed by the box's second look at its files, in the same command
     // (`second_look_brought` says when that look holds for a copy).
+    // A settled file (unchanged by stat on both ends) is not hashed again: its record carries.
     let by_tar = |i: &usize| super::batch::eligible(&plan[*i].0, starts[*i]);
-    let hashed_beside = (0..plan.len()).filter(|i| !by_tar(i)).map(|i| &plan[i].0);
+    let hashed_beside = (0..plan.len())
+        .filter(|i| !by_tar(i) && settled[*i].is_none())
+        .map(|i| &plan[i].0);
     let looks = hashes_then_looks(session, hashed_beside);
     let (copied, looks) = tokio::join!(copies, looks);
     let (mut hashes, looked) = match looks {
@@ -278,7 +314,8 @@ async fn one_chunk<B: BoxExec>(
         hashes: &hashes,
         progress: &progress.files_done,
     };
-    let mut files = finish_all(plan, copied, recorded_hashes, checked, &landings).await;
+    let earlier = (recorded_hashes, checked, settled);
+    let mut files = finish_all(plan, copied, earlier, &landings).await;
     tracing::debug!(ms = ms(), "pull chunk: finished");
     for (file, local, why) in refused {
         files.push(failed_file(&file, &local, why));

@@ -16,6 +16,8 @@ fn pulled(path: &str) -> PulledFile {
         sent: 5,
         verified: true,
         unproven: false,
+        local_stat: None,
+        settled_since: None,
         verification: "json".into(),
         error: None,
         at: DateTime::<Utc>::UNIX_EPOCH,

@@ -374,6 +374,8 @@ pub(super) fn failed_file(file: &RemoteFile, local: &Path, why: String) -> Pulle
         sent: 0,
         verified: false,
         unproven: false,
+        local_stat: None,
+        settled_since: None,
         verification: String::new(),
         error: (!why.is_empty()).then_some(why),
         at: Utc::now(),

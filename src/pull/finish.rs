@@ -16,7 +16,8 @@ use super::check::{Verification, verify};
 use super::copy::{Copied, disk};
 use super::durable;
 use super::engine::failed_file;
-use super::local::parts_dir;
+use super::local::{identity, parts_dir};
+use super::plan::Carry;
 use super::promote::{Promoted, builtin_only, failed, in_place, staged};
 use super::protect::Protected;
 use super::remote::RemoteFile;
@@ -103,12 +104,11 @@ enum Step {
 pub(super) async fn finish_all(
     plan: &[(RemoteFile, PathBuf)],
     copied: Vec<Result<Option<Copied>, NotCopied>>,
-    recorded_hashes: Vec<Option<String>>,
-    checked: Vec<Option<Verification>>,
+    (recorded_hashes, checked, settled): EarlierLooks,
     all: &Landings<'_>,
 ) -> Vec<PulledFile> {
     let began = std::time::Instant::now();
-    let mut checked = checked.into_iter();
+    let (mut checked, mut settled) = (checked.into_iter(), settled.into_iter());
     let mut records = Vec::with_capacity(plan.len());
     // Copies to check and rename in place, to link at their names, and every other step left.
     let (mut simple, mut to_link, mut rest) = (Vec::new(), Vec::new(), Vec::new());
@@ -116,6 +116,7 @@ pub(super) async fn finish_all(
         let earlier = Earlier {
             recorded,
             checked: checked.next().flatten(),
+            settled: settled.next().flatten(),
         };
         let (outcome, proven) = match outcome {
             Ok(Some(mut copy)) => {
@@ -179,6 +180,30 @@ pub(super) async fn finish_all(
             records[i].error = Some(why.clone());
         }
     }
+    identify(plan, records).await
+}
+
+/// Each good copy's identity now that it is in place: taken after its last link or rename (both
+/// change its ctime), so the next pull finds it as it is. One a settled record carried is as
+/// it was found.
+async fn identify(plan: &[(RemoteFile, PathBuf)], mut records: Vec<PulledFile>) -> Vec<PulledFile> {
+    let which: Vec<(usize, PathBuf)> = records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.error.is_none() && r.local_stat.is_none())
+        .map(|(i, _)| (i, plan[i].1.clone()))
+        .collect();
+    let stats = tokio::task::spawn_blocking(move || {
+        which
+            .into_iter()
+            .map(|(i, path)| (i, std::fs::metadata(path).ok().map(|m| identity(&m))))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    for (i, stat) in stats {
+        records[i].local_stat = stat;
+    }
     records
 }
 
@@ -188,7 +213,17 @@ pub(super) async fn finish_all(
 struct Earlier {
     recorded: Option<String>,
     checked: Option<Verification>,
+    /// Unchanged by stat on both ends: the record it carries over, unhashed.
+    settled: Option<Carry>,
 }
+
+/// Per planned file: the local hash the last pull recorded, what the built-in check said as
+/// it was hashed again, and what a settled record carries.
+pub(super) type EarlierLooks = (
+    Vec<Option<String>>,
+    Vec<Option<Verification>>,
+    Vec<Option<Carry>>,
+);
 
 /// A file's record as far as it can be judged without touching local disk, and what is left
 /// to do for it (None: the record is final).
@@ -230,7 +265,8 @@ fn judge(
     let mut record = failed_file(file, local, String::new());
     record.sent = copied.sent;
     record.local_sha256 = Some(copied.sha256);
-    record.remote_sha256 = copied.box_sha256.or_else(|| {
+    let carried = earlier.settled.as_ref().map(|c| c.remote_sha256.clone());
+    record.remote_sha256 = copied.box_sha256.or(carried).or_else(|| {
         all.hashes
             .as_ref()
             .ok()
@@ -272,12 +308,22 @@ fn judge(
         };
         return (record, Some(step));
     }
-    match earlier.checked {
-        Some(checked) => {
+    match (earlier.checked, earlier.settled) {
+        (Some(checked), Some(carry)) => {
+            settle(&mut record, checked, None);
+            let note = format!(" (unchanged since pull #{}, by stat)", carry.since);
+            if !record.verification.ends_with(&note) {
+                record.verification.push_str(&note);
+            }
+            record.settled_since = Some(carry.since);
+            record.local_stat = Some(carry.local_stat);
+            (record, None)
+        }
+        (Some(checked), None) => {
             settle(&mut record, checked, None);
             (record, None)
         }
-        None => (record, Some(Step::Verify)),
+        (None, _) => (record, Some(Step::Verify)),
     }
 }
 

@@ -110,6 +110,8 @@ async fn proven(
         sent: size,
         verified: check.passed,
         unproven: check.unchecked,
+        local_stat: None,
+        settled_since: None,
         verification: check.how,
         error: None,
         at: Utc::now(),

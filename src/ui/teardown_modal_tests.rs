@@ -48,6 +48,8 @@ fn words(files: usize, odd: &str) -> Description {
         sent: 5,
         verified: i != 3,
         unproven: false,
+        local_stat: None,
+        settled_since: None,
         verification: if i == 3 {
             format!("failed: {odd}")
         } else {
