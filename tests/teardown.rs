@@ -72,6 +72,62 @@ fn teardown_is_refused_until_a_verified_current_pull_then_runs_once() {
     assert!(pull_at < teardown_at, "{text}");
 }
 
+/// `%T@` and `%C@` of `path` as the box's find prints them, NUL-separated.
+fn find_stamp(path: &Path) -> String {
+    let out = std::process::Command::new("find")
+        .arg(path)
+        .args(["-printf", "%T@\\0%C@"])
+        .output()
+        .expect("find");
+    String::from_utf8(out.stdout).expect("digits")
+}
+
+/// A re-pull carries a settled file's record without hashing it (unchanged by stat on both
+/// ends); what proves the box still holds those bytes is the teardown's re-hash, not stat. A box
+/// whose stat says nothing changed after a write (some network and FUSE filesystems keep the
+/// times of a write through a memory map; here its `find` prints the stamp the pull saw) is
+/// refused by content.
+#[test]
+fn a_change_that_keeps_every_stat_is_refused_by_the_re_hash_after_a_settled_re_pull() {
+    let s = setup();
+    s.pull();
+    s.pull();
+    let out = s.rigwatch(&["ledger", "box", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("ledger json");
+    let files = doc["pulls"][0]["files"].as_array().expect("files");
+    assert!(
+        !files.is_empty() && files.iter().all(|f| f["settled_since"].is_i64()),
+        "the re-pull carried every record by stat: {files:?}"
+    );
+    let model = s.run.join("final_ckpts/model.bin");
+    let pulled = find_stamp(&model);
+    let mut bytes = std::fs::read(&model).expect("model");
+    bytes[1234] ^= 0xff;
+    // In place: the same inode and size, other bytes.
+    std::fs::write(&model, bytes).expect("write in place");
+    let now = find_stamp(&model);
+    assert_ne!(now, pulled);
+    s._sshd.shim_script(
+        "find",
+        &format!(
+            "#!/usr/bin/perl\nmy ($now, $pulled) = (\"\\x{{0}}{}\\x{{0}}\", \"\\x{{0}}{}\\x{{0}}\");\n\
+             open(my $f, '-|', '/usr/bin/find', @ARGV) or exit 127;\n\
+             local $/; my $out = <$f>; close($f); my $s = $? >> 8;\n\
+             $out =~ s/\\Q$now\\E/$pulled/g; print $out; exit $s;\n",
+            now.replace('\0', "\\x{0}"),
+            pulled.replace('\0', "\\x{0}")
+        ),
+    );
+    // The check that allows a destroy runs after the name is typed.
+    let screen = s.in_terminal("box", "samestat");
+    assert!(
+        screen.contains("holds other bytes on the box than were pulled"),
+        "{screen}"
+    );
+    assert!(!screen.contains("EXIT=0"), "{screen}");
+    assert!(s.changes().is_empty(), "nothing destroyed on a stat");
+}
+
 #[test]
 fn the_dashboard_modal_refuses_then_pulls_then_destroys_once() {
     let s = setup();
