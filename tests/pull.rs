@@ -15,7 +15,7 @@ use rigwatch::pull::local::{part_paths, sha256_file};
 use rigwatch::pull::{Progress, PullJob, pull};
 use rigwatch::transport::Pool;
 use support::Lab;
-use support::results::{box_to_pull, pull_fleet, pull_on, write_small};
+use support::results::{box_to_pull, hash_logging_box, pull_fleet, pull_on, write_small};
 
 const BIG: u64 = 1 << 30;
 
@@ -364,13 +364,8 @@ async fn a_pull_starts_at_most_two_login_shells_on_the_box() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pull_hashes_each_small_file_on_the_box_once() {
     let mut lab = Lab::new();
-    let sshd = lab.start_host("box");
-    let log = sshd.dir.join("hashed.log");
-    sshd.shim_logging_args("sha256sum", &log);
-    let run = sshd.dir.join("workspace/run");
-    write_small(&run, 300);
-    let dest = lab.path("results/box");
-    let config = fleet::load(&pull_fleet(&lab, &sshd, &run, &dest)).expect("fleet");
+    let (_sshd, log, _, fleet) = hash_logging_box(&mut lab, 300);
+    let config = fleet::load(&fleet).expect("fleet");
     let record = pull_once(&config, None).await;
     assert_eq!(record.files.len(), 301);
     assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use rigwatch::ledger::{Ledger, PullRecord};
 use support::Lab;
-use support::results::{pull_fleet, write_small};
+use support::results::hash_logging_box;
 
 /// `rigwatch pull box` on `fleet`; the pull it recorded.
 fn pull(lab: &Lab, fleet: &Path) -> PullRecord {
@@ -52,13 +52,7 @@ fn settled_since(record: &PullRecord, name: &str) -> Option<i64> {
 #[test]
 fn an_unchanged_file_is_carried_by_stat_and_any_change_of_stat_hashes_it_again() {
     let mut lab = Lab::new();
-    let sshd = lab.start_host("box");
-    let log = sshd.dir.join("hashed.log");
-    sshd.shim_logging_args("sha256sum", &log);
-    let run = sshd.dir.join("workspace/run");
-    write_small(&run, 40);
-    let dest = lab.path("results/box");
-    let fleet = pull_fleet(&lab, &sshd, &run, &dest);
+    let (_sshd, log, run, fleet) = hash_logging_box(&mut lab, 40);
 
     let first = pull(&lab, &fleet);
     assert_eq!(first.files.len(), 41);

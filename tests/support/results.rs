@@ -36,6 +36,19 @@ pub fn pull_fleet(lab: &Lab, sshd: &Sshd, run: &Path, dest: &Path) -> PathBuf {
     lab.fleet("fleet.toml", "", &[("box", body)])
 }
 
+/// A box "box" whose `sha256sum` logs each file it hashes, one a line, with `count` cells'
+/// results (`write_small`) in its run folder: the box, the log, the run folder, and a fleet that
+/// pulls them into the lab's `results/box`.
+pub fn hash_logging_box(lab: &mut Lab, count: usize) -> (Sshd, PathBuf, PathBuf, PathBuf) {
+    let sshd = lab.start_host("box");
+    let log = sshd.dir.join("hashed.log");
+    sshd.shim_logging_args("sha256sum", &log);
+    let run = sshd.dir.join("workspace/run");
+    write_small(&run, count);
+    let fleet = pull_fleet(lab, &sshd, &run, &lab.path("results/box"));
+    (sshd, log, run, fleet)
+}
+
 /// `count` files of ~40 bytes, `per_folder` to a folder (`dNNN/mNNNNNN.json`), as a sweep's
 /// per-cell metrics are.
 pub fn write_cells(dir: &Path, count: usize, per_folder: usize) {
