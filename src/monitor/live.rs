@@ -98,17 +98,8 @@ async fn watch_box(
         GPU_QUERY_FIELDS
     };
     let command = live_command(&host, &nonce, period, fields);
-    let (mut rx, ticks) = match session.stream_with_input(&command.line, MAX_LINE).await {
-        Ok(both) => {
-            // The host's paths and mounts first: the script reads them before its first cycle.
-            let _ = both.1.send(command.input).await;
-            both
-        }
-        Err(e) => {
-            let why = format!("{}: probe loop: {e}", host.name);
-            send(&tx, &host.name, Observation::ProbeError(why)).await;
-            return RESTART_AFTER;
-        }
+    let Some((mut rx, ticks)) = start(&session, &host.name, command, &tx).await else {
+        return RESTART_AFTER;
     };
     let marker = marker(&nonce);
     let mut demux = Demux::new(&marker);
@@ -169,18 +160,33 @@ async fn watch_box(
                 if let Some(rest) = demux.finish() {
                     let _ = lines.route(Routed::Probe(rest)).await;
                 }
-                tracing::warn!(host = %host.name, "probe loop ended (exit {exit_status:?})");
-                let why = format!(
-                    "{}: probe loop ended (exit {}); restarting",
-                    host.name,
-                    exit_status.map_or("unknown".into(), |s| s.to_string())
-                );
-                send(&tx, &host.name, Observation::ProbeError(why)).await;
+                lines.ended(exit_status).await;
                 return RESTART_AFTER;
             }
         }
     }
     RESTART_AFTER
+}
+
+/// Starts the command, its host's paths and mounts first on its stdin (the script reads them
+/// before its first cycle); None, said as a probe error, where it could not start.
+async fn start(
+    session: &Arc<Session>,
+    host: &str,
+    command: super::commands::ProbeCommand,
+    tx: &mpsc::Sender<Update>,
+) -> Option<(mpsc::Receiver<StreamEvent>, crate::transport::StreamInput)> {
+    match session.stream_with_input(&command.line, MAX_LINE).await {
+        Ok((rx, ticks)) => {
+            let _ = ticks.send(command.input).await;
+            Some((rx, ticks))
+        }
+        Err(e) => {
+            let why = format!("{host}: probe loop: {e}");
+            send(tx, host, Observation::ProbeError(why)).await;
+            None
+        }
+    }
 }
 
 /// Where the command's lines go once told apart.
@@ -231,6 +237,17 @@ impl Lines<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The command ended on its own (not with the link): said, as it is started again.
+    async fn ended(&self, exit_status: Option<u32>) {
+        tracing::warn!(host = %self.host, "probe loop ended (exit {exit_status:?})");
+        let why = format!(
+            "{}: probe loop ended (exit {}); restarting",
+            self.host,
+            exit_status.map_or("unknown".into(), |s| s.to_string())
+        );
+        self.say(Observation::ProbeError(why)).await;
     }
 
     async fn say(&self, observation: Observation) {

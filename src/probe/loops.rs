@@ -8,7 +8,8 @@
 //! * when nvidia-smi ends, `<marker> end <status>` as a tagged line, and the loop starts it again
 //!   on the box: after 2 s, or after [`NO_GPU_RECHECK_SECS`] where there is no nvidia-smi (127);
 //! * when the channel goes, the loops end at their next write, and the probe's exit takes them
-//!   down with it (`kill 0`: sshd gives each session a process group of its own).
+//!   down with it (`kill 0` where its shell leads its own process group, as sshd's sessions
+//!   do; else the two loops by pid).
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -44,7 +45,13 @@ pub struct Loops<'a> {
 pub fn stream_loops(nonce: &str, loops: &Loops<'_>) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "M={}", sh_quote(&marker(nonce)));
-    s.push_str("trap 'kill 0' EXIT\n");
+    // At exit the loops go too: the whole process group where this shell leads its own (sshd
+    // gives each session one, so it holds nothing but what this command started), else the
+    // two loops by pid, whose nvidia-smi then ends at its next write.
+    s.push_str(
+        "trap 'g=; read -r _ _ _ _ g _ < /proc/$$/stat 2>/dev/null; \
+         if [ \"$g\" = \"$$\" ]; then kill 0; else kill $LG $LA 2>/dev/null; fi' EXIT\n",
+    );
     let _ = writeln!(
         s,
         "tg() {{ while IFS= read -r l || [ -n \"$l\" ]; do \
@@ -61,14 +68,14 @@ pub fn stream_loops(nonce: &str, loops: &Loops<'_>) -> String {
     let ms = |d: Duration| d.as_millis().max(100);
     let _ = writeln!(
         s,
-        "lp {} nvidia-smi --query-gpu={} --format=csv,nounits -lms {} &",
+        "lp {} nvidia-smi --query-gpu={} --format=csv,nounits -lms {} & LG=$!",
         GPU_TAG,
         loops.gpu_fields.join(","),
         ms(loops.gpu_every)
     );
     let _ = writeln!(
         s,
-        "lp {} nvidia-smi --query-compute-apps={} --format=csv -lms {} &",
+        "lp {} nvidia-smi --query-compute-apps={} --format=csv -lms {} & LA=$!",
         APPS_TAG,
         loops.apps_fields.join(","),
         ms(loops.apps_every)

@@ -18,17 +18,17 @@ use super::PullError;
 use super::book::Book;
 use super::box_hash::{Looked, hashes_then_looks, remote_hashes};
 use super::channel::LazySftp;
-use super::check::Verification;
 use super::copy::Copied;
 use super::copy::copy_all;
 use super::engine::{Progress, Stage, failed_file};
 use super::finish::{Landings, finish_all};
 use super::local::Start;
 use super::names;
-use super::plan::{Carry, Plan, Recorded, Refused, local_starts};
+use super::plan::{Plan, Recorded, Refused, local_starts};
 use super::protect::Protected;
 use super::remote::RemoteFile;
 use super::restat::restat;
+use super::settled::carry;
 use crate::config::PullConfig;
 use crate::ledger::PulledFile;
 use crate::transport::BoxExec;
@@ -163,24 +163,6 @@ fn recorded(
             )
         }
     }
-}
-
-/// What a good record carries over where nothing of its file changed since: a record that was
-/// proven or unproven, with its local copy's identity, from the last pull (or, where that
-/// carried it too, from the pull that hashed it).
-fn carry(r: &PulledFile, previous: Option<i64>) -> Option<Carry> {
-    let good = r.error.is_none() && (r.verified || r.unproven);
-    let remote_sha256 = r.remote_sha256.clone().filter(|_| good)?;
-    Some(Carry {
-        since: r.settled_since.or(previous)?,
-        local_stat: r.local_stat.clone()?,
-        remote_sha256,
-        verification: Verification {
-            passed: r.verified,
-            unchecked: r.unproven,
-            how: r.verification.clone(),
-        },
-    })
 }
 
 /// One chunk from its local look to its records.

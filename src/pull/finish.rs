@@ -16,11 +16,11 @@ use super::check::{Verification, verify};
 use super::copy::{Copied, disk};
 use super::durable;
 use super::engine::failed_file;
-use super::local::{identity, parts_dir};
-use super::plan::Carry;
+use super::local::parts_dir;
 use super::promote::{Promoted, builtin_only, failed, in_place, staged};
 use super::protect::Protected;
 use super::remote::RemoteFile;
+use super::settled::Carry;
 use crate::config::fleet::VerifyCommands;
 use crate::ledger::PulledFile;
 
@@ -180,31 +180,7 @@ pub(super) async fn finish_all(
             records[i].error = Some(why.clone());
         }
     }
-    identify(plan, records).await
-}
-
-/// Each good copy's identity now that it is in place: taken after its last link or rename (both
-/// change its ctime), so the next pull finds it as it is. One a settled record carried is as
-/// it was found.
-async fn identify(plan: &[(RemoteFile, PathBuf)], mut records: Vec<PulledFile>) -> Vec<PulledFile> {
-    let which: Vec<(usize, PathBuf)> = records
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.error.is_none() && r.local_stat.is_none())
-        .map(|(i, _)| (i, plan[i].1.clone()))
-        .collect();
-    let stats = tokio::task::spawn_blocking(move || {
-        which
-            .into_iter()
-            .map(|(i, path)| (i, std::fs::metadata(path).ok().map(|m| identity(&m))))
-            .collect::<Vec<_>>()
-    })
-    .await
-    .unwrap_or_default();
-    for (i, stat) in stats {
-        records[i].local_stat = stat;
-    }
-    records
+    super::settled::identify(plan, records).await
 }
 
 /// What was known of an unchanged file before its finish: the hash the last pull recorded of

@@ -159,23 +159,6 @@ pub fn decide(remote: &RemoteFile, local: &LocalState) -> Start {
     }
 }
 
-/// A local file's identity: device, inode, size, and mtime and ctime to the nanosecond. A write,
-/// a truncation, a rename over it or a chmod changes at least one, and ctime cannot be set back
-/// by user tools, so a copy whose identity is as recorded holds the bytes that were hashed.
-pub fn identity(meta: &std::fs::Metadata) -> String {
-    use std::os::unix::fs::MetadataExt;
-    format!(
-        "{} {} {} {}.{:09} {}.{:09}",
-        meta.dev(),
-        meta.ino(),
-        meta.size(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.ctime(),
-        meta.ctime_nsec()
-    )
-}
-
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     let mut file = open_unwatched(path)?;
     let mut hasher = Sha256::new();

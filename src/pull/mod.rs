@@ -35,6 +35,7 @@ pub mod protect;
 mod recheck;
 pub mod remote;
 mod restat;
+mod settled;
 pub mod setup;
 mod spool;
 mod strict;

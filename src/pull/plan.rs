@@ -13,9 +13,11 @@ use super::check::{Verification, verify_builtin_named, verify_builtin_written};
 use super::engine::PullJob;
 use super::listing::digest;
 use super::local::{
-    LocalState, Start, decide, hex, identity, local_path, part_paths, read_unwatched, sha256_file,
+    LocalState, Start, decide, hex, local_path, part_paths, read_unwatched, sha256_file,
 };
 use super::remote::RemoteFile;
+use super::settled::Carry;
+use super::settled::identity;
 use crate::config::fleet::VerifyCommands;
 
 /// Each file to pull and where it lands at home.
@@ -79,16 +81,6 @@ pub(super) struct Recorded {
     /// Where that record was good and its local copy's identity was kept: what it carries over
     /// if nothing of the file changed since, on the box or here.
     pub carry: Option<Carry>,
-}
-
-/// A good record that may be carried over by stat, unhashed.
-#[derive(Debug, Clone)]
-pub(super) struct Carry {
-    /// The pull whose hashes it carries.
-    pub since: i64,
-    pub local_stat: String,
-    pub remote_sha256: String,
-    pub verification: Verification,
 }
 
 /// How a file starts, what the built-in check says of it where it may be unchanged, and what
