@@ -208,6 +208,7 @@ async fn one_chunk<B: BoxExec>(
     let looked = local_starts(&spec.dest, plan, records, &spec.verify, shared.parts_held).await;
     drop(home);
     let starts: Vec<Start> = looked.iter().map(|l| l.start).collect();
+    let read_as: Vec<Option<String>> = looked.iter().map(|l| l.read_as.clone()).collect();
     let (checked, settled): (Vec<_>, Vec<_>) =
         looked.into_iter().map(|l| (l.checked, l.settled)).unzip();
     // The bar's total began as every listed byte: what need not be sent comes off it.
@@ -298,6 +299,13 @@ async fn one_chunk<B: BoxExec>(
     };
     let earlier = (recorded_hashes, checked, settled);
     let mut files = finish_all(plan, copied, earlier, &landings).await;
+    // A copy hashed again keeps its identity only where it is the one it had as it was read: one
+    // changed here meanwhile is hashed again by the next pull, not carried on this one's hash.
+    for (file, read) in files.iter_mut().zip(&read_as) {
+        if read.is_some() && file.local_stat != *read {
+            file.local_stat = None;
+        }
+    }
     tracing::debug!(ms = ms(), "pull chunk: finished");
     for (file, local, why) in refused {
         files.push(failed_file(&file, &local, why));

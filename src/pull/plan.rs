@@ -90,6 +90,9 @@ pub(super) struct Looked {
     pub start: Start,
     pub checked: Option<Verification>,
     pub settled: Option<Carry>,
+    /// An unchanged file hashed again: its local identity when it was read, which its record
+    /// keeps only if the copy still has it once the pull ends.
+    pub read_as: Option<String>,
 }
 
 /// Files whose local state is looked at in one blocking task (a few stats each, and a hash of
@@ -143,6 +146,7 @@ pub(super) async fn local_starts(
                     start: Start::Fresh,
                     checked: None,
                     settled: None,
+                    read_as: None,
                 };
                 looked.await.unwrap_or_else(|_| vec![fresh_start; fresh])
             });
@@ -180,6 +184,7 @@ fn local_start(
             start: Start::Unchanged,
             checked: Some(carry.verification.clone()),
             settled: Some(carry.clone()),
+            read_as: None,
         };
     }
     // A small file that may be unchanged is read once, for its hash and its check both (each
@@ -212,6 +217,9 @@ fn local_start(
         None => verify_builtin_named(local, local),
     });
     Looked {
+        read_as: (start == Start::Unchanged)
+            .then(|| meta.as_ref().map(identity))
+            .flatten(),
         start,
         checked,
         settled: None,
