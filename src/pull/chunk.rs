@@ -264,9 +264,12 @@ async fn one_chunk<B: BoxExec>(
         progress.set_stage(Stage::Verifying);
     }
     // The second look: a tar batch brought its files' along, and each hashing command its own;
-    // the rest are asked for now.
+    // the rest are asked for now. A settled file needs none: nothing of it was read in this
+    // pull, and the listing that found it unchanged is its look.
     let brought: Vec<bool> = (0..plan.len())
-        .map(|i| second_look_brought(&plan[i].0, &copied[i], &hashes, &looked))
+        .map(|i| {
+            settled[i].is_some() || second_look_brought(&plan[i].0, &copied[i], &hashes, &looked)
+        })
         .collect();
     let files: Vec<&RemoteFile> = (0..plan.len())
         .filter(|&i| !brought[i])

@@ -231,6 +231,8 @@ fn judge(
         _ => all.relisted.as_ref().map(|now| now.get(&file.path)),
     };
     let seen = match look {
+        // Settled: nothing of it was read in this pull; the listing was its look.
+        _ if earlier.settled.is_some() => Seen::Same,
         Err(e) => Seen::Unknown(e.clone()),
         Ok(None) => Seen::Changed("vanished from the box during the pull".to_string()),
         Ok(Some((size, stamp))) if *size != file.size || *stamp != file.stamp => {
