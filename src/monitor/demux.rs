@@ -42,33 +42,40 @@ impl Demux {
         }
     }
 
-    pub fn push(&mut self, line: String) -> Vec<Routed> {
-        let tagged = if let Some(rest) = line.strip_prefix(&self.gpu) {
-            Some(Routed::Gpu(rest.to_string()))
+    /// One line of the channel in; what it completes out, in order (at most two: the probe
+    /// line it shows was whole, and itself), with no allocation of its own on this per-line path.
+    pub fn push(&mut self, mut line: String) -> impl Iterator<Item = Routed> + use<> {
+        let tag = if line.starts_with(&self.gpu) {
+            Some((self.gpu.len(), true))
+        } else if line.starts_with(&self.apps) {
+            Some((self.apps.len(), false))
         } else {
-            line.strip_prefix(&self.apps)
-                .map(|rest| Routed::Apps(rest.to_string()))
+            None
         };
-        if let Some(tagged) = tagged {
-            match self.held.take() {
-                // The frame's own newline: the tagged write came between two probe lines.
-                Some(held) if held.is_empty() => {}
-                Some(held) => self.head = Some(held),
-                None => {}
-            }
-            return vec![tagged];
+        if let Some((prefix, gpu)) = tag {
+            line.replace_range(..prefix, "");
+            // An empty held line is the frame's own newline: the frame came between two probe
+            // lines. A non-empty one is the head of the line the frame landed in.
+            self.head = self.held.take().filter(|held| !held.is_empty());
+            let tagged = if gpu {
+                Routed::Gpu(line)
+            } else {
+                Routed::Apps(line)
+            };
+            return [Some(tagged), None].into_iter().flatten();
         }
         let line = match self.head.take() {
             Some(head) => head + &line,
             None => line,
         };
-        let mut out: Vec<Routed> = self.held.take().map(Routed::Probe).into_iter().collect();
-        if line.starts_with(&self.marker) {
-            out.push(Routed::Probe(line));
+        let whole = self.held.take().map(Routed::Probe);
+        let now = if line.starts_with(&self.marker) {
+            Some(Routed::Probe(line))
         } else {
             self.held = Some(line);
-        }
-        out
+            None
+        };
+        [whole, now].into_iter().flatten()
     }
 
     /// What is still held when the channel ends: the probe's last line, whole or not.
@@ -148,13 +155,14 @@ mod tests {
     #[test]
     fn a_marker_line_goes_out_at_once_and_a_plain_line_waits_for_the_next() {
         let mut demux = Demux::new(M);
+        let mut push = |line: String| demux.push(line).collect::<Vec<_>>();
         assert_eq!(
-            demux.push(format!("{M} cycle 3")),
+            push(format!("{M} cycle 3")),
             [Routed::Probe(format!("{M} cycle 3"))]
         );
-        assert!(demux.push("0.00 0.00".into()).is_empty());
+        assert!(push("0.00 0.00".into()).is_empty());
         assert_eq!(
-            demux.push(format!("{M} done")),
+            push(format!("{M} done")),
             [
                 Routed::Probe("0.00 0.00".into()),
                 Routed::Probe(format!("{M} done"))
@@ -166,7 +174,7 @@ mod tests {
     #[test]
     fn another_channels_tag_is_a_probe_line() {
         let other = "@@rw-0000000000000001:g 0, 5";
-        assert!(Demux::new(M).push(other.into()).is_empty());
+        assert!(Demux::new(M).push(other.into()).next().is_none());
     }
 
     #[derive(Debug, Clone)]

@@ -205,12 +205,10 @@ async fn one_chunk<B: BoxExec>(
         .iter()
         .map(|r| r.as_ref().map(|r| r.local_sha256.clone()))
         .collect();
-    let looked = local_starts(&spec.dest, plan, records, &spec.verify, shared.parts_held).await;
+    let starts_looked =
+        local_starts(&spec.dest, plan, records, &spec.verify, shared.parts_held).await;
     drop(home);
-    let starts: Vec<Start> = looked.iter().map(|l| l.start).collect();
-    let read_as: Vec<Option<String>> = looked.iter().map(|l| l.read_as.clone()).collect();
-    let (checked, settled): (Vec<_>, Vec<_>) =
-        looked.into_iter().map(|l| (l.checked, l.settled)).unzip();
+    let starts: Vec<Start> = starts_looked.iter().map(|l| l.start).collect();
     // The bar's total began as every listed byte: what need not be sent comes off it.
     let not_sent: u64 = plan
         .iter()
@@ -239,7 +237,7 @@ async fn one_chunk<B: BoxExec>(
     // A settled file (unchanged by stat on both ends) is not hashed again: its record carries.
     let by_tar = |i: &usize| super::batch::eligible(&plan[*i].0, starts[*i]);
     let hashed_beside = (0..plan.len())
-        .filter(|i| !by_tar(i) && settled[*i].is_none())
+        .filter(|i| !by_tar(i) && starts_looked[*i].settled.is_none())
         .map(|i| &plan[i].0);
     let looks = hashes_then_looks(session, hashed_beside);
     let (copied, looks) = tokio::join!(copies, looks);
@@ -268,7 +266,8 @@ async fn one_chunk<B: BoxExec>(
     // pull, and the listing that found it unchanged is its look.
     let brought: Vec<bool> = (0..plan.len())
         .map(|i| {
-            settled[i].is_some() || second_look_brought(&plan[i].0, &copied[i], &hashes, &looked)
+            starts_looked[i].settled.is_some()
+                || second_look_brought(&plan[i].0, &copied[i], &hashes, &looked)
         })
         .collect();
     let files: Vec<&RemoteFile> = (0..plan.len())
@@ -300,15 +299,7 @@ async fn one_chunk<B: BoxExec>(
         hashes: &hashes,
         progress: &progress.files_done,
     };
-    let earlier = (recorded_hashes, checked, settled);
-    let mut files = finish_all(plan, copied, earlier, &landings).await;
-    // A copy hashed again keeps its identity only where it is the one it had as it was read: one
-    // changed here meanwhile is hashed again by the next pull, not carried on this one's hash.
-    for (file, read) in files.iter_mut().zip(&read_as) {
-        if read.is_some() && file.local_stat != *read {
-            file.local_stat = None;
-        }
-    }
+    let mut files = finish_all(plan, copied, (recorded_hashes, starts_looked), &landings).await;
     tracing::debug!(ms = ms(), "pull chunk: finished");
     for (file, local, why) in refused {
         files.push(failed_file(&file, &local, why));

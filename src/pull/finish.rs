@@ -17,6 +17,7 @@ use super::copy::{Copied, disk};
 use super::durable;
 use super::engine::failed_file;
 use super::local::parts_dir;
+use super::plan::Looked;
 use super::promote::{Promoted, builtin_only, failed, in_place, staged};
 use super::protect::Protected;
 use super::remote::RemoteFile;
@@ -104,19 +105,27 @@ enum Step {
 pub(super) async fn finish_all(
     plan: &[(RemoteFile, PathBuf)],
     copied: Vec<Result<Option<Copied>, NotCopied>>,
-    (recorded_hashes, checked, settled): EarlierLooks,
+    (recorded_hashes, looked): (Vec<Option<String>>, Vec<Looked>),
     all: &Landings<'_>,
 ) -> Vec<PulledFile> {
     let began = std::time::Instant::now();
-    let (mut checked, mut settled) = (checked.into_iter(), settled.into_iter());
+    let mut read_as = Vec::with_capacity(looked.len());
+    let mut looked = looked.into_iter();
     let mut records = Vec::with_capacity(plan.len());
     // Copies to check and rename in place, to link at their names, and every other step left.
     let (mut simple, mut to_link, mut rest) = (Vec::new(), Vec::new(), Vec::new());
     for (((file, local), outcome), recorded) in plan.iter().zip(copied).zip(recorded_hashes) {
+        let (checked, settled) = match looked.next() {
+            Some(l) => {
+                read_as.push(l.read_as);
+                (l.checked, l.settled)
+            }
+            None => (None, None),
+        };
         let earlier = Earlier {
             recorded,
-            checked: checked.next().flatten(),
-            settled: settled.next().flatten(),
+            checked,
+            settled,
         };
         let (outcome, proven) = match outcome {
             Ok(Some(mut copy)) => {
@@ -180,7 +189,7 @@ pub(super) async fn finish_all(
             records[i].error = Some(why.clone());
         }
     }
-    super::settled::identify(plan, records).await
+    super::settled::identify(plan, records, &read_as).await
 }
 
 /// What was known of an unchanged file before its finish: the hash the last pull recorded of
@@ -192,14 +201,6 @@ struct Earlier {
     /// Unchanged by stat on both ends: the record it carries over, unhashed.
     settled: Option<Carry>,
 }
-
-/// Per planned file: the local hash the last pull recorded, what the built-in check said as
-/// it was hashed again, and what a settled record carries.
-pub(super) type EarlierLooks = (
-    Vec<Option<String>>,
-    Vec<Option<Verification>>,
-    Vec<Option<Carry>>,
-);
 
 /// A file's record as far as it can be judged without touching local disk, and what is left
 /// to do for it (None: the record is final).

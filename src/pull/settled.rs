@@ -57,10 +57,13 @@ pub fn identity(meta: &std::fs::Metadata) -> String {
 
 /// Each good copy's identity now that it is in place: taken after its last link or rename (both
 /// change its ctime), so the next pull finds it as it is. One a settled record carried is as
-/// it was found.
+/// it was found. A copy hashed again as unchanged keeps its identity only where it is the one
+/// it had as it was read (`read_as`, in plan order): one changed here meanwhile is hashed again
+/// by the next pull, not carried on this one's hash.
 pub(super) async fn identify(
     plan: &[(RemoteFile, PathBuf)],
     mut records: Vec<PulledFile>,
+    read_as: &[Option<String>],
 ) -> Vec<PulledFile> {
     let which: Vec<(usize, PathBuf)> = records
         .iter()
@@ -77,7 +80,8 @@ pub(super) async fn identify(
     .await
     .unwrap_or_default();
     for (i, stat) in stats {
-        records[i].local_stat = stat;
+        let read = read_as.get(i).and_then(Option::as_ref);
+        records[i].local_stat = stat.filter(|now| read.is_none_or(|read| read == now));
     }
     records
 }
