@@ -20,6 +20,13 @@ pub fn line(text: &str, max_chars: usize) -> String {
     fit(&clean, max_chars)
 }
 
+/// Free text for people (a message, an error, a command and its output): one [`line`], and a
+/// key or token in it masked. Every such text that leaves rigwatch (a view, an event, a sink's
+/// payload, the log, a ledger row) is made by this one function or was made by it upstream.
+pub fn words(text: &str, max_chars: usize) -> String {
+    mask_secrets(&line(text, max_chars))
+}
+
 /// `text` with its escape sequences taken out whole, as a terminal would consume them. A
 /// sequence left open at the end takes the rest with it: a terminal would swallow it too.
 fn without_sequences(text: &str) -> String {

@@ -238,3 +238,89 @@ fn hostile_box_text_never_reaches_a_terminal_raw() {
         "the dashboard shows the box's text: {shown:?}"
     );
 }
+
+/// Keys and tokens a box prints (a run started with `--api-key`, a training log that echoes
+/// `WANDB_API_KEY=` or a Hugging Face token) are masked wherever rigwatch shows the box's text:
+/// `status`, `status --json` and every dashboard screen. What names the value stays, so the
+/// line still says what was passed.
+#[test]
+fn keys_a_box_prints_are_masked_everywhere_they_are_shown() {
+    const SECRETS: [&str; 3] = [
+        "sk-live0123456789abcdefXYZ",
+        "hf_abcdefghijklmnopqrstuvwxyz",
+        "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6071",
+    ];
+    let mut lab = Lab::new();
+    let sshd = lab.start_host("leaky");
+    let data = lab.path("leaky");
+    std::fs::create_dir_all(&data).expect("dir");
+    let log = data.join("train.log");
+    std::fs::write(
+        &log,
+        format!(
+            "wandb: WANDB_API_KEY={} set\nstep 10 loss 0.5 token {}\n",
+            SECRETS[2], SECRETS[1]
+        ),
+    )
+    .expect("log");
+    sshd.shim_script(
+        "pgrep",
+        &format!(
+            "#!/bin/sh\necho '4242 python train.py --api-key {} --hf {}'\n",
+            SECRETS[0], SECRETS[1]
+        ),
+    );
+    let entry = format!(
+        "{}\nrun_process = \"train.py\"\nlog = \"{}\"\nmounts = [\"/\"]",
+        lab.host_entry(&sshd),
+        log.display()
+    );
+    let fleet_path = lab.fleet("fleet.toml", "", &[("leaky", entry)]);
+    let leaked = |place: &str, text: &str| {
+        for secret in SECRETS {
+            assert!(!text.contains(secret), "{place} shows {secret}: {text}");
+        }
+    };
+    for args in [vec!["status"], vec!["status", "--json"]] {
+        let out = lab
+            .rigwatch_on(&fleet_path)
+            .args(&args)
+            .output()
+            .expect("rigwatch");
+        let said = String::from_utf8_lossy(&out.stdout);
+        if args.len() == 2 {
+            assert!(
+                said.contains("--api-key ****") && said.contains("WANDB_API_KEY=****"),
+                "the lines were read and their keys masked: {said}"
+            );
+        }
+        leaked(&args.join(" "), &said);
+        leaked(&args.join(" "), &String::from_utf8_lossy(&out.stderr));
+    }
+    let fleet = rigwatch::config::fleet::load(&fleet_path).expect("fleet");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let judged = runtime.block_on(rigwatch::runtime::once::probe_and_judge(
+        &fleet,
+        &[],
+        &FleetMemory::default(),
+        Default::default(),
+        20.0,
+    ));
+    for view in [View::Fleet, View::Detail] {
+        let mut app = App::new(false);
+        app.view = view;
+        app.selected = Some("leaky".into());
+        let buffer = render_buffer(
+            &Ctx {
+                app: &app,
+                state: &judged.state,
+                theme: &Theme::mono(),
+                now: judged.taken_at,
+                poll: fleet.poll,
+            },
+            200,
+            60,
+        );
+        leaked(&format!("dashboard {view:?}"), &buffer_text(&buffer));
+    }
+}

@@ -184,7 +184,7 @@ impl Engine {
             kind: super::AlertKind::Digest,
             severity: worst,
             state: AlertState::Firing,
-            message: crate::sanitize::line(
+            message: crate::sanitize::words(
                 &format!("{} alerts firing: {}", firing.len(), list.join(", ")),
                 2000,
             ),
@@ -236,7 +236,7 @@ fn event(track: &Track, state: AlertState, repeat: bool, now: DateTime<Utc>) -> 
             c.severity
         },
         state,
-        message: crate::sanitize::line(&c.message, 500),
+        message: crate::sanitize::words(&c.message, 500),
         platform: None,
         data: AlertData {
             count: track.starts.len().max(1),

@@ -44,7 +44,7 @@ fn notice(
         kind: AlertKind::News(kind),
         severity,
         state: AlertState::Notice,
-        message: crate::sanitize::line(&message, 500),
+        message: crate::sanitize::words(&message, 500),
         platform: None,
         data: AlertData {
             count: 1,

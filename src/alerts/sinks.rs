@@ -67,7 +67,7 @@ pub async fn deliver(rule: &AlertRule, event: &AlertEvent) -> Result<(), String>
             AlertState::Notice => "",
         }
     );
-    let message = crate::sanitize::line(&event.message, 500);
+    let message = crate::sanitize::words(&event.message, 500);
     match &rule.sink {
         Sink::Bell => {
             eprint!("\x07");
@@ -196,12 +196,7 @@ async fn run(
     let done = crate::process::run(command, stdin.map(str::as_bytes), rule.timeout, STDERR_CAP)
         .await
         .map_err(|e| format!("{program}: cannot start: {e}"))?;
-    let said = || {
-        crate::sanitize::mask_secrets(&crate::sanitize::line(
-            &String::from_utf8_lossy(&done.stderr),
-            300,
-        ))
-    };
+    let said = || crate::sanitize::words(&String::from_utf8_lossy(&done.stderr), 300);
     match done.ended {
         Ended::TimedOut(after) => Err(format!(
             "{program}: no answer within {}s; its process group was ended",

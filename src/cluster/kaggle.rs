@@ -46,7 +46,7 @@ pub struct KernelRead {
 }
 
 fn text(words: &str) -> String {
-    crate::sanitize::mask_secrets(&crate::sanitize::line(words.trim(), 300))
+    crate::sanitize::words(words.trim(), 300)
 }
 
 fn phase_of(word: &str) -> Phase {

@@ -19,7 +19,7 @@ const WORDS: usize = 300;
 /// Every text a Job or pod carries (a condition's or a container's message is whatever the
 /// program wrote): one line, and a key or token in it masked, before any view, event or sink.
 fn clean(text: &str) -> String {
-    crate::sanitize::mask_secrets(&line(text.trim(), WORDS))
+    crate::sanitize::words(text.trim(), WORDS)
 }
 
 fn is_over(pod: &KubePod) -> bool {

@@ -274,6 +274,20 @@ fn hostile_text_from_kubectl_is_sanitized() {
     assert_eq!(words(&r), "a pod was evicted by the kubelet: low  on disk");
 }
 
+/// A condition's message is whatever the program wrote: a token in it is masked in the row,
+/// so neither a view, an event nor a sink's payload made from the row carries it.
+#[test]
+fn a_token_in_a_condition_message_is_masked() {
+    let (mut jobs, pods) = fixture("backoff-failed");
+    let refs: Vec<&KubePod> = pods.iter().collect();
+    for c in &mut jobs[0].status.conditions {
+        c.reason = Some("PodFailurePolicy".into());
+        c.message = Some("upload refused: token=sk-live0123456789abcdefXYZ expired".into());
+    }
+    let r = job_row(&jobs[0], &refs, None, now());
+    assert_eq!(words(&r), "upload refused: token=**** expired");
+}
+
 /// Every field named `key`, anywhere in `value`, set to `to`.
 fn set_everywhere(value: &mut serde_json::Value, key: &str, to: &serde_json::Value) {
     match value {

@@ -107,10 +107,7 @@ pub async fn end_states(
             }
             return Ok(rows);
         }
-        why = crate::sanitize::mask_secrets(&crate::sanitize::line(
-            String::from_utf8_lossy(&out.stderr).trim(),
-            200,
-        ));
+        why = crate::sanitize::words(String::from_utf8_lossy(&out.stderr).trim(), 200);
     }
     Err(format!("sacct: {why}"))
 }

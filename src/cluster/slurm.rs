@@ -304,7 +304,7 @@ pub fn reading(
                 cluster.login.target,
                 // squeue's stderr is the login node's words: a token in it is masked here,
                 // before status, events, sinks or the log.
-                crate::sanitize::mask_secrets(&crate::sanitize::line(&e, 300))
+                crate::sanitize::words(&e, 300)
             )
         }),
         read_at: now,

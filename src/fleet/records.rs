@@ -65,8 +65,7 @@ impl Records {
 fn teardown_line(t: &TeardownRecord) -> String {
     let outcome = t.known().map_or("recorded".to_string(), |o| o.to_string());
     let when = t.finished.unwrap_or(t.at).format("%Y-%m-%d %H:%M UTC");
-    let why =
-        crate::sanitize::mask_secrets(&crate::sanitize::line(t.why.as_deref().unwrap_or(""), 300));
+    let why = crate::sanitize::words(t.why.as_deref().unwrap_or(""), 300);
     format!("teardown {outcome}, {when}: {why}")
 }
 

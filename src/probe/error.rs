@@ -26,11 +26,13 @@ pub struct HostParseError {
 }
 
 impl ParseError {
+    /// The reason often quotes what the box printed: a key or token in it is masked here, once
+    /// for every parser.
     pub fn new(probe: &'static str, line: usize, reason: impl Into<String>) -> Self {
         ParseError {
             probe,
             line,
-            reason: reason.into(),
+            reason: crate::sanitize::mask_secrets(&reason.into()),
         }
     }
 

@@ -76,7 +76,7 @@ fn xid(stamp: &str, rest: &str) -> Option<KernelEvent> {
         xid: code.trim().parse().ok()?,
         pid,
         process,
-        message: message.trim().to_owned(),
+        message: crate::sanitize::mask_secrets(message.trim()),
     })
 }
 

@@ -300,7 +300,8 @@ pub const LOG_TAIL_LINES: usize = 20;
 /// The log as a terminal would show it: a progress bar rewritten with `\r` shows its last
 /// state; when `tail -c` cut into the file, its first line is a fragment and is dropped —
 /// unless a `\r` in it ends the fragment (its last segment is whole: tqdm's bar with no
-/// newline yet), or it is all there is (the end of one long line beats an empty pane).
+/// newline yet), or it is all there is (the end of one long line beats an empty pane). A key or
+/// token a training script echoes (`WANDB_API_KEY=…`) is masked before any view sees the line.
 fn log_tail<'a>(lines: impl Iterator<Item = &'a str>, cut: bool) -> Vec<String> {
     let lines: Vec<&str> = lines.collect();
     let fragment = cut
@@ -312,11 +313,8 @@ fn log_tail<'a>(lines: impl Iterator<Item = &'a str>, cut: bool) -> Vec<String> 
         .iter()
         .skip(usize::from(fragment))
         .map(|l| {
-            l.trim_end_matches('\r')
-                .rsplit('\r')
-                .next()
-                .unwrap_or("")
-                .to_string()
+            let last = l.trim_end_matches('\r').rsplit('\r').next().unwrap_or("");
+            crate::sanitize::mask_secrets(last)
         })
         .collect();
     while shown.last().is_some_and(|l| l.is_empty()) {

@@ -93,9 +93,10 @@ pub fn parse_pgrep(text: &str) -> Result<Vec<ProcessLine>, ParseError> {
                 let why = format!("expected `<pid> <command>`, got {}", quoted(row));
                 ParseError::new(PROBE, line, why)
             })?;
+            // A run started with `--api-key …` shows in every view that names the process.
             Ok(ProcessLine {
                 pid,
-                cmdline: cmdline.trim().to_owned(),
+                cmdline: crate::sanitize::mask_secrets(cmdline.trim()),
             })
         })
         .collect()

@@ -6,7 +6,6 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use crate::process::{Ended, Input};
-use crate::sanitize::mask_secrets;
 
 /// The words recorded when the platform has no API: the person did it, not rigwatch.
 pub const BY_HAND: &str =
@@ -27,10 +26,7 @@ const OUTPUT_CAP: usize = 64 * 1024;
 /// for as long as the command (or a child that keeps its stdin) runs, even if rigwatch is
 /// killed meanwhile.
 pub async fn run_destroy(command: &str, timeout: Duration, holding: Option<std::fs::File>) -> Ran {
-    tracing::warn!(
-        "teardown runs: {}",
-        mask_secrets(&crate::sanitize::line(command, 500))
-    );
+    tracing::warn!("teardown runs: {}", crate::sanitize::words(command, 500));
     let mut sh = Command::new("sh");
     sh.arg("-c").arg(command);
     let input = holding.map_or(Input::Closed, Input::Holding);
@@ -48,7 +44,7 @@ pub async fn run_destroy(command: &str, timeout: Duration, holding: Option<std::
     text.push_str(&String::from_utf8_lossy(&done.stderr));
     let output: Vec<String> = text
         .lines()
-        .map(|l| mask_secrets(&crate::sanitize::line(l, 500)))
+        .map(|l| crate::sanitize::words(l, 500))
         .collect();
     let failed = match &done.ended {
         Ended::TimedOut(after) => Some(format!(
@@ -78,7 +74,7 @@ pub async fn run_on_host(
 ) -> Ran {
     tracing::warn!(
         "teardown runs on the host: {}",
-        mask_secrets(&crate::sanitize::line(command, 500))
+        crate::sanitize::words(command, 500)
     );
     let limits = crate::transport::ExecLimits {
         timeout,
@@ -94,7 +90,7 @@ pub async fn run_on_host(
             text.push_str(&String::from_utf8_lossy(&out.stderr));
             let output: Vec<String> = text
                 .lines()
-                .map(|l| mask_secrets(&crate::sanitize::line(l, 500)))
+                .map(|l| crate::sanitize::words(l, 500))
                 .collect();
             Ran {
                 exit_status: out.exit_status.and_then(|c| i32::try_from(c).ok()),
