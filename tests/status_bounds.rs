@@ -192,6 +192,33 @@ fn a_hung_squeue_is_ended_on_the_login_node_too() {
     );
 }
 
+/// A `watch` whose login node's squeue hangs leaves nothing behind when it ends: the read
+/// still running on the login node goes with the channel, not at its own timeout a period
+/// later (a cron'd or restarted watch would stack one per run).
+#[test]
+fn a_hung_squeue_goes_with_the_watch_that_started_it() {
+    let (lab, _login, fleet) = login_node("#!/bin/sh\nsleep 349\n");
+    let left = || {
+        let out = std::process::Command::new("pgrep")
+            .args(["-f", "sleep 349"])
+            .output()
+            .expect("pgrep");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let watch = lab.watch(&fleet, 5, &[]);
+    assert!(
+        support::poll_until(std::time::Duration::from_secs(10), || !left().is_empty()),
+        "the hung squeue was started"
+    );
+    let out = watch.wait_with_output().expect("watch");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        support::poll_until(std::time::Duration::from_secs(4), || left().is_empty()),
+        "squeue still runs on the login node after watch ended: pids {}",
+        left()
+    );
+}
+
 /// A queue bigger than the read cap (9 MiB of 1 KiB records, cut on a record boundary) is an
 /// error that says so, never a smaller queue: the running job past the cut is not judged ended.
 #[test]

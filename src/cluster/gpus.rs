@@ -31,13 +31,18 @@ fn plain(text: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
 }
 
-/// The command for one node: `timeout` ends srun (and its step) if the node never answers.
+/// The command for one node, [`super::bounded`] as every login-node command: its `timeout`
+/// ends srun (and its step) if the node never answers within `timeout`, and so does the
+/// channel's end.
 pub fn srun_command(job: &str, node: &str, timeout: Duration) -> String {
-    format!(
-        "timeout {} srun --jobid={job} --overlap -N1 -n1 -w {node} -J rigwatch-probe --quiet \
+    let srun = format!(
+        "srun --jobid={job} --overlap -N1 -n1 -w {node} -J rigwatch-probe --quiet \
          nvidia-smi --query-gpu={} --format=csv,nounits",
-        timeout.as_secs().max(1),
         GPU_QUERY_FIELDS_LEGACY.join(",")
+    );
+    super::bounded(
+        &srun,
+        timeout.max(Duration::from_secs(1)) + Duration::from_secs(1),
     )
 }
 
@@ -115,7 +120,11 @@ mod tests {
     #[test]
     fn the_command_names_the_step_and_is_bounded() {
         let c = srun_command("4242", "gpu01", Duration::from_secs(20));
-        assert!(c.starts_with("timeout 20 srun --jobid=4242 --overlap -N1 -n1 -w gpu01 "));
+        assert!(c.contains("timeout -k 2 20 sh -c"), "{c}");
+        assert!(
+            c.contains("srun --jobid=4242 --overlap -N1 -n1 -w gpu01 "),
+            "{c}"
+        );
         assert!(c.contains("-J rigwatch-probe"), "{c}");
         assert!(plain("4242_7") && plain("gpu-01.ib"));
         assert!(!plain("n1;reboot") && !plain("$(x)") && !plain(""));

@@ -109,19 +109,49 @@ fn summary_says_the_exit_and_the_reason() {
     );
 }
 
+/// Runs `command` as sshd would (`sh -c`), its stdin a pipe held open until `close_after`.
+fn run_as_sshd(command: &str, close_after: Duration) -> (std::process::Output, Duration) {
+    use std::os::unix::process::CommandExt as _;
+    use std::process::{Command, Stdio};
+    let started = std::time::Instant::now();
+    let mut child = Command::new("sh")
+        .args(["-c", command])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("sh");
+    let stdin = child.stdin.take();
+    std::thread::sleep(close_after);
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    (out, started.elapsed())
+}
+
 /// Every login-node command runs under `timeout`, a second inside rigwatch's own limit, its text
-/// quoted whole (a `'` in it stays inside).
+/// quoted whole (a `'` in it stays inside), and says what it says with its own status.
 #[test]
 fn a_login_node_command_is_bounded_there() {
-    let cmd = super::bounded(
-        "SLURM_TIME_FORMAT=%s squeue -u 'a'",
-        Duration::from_secs(30),
-    );
-    assert_eq!(
-        cmd,
-        "if command -v timeout >/dev/null 2>&1; then exec timeout -k 2 29 sh -c \
-         'SLURM_TIME_FORMAT=%s squeue -u '\\''a'\\'''; else exec sh -c \
-         'SLURM_TIME_FORMAT=%s squeue -u '\\''a'\\'''; fi"
-    );
+    let cmd = super::bounded("printf '%s' \"it's\"; exit 3", Duration::from_secs(30));
+    assert!(cmd.contains("exec timeout -k 2 29 sh -c"), "{cmd}");
     assert!(super::bounded("x", Duration::from_millis(300)).contains("timeout -k 2 1 sh"));
+    let (out, _) = run_as_sshd(&cmd, Duration::from_millis(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "it's");
+    assert_eq!(out.status.code(), Some(3));
+}
+
+/// The channel's end is the command's end: sshd closes its stdin, and the command with all it
+/// started is gone at once, not at its timeout (a hung squeue left behind by every watch that
+/// ended would pile up on the login node).
+#[test]
+fn a_login_node_command_ends_with_its_channel() {
+    let cmd = super::bounded("sleep 30; echo late", Duration::from_secs(30));
+    let (out, took) = run_as_sshd(&cmd, Duration::from_millis(300));
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("late"));
+    // A destroy is the exception: it finishes whatever became of the channel.
+    let cmd = super::bounded_to_finish("sleep 1; echo done", Duration::from_secs(30));
+    let (out, _) = run_as_sshd(&cmd, Duration::from_millis(100));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
 }

@@ -82,7 +82,7 @@ pub async fn run_on_host(
     };
     // Bounded on the host too: a hung command never outlives its timeout there.
     match session
-        .exec(&crate::cluster::bounded(command, timeout), limits)
+        .exec(&crate::cluster::bounded_to_finish(command, timeout), limits)
         .await
     {
         Ok(out) => {
