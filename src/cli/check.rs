@@ -16,8 +16,8 @@ pub struct CheckArgs {
     #[arg(long)]
     pub json: bool,
     /// Give up on hosts that have not answered after this many seconds
-    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
-    pub timeout: f64,
+    #[arg(long, default_value = "30", value_name = "SECS", value_parser = crate::config::typed::seconds)]
+    pub timeout: Duration,
 }
 
 #[derive(Debug, Serialize)]
@@ -37,8 +37,7 @@ struct Report<'a> {
 }
 
 pub async fn run(fleet: &FleetConfig, args: &CheckArgs) -> color_eyre::Result<ExitCode> {
-    let timeout =
-        Duration::try_from_secs_f64(args.timeout.max(0.1)).unwrap_or(Duration::from_secs(30));
+    let timeout = args.timeout;
     // The login nodes are connected alongside the boxes, in one pool and one wait.
     let with_logins = FleetConfig {
         hosts: fleet

@@ -34,8 +34,8 @@ pub struct PullArgs {
     #[arg(long, value_name = "NAME")]
     pub job: Option<String>,
     /// Seconds to wait for the host's link
-    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
-    pub timeout: f64,
+    #[arg(long, default_value = "30", value_name = "SECS", value_parser = crate::config::typed::seconds)]
+    pub timeout: Duration,
     /// When another pull of the same host runs, exit at once (status 75) instead of waiting
     #[arg(long)]
     pub no_wait: bool,
@@ -103,8 +103,7 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
     let progress = Arc::new(Progress::default());
     let result = match set.source {
         Source::Member(host) => {
-            let timeout =
-                Duration::try_from_secs_f64(args.timeout.max(0.1)).unwrap_or(Duration::MAX);
+            let timeout = args.timeout;
             let (pool, session) = one_host::connect(fleet, host, timeout).await?;
             let drawing = draw(&progress);
             let result =

@@ -22,8 +22,8 @@ pub struct RosterArgs {
     #[arg(long)]
     pub json: bool,
     /// Give up on hosts that have not answered after this many seconds
-    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
-    pub timeout: f64,
+    #[arg(long, default_value = "30", value_name = "SECS", value_parser = crate::config::typed::seconds)]
+    pub timeout: std::time::Duration,
 }
 
 #[derive(Debug, Serialize)]
@@ -50,7 +50,7 @@ pub async fn run(fleet: &FleetConfig, args: &RosterArgs) -> color_eyre::Result<E
     let mut memory = memory::load(memory_path.as_deref());
     let verified = super::verified_cells(&fleet.hosts);
     // The roster needs no platform profiles: they only shape clocks and cost.
-    let judged = probe_and_judge(fleet, &[], &memory, verified, args.timeout).await;
+    let judged = probe_and_judge(fleet, &[], &memory, verified, args.timeout.as_secs_f64()).await;
     judged.remember(&mut memory);
     if let Some(path) = &memory_path {
         memory::save(path, &memory).wrap_err_with(|| format!("saving {}", path.display()))?;

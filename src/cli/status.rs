@@ -20,8 +20,8 @@ pub struct StatusArgs {
     #[arg(long)]
     pub json: bool,
     /// Give up on hosts that have not answered after this many seconds
-    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
-    pub timeout: f64,
+    #[arg(long, default_value = "30", value_name = "SECS", value_parser = crate::config::typed::seconds)]
+    pub timeout: std::time::Duration,
 }
 
 pub async fn run(
@@ -39,10 +39,9 @@ pub async fn run(
     let memory_path = memory::path();
     let mut memory = memory::load(memory_path.as_deref());
     let verified = super::verified_cells(&fleet.hosts);
-    let timeout = std::time::Duration::try_from_secs_f64(args.timeout.max(0.1))
-        .unwrap_or(std::time::Duration::from_secs(30));
+    let timeout = args.timeout;
     let (judged, clusters) = tokio::join!(
-        probe_and_judge(fleet, profiles, &memory, verified, args.timeout),
+        probe_and_judge(fleet, profiles, &memory, verified, timeout.as_secs_f64()),
         crate::runtime::clusters::read(fleet, timeout)
     );
     judged.remember(&mut memory);

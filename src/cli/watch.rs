@@ -26,8 +26,8 @@ const LEDGER_EVERY: Duration = Duration::from_secs(10);
 #[derive(Debug, clap::Args)]
 pub struct WatchArgs {
     /// Stop after this many seconds (default: until SIGTERM or Ctrl-C)
-    #[arg(long = "for", value_name = "SECS")]
-    duration: Option<f64>,
+    #[arg(long = "for", value_name = "SECS", value_parser = crate::config::typed::seconds)]
+    duration: Option<Duration>,
     /// Events file (JSON Lines); default: events.jsonl in the state dir
     #[arg(long, value_name = "PATH")]
     events_file: Option<PathBuf>,
@@ -56,9 +56,7 @@ fn digest_every(text: &str) -> Result<Duration, String> {
 const DEMO_GROUP_WAIT: i64 = 2;
 
 fn deadline(args: &WatchArgs) -> Option<tokio::time::Instant> {
-    args.duration
-        .filter(|d| d.is_finite() && *d >= 0.0)
-        .map(|d| tokio::time::Instant::now() + Duration::from_secs_f64(d))
+    args.duration.map(|d| tokio::time::Instant::now() + d)
 }
 
 /// `watch --demo`: the demo fleet's replayed readings through the same runtime; events go to

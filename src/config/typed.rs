@@ -1,7 +1,7 @@
-//! What a person types on the command line as a duration (`rigwatch silence box 2h`,
-//! `rigwatch watch --digest 30m`): one parser for all of them, pure and fuzzed
-//! (`fuzz_targets/duration.rs`), that never panics on any text (a multi-byte last character
-//! included) and says what it wanted.
+//! What a person types on the command line as a length of time (`rigwatch silence box 2h`,
+//! `rigwatch watch --digest 30m`, `--timeout 10`, `watch --for 2.5`): one parser for all of
+//! them, pure and fuzzed (`fuzz_targets/duration.rs`), that never panics on any text (a
+//! multi-byte last character, `nan`, `1e400` included) and says what it wanted.
 
 use std::time::Duration;
 
@@ -34,6 +34,26 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs(count * secs))
 }
 
+/// A number of seconds (`10`, `2.5`) or a [`duration`] (`90s`, `2m`), above zero: what
+/// `--timeout` and `watch --for` take. Err says what was wanted, quoting the text as typed.
+pub fn seconds(text: &str) -> Result<Duration, String> {
+    let wanted =
+        || format!("{text:?} is not a number of seconds; write it like 10, 2.5 or 90s, above zero");
+    // Digits, at most one point between digits: no sign, exponent, `nan` or `inf` to reach f64.
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
+    let plain = !whole.is_empty() && digits(whole) && digits(fraction) && !text.ends_with('.');
+    let parsed = if plain {
+        text.parse::<f64>()
+            .ok()
+            .filter(|s| *s <= (MOST * 86_400) as f64)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+    } else {
+        duration(text).ok()
+    };
+    parsed.filter(|d| !d.is_zero()).ok_or_else(wanted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,10 +79,46 @@ mod tests {
         );
     }
 
+    #[test]
+    fn seconds_plain_or_with_a_unit_and_what_is_refused() {
+        assert_eq!(seconds("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(seconds("2.5"), Ok(Duration::from_millis(2500)));
+        assert_eq!(seconds("0.1"), Ok(Duration::from_millis(100)));
+        assert_eq!(seconds("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(seconds("2m"), Ok(Duration::from_secs(120)));
+        // What reached Duration::from_secs_f64 and panicked before (`watch --for 1e30`), and kin.
+        for bad in [
+            "nan",
+            "NaN",
+            "inf",
+            "-inf",
+            "1e30",
+            "1e400",
+            "-1",
+            "+1",
+            "0",
+            "0.0",
+            "0s",
+            ".5",
+            "5.",
+            "1..2",
+            "",
+            " 1",
+            "5é",
+            "1_000",
+            "0x10",
+            "99999999999999",
+        ] {
+            let why = seconds(bad).expect_err(bad);
+            assert!(why.contains("is not a number of seconds"), "{bad}: {why}");
+        }
+    }
+
     proptest! {
         #[test]
         fn any_text_is_an_answer_never_a_panic(text in "\\PC{0,12}") {
             let _ = duration(&text);
+            let _ = seconds(&text);
         }
 
         #[test]
