@@ -8,6 +8,8 @@
 //! - `quota --csv`: `resource,used,remaining,total,refreshAt`, hours as `12.50h` (ext.py:6747).
 //! - `kernels output -p DIR`: `Downloading NAME to DIR`, a blank line, `Output file downloaded
 //!   to PATH` (ext.py:6451, 7573), and `Kernel log downloaded to PATH ` (ext.py:7594).
+//! - `kernels files --csv`: `name,size,creationDate` and a row per output file; "No files
+//!   found" where the API gave no list (ext.py:7076-7089).
 //! - no credentials: the "Authentication required" help on stdout, exit 1 (cli.py:89).
 //! - an HTTP error: `404 Client Error: Not Found for url: …` and a hint, on stderr, exit 1
 //!   (ext.py:1025-1047).
@@ -42,6 +44,11 @@ case "$1 $2" in
   "kernels pull")
     cp "$d/meta/$(echo "$3" | tr / _).json" "$5/kernel-metadata.json"
     echo "Source code and metadata downloaded to $5"; exit 0;;
+  "kernels files")
+    src="$d/output/$(echo "$3" | tr / _)"
+    printf 'name,size,creationDate\r\n'
+    if [ -d "$src" ]; then ls "$src" | head -1 | sed 's/$/,1024,2026-11-30 10:00:00\r/'; fi
+    exit 0;;
   "kernels output")
     src="$d/output/$(echo "$3" | tr / _)"; dir="$5"; slug=${3#*/}
     mkdir -p "$dir"
@@ -227,9 +234,18 @@ fn status_reads_each_state_a_commit_can_be_in() {
         "{json}"
     );
     assert_eq!(member["quota"]["remaining_hours"], 17.5, "{member}");
+    // The complete commit wrote nothing to /kaggle/working: said, not left to the next pull.
+    let complete = job(&json, "alice/eval-suite");
+    assert!(
+        complete["reason_words"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("complete, but it kept no output")),
+        "{complete}"
+    );
     let calls = std::fs::read_to_string(k.bin().join("calls")).expect("calls");
     assert!(
-        calls.contains("kernels list --mine --csv --page-size 100 --sort-by dateRun"),
+        calls.contains("kernels list --mine --csv --page-size 100 --sort-by dateRun")
+            && calls.contains("kernels files alice/eval-suite --csv --page-size 1"),
         "{calls}"
     );
 }

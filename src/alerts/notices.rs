@@ -148,8 +148,10 @@ impl Notices {
                 if before.get(&job.id).is_some_and(|p| p.is_over()) {
                     continue;
                 }
+                // A job that ended well with a danger standing (a commit that kept no output)
+                // is a warning: the danger is said once, here.
                 let severity = match job.phase {
-                    Phase::Succeeded => Severity::Info,
+                    Phase::Succeeded if job.dangers.is_empty() => Severity::Info,
                     Phase::Failed => Severity::Crit,
                     _ => Severity::Warn,
                 };

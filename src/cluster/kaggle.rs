@@ -21,6 +21,9 @@ pub const CPU_LIMIT: Duration = Duration::from_secs(12 * 3600);
 const QUEUED_LONG: Duration = Duration::from_secs(3600);
 /// What Kaggle's one detach primitive loses: said whenever a version ends in error.
 pub const SAVES_NOTHING: &str = "a commit with a failing cell saves nothing";
+/// A complete commit whose `/kaggle/working` was empty: nothing came of the run to pull.
+pub const KEPT_NOTHING: &str = "complete, but it kept no output: a commit keeps only what it \
+     writes to /kaggle/working (nothing was written there, or it went to /kaggle/temp)";
 /// Why `T` on a Kaggle commit does nothing.
 pub const NOTHING_TO_TEAR_DOWN: &str = "a Kaggle commit runs on Kaggle's machine and stops by \
      itself; rigwatch has nothing there to tear down (stop it on kaggle.com)";
@@ -43,6 +46,8 @@ pub struct KernelRead {
     pub status: Result<KernelStatus, String>,
     pub last_run: Option<DateTime<Utc>>,
     pub accelerator: Option<Accelerator>,
+    /// How many output files a COMPLETE version kept (counted up to one); None where not read.
+    pub outputs: Option<usize>,
 }
 
 fn text(words: &str) -> String {
@@ -99,6 +104,7 @@ fn row(
             .filter(|s| *s < QUEUED_LONG.as_secs())
             .map(|s| format!("in Kaggle's queue for {}", minutes(s))),
         Phase::Cancelled => Some("cancelled: what it wrote to /kaggle/working is not kept".into()),
+        Phase::Succeeded if read.outputs == Some(0) => Some(KEPT_NOTHING.into()),
         Phase::Other if status.word == "NEW_SCRIPT" => {
             Some("never committed: no version has run (Save Version → Save & Run All)".into())
         }
@@ -116,6 +122,10 @@ fn row(
              a GPU in the notebook's settings and commit again"
                 .to_string(),
         );
+    }
+    // An ended job's danger is said once, in its "ended" notice, made a warning by it.
+    if phase == Phase::Succeeded && read.outputs == Some(0) {
+        dangers.push(KEPT_NOTHING.to_string());
     }
     if phase == Phase::Pending
         && let Some(s) = ran.filter(|s| *s >= QUEUED_LONG.as_secs())

@@ -105,6 +105,7 @@ mod tests {
             }),
             last_run: Some(t(start)),
             accelerator: cpu.then(Accelerator::default),
+            outputs: None,
         }
     }
 

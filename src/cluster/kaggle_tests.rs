@@ -35,6 +35,7 @@ fn kernel(word: &str, failure: Option<&str>, ran_hours: f64) -> KernelRead {
         }),
         last_run: Some(now() - chrono::Duration::seconds((ran_hours * 3600.0) as i64)),
         accelerator: None,
+        outputs: None,
     }
 }
 
@@ -180,4 +181,33 @@ fn one_unread_kernel_makes_the_read_an_error_with_its_words_masked() {
         error,
         "kaggle: 404 Client Error: Not Found token=**** (2 of 3 kernels unread)"
     );
+}
+
+/// A complete version that kept no output is said so in its words and carries it as a danger
+/// (its "ended" notice a warning); one that kept files, or whose files were not read, is not.
+#[test]
+fn a_complete_commit_that_kept_no_output_says_so() {
+    let empty = one(
+        KernelRead {
+            outputs: Some(0),
+            ..kernel("COMPLETE", None, 2.0)
+        },
+        None,
+    );
+    assert_eq!(empty.reason_words.as_deref(), Some(KEPT_NOTHING));
+    assert_eq!(empty.dangers, vec![KEPT_NOTHING.to_string()]);
+    for outputs in [Some(1), None] {
+        let kept = one(
+            KernelRead {
+                outputs,
+                ..kernel("COMPLETE", None, 2.0)
+            },
+            None,
+        );
+        assert_eq!(
+            (kept.reason_words, kept.dangers.len()),
+            (None, 0),
+            "{outputs:?}"
+        );
+    }
 }

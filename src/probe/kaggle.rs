@@ -24,6 +24,7 @@ use super::error::ParseError;
 const STATUS: &str = "kaggle kernels status";
 const LIST: &str = "kaggle kernels list --csv";
 const QUOTA: &str = "kaggle quota --csv";
+const FILES: &str = "kaggle kernels files --csv";
 const METADATA: &str = "kernel-metadata.json";
 /// The most lines a list or quota read takes (a page is at most 100 kernels).
 const MAX_LINES: usize = 2_000;
@@ -177,6 +178,35 @@ pub fn parse_list(text: &str) -> Result<LastRuns, ParseError> {
         out.push((reference.to_string(), when));
     }
     Ok(out)
+}
+
+/// `kernels files OWNER/SLUG --csv --page-size N`: how many output files the latest version
+/// kept, up to N (`name,size,creationDate` rows; "No files found" where the API gave none, a
+/// header alone where it gave an empty list: ext.py:7076-7089).
+pub fn parse_files(text: &str) -> Result<usize, ParseError> {
+    let Some(body) = csv_table(text, "No files found") else {
+        return Ok(0);
+    };
+    let mut reader = csv::ReaderBuilder::new().from_reader(body.as_bytes());
+    let header = reader
+        .headers()
+        .map_err(|e| ParseError::new(FILES, 1, e.to_string()))?;
+    if header.get(0) != Some("name") {
+        return Err(ParseError::new(
+            FILES,
+            1,
+            format!(
+                "expected the columns name,size,creationDate, got {:?}",
+                header.iter().collect::<Vec<_>>().join(",")
+            ),
+        ));
+    }
+    let mut count = 0;
+    for (n, record) in reader.records().enumerate() {
+        record.map_err(|e| ParseError::new(FILES, n + 2, e.to_string()))?;
+        count += 1;
+    }
+    Ok(count)
 }
 
 /// The account's weekly GPU quota, in hours.

@@ -135,6 +135,19 @@ fn metadata_says_the_accelerator_in_either_boolean_form() {
     );
 }
 
+/// What `kernels files --csv` prints for a version with output, with none (the API's empty
+/// list: a header alone; no list: "No files found"), and what it cannot be.
+#[test]
+fn the_output_files_are_counted_and_none_is_zero() {
+    let kept = "Next Page Token = CAEQAA\nname,size,creationDate\r\n\
+                submission.csv,1024,2026-11-30 10:00:00\r\n";
+    assert_eq!(parse_files(kept), Ok(1));
+    assert_eq!(parse_files("name,size,creationDate\r\n"), Ok(0));
+    assert_eq!(parse_files("No files found\n"), Ok(0));
+    let e = parse_files("ref,title\nx,y\n").expect_err("another table");
+    assert!(e.to_string().contains("expected the columns name"), "{e}");
+}
+
 proptest::proptest! {
     #[test]
     fn no_text_panics_a_parser(text in "(?s).{0,400}") {

@@ -2,8 +2,9 @@
 //! most [`AT_ONCE`] at a time: a public, rate-limited API), one `kernels list --mine` for when
 //! each latest version ran, one `quota` for the account's GPU hours and, where the member says
 //! its notebooks are meant for a GPU, each kernel's metadata (`kernels pull -m`, into a private
-//! folder that is removed) for the accelerator its commits inherit. Live, each member is a
-//! task that sends a reading per period.
+//! folder that is removed) for the accelerator its commits inherit, and, once per complete
+//! version, `kernels files` to see whether it kept any output. Live, each member is a task
+//! that sends a reading per period.
 
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use crate::cluster::kaggle::{KaggleRead, KernelRead};
 use crate::cluster::kaggle_seen::SeenRuns;
 use crate::config::KaggleConfig;
 use crate::probe::kaggle::{
-    Accelerator, KernelStatus, parse_list, parse_metadata, parse_quota, parse_status,
+    Accelerator, KernelStatus, parse_files, parse_list, parse_metadata, parse_quota, parse_status,
 };
 use crate::transport::kaggle::{kaggle, version};
 
@@ -83,6 +84,37 @@ async fn kernel_read(
         _ => None,
     };
     (kernel.to_string(), status, accelerator)
+}
+
+/// Each complete version's count of output files (up to one), by kernel and when it ran: a
+/// version's output does not change once it is complete, so it is asked for once.
+type OutputsSeen = std::collections::HashMap<(String, chrono::DateTime<Utc>), usize>;
+static OUTPUTS_SEEN: std::sync::LazyLock<std::sync::Mutex<OutputsSeen>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Fills in `outputs` for each COMPLETE kernel of `read`: from what was seen before, else one
+/// `kernels files` call (None where it fails: 1.x has no such command, and nothing is guessed).
+async fn outputs(member: &KaggleConfig, read: &mut KaggleRead, timeout: Duration) {
+    for k in &mut read.kernels {
+        let complete = k.status.as_ref().is_ok_and(|s| s.word == "COMPLETE");
+        let Some(ran) = k.last_run.filter(|_| complete) else {
+            continue;
+        };
+        let key = (k.kernel.clone(), ran);
+        let seen = OUTPUTS_SEEN.lock().ok().and_then(|s| s.get(&key).copied());
+        k.outputs = match seen {
+            Some(n) => Some(n),
+            None => {
+                let args = ["kernels", "files", &k.kernel, "--csv", "--page-size", "1"];
+                let text = kaggle(member, &args, timeout).await.ok();
+                let n = text.and_then(|t| parse_files(&t).ok());
+                if let (Some(n), Ok(mut s)) = (n, OUTPUTS_SEEN.lock()) {
+                    s.insert(key, n);
+                }
+                n
+            }
+        };
+    }
 }
 
 /// Where the GPU runs seen are remembered between runs of rigwatch.
@@ -174,7 +206,7 @@ pub async fn read_kaggle(
             .buffered(AT_ONCE)
             .collect::<Vec<_>>();
         let (list, quota, statuses) = tokio::join!(list, quota, statuses);
-        KaggleRead {
+        let mut read = KaggleRead {
             kernels: statuses
                 .into_iter()
                 .map(|(kernel, status, accelerator)| KernelRead {
@@ -185,11 +217,14 @@ pub async fn read_kaggle(
                     kernel,
                     status,
                     accelerator,
+                    outputs: None,
                 })
                 .collect(),
             quota,
             quota_note: None,
-        }
+        };
+        outputs(member, &mut read, timeout).await;
+        read
     };
     let read = match tokio::time::timeout(timeout, read).await {
         Ok(read) => read,
@@ -203,6 +238,7 @@ pub async fn read_kaggle(
                 )),
                 last_run: None,
                 accelerator: None,
+                outputs: None,
             }],
             quota: Ok(None),
             quota_note: None,
