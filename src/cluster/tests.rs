@@ -109,8 +109,9 @@ fn summary_says_the_exit_and_the_reason() {
     );
 }
 
-/// Runs `command` as sshd would (`sh -c`), its stdin a pipe held open until `close_after`.
-fn run_as_sshd(command: &str, close_after: Duration) -> (std::process::Output, Duration) {
+/// Runs `command` as sshd would (`sh -c`), its stdin a pipe held open until `close_after`, or
+/// until it ends (None), as a channel that is not closed holds it.
+fn run_as_sshd(command: &str, close_after: Option<Duration>) -> (std::process::Output, Duration) {
     use std::os::unix::process::CommandExt as _;
     use std::process::{Command, Stdio};
     let started = std::time::Instant::now();
@@ -123,9 +124,16 @@ fn run_as_sshd(command: &str, close_after: Duration) -> (std::process::Output, D
         .spawn()
         .expect("sh");
     let stdin = child.stdin.take();
-    std::thread::sleep(close_after);
-    drop(stdin);
+    let held = match close_after {
+        Some(after) => {
+            std::thread::sleep(after);
+            drop(stdin);
+            None
+        }
+        None => stdin,
+    };
     let out = child.wait_with_output().expect("wait");
+    drop(held);
     (out, started.elapsed())
 }
 
@@ -136,7 +144,7 @@ fn a_login_node_command_is_bounded_there() {
     let cmd = super::bounded("printf '%s' \"it's\"; exit 3", Duration::from_secs(30));
     assert!(cmd.contains("exec timeout -k 2 29 sh -c"), "{cmd}");
     assert!(super::bounded("x", Duration::from_millis(300)).contains("timeout -k 2 1 sh"));
-    let (out, _) = run_as_sshd(&cmd, Duration::from_millis(0));
+    let (out, _) = run_as_sshd(&cmd, None);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "it's");
     assert_eq!(out.status.code(), Some(3));
 }
@@ -147,11 +155,11 @@ fn a_login_node_command_is_bounded_there() {
 #[test]
 fn a_login_node_command_ends_with_its_channel() {
     let cmd = super::bounded("sleep 30; echo late", Duration::from_secs(30));
-    let (out, took) = run_as_sshd(&cmd, Duration::from_millis(300));
+    let (out, took) = run_as_sshd(&cmd, Some(Duration::from_millis(300)));
     assert!(took < Duration::from_secs(5), "took {took:?}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("late"));
     // A destroy is the exception: it finishes whatever became of the channel.
     let cmd = super::bounded_to_finish("sleep 1; echo done", Duration::from_secs(30));
-    let (out, _) = run_as_sshd(&cmd, Duration::from_millis(100));
+    let (out, _) = run_as_sshd(&cmd, Some(Duration::from_millis(100)));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
 }
