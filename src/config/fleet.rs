@@ -6,10 +6,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::connection::connection;
 use super::error::{ConfigError, Located};
 use super::paths::expand_tilde;
-use super::pull::RawPull;
 pub use super::pull::{PullConfig, VerifyCommands};
 pub use super::target::SshTarget;
 
@@ -39,7 +37,7 @@ struct RawFleet {
     #[serde(default)]
     alert: Vec<super::alerts::RawRule>,
     #[serde(default)]
-    host: Vec<RawHost>,
+    host: Vec<super::hosts::RawHost>,
     #[serde(default)]
     slurm: Vec<super::slurm::RawSlurm>,
     #[serde(default)]
@@ -63,33 +61,6 @@ pub struct ProviderPrograms {
     pub vastai: Option<PathBuf>,
     pub runpod: Option<PathBuf>,
     pub poll: Duration,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawHost {
-    name: Spanned<String>,
-    ssh: Spanned<String>,
-    identity: Option<Spanned<String>>,
-    profile: Option<Spanned<String>>,
-    accept_new: Option<bool>,
-    mounts: Option<Vec<String>>,
-    run: Option<Spanned<String>>,
-    run_process: Option<String>,
-    log: Option<String>,
-    ckpt_dir: Option<String>,
-    price_per_hour: Option<Spanned<f64>>,
-    stopped_price_per_hour: Option<Spanned<f64>>,
-    currency: Option<String>,
-    mtbi_hours: Option<Spanned<f64>>,
-    ckpt_write_secs: Option<Spanned<f64>>,
-    instance_id: Option<String>,
-    teardown: Option<Spanned<String>>,
-    pull: Option<Spanned<RawPull>>,
-    queue: Option<String>,
-    final_dir: Option<String>,
-    cell_log: Option<String>,
-    progress: Option<Vec<Spanned<String>>>,
 }
 
 /// A sweep's queue file on the box and where its cells leave their durable copies.
@@ -316,16 +287,6 @@ fn parse_checked(
             .transpose()
             .map_err(|(offset, m)| at(offset, m))
     };
-    let amount = |value: &Option<Spanned<f64>>, key: &str| -> Result<Option<f64>, ConfigError> {
-        match value {
-            Some(v) if !v.get_ref().is_finite() || *v.get_ref() < 0.0 => Err(at(
-                v.span().start,
-                format!("{key} = {} must be a number of at least 0", v.get_ref()),
-            )),
-            Some(v) => Ok(Some(*v.get_ref())),
-            None => Ok(None),
-        }
-    };
     let defaults = LinkTuning::default();
     let whole = |value: &Option<Spanned<u32>>, key: &str| {
         value
@@ -360,109 +321,14 @@ fn parse_checked(
         }
     }
     let global_accept_new = raw.accept_new.unwrap_or(false);
-    let mut hosts: Vec<HostConfig> = Vec::with_capacity(raw.host.len());
-    // Where each pull dest really is, worked out once: every later host is compared with all.
+    // Where each pull dest really is, worked out once: every later member is compared with all.
     let mut places: Vec<(String, super::pull::Place)> = Vec::new();
-    for h in raw.host {
-        let taken: Vec<&str> = hosts.iter().map(|o| o.name.as_str()).collect();
-        let conn = connection(
-            &h.name,
-            &h.ssh,
-            h.identity.as_ref(),
-            h.accept_new,
-            global_accept_new,
-            &taken,
-        )
-        .map_err(|(offset, m)| at(offset, m))?;
-        let (name, target) = (conn.name, conn.target);
-        let profile = match &h.profile {
-            None => "generic-ssh".to_string(),
-            Some(p) if !is_profile_name(p.get_ref()) => {
-                return Err(at(
-                    p.span().start,
-                    format!(
-                        "profile {:?} is not a profile name (lowercase letters, digits and '-')",
-                        p.get_ref()
-                    ),
-                ));
-            }
-            Some(p) if profiles.is_some_and(|known| !known.contains(p.get_ref())) => {
-                let known = profiles.map(|k| k.join(", ")).unwrap_or_default();
-                return Err(at(
-                    p.span().start,
-                    format!("unknown profile {:?}; there are: {known}", p.get_ref()),
-                ));
-            }
-            Some(p) => p.get_ref().clone(),
-        };
-        let this_machine = profile == "local" || target.is_loopback();
-        let pull = super::connection::pull(&name, h.pull, this_machine, &mut places)
-            .map_err(|(offset, m)| at(offset, m))?;
-        let carried = [
-            ("run", h.run.as_ref().map(|r| r.get_ref().as_str())),
-            ("instance_id", h.instance_id.as_deref()),
-            ("log", h.log.as_deref()),
-            ("ckpt_dir", h.ckpt_dir.as_deref()),
-            ("run_process", h.run_process.as_deref()),
-            ("queue", h.queue.as_deref()),
-            ("final_dir", h.final_dir.as_deref()),
-            ("cell_log", h.cell_log.as_deref()),
-        ];
-        let carried = carried.into_iter().filter_map(|(k, v)| Some((k, v?)));
-        super::ranges::probe_paths(carried, h.mounts.as_deref().unwrap_or_default())
-            .map_err(|m| at(h.name.span().start, format!("host {name:?}: {m}")))?;
-        let queue = match (h.queue, h.final_dir) {
-            (Some(file), Some(final_dir)) => Some(QueueConfig {
-                file,
-                final_dir,
-                cell_log: h.cell_log,
-                progress: checked_patterns(h.progress.unwrap_or_default())
-                    .map_err(|(offset, m)| at(offset, m))?,
-            }),
-            (None, None) => None,
-            _ => {
-                return Err(at(
-                    h.name.span().start,
-                    format!("host {name:?}: `queue` and `final_dir` go together; set both"),
-                ));
-            }
-        };
-        if let Some(r) = &h.run {
-            session_name(r.get_ref()).map_err(|m| at(r.span().start, m))?;
-        }
-        if let Some(t) = &h.teardown {
-            if t.get_ref().trim().is_empty() {
-                return Err(at(t.span().start, "teardown must be a command".into()));
-            }
-        }
-        hosts.push(HostConfig {
-            name,
-            target,
-            identity: conn.identity,
-            profile,
-            accept_new: conn.accept_new,
-            mounts: h.mounts.unwrap_or_default(),
-            run: h.run.map(Spanned::into_inner).filter(|r| !r.is_empty()),
-            run_process: h.run_process.filter(|r| !r.trim().is_empty()),
-            log: h.log.filter(|r| !r.is_empty()),
-            ckpt_dir: h.ckpt_dir.filter(|r| !r.is_empty()),
-            billing: Billing {
-                price_per_hour: amount(&h.price_per_hour, "price_per_hour")?,
-                stopped_price_per_hour: amount(
-                    &h.stopped_price_per_hour,
-                    "stopped_price_per_hour",
-                )?,
-                currency: h.currency.or_else(|| raw.currency.clone()),
-                mtbi_hours: amount(&h.mtbi_hours, "mtbi_hours")?,
-                ckpt_write_secs: amount(&h.ckpt_write_secs, "ckpt_write_secs")?,
-            },
-            instance_id: h.instance_id.filter(|i| !i.trim().is_empty()),
-            teardown: h.teardown.map(Spanned::into_inner),
-            pull,
-            queue,
-            walltime: false,
-        });
-    }
+    let defaults = super::hosts::Defaults {
+        profiles,
+        accept_new: global_accept_new,
+        currency: raw.currency.as_deref(),
+    };
+    let hosts = super::hosts::build(raw.host, &defaults, &mut places, &at)?;
     let slurm = super::slurm::build(raw.slurm, &hosts, &mut places, global_accept_new)
         .map_err(|(offset, m)| at(offset, m))?;
     let taken: Vec<&str> = hosts
@@ -494,7 +360,7 @@ fn parse_checked(
             }
             (theme, _) => theme.map(Spanned::into_inner),
         },
-        balance: amount(&raw.balance, "balance")?,
+        balance: super::hosts::amount(&raw.balance, "balance").map_err(|(o, m)| at(o, m))?,
         thresholds: raw.thresholds,
         alerts,
         providers: ProviderPrograms {
@@ -509,44 +375,6 @@ fn parse_checked(
         kubernetes,
         kaggle,
     })
-}
-
-/// Every progress pattern compiles and names the groups rigwatch reads.
-fn checked_patterns(raw: Vec<Spanned<String>>) -> Result<Vec<String>, (usize, String)> {
-    raw.into_iter()
-        .map(|p| {
-            let at = p.span().start;
-            let text = p.into_inner();
-            match regex::Regex::new(&text) {
-                Err(e) => Err((at, format!("progress pattern does not compile: {e}"))),
-                Ok(re) if !re.capture_names().flatten().any(|n| n == "cur") => Err((
-                    at,
-                    "progress pattern needs a named group (?P<cur>...) and usually (?P<total>...)"
-                        .into(),
-                )),
-                Ok(_) => Ok(text),
-            }
-        })
-        .collect()
-}
-
-fn is_profile_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-}
-
-/// `run` names a tmux session; tmux turns `.` and `:` into `_`, and a value with spaces was a
-/// process pattern in rigwatch's old meaning of `run`, so both are refused with the way out.
-fn session_name(run: &str) -> Result<(), String> {
-    if run.contains(char::is_whitespace) || run.contains(['.', ':']) {
-        return Err(format!(
-            "run = {run:?} is not a tmux session name (matched exactly; no spaces, `.` or `:`); \
-             for a process pattern write run_process = {run:?}"
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ pub mod alerts;
 mod connection;
 pub mod error;
 pub mod fleet;
+mod hosts;
 pub mod kaggle;
 pub mod kubernetes;
 pub mod paths;
