@@ -287,9 +287,7 @@ pub(super) async fn walk(
         &format!("{} (anything else cancels): ", dialog.confirm_prompt()),
         out,
     )?;
-    for c in name.trim_end_matches(['\r', '\n']).chars() {
-        dialog.handle(Event::Key(c));
-    }
+    dialog.handle(Event::Name(name.trim_end_matches(['\r', '\n']).to_string()));
     let mut effects = dialog.handle(Event::Confirm);
     loop {
         carry_out(dialog, io, effects, person, out).await?;

@@ -68,12 +68,10 @@ pub enum Event {
     Run(RunLooks),
     /// The host's queue as it stands now; None without a queue.
     Queue(Option<QueueNote>),
-    Key(char),
-    Backspace,
-    /// Ctrl-U, as in a shell: what was typed is gone.
-    ClearName,
-    /// Ctrl-W: the last word of what was typed is gone (a name's words end at `-`, `_`, `.`).
-    DeleteWord,
+    /// What the name prompt holds now, as the front end's line editor left it (the dashboard's
+    /// keys with a cursor, a line read at a terminal). A finished dialog takes it as a key
+    /// that closes it.
+    Name(String),
     Confirm,
     Cancel,
     Destroyed(Finished),
@@ -109,24 +107,8 @@ pub struct Dialog {
     messages: Vec<String>,
 }
 
-/// A typed name edited as in a shell: Backspace, Ctrl-U (clear), Ctrl-W (the last word).
-pub fn edit_typed(typed: &mut String, edit: &Event) {
-    match edit {
-        Event::ClearName => typed.clear(),
-        Event::DeleteWord => {
-            let word = |c: char| c.is_alphanumeric();
-            let keep = typed
-                .trim_end_matches(|c| !word(c))
-                .trim_end_matches(word)
-                .len();
-            typed.truncate(keep);
-        }
-        Event::Backspace => {
-            typed.pop();
-        }
-        _ => {}
-    }
-}
+/// The longest name the prompt holds (a member's name is far shorter).
+pub const NAME_MAX: usize = 256;
 
 impl Dialog {
     /// The dialog for one opening; `opening` tells its checks from any other's.
@@ -269,8 +251,7 @@ impl Dialog {
         match (&self.stage, event) {
             // A running destroy is waited for: its outcome is recorded and shown.
             (Stage::Closed, _) | (Stage::Destroying { .. }, Event::Cancel) => Vec::new(),
-            (Stage::Finished(_), Event::Key(_) | Event::Backspace | Event::Confirm)
-            | (_, Event::Cancel) => {
+            (Stage::Finished(_), Event::Name(_) | Event::Confirm) | (_, Event::Cancel) => {
                 self.stage = Stage::Closed;
                 Vec::new()
             }
@@ -333,27 +314,33 @@ impl Dialog {
                 self.queue = note;
                 Vec::new()
             }
-            (
-                Stage::FinalChecking,
-                Event::Key(_) | Event::Backspace | Event::ClearName | Event::DeleteWord,
-            ) => Vec::new(),
-            (_, Event::Key(c)) => {
-                self.messages.clear();
-                if self.takes_name() && !c.is_control() && self.typed.chars().count() < 256 {
-                    self.typed.push(c);
-                    self.stage = Stage::AwaitingName;
-                }
-                Vec::new()
-            }
-            (_, edit @ (Event::Backspace | Event::ClearName | Event::DeleteWord)) => {
-                self.messages.clear();
-                edit_typed(&mut self.typed, &edit);
-                if self.stage == Stage::AwaitingSecondConfirm {
-                    self.stage = Stage::AwaitingName;
-                }
+            (Stage::FinalChecking, Event::Name(_)) => Vec::new(),
+            (_, Event::Name(name)) => {
+                self.edit_name(name);
                 Vec::new()
             }
             (_, Event::Confirm) => self.confirm(),
+        }
+    }
+
+    /// The name as now typed: taken while the dialog takes a name (a change after a first
+    /// Enter asks for the name's Enter again); erasing is always taken. No control character.
+    fn edit_name(&mut self, name: String) {
+        let name: String = name
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(NAME_MAX)
+            .collect();
+        if name == self.typed {
+            return;
+        }
+        self.messages.clear();
+        let erased = name.chars().count() < self.typed.chars().count();
+        if self.takes_name() {
+            self.typed = name;
+            self.stage = Stage::AwaitingName;
+        } else if erased {
+            self.typed = name;
         }
     }
 

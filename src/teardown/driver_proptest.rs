@@ -64,8 +64,17 @@ fn event() -> impl Strategy<Value = Event> {
             Just(QueueLooks::Unread)
         ]
         .prop_map(queue),
-        prop_oneof![Just('a'), Just('b'), Just('-'), Just('1'), Just('x')].prop_map(Event::Key),
-        Just(Event::Backspace),
+        // What the name prompt holds after a key: on the way to the host's name, past it, off it.
+        prop_oneof![
+            Just(""),
+            Just("a"),
+            Just("ab"),
+            Just("ab-"),
+            Just("ab-1"),
+            Just("ab-1x"),
+            Just("x")
+        ]
+        .prop_map(|n| Event::Name(n.to_string())),
         Just(Event::Confirm),
         Just(Event::Confirm),
         Just(Event::Cancel),
@@ -111,7 +120,7 @@ proptest! {
                     if q != queue { second_asked = false; confirmed_since_evidence = false; }
                     queue = q;
                 }
-                Event::Key(_) | Event::Backspace => second_asked = false,
+                Event::Name(n) if n != d.typed() => second_asked = false,
                 _ => {}
             }
             let final_look = match &e {

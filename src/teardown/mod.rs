@@ -24,7 +24,7 @@ mod unfinished;
 
 pub use crate::config::FinalCheck;
 pub use describe::{Description, describe};
-pub use driver::{CHECK_MAX_AGE, Dialog, Effect, Event, Stage, edit_typed};
+pub use driver::{CHECK_MAX_AGE, Dialog, Effect, Event, NAME_MAX, Stage};
 pub use facts::{Ending, Finished, PlanLooks, RunLooks, looks_of};
 pub use io::{CheckFound, TeardownIo, execute};
 pub use plan::{Method, TeardownPlan, plan};

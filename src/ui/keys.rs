@@ -7,7 +7,6 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::app::{Action, App, Pane, View};
 use super::jobs_pane::{Move, target_of};
-use super::teardown_modal::event_of;
 use crate::fleet::{Event, FleetState};
 use crate::target::Target;
 use crate::teardown::Stage;
@@ -300,10 +299,7 @@ impl App {
             modal.scroll_by(lines);
             return Action::None;
         }
-        let Some(event) = event_of(key) else {
-            return Action::None;
-        };
-        let effects = modal.dialog.handle(event);
+        let effects = modal.key(key);
         let target = modal.dialog.target().clone();
         if modal.dialog.stage() == &Stage::Closed {
             self.modal = None;
@@ -325,9 +321,7 @@ impl App {
         match (key.code, &modal.stage) {
             (KeyCode::Esc, _) | (KeyCode::Enter, KillStage::Done { .. }) => self.kill = None,
             _ => {
-                if let Some(event) = event_of(key)
-                    && modal.key(event)
-                {
+                if modal.key(key) {
                     return Action::Kill {
                         host: modal.host.clone(),
                         targets: modal.targets.clone(),

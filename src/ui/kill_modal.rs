@@ -1,5 +1,5 @@
 //! `K`: end what holds VRAM on a GPU that computes nothing. The dialog shows the exact commands
-//! and the processes, takes the host's name typed (line editing as in the teardown prompt), and
+//! and the processes, takes the host's name typed (the one line editor of every prompt), and
 //! once the runtime has answered, what ended and the VRAM the GPUs hold now against before.
 
 use ratatui::Frame;
@@ -10,7 +10,6 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use super::Ctx;
 use crate::fleet::HostState;
 use crate::probe::GpuProcess;
-use crate::teardown::Event;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KillStage {
@@ -32,6 +31,8 @@ pub struct KillModal {
     /// The zombie GPUs by index, and the VRAM (MiB) each held when `K` was pressed.
     pub before: Vec<(usize, u64)>,
     pub typed: String,
+    /// The prompt's cursor, a character index (None: the end).
+    cursor: Option<usize>,
     pub stage: KillStage,
     /// Why the last Enter did nothing.
     pub said: Option<String>,
@@ -73,35 +74,37 @@ pub fn open(h: &HostState) -> Result<KillModal, String> {
             .map(|&i| (i, gpus[i].mem_used_mib.unwrap_or(0)))
             .collect(),
         typed: String::new(),
+        cursor: None,
         stage: KillStage::Asking,
         said: None,
     })
 }
 
 impl KillModal {
-    /// A key's meaning (the teardown prompt's `event_of`): true when Enter confirmed a typed
-    /// name that matches, and the runtime should be asked to send the signals.
-    pub fn key(&mut self, event: Event) -> bool {
+    /// A key while the name is asked for (Esc is the caller's): true when Enter confirmed a
+    /// typed name that matches, and the runtime should be asked to send the signals; every
+    /// other key edits the name with the one line editor of every prompt.
+    pub fn key(&mut self, key: crossterm::event::KeyEvent) -> bool {
         if self.stage != KillStage::Asking {
             return false;
         }
         self.said = None;
-        match event {
-            Event::Key(c) if !c.is_control() && self.typed.chars().count() < 256 => {
-                self.typed.push(c)
-            }
-            edit @ (Event::Backspace | Event::ClearName | Event::DeleteWord) => {
-                crate::teardown::edit_typed(&mut self.typed, &edit)
-            }
-            Event::Confirm if self.typed == self.host => {
+        match key.code {
+            crossterm::event::KeyCode::Enter if self.typed == self.host => {
                 self.stage = KillStage::Running;
                 return true;
             }
-            Event::Confirm => {
+            crossterm::event::KeyCode::Enter => {
                 self.said = Some(format!("type {} exactly to confirm", self.host));
                 self.typed.clear();
+                self.cursor = None;
             }
-            _ => {}
+            _ => super::line_edit::edit(
+                &mut self.typed,
+                &mut self.cursor,
+                key,
+                crate::teardown::NAME_MAX,
+            ),
         }
         false
     }
@@ -133,7 +136,10 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &KillModal) {
         KillStage::Asking => {
             lines.push(Line::from(vec![
                 Span::styled(" Type the host's name to confirm: ", t.text),
-                Span::styled(format!("{}▏", modal.typed), t.accent),
+                Span::styled(
+                    super::line_edit::with_cursor(&modal.typed, modal.cursor),
+                    t.accent,
+                ),
             ]));
             if let Some(said) = &modal.said {
                 lines.push(Line::styled(format!(" {said}"), t.warn));

@@ -1,4 +1,5 @@
-//! The one line editor of every prompt (`:` and `/`), with the keys people bring from a shell
+//! The one line editor of every prompt (`:`, `/`, and the names typed to confirm a teardown or
+//! a kill), with the keys people bring from a shell
 //! (readline's emacs mode): ← → or Ctrl-B/F a character, Alt-B/F a word, Ctrl-A/Home and
 //! Ctrl-E/End the ends; Backspace/Ctrl-H erase before the cursor, Delete/Ctrl-D at it, Ctrl-W
 //! the word before it, Ctrl-U all before it, Ctrl-K all after it. No other Ctrl or Alt key types
@@ -10,6 +11,12 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 pub fn split(line: &str, cursor: Option<usize>) -> (&str, &str) {
     let at = byte_at(line, cursor);
     line.split_at(at)
+}
+
+/// `line` as a prompt shows it: the cursor `▏` between the characters where typing goes.
+pub fn with_cursor(line: &str, cursor: Option<usize>) -> String {
+    let (before, after) = split(line, cursor);
+    format!("{before}▏{after}")
 }
 
 fn byte_at(line: &str, cursor: Option<usize>) -> usize {

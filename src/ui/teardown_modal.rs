@@ -11,17 +11,46 @@ use super::Ctx;
 use crate::ledger::DestroyOutcome;
 use crate::teardown::{Dialog, Ending, Event, Stage};
 
-/// The dialog on screen: the one teardown driver, and how far its file list is scrolled.
+/// The dialog on screen: the one teardown driver, how far its file list is scrolled, and
+/// where the name prompt's cursor is.
 #[derive(Debug, Clone)]
 pub struct TeardownModal {
     pub dialog: Dialog,
     /// First line of the file list shown (Up/Down, PgUp/PgDn).
     pub scroll: usize,
+    /// The name prompt's cursor, a character index (None: the end).
+    cursor: Option<usize>,
 }
 
 impl TeardownModal {
     pub fn new(dialog: Dialog) -> TeardownModal {
-        TeardownModal { dialog, scroll: 0 }
+        TeardownModal {
+            dialog,
+            scroll: 0,
+            cursor: None,
+        }
+    }
+
+    /// A key to the dialog: Esc cancels, Enter confirms, and every other key edits the name
+    /// with the one line editor of every prompt (`line_edit`), its cursor kept here. The
+    /// driver takes the name or not; a cursor past what it kept goes to the end.
+    pub fn key(&mut self, key: crossterm::event::KeyEvent) -> Vec<crate::teardown::Effect> {
+        use crossterm::event::KeyCode;
+        let event = match key.code {
+            KeyCode::Esc => Event::Cancel,
+            KeyCode::Enter => Event::Confirm,
+            _ => {
+                let mut name = self.dialog.typed().to_string();
+                super::line_edit::edit(&mut name, &mut self.cursor, key, crate::teardown::NAME_MAX);
+                Event::Name(name)
+            }
+        };
+        let effects = self.dialog.handle(event);
+        let kept = self.dialog.typed().chars().count();
+        if self.cursor.is_some_and(|c| c >= kept) {
+            self.cursor = None;
+        }
+        effects
     }
 
     pub fn host(&self) -> &str {
@@ -34,27 +63,9 @@ impl TeardownModal {
     }
 }
 
-/// What a key means to the dialog, with line editing as in a shell (Ctrl-U, Ctrl-W); None for
-/// a key it does not take (no other control key types a letter).
-pub fn event_of(key: crossterm::event::KeyEvent) -> Option<Event> {
-    use crossterm::event::{KeyCode, KeyModifiers};
-    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-    match key.code {
-        KeyCode::Esc => Some(Event::Cancel),
-        KeyCode::Enter => Some(Event::Confirm),
-        KeyCode::Backspace if ctrl => Some(Event::DeleteWord),
-        KeyCode::Backspace => Some(Event::Backspace),
-        KeyCode::Char('u') if ctrl => Some(Event::ClearName),
-        KeyCode::Char('w') if ctrl => Some(Event::DeleteWord),
-        KeyCode::Char(_) if ctrl || key.modifiers.contains(KeyModifiers::ALT) => None,
-        KeyCode::Char(c) => Some(Event::Key(c)),
-        _ => None,
-    }
-}
-
 /// The verdict, what will run, the prompt and the messages: always on screen, whatever the
 /// size; the description and file list above them scroll.
-fn footer<'a>(dialog: &'a Dialog, t: &super::theme::Theme) -> Vec<Line<'a>> {
+fn footer<'a>(dialog: &'a Dialog, cursor: Option<usize>, t: &super::theme::Theme) -> Vec<Line<'a>> {
     let mut lines = Vec::new();
     let words = dialog.words();
     if let Some(note) = dialog.queue() {
@@ -97,7 +108,10 @@ fn footer<'a>(dialog: &'a Dialog, t: &super::theme::Theme) -> Vec<Line<'a>> {
             ));
             lines.push(Line::from(vec![
                 Span::styled(format!(" {}: ", dialog.confirm_prompt()), t.accent),
-                Span::styled(format!("{}▏", dialog.typed()), t.header),
+                Span::styled(
+                    super::line_edit::with_cursor(dialog.typed(), cursor),
+                    t.header,
+                ),
             ]));
         }
         Stage::Destroying { .. } | Stage::Closed => {}
@@ -139,7 +153,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>, modal: &TeardownModa
     let t = ctx.theme;
     let width = area.width.min(110);
     let inner = usize::from(width.saturating_sub(2)).max(1);
-    let footer = super::widgets::indent_wrapped(footer(&modal.dialog, t), inner);
+    let footer = super::widgets::indent_wrapped(footer(&modal.dialog, modal.cursor, t), inner);
     let words = modal.dialog.words();
     let mut body: Vec<Line> = words
         .head

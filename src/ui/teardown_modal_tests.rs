@@ -97,7 +97,7 @@ fn checked(
 
 fn name(modal: &mut TeardownModal) {
     for c in modal.host().to_string().chars() {
-        modal.dialog.handle(Event::Key(c));
+        modal.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
     }
 }
 
@@ -351,17 +351,46 @@ async fn the_dialog_end_to_end_refused_takes_no_name_and_runs_nothing() {
     assert!(app.modal.is_none());
 }
 
+/// The name prompt is the one line editor of every prompt: the cursor moves (← → Home End,
+/// Ctrl-A/E, Alt-B/F), a typo mid-name is mended where it is, Ctrl-W/U erase before the
+/// cursor, no other chord types its letter, and the cursor is drawn where typing goes.
 #[test]
-fn control_keys_edit_the_name_and_never_type_their_letter() {
+fn the_name_prompt_is_the_one_line_editor_with_a_cursor() {
     use crossterm::event::KeyModifiers as M;
-    let ctrl = |c| KeyEvent::new(KeyCode::Char(c), M::CONTROL);
-    assert_eq!(event_of(ctrl('u')), Some(Event::ClearName));
-    assert_eq!(event_of(ctrl('w')), Some(Event::DeleteWord));
-    assert_eq!(event_of(ctrl('x')), None);
-    assert_eq!(
-        event_of(KeyEvent::new(KeyCode::Char('u'), M::NONE)),
-        Some(Event::Key('u'))
+    let mut modal = checked("gpu-a", 1, words(2, "f"), PlanLooks::Runs, CURRENT);
+    let keys = |modal: &mut TeardownModal, keys: &[(KeyCode, M)]| {
+        for (code, mods) in keys {
+            assert_eq!(modal.key(KeyEvent::new(*code, *mods)), vec![]);
+        }
+    };
+    let typing = |text: &str| -> Vec<(KeyCode, M)> {
+        text.chars().map(|c| (KeyCode::Char(c), M::NONE)).collect()
+    };
+    keys(&mut modal, &typing("gpua"));
+    keys(&mut modal, &[(KeyCode::Left, M::NONE)]);
+    keys(&mut modal, &typing("-"));
+    assert_eq!(modal.dialog.typed(), "gpu-a");
+    keys(
+        &mut modal,
+        &[(KeyCode::Home, M::NONE), (KeyCode::Char('x'), M::CONTROL)],
     );
+    assert_eq!(modal.dialog.typed(), "gpu-a", "Ctrl-X types no x");
+    let text = screen(modal.clone(), 100, 30);
+    assert!(text.contains("▏gpu-a"), "the cursor at the start: {text}");
+    keys(
+        &mut modal,
+        &[(KeyCode::End, M::NONE), (KeyCode::Char('w'), M::CONTROL)],
+    );
+    assert_eq!(modal.dialog.typed(), "");
+    keys(&mut modal, &typing("gpu-a"));
+    keys(&mut modal, &[(KeyCode::Char('u'), M::CONTROL)]);
+    assert_eq!(modal.dialog.typed(), "");
+    keys(&mut modal, &typing("gpu-a"));
+    assert_eq!(
+        modal.key(KeyEvent::new(KeyCode::Enter, M::NONE)),
+        vec![Effect::FinalCheck { opening: 1 }]
+    );
+    assert_eq!(modal.dialog.stage(), &Stage::FinalChecking);
 }
 
 #[tokio::test]
