@@ -147,6 +147,43 @@ fn hostile_box(lab: &mut Lab) -> (Sshd, String) {
     (sshd, entry)
 }
 
+/// The fleet at `fleet_path` probed once and each of `views` drawn at each size with `host`
+/// selected: (where, the screen's text).
+fn screens(
+    fleet_path: &Path,
+    host: &str,
+    views: &[View],
+    sizes: &[(u16, u16)],
+) -> Vec<(String, String)> {
+    let fleet = rigwatch::config::fleet::load(fleet_path).expect("fleet");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let judged = runtime.block_on(rigwatch::runtime::once::probe_and_judge(
+        &fleet,
+        &[],
+        &FleetMemory::default(),
+        Default::default(),
+        20.0,
+    ));
+    let mut out = Vec::new();
+    for view in views {
+        let mut app = App::new(false);
+        app.view = *view;
+        app.selected = Some(host.into());
+        for (w, h) in sizes {
+            let ctx = Ctx {
+                app: &app,
+                state: &judged.state,
+                theme: &Theme::mono(),
+                now: judged.taken_at,
+                poll: fleet.poll,
+            };
+            let text = buffer_text(&render_buffer(&ctx, *w, *h));
+            out.push((format!("dashboard {view:?} {w}x{h}"), text));
+        }
+    }
+    out
+}
+
 #[test]
 fn hostile_box_text_never_reaches_a_terminal_raw() {
     let mut lab = Lab::new();
@@ -201,37 +238,11 @@ fn hostile_box_text_never_reaches_a_terminal_raw() {
     }
 
     // The dashboard: the same box probed once, every screen drawn.
-    let fleet = rigwatch::config::fleet::load(&fleet_path).expect("fleet");
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let judged = runtime.block_on(rigwatch::runtime::once::probe_and_judge(
-        &fleet,
-        &[],
-        &FleetMemory::default(),
-        Default::default(),
-        20.0,
-    ));
-    let now = judged.taken_at;
     let mut shown = String::new();
-    for view in [View::Fleet, View::Detail, View::Roster] {
-        let mut app = App::new(false);
-        app.view = view;
-        app.selected = Some("evil".into());
-        for (w, h) in [(160, 48), (80, 24)] {
-            let buffer = render_buffer(
-                &Ctx {
-                    app: &app,
-                    state: &judged.state,
-                    theme: &Theme::mono(),
-                    now,
-                    poll: fleet.poll,
-                },
-                w,
-                h,
-            );
-            let text = buffer_text(&buffer);
-            assert_clean(&format!("dashboard {view:?} {w}x{h}"), text.as_bytes());
-            shown.push_str(&text);
-        }
+    let views = [View::Fleet, View::Detail, View::Roster];
+    for (place, text) in screens(&fleet_path, "evil", &views, &[(160, 48), (80, 24)]) {
+        assert_clean(&place, text.as_bytes());
+        shown.push_str(&text);
     }
     assert!(
         shown.contains("EVIL"),
@@ -297,30 +308,12 @@ fn keys_a_box_prints_are_masked_everywhere_they_are_shown() {
         leaked(&args.join(" "), &said);
         leaked(&args.join(" "), &String::from_utf8_lossy(&out.stderr));
     }
-    let fleet = rigwatch::config::fleet::load(&fleet_path).expect("fleet");
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let judged = runtime.block_on(rigwatch::runtime::once::probe_and_judge(
-        &fleet,
-        &[],
-        &FleetMemory::default(),
-        Default::default(),
-        20.0,
-    ));
-    for view in [View::Fleet, View::Detail] {
-        let mut app = App::new(false);
-        app.view = view;
-        app.selected = Some("leaky".into());
-        let buffer = render_buffer(
-            &Ctx {
-                app: &app,
-                state: &judged.state,
-                theme: &Theme::mono(),
-                now: judged.taken_at,
-                poll: fleet.poll,
-            },
-            200,
-            60,
-        );
-        leaked(&format!("dashboard {view:?}"), &buffer_text(&buffer));
+    for (place, text) in screens(
+        &fleet_path,
+        "leaky",
+        &[View::Fleet, View::Detail],
+        &[(200, 60)],
+    ) {
+        leaked(&place, &text);
     }
 }
