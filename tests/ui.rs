@@ -4,6 +4,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use rigwatch::cluster::Scheduler;
 use rigwatch::demo::Demo;
+use rigwatch::signals::Severity;
 use rigwatch::target::Target;
 use rigwatch::ui::app::{Action, App, Pane, SortKey, View};
 use rigwatch::ui::theme::Theme;
@@ -1059,7 +1060,7 @@ fn needs_you_names_the_key_that_fixes_it() {
     let now = screenshot_time();
     let (_, state) = Demo::start(now);
     let app = App::new(true);
-    let text = screen(&app, &state, 200, 30);
+    let text = screen(&app, &state, 200, 60);
     let row = |host: &str| {
         text.lines()
             .find(|l| l.contains(&format!(" {host} ")) || l.contains(&format!("›{host} ")))
@@ -1074,4 +1075,63 @@ fn needs_you_names_the_key_that_fixes_it() {
         row("h100-rebooted").contains("‼3 l log · run is not running"),
         "{text}"
     );
+}
+
+/// The most urgent line of a row is shown whole before its bars: a row whose line is longer
+/// than NEEDS YOU gives up its own bars (from the one beside NEEDS YOU leftwards) for it, and
+/// takes more lines where that is not enough; the other rows keep theirs.
+#[test]
+fn the_urgent_line_is_whole_before_the_rows_bars() {
+    let now = screenshot_time();
+    let (_, state) = Demo::start_sized(now, 1);
+    let app = App::new(true);
+    let urgent: Vec<(String, String)> = state
+        .hosts
+        .iter()
+        .filter_map(|h| {
+            let top = h.signals.first().filter(|s| s.severity > Severity::Info)?;
+            Some((
+                h.config.name.clone(),
+                rigwatch::sanitize::line(&top.message, 200),
+            ))
+        })
+        .collect();
+    assert!(
+        urgent.iter().any(|(_, m)| m.chars().count() > 40),
+        "the demo has a long urgent line: {urgent:?}"
+    );
+    for width in [120u16, 160, 200] {
+        let screen = screen(&app, &state, width, 60);
+        let lines: Vec<&str> = screen.lines().collect();
+        let collapse = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        for (host, message) in &urgent {
+            let at = lines
+                .iter()
+                .position(|l| l.contains(host.as_str()))
+                .unwrap_or_else(|| panic!("no row for {host} at {width}:\n{screen}"));
+            // The row's own lines: its first, and those after it with no host of their own.
+            let own = lines[at + 1..]
+                .iter()
+                .take(3)
+                .take_while(|l| l.chars().skip(1).take(15).all(|c| c == ' '));
+            let row: String = std::iter::once(lines[at])
+                .chain(own.copied())
+                .map(|l| l.trim_matches('│'))
+                .collect::<Vec<_>>()
+                .join(" ");
+            // Whole where the bars give room enough (four lines at most); at 120 columns at
+            // least its first 100 characters, what any bar would have cut.
+            let message = collapse(message);
+            let wanted: String = match width {
+                120 => message.chars().take(100).collect(),
+                _ => message,
+            };
+            assert!(
+                collapse(&row).contains(&wanted),
+                "{host} at {width}: {wanted:?} is not whole in\n{row}"
+            );
+        }
+        // A row with nothing urgent keeps its bars.
+        assert!(screen.contains("✓ ok"), "{screen}");
+    }
 }

@@ -156,6 +156,9 @@ pub struct App {
     pub holders: BTreeMap<String, String>,
     /// Where the last frame drew each pane, for the mouse (a Cell, so drawing stays a read).
     pub areas: std::cell::Cell<super::mouse::Areas>,
+    /// The host on each line of the fleet table's body as last drawn (a row may take several
+    /// lines), for the mouse.
+    pub table_lines: std::cell::RefCell<Vec<String>>,
 }
 
 impl App {
@@ -188,6 +191,7 @@ impl App {
             silenced: BTreeMap::new(),
             holders: BTreeMap::new(),
             areas: std::cell::Cell::new(super::mouse::Areas::default()),
+            table_lines: std::cell::RefCell::new(Vec::new()),
         }
     }
 

@@ -2,6 +2,7 @@
 //! (`columns` chooses which).
 
 pub(super) mod columns;
+mod urgent;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -324,19 +325,43 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let columns = fitted(width, super::queue_views::any_queue(ctx), names, sorted);
     let visible = ctx.app.visible(ctx.state);
     let selected = ctx.app.selected_index(&visible);
-    // Only the rows that fit are built: at 100 hosts most are off screen.
-    let fits = usize::from(area.height.saturating_sub(3)).max(1);
-    let first = super::widgets::window_start(selected, visible.len(), fits);
+    // Only the rows that fit are built: at 100 hosts most are off screen. A row whose urgent
+    // line is wider than NEEDS YOU takes its bars' room for it, and more lines where needed.
+    let lines = area.height.saturating_sub(3).max(1);
+    let mut wide: Vec<Option<urgent::Wide>> = visible
+        .iter()
+        .map(|h| {
+            // Only a warning or worse takes a row's bars: an info line is cut as before.
+            let top = h.signals.first().map(|s| s.severity);
+            if top.is_none_or(|s| s <= Severity::Info) {
+                return None;
+            }
+            let said = signal_cell(h, ctx, h.is_stale(ctx.now, ctx.poll), u16::MAX);
+            urgent::widen(
+                &columns,
+                Span::styled(said.content.into_owned(), said.style),
+            )
+        })
+        .collect();
+    urgent::share(&mut wide, usize::from(lines).saturating_sub(visible.len()));
+    let height = |i: usize| wide[i].as_ref().map_or(1, urgent::Wide::height);
+    let (first, shown) = rows_that_fit(selected, visible.len(), lines, height);
     let rows: Vec<Row> = visible
         .iter()
+        .enumerate()
         .skip(first)
-        .take(fits)
-        .map(|h| {
+        .take(shown)
+        .map(|(i, h)| {
             let stale = h.is_stale(ctx.now, ctx.poll);
             let sample = h.history.latest_host().map(|r| &r.sample);
+            let blank_from = wide[i].as_ref().map_or(usize::MAX, |w| w.first);
             let cells: Vec<Cell> = columns
                 .iter()
-                .map(|(col, _, w)| {
+                .enumerate()
+                .map(|(n, (col, _, w))| {
+                    if n >= blank_from {
+                        return Cell::from("");
+                    }
                     let span = match col {
                         Col::Name => Span::styled(
                             middle_cut(&clean(&h.config.name, 200), usize::from(*w)),
@@ -369,7 +394,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
                     Cell::from(Line::from(span))
                 })
                 .collect();
-            Row::new(cells)
+            Row::new(cells).height(height(i))
         })
         .collect();
     // The sorted column's header carries the marker.
@@ -387,7 +412,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         .collect();
     let focused = ctx.app.pane == Pane::Hosts;
     // Where the selection is, once the rows do not all fit: 12/104.
-    let position = if visible.len() > fits {
+    let position = if visible.len() > shown {
         format!("· {}/{} ", selected + 1, visible.len())
     } else {
         String::new()
@@ -421,6 +446,38 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         table_state.select(Some(selected - first));
     }
     frame.render_stateful_widget(table, area, &mut table_state);
+    let drawn: Vec<(u16, Option<&urgent::Wide>, bool)> = (first..first + shown)
+        .map(|i| (height(i), wide[i].as_ref(), i == selected))
+        .collect();
+    *ctx.app.table_lines.borrow_mut() = (first..first + shown)
+        .flat_map(|i| std::iter::repeat_n(visible[i].config.name.clone(), usize::from(height(i))))
+        .collect();
+    let widths: Vec<u16> = columns.iter().map(|(_, _, w)| *w).collect();
+    let inner = Block::default().borders(Borders::ALL).inner(area);
+    urgent::draw(frame, inner, &widths, &drawn, t.selection);
+}
+
+/// The first row shown and how many rows fit `lines` lines of table, each `height(i)` tall:
+/// the selected row always among them, as near the bottom as the rows after it allow.
+fn rows_that_fit(
+    selected: usize,
+    len: usize,
+    lines: u16,
+    height: impl Fn(usize) -> u16,
+) -> (usize, usize) {
+    // Back from the selection while the rows still fit, then on past it while they do.
+    let mut first = selected.min(len.saturating_sub(1));
+    let mut used = if len == 0 { 0 } else { height(first) };
+    while first > 0 && used + height(first - 1) <= lines {
+        first -= 1;
+        used += height(first);
+    }
+    let mut end = selected.min(len.saturating_sub(1)) + usize::from(len > 0);
+    while end < len && used + height(end) <= lines {
+        used += height(end);
+        end += 1;
+    }
+    (first, end - first)
 }
 
 #[cfg(test)]

@@ -65,16 +65,13 @@ impl App {
     fn click(&mut self, areas: Areas, column: u16, row: u16, state: &FleetState) {
         self.focus_under(areas, column, row);
         if inside(areas.table, column, row) {
-            // A border line, then the header line, then the hosts from the first shown.
+            // A border line, then the header line, then the hosts as the last frame drew them.
             let Some(offset) = row.checked_sub(areas.table.y + 2) else {
                 return;
             };
-            let visible = self.visible(state);
-            let fits = usize::from(areas.table.height.saturating_sub(3)).max(1);
-            let selected = self.selected_index(&visible);
-            let first = window_start(selected, visible.len(), fits);
-            if let Some(h) = visible.get(first + usize::from(offset)) {
-                self.selected = Some(h.config.name.clone());
+            let host = self.table_lines.borrow().get(usize::from(offset)).cloned();
+            if let Some(host) = host {
+                self.selected = Some(host);
                 self.detail_scroll = 0;
             }
         } else if inside(areas.jobs, column, row) {

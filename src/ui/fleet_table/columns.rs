@@ -39,21 +39,23 @@ const COLUMNS: &[(Col, &str, u16)] = &[
     (Col::Platform, "PLATFORM", 11),
 ];
 
-/// Left to right: the host's own load and RAM stand beside its GPUs' use, so a data loader
-/// starving the GPUs reads as low UTIL next to a full LOAD/CPUS.
+/// Left to right: who and how it is, its queue and next clock, then the bars, then NEEDS YOU.
+/// The host's own load and RAM stand beside its GPUs' use, so a data loader starving the GPUs
+/// reads as low UTIL next to a full LOAD/CPUS. The bars stand together just before NEEDS YOU:
+/// a row whose urgent line is too long for it takes their room (`urgent`), and only theirs.
 const DISPLAY_ORDER: [Col; 13] = [
     Col::Name,
     Col::Platform,
     Col::Link,
     Col::Run,
     Col::Queue,
+    Col::Danger,
     Col::Clock,
     Col::Power,
     Col::Vram,
     Col::Util,
     Col::Cpu,
     Col::Disk,
-    Col::Danger,
     Col::Signal,
 ];
 
