@@ -184,6 +184,70 @@ async fn one_chunk<B: BoxExec>(
     progress
         .files_done
         .fetch_add(refused.len(), Ordering::Relaxed);
+    let (recorded_hashes, starts_looked, read) = look_at_home(shared, looking, plan).await;
+    let starts: Vec<Start> = starts_looked.iter().map(|l| l.start).collect();
+    // The bar's total began as every listed byte: what need not be sent comes off it.
+    let not_sent: u64 = plan
+        .iter()
+        .zip(&starts)
+        .map(|((f, _), s)| match s {
+            Start::Unchanged => f.size,
+            Start::Resume(n) => *n,
+            Start::Fresh | Start::New => 0,
+        })
+        .sum();
+    progress.bytes_total.fetch_sub(not_sent, Ordering::Relaxed);
+    tracing::debug!(files = plan.len(), ms = ms(), "pull chunk: looked at home");
+    let copies = copy_all(
+        session,
+        &spec.dest,
+        plan,
+        &starts,
+        &spec.verify,
+        (shared.sftp, shared.rtt),
+        progress,
+    );
+    let settled: Vec<bool> = starts_looked.iter().map(|l| l.settled.is_some()).collect();
+    let (copied, hashes, looked) =
+        copied_and_hashed(session, plan, &starts, &settled, copies).await;
+    tracing::debug!(ms = ms(), "pull chunk: copied and hashed on the box");
+    // Every file's copy has ended: what is left is checking.
+    if progress.files_copied.load(Ordering::Relaxed) >= progress.files_total.load(Ordering::Relaxed)
+    {
+        progress.set_stage(Stage::Verifying);
+    }
+    let relisted = second_looks(session, plan, &settled, &copied, &hashes, &looked).await;
+    tracing::debug!(ms = ms(), "pull chunk: looked at the box again");
+    let disk_full = copied.iter().any(|c| matches!(c, Err(e) if e.disk_full));
+    let landings = Landings {
+        dest: &spec.dest,
+        verify: &spec.verify,
+        protected: shared.protected,
+        relisted: &relisted,
+        hashes: &hashes,
+        progress: &progress.files_done,
+    };
+    let mut files = finish_all(plan, copied, (recorded_hashes, starts_looked), &landings).await;
+    tracing::debug!(ms = ms(), "pull chunk: finished");
+    for (file, local, why) in refused {
+        files.push(failed_file(&file, &local, why));
+    }
+    (files, disk_full, read)
+}
+
+/// The chunk's look at home, one chunk at a time (`looking`): each file's last record where it
+/// names this copy, the hash it recorded, and where the copy here starts from. The third part
+/// is whether the book could be read.
+async fn look_at_home<B: BoxExec>(
+    shared: &Shared<'_, '_, '_, B>,
+    looking: &tokio::sync::Mutex<()>,
+    plan: &Plan,
+) -> (
+    Vec<Option<String>>,
+    Vec<super::plan::Looked>,
+    Result<(), PullError>,
+) {
+    let spec = shared.spec;
     let home = looking.lock().await;
     let (recorded, previous, read) = recorded(shared.book, plan);
     let records: Vec<Option<Recorded>> = plan
@@ -208,36 +272,28 @@ async fn one_chunk<B: BoxExec>(
     let starts_looked =
         local_starts(&spec.dest, plan, records, &spec.verify, shared.parts_held).await;
     drop(home);
-    let starts: Vec<Start> = starts_looked.iter().map(|l| l.start).collect();
-    // The bar's total began as every listed byte: what need not be sent comes off it.
-    let not_sent: u64 = plan
-        .iter()
-        .zip(&starts)
-        .map(|((f, _), s)| match s {
-            Start::Unchanged => f.size,
-            Start::Resume(n) => *n,
-            Start::Fresh | Start::New => 0,
-        })
-        .sum();
-    progress.bytes_total.fetch_sub(not_sent, Ordering::Relaxed);
-    tracing::debug!(files = plan.len(), ms = ms(), "pull chunk: looked at home");
-    let copies = copy_all(
-        session,
-        &spec.dest,
-        plan,
-        &starts,
-        &spec.verify,
-        (shared.sftp, shared.rtt),
-        progress,
-    );
-    // A small fresh file's box hash comes with its tar batch; files copied otherwise are hashed
-    // beside the copies, and whatever a batch handed back (or could not hash) after them. Each
-    // hash is followed by the box's second look at its files, in the same command
-    // (`second_look_brought` says when that look holds for a copy).
-    // A settled file (unchanged by stat on both ends) is not hashed again: its record carries.
+    (recorded_hashes, starts_looked, read)
+}
+
+/// What the box hashes while the copies run: a small fresh file's hash comes with its tar
+/// batch; files copied otherwise are hashed beside the copies, and whatever a batch handed back
+/// (or could not hash) after them. Each hash is followed by the box's second look at its files,
+/// in the same command (`second_look_brought` says when that look holds for a copy). A settled
+/// file (unchanged by stat on both ends) is not hashed again: its record carries.
+async fn copied_and_hashed<B: BoxExec>(
+    session: &B,
+    plan: &Plan,
+    starts: &[Start],
+    settled: &[bool],
+    copies: impl std::future::Future<Output = Vec<Result<Option<Copied>, NotCopied>>>,
+) -> (
+    Vec<Result<Option<Copied>, NotCopied>>,
+    Result<std::collections::BTreeMap<String, String>, String>,
+    Looked,
+) {
     let by_tar = |i: &usize| super::batch::eligible(&plan[*i].0, starts[*i]);
     let hashed_beside = (0..plan.len())
-        .filter(|i| !by_tar(i) && starts_looked[*i].settled.is_none())
+        .filter(|i| !by_tar(i) && !settled[*i])
         .map(|i| &plan[i].0);
     let looks = hashes_then_looks(session, hashed_beside);
     let (copied, looks) = tokio::join!(copies, looks);
@@ -255,20 +311,23 @@ async fn one_chunk<B: BoxExec>(
             all.extend(more);
         }
     }
-    tracing::debug!(ms = ms(), "pull chunk: copied and hashed on the box");
-    // Every file's copy has ended: what is left is checking.
-    if progress.files_copied.load(Ordering::Relaxed) >= progress.files_total.load(Ordering::Relaxed)
-    {
-        progress.set_stage(Stage::Verifying);
-    }
-    // The second look: a tar batch brought its files' along, and each hashing command its own;
-    // the rest are asked for now. A settled file needs none: nothing of it was read in this
-    // pull, and the listing that found it unchanged is its look.
+    (copied, hashes, looked)
+}
+
+/// Each file's second look at the box, by path: a tar batch brought its files' along, and
+/// each hashing command its own (`second_look_brought`); a settled file needs none (nothing of
+/// it was read, and the listing that found it unchanged is its look); the rest are asked for
+/// now. A file the box no longer has stays out: the finish reads that as vanished.
+async fn second_looks<B: BoxExec>(
+    session: &B,
+    plan: &Plan,
+    settled: &[bool],
+    copied: &[Result<Option<Copied>, NotCopied>],
+    hashes: &Result<std::collections::BTreeMap<String, String>, String>,
+    looked: &Looked,
+) -> Result<super::restat::Seen, String> {
     let brought: Vec<bool> = (0..plan.len())
-        .map(|i| {
-            starts_looked[i].settled.is_some()
-                || second_look_brought(&plan[i].0, &copied[i], &hashes, &looked)
-        })
+        .map(|i| settled[i] || second_look_brought(&plan[i].0, &copied[i], hashes, looked))
         .collect();
     let files: Vec<&RemoteFile> = (0..plan.len())
         .filter(|&i| !brought[i])
@@ -277,34 +336,18 @@ async fn one_chunk<B: BoxExec>(
     let mut relisted = restat(session, &files).await;
     drop(files);
     if let Ok(relisted) = &mut relisted {
-        let by_tar = plan.iter().zip(&copied).filter_map(|((f, _), c)| {
+        let by_tar = plan.iter().zip(copied).filter_map(|((f, _), c)| {
             let seen = c.as_ref().ok()?.as_ref()?.seen.clone()?;
             Some((f.path.clone(), seen))
         });
         relisted.extend(by_tar);
-        // A file the box no longer has stays out: the finish reads that as vanished.
         let by_hash = (0..plan.len()).filter(|&i| brought[i]).filter_map(|i| {
             let path = plan[i].0.path.as_str();
             Some((path.to_string(), looked.get(path)?.clone()?))
         });
         relisted.extend(by_hash);
     }
-    tracing::debug!(ms = ms(), "pull chunk: looked at the box again");
-    let disk_full = copied.iter().any(|c| matches!(c, Err(e) if e.disk_full));
-    let landings = Landings {
-        dest: &spec.dest,
-        verify: &spec.verify,
-        protected: shared.protected,
-        relisted: &relisted,
-        hashes: &hashes,
-        progress: &progress.files_done,
-    };
-    let mut files = finish_all(plan, copied, (recorded_hashes, starts_looked), &landings).await;
-    tracing::debug!(ms = ms(), "pull chunk: finished");
-    for (file, local, why) in refused {
-        files.push(failed_file(&file, &local, why));
-    }
-    (files, disk_full, read)
+    relisted
 }
 
 /// Whether the look that followed a file's hash on the box (in the hashing's own command) is
