@@ -1,27 +1,27 @@
 //! One remote file copied into its `.part` over SFTP (or an exec channel), with many reads in
 //! flight so a long link or a huge file is not limited to one round trip per chunk; fsynced and
-//! left there: it takes its final name only once proven (`promote`).
+//! left there: it takes its final name only once proven (`promote`). The SFTP copy itself is
+//! `copy/sftp.rs`; the copy over an exec channel, and the `.part` both write into, are here.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
-use futures::stream::FuturesOrdered;
-use russh_sftp::client::error::Error as SftpError;
-use russh_sftp::protocol::{FileAttributes, OpenFlags, StatusCode};
 use sha2::{Digest, Sha256};
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::OpenOptionsExt;
 
-use super::channel::{LazySftp, OpenHandle};
+mod sftp;
+
+use super::channel::LazySftp;
 use super::local::{Start, part_paths, tag_part};
 use super::names::{Words, as_utf8};
 use super::remote::RemoteFile;
 use super::writeback::Writeback;
 use super::{NotCopied, PullError};
 use crate::config::fleet::VerifyCommands;
-use crate::transport::{BoxExec, SftpChannel};
+use crate::transport::BoxExec;
+use sftp::{Span, download};
 
 const FILES_AT_ONCE: usize = 8;
 /// A copy over an exec channel ends if the box sends nothing for this long.
@@ -258,39 +258,6 @@ async fn open_part(
     Ok((part, file, hasher))
 }
 
-/// Bytes asked per read: what the server says it answers whole (`limits@openssh.com`, 255 KiB on
-/// OpenSSH 8.9+), at most 255 KiB (russh-sftp's 256 KiB packets), else 64 KiB, which every
-/// OpenSSH answers whole (older ones cap reads there; a bigger ask would come back short and
-/// cost a second round trip per read).
-fn chunk_for(max_read: Option<u64>) -> u64 {
-    const CAP: u64 = 255 * 1024;
-    const SAFE: u64 = 64 * 1024;
-    max_read.map_or(SAFE, |m| m.clamp(1, CAP))
-}
-
-/// Bytes in flight per file: at least 4 MiB, and on a long link as many as ~512 MiB/s fills in
-/// one round trip, up to the channel's window (more could not be in flight anyway).
-const MIN_IN_FLIGHT: u64 = 4 << 20;
-const FILL_RATE: f64 = 512.0 * 1024.0 * 1024.0;
-
-/// How long a copy waits for any of its reads to answer on a live link before giving up: one
-/// 255 KiB read takes ~37 s at 56 kbit/s, and reads are answered in order.
-const READ_IDLE: std::time::Duration = std::time::Duration::from_secs(120);
-
-/// How many reads of `chunk` bytes one file keeps in flight over a link with this round trip.
-pub fn reads_in_flight(rtt: std::time::Duration, chunk: u64) -> usize {
-    let window = u64::from(crate::transport::WINDOW_BYTES);
-    let want = ((rtt.as_secs_f64() * FILL_RATE) as u64).clamp(MIN_IN_FLIGHT, window);
-    want.div_ceil(chunk.max(1)) as usize
-}
-
-/// Where a copy starts, and the link's round trip (which sizes the reads kept in flight).
-#[derive(Clone, Copy)]
-struct Span {
-    from: u64,
-    rtt: std::time::Duration,
-}
-
 /// What one copy did: the bytes that crossed the link, and the SHA-256 of the whole local file,
 /// hashed as it was written (a resumed copy hashes its earlier part first) so the file is not
 /// read a second time.
@@ -307,124 +274,6 @@ pub struct Copied {
     pub seen: Option<(u64, String)>,
     /// A tar batch's proven copy that has no name yet, to be linked at it (`place`).
     pub unnamed: Option<super::place::Proven>,
-}
-
-/// Copies `remote` from byte `from` into `local`'s `.part`, fsynced.
-/// Writes go straight to the page cache from this task: a 128 KiB write costs microseconds,
-/// far less than handing each chunk to a blocking thread.
-async fn download(
-    channel: &Arc<SftpChannel>,
-    name: &str,
-    remote: &RemoteFile,
-    dest: &Path,
-    local: &Path,
-    span: Span,
-    progress: &AtomicU64,
-) -> Result<Copied, PullError> {
-    let sftp = &channel.raw;
-    // The channel is the connection's, kept for later pulls: one whose requests fail other than
-    // with the server's answer (a timeout, its stream gone) is not handed out again.
-    let failed = |e: SftpError| {
-        if !matches!(e, SftpError::Status(_)) {
-            channel.retire();
-        }
-        remote_error(remote, e)
-    };
-    // The remote file first: one that vanished leaves no `.part` behind. The server's read
-    // size is asked beside it (once per channel), not a round trip before it.
-    let open = sftp.open(name, OpenFlags::READ, FileAttributes::default());
-    let (opened, max_read) = tokio::join!(open, channel.max_read());
-    let handle = OpenHandle::new(channel, opened.map_err(failed)?.handle);
-    let Span { from, rtt } = span;
-    let chunk = chunk_for(max_read);
-    let depth = reads_in_flight(rtt, chunk);
-    let (part, file, mut hasher) = open_part(remote, dest, local, from).await?;
-    let mut file = Writeback::new(file);
-
-    let began = std::time::Instant::now();
-    let mut sent = 0u64;
-    let mut next = from;
-    // Requests go out when first polled: FuturesOrdered polls them all, hands them back in order.
-    let mut inflight = FuturesOrdered::new();
-    let result: Result<(), PullError> = async {
-        loop {
-            while inflight.len() < depth && next < remote.size {
-                let len = chunk.min(remote.size - next);
-                let offset = next;
-                let read = sftp.read(handle.name(), offset, len as u32);
-                inflight.push_back(async move { (offset, len, read.await) });
-                next += len;
-            }
-            // The reads in flight wait for the link, not for their own timeouts: a live link
-            // that answers no read for READ_IDLE is given up on; a slow one that answers is
-            // waited for (a lost one ends the copy where it is started).
-            let answered = tokio::select! {
-                answered = inflight.next() => answered,
-                () = tokio::time::sleep(READ_IDLE) => {
-                    // Its sftp-server may be stuck on this file: later pulls get another.
-                    channel.retire();
-                    return Err(PullError::Remote {
-                        path: remote.path.clone(),
-                        reason: format!(
-                            "no read answered for {} s on a live link",
-                            READ_IDLE.as_secs()
-                        ),
-                    });
-                }
-            };
-            let Some((offset, len, read)) = answered else {
-                break;
-            };
-            let mut data = read.map_err(failed)?.data;
-            // A server may return fewer bytes than asked; fetch the rest of this chunk before
-            // writing on, so the file is always written in order.
-            while (data.len() as u64) < len {
-                let at = offset + data.len() as u64;
-                let want = (len - data.len() as u64) as u32;
-                match sftp.read(handle.name(), at, want).await {
-                    Ok(more) if !more.data.is_empty() => data.extend_from_slice(&more.data),
-                    Ok(_) | Err(SftpError::Status(_)) => {
-                        return Err(PullError::Shrank {
-                            path: remote.path.clone(),
-                            expected: remote.size,
-                            got: at,
-                        });
-                    }
-                    Err(e) => return Err(failed(e)),
-                }
-            }
-            file.file()
-                .write_all(&data)
-                .map_err(|source| disk(&part, source))?;
-            file.wrote(data.len() as u64);
-            hasher.update(&data);
-            sent += data.len() as u64;
-            progress.fetch_add(data.len() as u64, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-    .await;
-    // Reads still in flight (a copy that failed) borrow the handle it is about to close.
-    drop(inflight);
-    let received = began.elapsed();
-    drop(handle);
-    result?;
-    file.seal(&part).await?;
-    tracing::debug!(
-        bytes = sent,
-        reads_in_flight = depth,
-        read_bytes = chunk,
-        received_ms = received.as_millis() as u64,
-        sealed_ms = began.elapsed().as_millis() as u64,
-        "pull: copied over SFTP"
-    );
-    Ok(Copied {
-        sent,
-        sha256: super::local::hex(&hasher.finalize()),
-        box_sha256: None,
-        seen: None,
-        unnamed: None,
-    })
 }
 
 /// The folder a file goes into, made if missing.
@@ -459,59 +308,5 @@ pub(super) fn disk(path: &Path, source: std::io::Error) -> PullError {
             path: path.to_path_buf(),
             source,
         }
-    }
-}
-
-fn remote_error(remote: &RemoteFile, e: SftpError) -> PullError {
-    match e {
-        SftpError::Status(s) if s.status_code == StatusCode::NoSuchFile => {
-            PullError::Vanished(remote.path.clone())
-        }
-        SftpError::Status(s) if s.status_code == StatusCode::Eof => PullError::Shrank {
-            path: remote.path.clone(),
-            expected: remote.size,
-            got: 0,
-        },
-        other => PullError::Remote {
-            path: remote.path.clone(),
-            reason: other.to_string(),
-        },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn reads_are_sized_to_the_server_and_in_flight_to_the_link() {
-        assert_eq!(
-            chunk_for(None),
-            64 * 1024,
-            "an older OpenSSH answers 64 KiB whole"
-        );
-        assert_eq!(
-            chunk_for(Some(261_120)),
-            261_120,
-            "OpenSSH 8.9+ says 255 KiB"
-        );
-        assert_eq!(
-            chunk_for(Some(1 << 20)),
-            255 * 1024,
-            "russh-sftp's packets cap it"
-        );
-        assert_eq!(chunk_for(Some(32_768)), 32_768);
-        assert_eq!(
-            reads_in_flight(Duration::ZERO, 64 * 1024),
-            64,
-            "4 MiB on a LAN"
-        );
-        assert_eq!(reads_in_flight(Duration::from_millis(30), 261_120), 62);
-        assert_eq!(
-            reads_in_flight(Duration::from_secs(1), 261_120),
-            258,
-            "never more than the 64 MiB window"
-        );
     }
 }
