@@ -118,6 +118,38 @@ async fn proven(
     })
 }
 
+/// Each downloaded file hashed and proven, named as Kaggle has it (`/kaggle/working/…`, or the
+/// kernel's log), at where it will live once `done` is its folder's name.
+async fn prove_all(
+    found: &[(PathBuf, String)],
+    kernel: &str,
+    done: &Path,
+    spec: &PullConfig,
+    progress: &Progress,
+) -> Result<Vec<PulledFile>, PullError> {
+    let slug = kernel.split_once('/').map_or(kernel, |(_, s)| s);
+    let log = format!("{slug}.log");
+    progress.files_total.store(found.len(), Ordering::Relaxed);
+    let bytes = found
+        .iter()
+        .filter_map(|(p, _)| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    progress.bytes_total.store(bytes, Ordering::Relaxed);
+    progress.set_stage(super::engine::Stage::Verifying);
+    let mut files = Vec::with_capacity(found.len());
+    for (path, rel) in found {
+        let remote = if *rel == log {
+            format!("{kernel} log ({log})")
+        } else {
+            format!("{WORKING}/{rel}")
+        };
+        files.push(proven(path, remote, &done.join(rel), spec).await?);
+        progress.files_done.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(files)
+}
+
 /// Pulls `kernel`'s latest output into `spec.dest` and records it; see the module's words.
 pub async fn pull_kernel_and_record(
     member: &KaggleConfig,
@@ -141,27 +173,7 @@ pub async fn pull_kernel_and_record(
     progress.set_stage(super::engine::Stage::Copying);
     crate::transport::kaggle::output(member, kernel, &part, OUTPUT_TIMEOUT).await?;
     let found = files_under(&part).map_err(|(path, source)| PullError::Local { path, source })?;
-    let log = format!("{slug}.log");
-    progress.files_total.store(found.len(), Ordering::Relaxed);
-    progress.bytes_total.store(
-        found
-            .iter()
-            .filter_map(|(p, _)| std::fs::metadata(p).ok())
-            .map(|m| m.len())
-            .sum(),
-        Ordering::Relaxed,
-    );
-    progress.set_stage(super::engine::Stage::Verifying);
-    let mut files = Vec::with_capacity(found.len());
-    for (path, rel) in &found {
-        let remote = if *rel == log {
-            format!("{kernel} log ({log})")
-        } else {
-            format!("{WORKING}/{rel}")
-        };
-        files.push(proven(path, remote, &done.join(rel), spec).await?);
-        progress.files_done.fetch_add(1, Ordering::Relaxed);
-    }
+    let files = prove_all(&found, kernel, &done, spec, &progress).await?;
     // The files' bytes durable before their folder takes its final name, and that name
     // durable before the ledger says they are home.
     durable(found.iter().map(|(p, _)| p.clone()).collect()).await?;
