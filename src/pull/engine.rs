@@ -250,34 +250,7 @@ pub(super) async fn pull_over<B: BoxExec>(
     let (host, spec) = (job.host, job.spec);
     let started = Utc::now();
     progress.set_stage(Stage::Listing);
-    // The listing does not wait for the channel: a pull of small files never needs it. The
-    // channel is opened beside the listing unless the host's last pull held no file too big
-    // for a tar batch: opening it starts a login shell on the box (sftp-server's; conda's
-    // block costs 0.15 s), so such a pull opens it only once a file needs it. (A connection
-    // that pulls as it connects has opened it already: then it is ready at once.)
-    let listed = async { tokio::join!(spool_listing(session, host, spec), rtt) };
-    let listing_began = Instant::now();
-    let beside = book
-        .last_largest()
-        .is_none_or(|size| size > super::batch::SMALL);
-    let ((spooled, rtt), opened) = if beside {
-        alongside(listed, &mut sftp).await
-    } else {
-        (listed.await, None)
-    };
-    let sftp_ready = opened.is_some();
-    if let Some(opened) = opened {
-        sftp = Box::pin(std::future::ready(opened));
-    }
-    let mut spooled = spooled?;
-    tracing::debug!(
-        host,
-        files = spooled.files,
-        bytes = spooled.bytes,
-        sftp_ready,
-        ms = listing_began.elapsed().as_millis() as u64,
-        "pull: listed"
-    );
+    let (mut spooled, rtt) = list(session, job, &mut sftp, rtt, book).await?;
     // Every listed byte to begin with; each chunk takes off what it need not send.
     progress.bytes_total.store(spooled.bytes, Ordering::Relaxed);
     progress.files_total.store(spooled.files, Ordering::Relaxed);
@@ -321,16 +294,7 @@ pub(super) async fn pull_over<B: BoxExec>(
     drop(reader);
     // What the listing could not see is in the record too, so the pull says it and the guard
     // refuses on it.
-    let files: Vec<PulledFile> = listing
-        .problems
-        .iter()
-        .map(|problem| {
-            let mut f = failed_file(&RemoteFile::default(), Path::new(""), problem.why());
-            f.remote_path = problem.path().to_string();
-            f
-        })
-        .collect();
-    tally.write(&book, &files);
+    tally.write(&book, &unlisted(&listing.problems));
     if let Some(e) = unread.or(tally.book_error.take()) {
         return Err(e);
     }
@@ -346,6 +310,57 @@ pub(super) async fn pull_over<B: BoxExec>(
         local_disk_full: tally.local_disk_full,
     };
     Ok((head, tally))
+}
+
+/// The listing, with the SFTP channel opened beside it (then `sftp` is ready) unless the
+/// host's last pull held no file too big for a tar batch: the listing does not wait for the
+/// channel (a pull of small files never needs it), and opening it starts a login shell on the
+/// box (sftp-server's; conda's block costs 0.15 s), so such a pull opens it only once a file
+/// needs it. (A connection that pulls as it connects has opened it already: then it is ready at
+/// once.) The link's round trip comes beside it.
+async fn list<B: BoxExec>(
+    session: &B,
+    job: &PullJob<'_>,
+    sftp: &mut Opening<'_>,
+    rtt: impl Future<Output = Option<Duration>>,
+    book: &mut dyn Book,
+) -> Result<(super::spool::Spooled, Option<Duration>), PullError> {
+    let listed = async { tokio::join!(spool_listing(session, job.host, job.spec), rtt) };
+    let listing_began = Instant::now();
+    let beside = book
+        .last_largest()
+        .is_none_or(|size| size > super::batch::SMALL);
+    let ((spooled, rtt), opened) = if beside {
+        alongside(listed, sftp).await
+    } else {
+        (listed.await, None)
+    };
+    let sftp_ready = opened.is_some();
+    if let Some(opened) = opened {
+        *sftp = Box::pin(std::future::ready(opened));
+    }
+    let spooled = spooled?;
+    tracing::debug!(
+        host = job.host,
+        files = spooled.files,
+        bytes = spooled.bytes,
+        sftp_ready,
+        ms = listing_began.elapsed().as_millis() as u64,
+        "pull: listed"
+    );
+    Ok((spooled, rtt))
+}
+
+/// Each path the listing could not see, as a failed file saying why.
+fn unlisted(problems: &[super::remote::Problem]) -> Vec<PulledFile> {
+    problems
+        .iter()
+        .map(|problem| {
+            let mut f = failed_file(&RemoteFile::default(), Path::new(""), problem.why());
+            f.remote_path = problem.path().to_string();
+            f
+        })
+        .collect()
 }
 
 /// Runs `main` to its end while also driving `side`; `side`'s output if it ended first (it is
