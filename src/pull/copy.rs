@@ -184,30 +184,13 @@ async fn download_by_exec<B: BoxExec>(
     if let Some(e) = write_error {
         return Err(disk(&part, e));
     }
-    let stderr = String::from_utf8_lossy(&end.stderr);
     if from + sent < remote.size {
-        if end.exit_status == Some(GONE) {
-            // As on the SFTP path, a file that vanished leaves no empty `.part` behind.
-            if from == 0 {
-                drop(file);
-                super::local::discard_part(dest, local).await;
-            }
-            return Err(PullError::Vanished(remote.path.clone()));
+        // As on the SFTP path, a file that vanished leaves no empty `.part` behind.
+        if end.exit_status == Some(GONE) && from == 0 {
+            drop(file);
+            super::local::discard_part(dest, local).await;
         }
-        if end.exit_status == Some(0) {
-            return Err(PullError::Shrank {
-                path: remote.path.clone(),
-                expected: remote.size,
-                got: from + sent,
-            });
-        }
-        return Err(remote_err(format!(
-            "tail ended ({}) after {} of {} bytes: {}",
-            crate::transport::status_words(end.exit_status),
-            from + sent,
-            remote.size,
-            crate::sanitize::line(&stderr, 200)
-        )));
+        return Err(ended_short(remote, from + sent, &end));
     }
     file.seal(&part).await?;
     Ok(Copied {
@@ -217,6 +200,29 @@ async fn download_by_exec<B: BoxExec>(
         seen: None,
         unnamed: None,
     })
+}
+
+/// Why a stream ended at `got` bytes, short of the listed size: the file was gone before tail
+/// started (its exit status says so, not its words, which are the box's locale's), it shrank
+/// (a clean exit), or tail failed.
+fn ended_short(remote: &RemoteFile, got: u64, end: &crate::transport::BytesEnd) -> PullError {
+    match end.exit_status {
+        Some(GONE) => PullError::Vanished(remote.path.clone()),
+        Some(0) => PullError::Shrank {
+            path: remote.path.clone(),
+            expected: remote.size,
+            got,
+        },
+        status => PullError::Remote {
+            path: remote.path.clone(),
+            reason: format!(
+                "tail ended ({}) after {got} of {} bytes: {}",
+                crate::transport::status_words(status),
+                remote.size,
+                crate::sanitize::line(&String::from_utf8_lossy(&end.stderr), 200)
+            ),
+        },
+    }
 }
 
 /// `local`'s `.part`, cut to `from` bytes and positioned there, with those bytes already hashed
