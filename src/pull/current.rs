@@ -193,33 +193,7 @@ pub fn judge(
         .iter()
         .map(|f| (f.remote_path.as_str(), f))
         .collect();
-    for f in &pull.files {
-        if let Some(error) = &f.error {
-            why.push(NotCurrent::Failed {
-                path: f.remote_path.clone(),
-                why: error.clone(),
-            });
-        } else if !f.is_good() {
-            why.push(NotCurrent::Failed {
-                path: f.remote_path.clone(),
-                why: format!("not verified: {}", f.verification),
-            });
-        } else {
-            match local.get(&f.local_path) {
-                None | Some(LocalNow { sha256: None, .. }) => {
-                    why.push(NotCurrent::LocalMissing(f.local_path.clone()))
-                }
-                Some(now) if now.sha256 != f.local_sha256 => {
-                    why.push(NotCurrent::LocalChanged(f.local_path.clone()));
-                }
-                Some(LocalNow { loads: Err(e), .. }) => why.push(NotCurrent::LocalFails {
-                    path: f.local_path.clone(),
-                    why: e.clone(),
-                }),
-                Some(_) => {}
-            }
-        }
-    }
+    why.extend(pull.files.iter().filter_map(|f| pulled_file(f, local)));
     for f in &fresh.files {
         match pulled.get(f.path.as_str()) {
             None => why.push(NotCurrent::NewOnBox(f.path.clone())),
@@ -240,6 +214,40 @@ pub fn judge(
         }
     } else {
         Currentness::NotCurrent(why)
+    }
+}
+
+/// What keeps one file of the pull from counting: the pull's own error for it, no
+/// verification, or its local copy gone, changed since or failing to load; None where it
+/// counts.
+fn pulled_file(
+    f: &crate::ledger::PulledFile,
+    local: &BTreeMap<String, LocalNow>,
+) -> Option<NotCurrent> {
+    if let Some(error) = &f.error {
+        return Some(NotCurrent::Failed {
+            path: f.remote_path.clone(),
+            why: error.clone(),
+        });
+    }
+    if !f.is_good() {
+        return Some(NotCurrent::Failed {
+            path: f.remote_path.clone(),
+            why: format!("not verified: {}", f.verification),
+        });
+    }
+    match local.get(&f.local_path) {
+        None | Some(LocalNow { sha256: None, .. }) => {
+            Some(NotCurrent::LocalMissing(f.local_path.clone()))
+        }
+        Some(now) if now.sha256 != f.local_sha256 => {
+            Some(NotCurrent::LocalChanged(f.local_path.clone()))
+        }
+        Some(LocalNow { loads: Err(e), .. }) => Some(NotCurrent::LocalFails {
+            path: f.local_path.clone(),
+            why: e.clone(),
+        }),
+        Some(_) => None,
     }
 }
 
