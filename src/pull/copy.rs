@@ -85,16 +85,7 @@ pub async fn copy_all<B: BoxExec>(
             .buffer_unordered(FILES_AT_ONCE)
             .collect::<Vec<_>>()
     };
-    // Where nothing is at its name and no command of the user's applies, a batch may put a
-    // proven copy straight there (`place`).
-    let placeable: Vec<bool> = plan
-        .iter()
-        .zip(starts)
-        .map(|((_, local), start)| {
-            let name = local.file_name().unwrap_or_default().to_string_lossy();
-            *start == Start::New && verify.for_file(&name).is_empty()
-        })
-        .collect();
+    let placeable = placeable(plan, starts, verify);
     let (tarred, direct) = tokio::join!(
         super::batch::copy_small(session, dest, plan, &small, &placeable, rtt, everything),
         each(rest)
@@ -114,6 +105,22 @@ pub async fn copy_all<B: BoxExec>(
     results
         .into_iter()
         .map(|r| r.unwrap_or_else(|| Err(NotCopied::from("not copied".to_string()))))
+        .collect()
+}
+
+/// Whether a batch may put each file's proven copy straight at its name (`place`): where
+/// nothing is at its name and no command of the user's applies.
+fn placeable(
+    plan: &[(RemoteFile, std::path::PathBuf)],
+    starts: &[Start],
+    verify: &VerifyCommands,
+) -> Vec<bool> {
+    plan.iter()
+        .zip(starts)
+        .map(|((_, local), start)| {
+            let name = local.file_name().unwrap_or_default().to_string_lossy();
+            *start == Start::New && verify.for_file(&name).is_empty()
+        })
         .collect()
 }
 

@@ -146,10 +146,27 @@ pub(super) async fn finish_all(
     rest.extend(promote_in_place(plan, &mut records, &simple, &mut renamed, all).await);
     finish_the_rest(plan, &mut records, rest, &mut renamed, all).await;
     let promoted_at = std::time::Instant::now();
-    // A rename is durable once its folder is: a crash right after must not bring back the
-    // earlier version under the name the ledger is about to record as this one. Once per
-    // folder, not per file (a sweep's results are a folder per cell: 10 000 files were 10 000
-    // journal commits), and for many folders (`durable`) once per filesystem.
+    sync_renamed(plan, renamed, &mut records).await;
+    // Where a chunk's finish goes, for `RUST_LOG=rigwatch::pull=debug`.
+    tracing::debug!(
+        files = records.len(),
+        promoted_ms = promoted_at.duration_since(began).as_millis() as u64,
+        synced_ms = promoted_at.elapsed().as_millis() as u64,
+        "pull: chunk finished on local disk"
+    );
+    super::settled::identify(plan, records, &read_as).await
+}
+
+/// The folders of the files renamed in place made durable. A rename is durable once its
+/// folder is: a crash right after must not bring back the earlier version under the name the
+/// ledger is about to record as this one. Once per folder, not per file (a sweep's results are
+/// a folder per cell: 10 000 files were 10 000 journal commits), and for many folders
+/// (`durable`) once per filesystem. A file whose folder could not be synced is not verified.
+async fn sync_renamed(
+    plan: &[(RemoteFile, PathBuf)],
+    renamed: Vec<usize>,
+    records: &mut [PulledFile],
+) {
     let mut renamed_in: HashMap<PathBuf, Vec<usize>> = HashMap::new();
     for i in renamed {
         if let Some(folder) = plan[i].1.parent() {
@@ -169,20 +186,12 @@ pub(super) async fn finish_all(
             .collect::<Vec<_>>()
     })
     .await;
-    // Where a chunk's finish goes, for `RUST_LOG=rigwatch::pull=debug`.
-    tracing::debug!(
-        files = records.len(),
-        promoted_ms = promoted_at.duration_since(began).as_millis() as u64,
-        synced_ms = promoted_at.elapsed().as_millis() as u64,
-        "pull: chunk finished on local disk"
-    );
     for (folder, why) in synced.unwrap_or_default() {
         for &i in &which[folder] {
             records[i].verified = false;
             records[i].error = Some(why.clone());
         }
     }
-    super::settled::identify(plan, records, &read_as).await
 }
 
 /// A record's verdict once its copy was checked (and, if fresh, put in place or not).
