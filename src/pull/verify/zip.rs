@@ -152,12 +152,9 @@ impl Archive {
             .map_err(|p| p.context(&what))
     }
 
-    fn read_inner<T>(
-        &self,
-        file: &mut File,
-        entry: &Entry,
-        consume: impl FnOnce(&mut dyn Read) -> Result<T, Problem>,
-    ) -> Result<T, Problem> {
+    /// Where `entry`'s data begins, once its local header agrees with the directory (the
+    /// method, the name, not encrypted) and its data ends before the directory.
+    fn data_at(&self, file: &mut File, entry: &Entry) -> Result<u64, Problem> {
         let at = entry.header_at;
         let mut head = [0u8; 30];
         if at.checked_add(30).is_none_or(|e| e > self.directory_at) {
@@ -197,6 +194,16 @@ impl Archive {
                 entry.compressed, self.directory_at
             )));
         }
+        Ok(data_at)
+    }
+
+    fn read_inner<T>(
+        &self,
+        file: &mut File,
+        entry: &Entry,
+        consume: impl FnOnce(&mut dyn Read) -> Result<T, Problem>,
+    ) -> Result<T, Problem> {
+        let data_at = self.data_at(file, entry)?;
         file.seek(SeekFrom::Start(data_at))?;
         let raw = BufReader::with_capacity(1 << 16, file.take(entry.compressed));
         let inner: Box<dyn Read + '_> = match entry.method {
