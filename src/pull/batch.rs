@@ -183,6 +183,13 @@ async fn one_batch<B: BoxExec>(
         ms = ms(began.elapsed()),
         "pull: tar batch landed"
     );
+    counted(progress, &landed);
+    landed
+}
+
+/// What a batch landed, on the pull's bar: the bytes it sent and the files it copied (a file
+/// handed back is copied later, and counted then).
+fn counted(progress: &super::Progress, landed: &[Landing]) {
     let bytes: u64 = landed
         .iter()
         .filter_map(|(_, r)| r.as_ref()?.as_ref().ok())
@@ -191,7 +198,6 @@ async fn one_batch<B: BoxExec>(
     progress.bytes_done.fetch_add(bytes, Ordering::Relaxed);
     let copied = landed.iter().filter(|(_, r)| r.is_some()).count();
     progress.files_copied.fetch_add(copied, Ordering::Relaxed);
-    landed
 }
 
 /// The box's hashes come first, on stderr, in the same round trip: a file is renamed into
