@@ -353,3 +353,36 @@ fn no_behaviour_reads_the_words_of_a_message() {
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// Every source file past 400 lines says why in its first comment (STYLE.md: a file is read in
+/// one sitting; past ~400 lines, split it or say why not).
+#[test]
+fn a_file_past_400_lines_says_why_in_its_first_comment() {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("src").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    let silent: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(path).expect("source");
+            let lines = text.lines().count();
+            let first: Vec<&str> = text
+                .lines()
+                .take_while(|l| l.starts_with("//"))
+                .map(|l| l.trim_start_matches("//!").trim_start_matches("//").trim())
+                .collect();
+            let says = first.join(" ").to_lowercase().contains("past 400 lines");
+            (lines > 400 && !says).then(|| format!("{} ({lines} lines)", path.display()))
+        })
+        .collect();
+    assert!(silent.is_empty(), "split these or say why: {silent:#?}");
+}

@@ -1,5 +1,8 @@
 //! Danger clocks: countdowns to what costs data or money, and what keeps accruing. A pure
 //! function of the platform profile, the host's billing, what was observed and `now`.
+//!
+//! Past 400 lines: every clock kind from the same facts, side by side, so their bands and
+//! words stay alike.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;

@@ -3,6 +3,9 @@
 //! failed (a pod that cannot be scheduled, a container killed for memory, an eviction), where it
 //! runs, how many GPUs it holds, and whether its checkpoints survive a reschedule. Every text
 //! from kubectl is sanitized here, before any view sees it.
+//!
+//! Past 400 lines: a Job's conditions and its pods' states to one row is one table of cases,
+//! read top to bottom.
 
 use chrono::{DateTime, Utc};
 

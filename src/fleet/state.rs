@@ -1,6 +1,9 @@
 //! The whole fleet as the dashboard sees it: per host its config, link, readings, and the
 //! judgement of them (run state and signals), re-judged when something arrives and once a
 //! second for the clocks; plus the event history of what changed and when.
+//!
+//! Past 400 lines: every way the fleet's state changes (a link, a reading, a record, the tick)
+//! is a method here, so what re-judges a host is in one place.
 
 use std::collections::VecDeque;
 

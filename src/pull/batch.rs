@@ -12,6 +12,9 @@
 //! stream cut short), are handed back to the SFTP path, so this is only ever a faster way, never
 //! a lossier one. A batch lands whole or not at all on the box's side of the link, so a cut link
 //! re-sends at most the batches in flight, never a file already copied whole.
+//!
+//! Just past 400 lines: the batch's command, its stream and its landing together, each the
+//! other's contract.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;

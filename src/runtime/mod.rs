@@ -11,6 +11,9 @@
 //!  demo: demo::Demo (replay) ──┘   judge · alerts · save └─ --metrics
 //!  one probe: once::judge ─────────> FleetState ─────────── status · roster · teardown
 //! ```
+//!
+//! Past 400 lines: the runtime's state and its entry points; what each does is in the modules
+//! beside it (clusters, pulls, kill, delivery).
 
 mod alerting;
 pub mod clusters;

@@ -1,4 +1,6 @@
 //! Signals on the real H100 captures, with time passed in.
+//!
+//! Past 400 lines: a table of cases, each read on its own.
 
 use chrono::{DateTime, Duration, Utc};
 

@@ -8,6 +8,9 @@
 //! typed in full, a live run or unfinished queue got a second confirmation, and then — after that
 //! last confirmation — a final check saw exactly what the user confirmed. Anything that changes
 //! the evidence clears what was typed; while the evidence refuses, no name is taken at all.
+//!
+//! Past 400 lines on purpose: every stage and every event of the guard side by side, so each
+//! path to a destroy is checked in one reading.
 
 use std::time::{Duration, Instant};
 

@@ -2,6 +2,8 @@
 //! check taken after the last confirmation, in the same opening, with the name typed. Ported
 //! one for one from the guard's tables (a `Refused` outcome is now a message and no effect; the
 //! guard's `Aged` is a `Tick` past the check's limit; the plan arrives with the check).
+//!
+//! Past 400 lines: a table of cases, each read on its own.
 
 use std::time::Instant;
 

@@ -1,5 +1,8 @@
 //! The pool: one supervisor task per host owns that host's connection, re-establishes it with
 //! capped, jittered backoff, and publishes its link state. Callers never wait on a dead link.
+//!
+//! Past 400 lines: the supervisor's loop, its backoff and its link states are one machine per
+//! host, read together.
 
 use std::path::PathBuf;
 use std::sync::Arc;

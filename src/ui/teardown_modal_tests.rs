@@ -1,6 +1,8 @@
 //! The modal on `TestBackend`: what it says at 80×24 and larger, that every byte a box chose is
 //! cleaned before it reaches the screen, and the whole dialog end to end — keys through the
 //! app, effects through the one executor with the test I/O, every step rendered.
+//!
+//! Past 400 lines: a table of cases, each read on its own.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 

@@ -1,3 +1,6 @@
+//! The roster's reconciling of queues, final folders and running cells, case by case. Past
+//! 400 lines: a table of cases, each read on its own.
+
 use std::collections::BTreeSet;
 
 use super::super::{
