@@ -369,7 +369,10 @@ fn a_file_past_400_lines_says_why_in_its_first_comment() {
         }
     }
     let mut files = Vec::new();
-    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    walk(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
     let silent: Vec<String> = files
         .iter()
         .filter_map(|path| {
