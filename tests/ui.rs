@@ -1135,3 +1135,38 @@ fn the_urgent_line_is_whole_before_the_rows_bars() {
         assert!(screen.contains("✓ ok"), "{screen}");
     }
 }
+
+/// `K`'s name prompt is the one line editor of every prompt: a typo mid-name is mended where
+/// it is, and Enter sends the kill only for the name as edited.
+#[test]
+fn the_kill_prompt_edits_the_name_with_a_cursor() {
+    let (_, state) = Demo::start(screenshot_time());
+    let mut app = App::new(true);
+    app.selected = Some("h100-zombie".into());
+    app.handle_key(key(KeyCode::Char('K')), &state);
+    assert!(
+        app.kill.is_some(),
+        "K opened the kill dialog: {:?}",
+        app.notice
+    );
+    for c in "h100zombie".chars() {
+        app.handle_key(key(KeyCode::Char(c)), &state);
+    }
+    for _ in 0.."zombie".len() {
+        app.handle_key(key(KeyCode::Left), &state);
+    }
+    app.handle_key(key(KeyCode::Char('-')), &state);
+    assert_eq!(
+        app.kill.as_ref().map(|k| k.typed.as_str()),
+        Some("h100-zombie")
+    );
+    let shown = screen(&app, &state, 120, 40);
+    assert!(
+        shown.contains("h100-▏zombie"),
+        "the cursor where typing goes:\n{shown}"
+    );
+    match app.handle_key(key(KeyCode::Enter), &state) {
+        Action::Kill { host, .. } => assert_eq!(host, "h100-zombie"),
+        other => panic!("Enter on the right name sends the kill: {other:?}"),
+    }
+}
