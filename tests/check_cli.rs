@@ -490,8 +490,8 @@ fn completions_offer_the_fleets_host_names_for_a_partial_word() {
 }
 
 /// The man page says what a person reaches for in one, and refers to no page that does not
-/// exist: the commands are named, the keys are the help overlay's, then files, environment,
-/// exit status and examples.
+/// exist: the commands are named, the keys are the help overlay's, the configuration's keys
+/// the parser's, then files, environment, exit status and examples.
 #[test]
 fn the_man_page_has_keys_files_environment_exit_status_and_examples() {
     let out = rigwatch().arg("man").output().expect("man");
@@ -508,6 +508,13 @@ fn the_man_page_has_keys_files_environment_exit_status_and_examples() {
         assert!(page.contains(heading), "{heading} missing");
     }
     assert!(!page.contains("(1)"), "no reference to a subcommand page");
+    // The configuration's keys are the parser's own list, table by table.
+    assert!(page.contains(".SH CONFIGURATION"), "{page}");
+    for (table, opening) in rigwatch::config::keys::TABLES {
+        let keys = rigwatch::config::keys::accepted(opening).join(", ");
+        let escaped = keys.replace('-', "\\-");
+        assert!(page.contains(&escaped), "{table}: {keys}");
+    }
     for (key, _) in rigwatch::ui::help::KEYS {
         let escaped = key.replace('-', "\\-");
         assert!(page.contains(&escaped), "key {key} missing");

@@ -138,25 +138,6 @@ fn the_anchor_maker_follows_the_renderers() {
     assert_eq!(links("see [a](b.md#c) and [d](e)"), ["b.md#c", "e"]);
 }
 
-/// The keys one table of fleet.toml accepts, as the parser itself lists them when it refuses
-/// an unknown one (serde's "expected one of"): never a list kept by hand beside the parser.
-fn accepted(table: &str) -> Vec<String> {
-    let text = format!("{table}zzz_unknown = 1\n");
-    let err = match rigwatch::config::fleet::parse(Path::new("probe.toml"), &text) {
-        Ok(_) => panic!("{table:?} took an unknown key"),
-        Err(e) => e.to_string(),
-    };
-    // "expected one of `a`, `b`", "expected `a` or `b`", "expected `a`".
-    let Some((_, list)) = err.split_once("expected ") else {
-        panic!("no key list in: {err}");
-    };
-    list.split('`')
-        .skip(1)
-        .step_by(2)
-        .map(String::from)
-        .collect()
-}
-
 /// Every key the config parser accepts, in every table, is named in the manual (the
 /// configuration reference or the chapter of its member kind), as `key` or as `key =` in a
 /// TOML example: a key added to the parser and not to the manual fails here.
@@ -189,28 +170,13 @@ fn the_manual_names_every_key_the_parser_accepts() {
                     .starts_with(&format!("{key} ="))
             })
     };
-    let host = "[[host]]\nname = \"a\"\nssh = \"a\"\n";
-    let tables = [
-        String::new(),
-        "[providers]\n".into(),
-        "[thresholds]\n".into(),
-        "[alerts]\n".into(),
-        "[teardown]\n".into(),
-        "[[alert]]\n".into(),
-        host.to_string(),
-        format!("{host}[host.pull]\n"),
-        "[[slurm]]\n".into(),
-        "[[slurm]]\nname = \"s\"\nssh = \"s\"\n[slurm.pull]\n".into(),
-        "[[kubernetes]]\n".into(),
-        "[[kaggle]]\n".into(),
-    ];
     let mut missing = Vec::new();
-    for table in &tables {
-        let keys = accepted(table);
-        assert!(keys.len() > 1, "{table:?}: {keys:?}");
+    for (table, opening) in rigwatch::config::keys::TABLES {
+        let keys = rigwatch::config::keys::accepted(opening);
+        assert!(keys.len() > 1, "{table}: {keys:?}");
         for key in keys {
             if !named(&key) {
-                missing.push(format!("{} {key}", table.lines().next().unwrap_or("(top)")));
+                missing.push(format!("{table} {key}"));
             }
         }
     }

@@ -1,7 +1,8 @@
 //! `rigwatch man`: the man page. clap_mangen writes the title, synopsis and options from the
 //! command line's own definition; the rest is what a person reaches for in a man page: the
 //! commands (named here, never as pages that do not exist), the dashboard's keys (the help
-//! overlay's own list), files, environment, exit status and examples.
+//! overlay's own list), the configuration's keys (the parser's own list, `config::keys`),
+//! files, environment, exit status and examples.
 
 use std::io::Write;
 
@@ -147,6 +148,16 @@ pub fn render(out: &mut dyn Write) -> std::io::Result<()> {
     )]);
     let keys: Vec<(&str, &str)> = crate::ui::help::KEYS.to_vec();
     section(&mut roff, "KEYS", &keys);
+    roff.control("SH", ["CONFIGURATION"]);
+    roff.text([roman(
+        "fleet.toml's tables and the keys each takes, as the parser lists them (what each means: \
+         the book's configuration chapter):",
+    )]);
+    for (table, opening) in crate::config::keys::TABLES {
+        roff.control("TP", []);
+        roff.text([bold(*table)]);
+        roff.text([roman(crate::config::keys::accepted(opening).join(", "))]);
+    }
     section(&mut roff, "FILES", FILES);
     section(&mut roff, "ENVIRONMENT", ENVIRONMENT);
     section(&mut roff, "EXIT STATUS", EXIT_STATUS);

@@ -6,6 +6,7 @@ pub mod error;
 pub mod fleet;
 mod hosts;
 pub mod kaggle;
+pub mod keys;
 pub mod kubernetes;
 pub mod paths;
 pub mod pull;
