@@ -96,13 +96,20 @@ async fn whole_read(
                     got: at,
                 });
             }
-            Err(e) => {
-                channel.retire();
-                return Err(remote_error(remote, e));
-            }
+            Err(e) => return Err(failed(channel, remote, e)),
         }
     }
     Ok(data)
+}
+
+/// A request of the copy that failed. The channel is the connection's, kept for later pulls:
+/// one whose requests fail other than with the server's answer (a timeout, its stream gone) is
+/// not handed out again.
+fn failed(channel: &SftpChannel, remote: &RemoteFile, e: SftpError) -> PullError {
+    if !matches!(e, SftpError::Status(_)) {
+        channel.retire();
+    }
+    remote_error(remote, e)
 }
 
 /// Copies `remote` from byte `from` into `local`'s `.part`, fsynced.
@@ -118,14 +125,7 @@ pub(super) async fn download(
     progress: &AtomicU64,
 ) -> Result<Copied, PullError> {
     let sftp = &channel.raw;
-    // The channel is the connection's, kept for later pulls: one whose requests fail other than
-    // with the server's answer (a timeout, its stream gone) is not handed out again.
-    let failed = |e: SftpError| {
-        if !matches!(e, SftpError::Status(_)) {
-            channel.retire();
-        }
-        remote_error(remote, e)
-    };
+    let failed = |e: SftpError| failed(channel, remote, e);
     // The remote file first: one that vanished leaves no `.part` behind. The server's read
     // size is asked beside it (once per channel), not a round trip before it.
     let open = sftp.open(name, OpenFlags::READ, FileAttributes::default());
