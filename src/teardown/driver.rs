@@ -327,7 +327,8 @@ impl Dialog {
     }
 
     /// The name as now typed: taken while the dialog takes a name (a change after a first
-    /// Enter asks for the name's Enter again); erasing is always taken. No control character.
+    /// Enter asks for the name's Enter again); otherwise only its clearing is. No control
+    /// character.
     fn edit_name(&mut self, name: String) {
         let name: String = name
             .chars()
@@ -338,12 +339,11 @@ impl Dialog {
             return;
         }
         self.messages.clear();
-        let erased = name.chars().count() < self.typed.chars().count();
         if self.takes_name() {
             self.typed = name;
             self.stage = Stage::AwaitingName;
-        } else if erased {
-            self.typed = name;
+        } else if name.is_empty() {
+            self.typed.clear();
         }
     }
 
