@@ -34,9 +34,16 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let selected = ctx.app.selected_index(&visible);
     // Only the rows that fit are built: at 100 hosts most are off screen. A row whose urgent
     // line is wider than NEEDS YOU takes its bars' room for it, and more lines where needed.
-    let lines = area.height.saturating_sub(3).max(1);
+    let lines = usize::from(area.height.saturating_sub(3)).max(1);
+    // Either every row fits with lines to spare, which `share` gives out, or the window around
+    // the selection takes a line a row: only the rows shown are widened (a hundred hosts draw
+    // a screenful each frame).
+    let first = super::widgets::window_start(selected, visible.len(), lines);
+    let shown = visible.len().min(lines);
     let mut wide: Vec<Option<urgent::Wide>> = visible
         .iter()
+        .skip(first)
+        .take(shown)
         .map(|h| {
             // Only a warning or worse takes a row's bars: an info line is cut as before.
             let top = h.signals.first().map(|s| s.severity);
@@ -50,9 +57,8 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
             )
         })
         .collect();
-    urgent::share(&mut wide, usize::from(lines).saturating_sub(visible.len()));
-    let height = |i: usize| wide[i].as_ref().map_or(1, urgent::Wide::height);
-    let (first, shown) = rows_that_fit(selected, visible.len(), lines, height);
+    urgent::share(&mut wide, lines.saturating_sub(visible.len()));
+    let height = |i: usize| wide[i - first].as_ref().map_or(1, urgent::Wide::height);
     let rows: Vec<Row> = visible
         .iter()
         .enumerate()
@@ -61,7 +67,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
         .map(|(i, h)| {
             let stale = h.is_stale(ctx.now, ctx.poll);
             let sample = h.history.latest_host().map(|r| &r.sample);
-            let blank_from = wide[i].as_ref().map_or(usize::MAX, |w| w.first);
+            let blank_from = wide[i - first].as_ref().map_or(usize::MAX, |w| w.first);
             let cells: Vec<Cell> = columns
                 .iter()
                 .enumerate()
@@ -154,7 +160,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     }
     frame.render_stateful_widget(table, area, &mut table_state);
     let drawn: Vec<(u16, Option<&urgent::Wide>, bool)> = (first..first + shown)
-        .map(|i| (height(i), wide[i].as_ref(), i == selected))
+        .map(|i| (height(i), wide[i - first].as_ref(), i == selected))
         .collect();
     *ctx.app.table_lines.borrow_mut() = (first..first + shown)
         .flat_map(|i| std::iter::repeat_n(visible[i].config.name.clone(), usize::from(height(i))))
@@ -162,27 +168,4 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx<'_>) {
     let widths: Vec<u16> = columns.iter().map(|(_, _, w)| *w).collect();
     let inner = Block::default().borders(Borders::ALL).inner(area);
     urgent::draw(frame, inner, &widths, &drawn, t.selection);
-}
-
-/// The first row shown and how many rows fit `lines` lines of table, each `height(i)` tall:
-/// the selected row always among them, as near the bottom as the rows after it allow.
-fn rows_that_fit(
-    selected: usize,
-    len: usize,
-    lines: u16,
-    height: impl Fn(usize) -> u16,
-) -> (usize, usize) {
-    // Back from the selection while the rows still fit, then on past it while they do.
-    let mut first = selected.min(len.saturating_sub(1));
-    let mut used = if len == 0 { 0 } else { height(first) };
-    while first > 0 && used + height(first - 1) <= lines {
-        first -= 1;
-        used += height(first);
-    }
-    let mut end = selected.min(len.saturating_sub(1)) + usize::from(len > 0);
-    while end < len && used + height(end) <= lines {
-        used += height(end);
-        end += 1;
-    }
-    (first, end - first)
 }
