@@ -109,6 +109,7 @@ fn one(
             return Err(at(t.span().start, "teardown must be a command".into()));
         }
     }
+    let money = |v: &Option<Spanned<f64>>, key: &str| amount(v, key).map_err(|(o, m)| at(o, m));
     Ok(HostConfig {
         name,
         target,
@@ -121,14 +122,11 @@ fn one(
         log: h.log.filter(|r| !r.is_empty()),
         ckpt_dir: h.ckpt_dir.filter(|r| !r.is_empty()),
         billing: Billing {
-            price_per_hour: amount(&h.price_per_hour, "price_per_hour")
-                .map_err(|(o, m)| at(o, m))?,
-            stopped_price_per_hour: amount(&h.stopped_price_per_hour, "stopped_price_per_hour")
-                .map_err(|(o, m)| at(o, m))?,
+            price_per_hour: money(&h.price_per_hour, "price_per_hour")?,
+            stopped_price_per_hour: money(&h.stopped_price_per_hour, "stopped_price_per_hour")?,
             currency: h.currency.or_else(|| defaults.currency.map(str::to_string)),
-            mtbi_hours: amount(&h.mtbi_hours, "mtbi_hours").map_err(|(o, m)| at(o, m))?,
-            ckpt_write_secs: amount(&h.ckpt_write_secs, "ckpt_write_secs")
-                .map_err(|(o, m)| at(o, m))?,
+            mtbi_hours: money(&h.mtbi_hours, "mtbi_hours")?,
+            ckpt_write_secs: money(&h.ckpt_write_secs, "ckpt_write_secs")?,
         },
         instance_id: h.instance_id.filter(|i| !i.trim().is_empty()),
         teardown: h.teardown.map(Spanned::into_inner),
