@@ -22,7 +22,7 @@ const HASH_BATCHES_AT_ONCE: usize = 4;
 /// Files at least this big are hashed one process each, by the box's fastest tool, as many at
 /// once as the box has cores: a pull's commands share one shell (`OneShell`), so batches no
 /// longer run side by side, and a sha256sum batch would hash a results folder of 10 MiB files on
-/// one core. Smaller ones go by tar, whose batch hashes them.
+/// one core. Smaller ones go by tar, and are hashed here as they arrive.
 const BIG_HASH: u64 = super::batch::SMALL;
 
 /// How long one hashing batch may run on the box before it is killed (a hung mount).
@@ -37,12 +37,6 @@ pub fn hash_command(paths: &[&str]) -> String {
 /// `hash_command`'s script, over the files already set as its arguments (`names::as_args`).
 pub(super) fn hash_args() -> String {
     format!("{TIMEOUT_PREAMBLE}T=${{T:+$T {HASH_TIMEOUT_SECS}}}\n{COREUTILS_HASH}")
-}
-
-/// `hash_args` without a `timeout` of its own, for a command that another clock bounds (a tar
-/// batch's: `batch::batch_command`).
-pub(super) fn hash_args_unclocked() -> String {
-    format!("T=''\n{COREUTILS_HASH}")
 }
 
 /// SHA-256 of the empty input as `openssl dgst -sha256 -r` prints it: a box whose openssl

@@ -275,9 +275,9 @@ async fn look_at_home<B: BoxExec>(
     (recorded_hashes, starts_looked, read)
 }
 
-/// What the box hashes while the copies run: a small fresh file's hash comes with its tar
-/// batch; files copied otherwise are hashed beside the copies, and whatever a batch handed back
-/// (or could not hash) after them. Each hash is followed by the box's second look at its files,
+/// What the box hashes while the copies run: a small fresh file a tar batch carries is not
+/// hashed there (its hash is taken here over the bytes received: `batch`); files copied
+/// otherwise are hashed beside the copies, and whatever a batch handed back after them. Each hash is followed by the box's second look at its files,
 /// in the same command (`second_look_brought` says when that look holds for a copy). A settled
 /// file (unchanged by stat on both ends) is not hashed again: its record carries.
 async fn copied_and_hashed<B: BoxExec>(
@@ -306,7 +306,8 @@ async fn copied_and_hashed<B: BoxExec>(
         .map(|i| &plan[i].0)
         .collect();
     if let (Ok(all), false) = (&mut hashes, unhashed.is_empty()) {
-        // Files it could not hash say the box printed no hash for them.
+        // Files handed back by a batch, copied otherwise; any it could not hash say the box
+        // printed no hash for them.
         if let Ok(more) = remote_hashes(session, unhashed.into_iter()).await {
             all.extend(more);
         }

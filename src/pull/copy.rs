@@ -279,8 +279,8 @@ async fn open_part(
 pub struct Copied {
     pub sent: u64,
     pub sha256: String,
-    /// The box's hash of the same bytes where the copy brought it along (a tar batch hashes
-    /// each file just before tar reads it): no second command hashes it again.
+    /// The hash recorded as the box's where the copy brings it: a tar batch's file, whose hash
+    /// of the bytes received stands for the box's (`batch`), so no command hashes it there.
     pub box_sha256: Option<String>,
     /// The box's second look at the file (size, stamp) where the copy brought it along: a tar
     /// batch looks once tar has read its files, so no command after the copy looks again.

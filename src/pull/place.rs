@@ -35,7 +35,7 @@ pub struct Proven {
     pub unnamed: Unnamed,
 }
 
-/// Writes `bytes` (a whole file the box's hash and second look already vouch for) into an
+/// Writes `bytes` (a whole file the box's second look after tar already vouches for) into an
 /// unnamed file in `local`'s folder, made if missing, with the box's permission bits less
 /// setuid, setgid and sticky, and checks it loads as `local`. None where this way is not open
 /// to it: the caller then writes its `.part`.

@@ -1,8 +1,9 @@
 //! A copy takes its final name only once it is proven. Every copy path (SFTP, exec `tail`, tar
 //! batches) leaves its bytes in the `.part` beside dest, made durable before any is promoted
 //! (`finish`), except a tar batch's file nothing was at the name of, which its batch proves and
-//! the pull links there (`place`); only after the box's hash and the local hash agree and a second
-//! look at the box saw the file unchanged does the pull check that it loads and rename it into
+//! the pull links there (`place`); only after the box's hash and the local hash agree (for a tar
+//! batch's file, the hash of the bytes received stands for the box's) and a second look at the
+//! box saw the file unchanged does the pull check that it loads and rename it into
 //! place: where it waits ([`in_place`]) when only the built-in check applies, else staged under its
 //! own name ([`staged`]). A torn or changed copy never replaces anything, and a copy that does not
 //! load never replaces an earlier one that does: the previous verified version stays until its
