@@ -1,16 +1,18 @@
-//! What a pull still asks of a far box once its copy has ended. On a 100 ms link each round
-//! trip after the last byte is a tenth of a second of every pull: a checkpoint's pull waited for
-//! its SFTP handle's close to be answered, then asked the box for its second look at the file.
-//! The look now follows the file's hash on the box, in the hashing's own command, while the
-//! copy still runs; the close is sent and not waited for.
+//! The round trips a pull waits for, on a far box. On a 100 ms link each one is a tenth of a
+//! second of every pull: a checkpoint's pull waited for its SFTP handle's close to be answered,
+//! then asked the box for its second look at the file. The look now follows the file's hash on
+//! the box, in the hashing's own command, while the copy still runs; the close is sent and not
+//! waited for. The whole pull's count is the delay proxy's (`DelayProxy::rounds`).
 
 mod support;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use rigwatch::config::fleet;
 use support::Lab;
-use support::results::{box_to_pull, pull_on};
+use support::delay::DelayProxy;
+use support::results::{box_to_pull, pull_on, write_small};
 
 /// The box's own record of a pull of one checkpoint over a 200 ms link: sftp-server logs the
 /// file's open and close, a `find` shim each second look (`find … -maxdepth 0`), all appended
@@ -74,5 +76,74 @@ async fn a_checkpoint_s_second_look_is_asked_while_it_is_copied_not_after() {
         seen.last(),
         Some(&"close"),
         "the box was asked something after the copy ended:\n{log}"
+    );
+}
+
+/// A far box with `cells` small results and one 4 MiB checkpoint (within one window of reads
+/// in flight), behind a proxy 200 ms round trip away that counts the round trips a
+/// conversation waits for in sequence (`DelayProxy::rounds`): the box, the proxy and a fleet
+/// file that pulls its results.
+fn far_box(lab: &mut Lab, cells: usize) -> (support::Sshd, DelayProxy, PathBuf) {
+    let mut sshd = lab.start_host("box");
+    sshd.external_sftp();
+    let run = sshd.dir.join("workspace/run");
+    write_small(&run, cells);
+    support::write_random(&run.join("final_ckpts/ckpt.bin"), 4 << 20, 9);
+    let proxy = DelayProxy::start(sshd.port, Duration::from_millis(100));
+    let body = format!(
+        "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\nverify = \"test -s {{file}}\"",
+        lab.host_entry_via(&sshd, proxy.port),
+        run.join("final_ckpts").display(),
+        lab.path("results/box").display()
+    );
+    let fleet = lab.fleet("far.toml", "", &[("box", body)]);
+    (sshd, proxy, fleet)
+}
+
+/// Round trips in sequence are what a far link multiplies by its delay (a tenth of a second
+/// each at 100 ms), so each is counted here and a new one shows. On a connection already up
+/// (the dashboard's `p`), a pull of small files and a checkpoint waits for 3: the listing; the
+/// tar batch and the checkpoint's SFTP open, sent side by side (its hash and second look go in
+/// the same round); the checkpoint's reads, all in flight at once. A fresh `rigwatch pull`
+/// waits for 8 more before it: the SSH handshake and login (TCP's own, before the proxy, not
+/// counted), then the helper shell and the SFTP channel, opened side by side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_waits_for_few_round_trips_in_sequence() {
+    let mut lab = Lab::new();
+    let (_sshd, proxy, fleet) = far_box(&mut lab, 20);
+    let config = fleet::load(&fleet).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let up = proxy.rounds();
+    let record = pull_on(&session, &spec, None).await;
+    let warm = proxy.rounds() - up;
+    pool.shutdown().await;
+    assert_eq!(record.files.len(), 21, "{record:?}");
+    assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
+    assert!(
+        warm <= 3,
+        "a pull on a connection up waited for {warm} round trips"
+    );
+
+    let mut lab = Lab::new();
+    let (_sshd, proxy, fleet) = far_box(&mut lab, 20);
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["pull", "box"])
+        .output()
+        .expect("rigwatch pull");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("pull #1 of box") && said.contains("21 files"),
+        "{said}"
+    );
+    let cold = proxy.rounds();
+    assert!(
+        cold <= 11,
+        "a fresh `rigwatch pull` waited for {cold} round trips"
     );
 }

@@ -6,11 +6,19 @@
 //! had capped a 100 ms link at ~90 MiB/s, below what the link carries), and a reader that gets
 //! ahead waits, as a real link's buffers fill; it listens on 127.0.0.1 only, and its runtime
 //! ends when the proxy is dropped. `cut` drops every open connection mid-stream.
+//!
+//! `rounds` counts the round trips a conversation waited for, whatever the delay and the
+//! machine's speed: each chunk the client sends is one round trip deeper than the deepest
+//! answer the proxy had handed it by then, and an answer is as deep as the last request handed
+//! to the server before it was sent. Requests sent together (pipelined) are as deep as each
+//! other; a request that had to wait for an answer is one deeper. The deepest chunk of a
+//! connection is its round trips in sequence, the count a far link multiplies by its delay.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -26,7 +34,17 @@ pub struct DelayProxy {
     stop: Option<oneshot::Sender<()>>,
     /// Bumped by `cut`: every connection open then is dropped (new ones are still relayed).
     cuts: watch::Sender<u32>,
+    /// The deepest chunk of any connection, in round trips (the module's comment).
+    deepest: Arc<AtomicU32>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How deep a connection's conversation has gone, each way: the depth of the last chunk handed
+/// to the client, and to the server.
+#[derive(Default)]
+struct Depths {
+    to_client: AtomicU32,
+    to_server: AtomicU32,
 }
 
 impl DelayProxy {
@@ -38,6 +56,8 @@ impl DelayProxy {
         let port = std_listener.local_addr().expect("addr").port();
         let (stop, stopped) = oneshot::channel();
         let (cuts, cut_rx) = watch::channel(0u32);
+        let deepest = Arc::new(AtomicU32::new(0));
+        let max = deepest.clone();
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -52,9 +72,10 @@ impl DelayProxy {
                         };
                         let mut cut = cut_rx.clone();
                         cut.mark_unchanged();
+                        let max = max.clone();
                         tokio::spawn(async move {
                             tokio::select! {
-                                _ = relay(client, target, one_way) => {}
+                                _ = relay(client, target, one_way, max) => {}
                                 _ = cut.changed() => {}
                             }
                         });
@@ -70,8 +91,14 @@ impl DelayProxy {
             port,
             stop: Some(stop),
             cuts,
+            deepest,
             thread: Some(thread),
         }
+    }
+
+    /// The round trips in sequence of the deepest conversation so far (the module's comment).
+    pub fn rounds(&self) -> u32 {
+        self.deepest.load(Ordering::SeqCst)
     }
 
     /// Cuts every connection through the proxy mid-stream (both sockets closed, whatever is in
@@ -92,7 +119,7 @@ impl Drop for DelayProxy {
     }
 }
 
-async fn relay(client: TcpStream, target: u16, one_way: Duration) {
+async fn relay(client: TcpStream, target: u16, one_way: Duration, deepest: Arc<AtomicU32>) {
     let Ok(server) = TcpStream::connect(SocketAddr::from((Ipv4Addr::LOCALHOST, target))).await
     else {
         return;
@@ -101,15 +128,59 @@ async fn relay(client: TcpStream, target: u16, one_way: Duration) {
     let _ = server.set_nodelay(true);
     let (cr, cw) = client.into_split();
     let (sr, sw) = server.into_split();
-    tokio::join!(pipe(cr, sw, one_way), pipe(sr, cw, one_way));
+    let depths = Arc::new(Depths::default());
+    let up = Way {
+        one_way,
+        depths: depths.clone(),
+        deepest: deepest.clone(),
+        from_client: true,
+    };
+    let down = Way {
+        one_way,
+        depths,
+        deepest,
+        from_client: false,
+    };
+    tokio::join!(pipe(cr, sw, up), pipe(sr, cw, down));
+}
+
+/// One direction of a connection: its delay, and where its chunks' depths are kept.
+struct Way {
+    one_way: Duration,
+    depths: Arc<Depths>,
+    deepest: Arc<AtomicU32>,
+    from_client: bool,
+}
+
+impl Way {
+    /// A chunk just read: as deep as the last one handed to its sender, a client's one deeper.
+    fn depth_of_read(&self) -> u32 {
+        if self.from_client {
+            self.depths.to_client.load(Ordering::SeqCst) + 1
+        } else {
+            self.depths.to_server.load(Ordering::SeqCst)
+        }
+    }
+
+    /// A chunk of `depth` handed to the other side.
+    fn delivered(&self, depth: u32) {
+        let to = match self.from_client {
+            true => &self.depths.to_server,
+            false => &self.depths.to_client,
+        };
+        to.fetch_max(depth, Ordering::SeqCst);
+        self.deepest.fetch_max(depth, Ordering::SeqCst);
+    }
 }
 
 /// Reads from `from` as data comes, and writes each chunk to `to` once its delay has passed.
 async fn pipe(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
-    one_way: Duration,
+    way: Way,
 ) {
+    let one_way = way.one_way;
+    let way = &way;
     let room = Arc::new(Semaphore::new(IN_FLIGHT));
     let (tx, mut rx) = mpsc::unbounded_channel();
     let reader = async move {
@@ -123,7 +194,8 @@ async fn pipe(
                         break;
                     };
                     let due = Instant::now() + one_way;
-                    if tx.send((due, buf[..n].to_vec(), held)).is_err() {
+                    let depth = way.depth_of_read();
+                    if tx.send((due, depth, buf[..n].to_vec(), held)).is_err() {
                         break;
                     }
                 }
@@ -131,8 +203,11 @@ async fn pipe(
         }
     };
     let writer = async move {
-        while let Some((due, bytes, held)) = rx.recv().await {
+        while let Some((due, depth, bytes, held)) = rx.recv().await {
             tokio::time::sleep_until(due).await;
+            // Counted as handed over before the write, so an answer to it can never be read
+            // before its depth is known.
+            way.delivered(depth);
             if to.write_all(&bytes).await.is_err() {
                 break;
             }
