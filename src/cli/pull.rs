@@ -4,6 +4,8 @@
 //! `rigwatch pull CLUSTER --job NAME` on a `[[kubernetes]]` cluster: the same, from the Job's
 //! running pod through `kubectl exec`. `rigwatch pull MEMBER --job OWNER/SLUG` on a
 //! `[[kaggle]]` member: the kernel's latest commit output, through `kaggle kernels output`.
+//! Where a dashboard or `watch` of the same fleet file holds the box's connection, the pull
+//! runs there and this process shows it (`runtime::control`): no handshake, no login.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -22,6 +24,7 @@ use crate::ledger::{Ledger, PulledFile};
 use crate::pull::kaggle::pull_kernel_and_record;
 use crate::pull::setup::{Source, setup};
 use crate::pull::{Progress, Pulled, pull_and_record, pull_job_and_record};
+use crate::runtime::control::{self, Served};
 use crate::target::Target;
 
 #[derive(Debug, clap::Args)]
@@ -93,14 +96,25 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
     if let Some(note) = set.spec.verify.deprecation(&set.key) {
         eprintln!("{}", crate::sanitize::line(&note, 400));
     }
+    let progress = Arc::new(Progress::default());
+    if let Source::Member(host) = set.source {
+        // A dashboard or `watch` of this fleet lends its connection, where one runs.
+        let drawing = draw(&progress);
+        let served = control::ask(&fleet.path, host, &progress).await;
+        drawing.finish();
+        match served {
+            Served::Pulled(pulled) => {
+                return ended(&pulled.into(), &open_ledger()?, &set.spec.dest);
+            }
+            Served::Failed(why) => return Err(eyre!("{why}")),
+            Served::No(why) => tracing::debug!(host = host.name, "pull not served: {why}"),
+        }
+    }
     let held = match hold(&set.key, &set.what, args.no_wait).await? {
         Ok(held) => held,
         Err(busy) => return Ok(busy),
     };
-    let ledger_path = crate::ledger::default_path()
-        .ok_or_else(|| eyre!("no home or XDG_STATE_HOME to keep the ledger in"))?;
-    let mut ledger = Ledger::open(&ledger_path)?;
-    let progress = Arc::new(Progress::default());
+    let mut ledger = open_ledger()?;
     let result = match set.source {
         Source::Member(host) => {
             let timeout = args.timeout;
@@ -129,6 +143,12 @@ pub async fn run(fleet: &FleetConfig, args: &PullArgs) -> color_eyre::Result<Exi
         }
     };
     ended(&result?, &ledger, &set.spec.dest)
+}
+
+fn open_ledger() -> color_eyre::Result<Ledger> {
+    let path = crate::ledger::default_path()
+        .ok_or_else(|| eyre!("no home or XDG_STATE_HOME to keep the ledger in"))?;
+    Ok(Ledger::open(&path)?)
 }
 
 /// The target's lock for this pull (`ledger::locks`): waited for while another pull holds it

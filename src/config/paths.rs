@@ -56,7 +56,7 @@ pub fn state_dir() -> Option<PathBuf> {
 /// folder is made private even when an older rigwatch left it open: what a box is called, where
 /// its results went and the commands that destroy it are nobody else's business on a shared
 /// machine. A folder the user named (an events file's) is otherwise left as it is.
-fn private_dir(dir: &Path) -> std::io::Result<()> {
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)

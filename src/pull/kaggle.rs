@@ -136,7 +136,7 @@ async fn prove_all(
         .map(|m| m.len())
         .sum();
     progress.bytes_total.store(bytes, Ordering::Relaxed);
-    progress.set_stage(super::engine::Stage::Verifying);
+    progress.set_stage(super::progress::Stage::Verifying);
     let mut files = Vec::with_capacity(found.len());
     for (path, rel) in found {
         let remote = if *rel == log {
@@ -170,7 +170,7 @@ pub async fn pull_kernel_and_record(
         path: part.clone(),
         source,
     })?;
-    progress.set_stage(super::engine::Stage::Copying);
+    progress.set_stage(super::progress::Stage::Copying);
     crate::transport::kaggle::output(member, kernel, &part, OUTPUT_TIMEOUT).await?;
     let found = files_under(&part).map_err(|(path, source)| PullError::Local { path, source })?;
     let files = prove_all(&found, kernel, &done, spec, &progress).await?;

@@ -30,6 +30,7 @@ pub mod local;
 pub mod names;
 mod place;
 mod plan;
+mod progress;
 mod promote;
 pub mod protect;
 mod recheck;
@@ -46,7 +47,8 @@ mod writeback;
 pub use check::{Verification, verify as verify_local};
 pub use chunk::Tally;
 pub use current::{Currentness, NotCurrent, judge};
-pub use engine::{Progress, PullJob, list_remote, pull};
+pub use engine::{PullJob, list_remote, pull};
+pub use progress::Progress;
 pub use recheck::{Depth, FinalCheckCost, check_host, check_job, final_check_cost, recheck};
 
 use std::path::PathBuf;

@@ -17,6 +17,7 @@
 
 mod alerting;
 pub mod clusters;
+pub mod control;
 pub mod delivery;
 mod handover;
 mod jobs;
@@ -108,6 +109,8 @@ pub struct Runtime {
     teardown_ios: jobs::Dialogs,
     /// When the pool's helper shells start; a reload's pool starts them the same way.
     helpers: Helpers,
+    /// Pulls other processes ask of this one's connections (`control`), while it serves them.
+    control: Option<(control::Serving, mpsc::Receiver<control::Asked>)>,
 }
 
 fn interval(every: Duration) -> Interval {
@@ -148,6 +151,7 @@ impl Runtime {
             memory,
             metrics: None,
             helpers,
+            control: control::serve(&fleet.path),
         }
     }
 
@@ -172,6 +176,7 @@ impl Runtime {
             memory: None,
             metrics: None,
             helpers: Helpers::OnDemand,
+            control: None,
         }
     }
 
@@ -274,6 +279,10 @@ impl Runtime {
             }
             Some(why) = self.alerting.failures() => Step::Notice(why),
             Some(msg) = self.jobs.recv() => self.job_done(msg),
+            Some(asked) = recv(self.control.as_mut().map(|(_, rx)| rx)) => {
+                self.serve_pull(asked);
+                Step::Readings
+            }
             _ = tick(self.replay.as_mut()) => {
                 if let Source::Demo(demo) = &mut self.source {
                     demo.advance(&mut self.state, Utc::now());

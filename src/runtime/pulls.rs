@@ -9,6 +9,7 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 
 use super::Runtime;
+use super::control::{self, Asked, Frame};
 use super::jobs::JobMsg;
 use crate::config::{HostConfig, KaggleConfig, KubeConfig, PullConfig};
 use crate::ledger::Ledger;
@@ -43,7 +44,13 @@ impl Runtime {
                 };
                 let held = hold(&setup.key, &setup.what)?;
                 let from = (session, host.clone(), setup.spec.clone());
-                spawn_pull(from, Arc::clone(&progress), held, self.jobs_tx.clone());
+                spawn_pull(
+                    from,
+                    Arc::clone(&progress),
+                    held,
+                    self.jobs_tx.clone(),
+                    None,
+                );
                 None
             }
             Source::Job(cluster, job) => Some((JobSource::Kube(cluster.clone()), job)),
@@ -55,6 +62,40 @@ impl Runtime {
             spawn_job_pull(from, (Arc::clone(&progress), held), self.jobs_tx.clone());
         }
         Ok(progress)
+    }
+
+    /// A pull another process asked for over the control socket (`control`): run here as `p`
+    /// runs it, on this process's connection, or refused at once (why, for the asker's debug
+    /// log), and the asker pulls on a connection of its own.
+    pub(super) fn serve_pull(&self, asked: Asked) {
+        let reply = asked.reply.clone();
+        if let Err(why) = self.start_served(asked) {
+            let _ = reply.try_send(Frame::NotHere(why));
+        }
+    }
+
+    fn start_served(&self, asked: Asked) -> Result<(), String> {
+        let fleet = self.fleet().ok_or("the demo serves no pulls")?;
+        let target = Target::Box(asked.host);
+        let setup = crate::pull::setup::setup(fleet, &target).map_err(|e| e.to_string())?;
+        let Source::Member(host) = setup.source else {
+            return Err("not a box or a Slurm cluster".into());
+        };
+        if control::digest(host) != asked.digest {
+            return Err("the host is configured otherwise here".into());
+        }
+        let session = self.session(&host.name).ok_or("its link is down here")?;
+        let held = hold(&setup.key, &setup.what)?;
+        let from = (session, host.clone(), setup.spec.clone());
+        let progress = Arc::new(Progress::default());
+        spawn_pull(
+            from,
+            progress,
+            held,
+            self.jobs_tx.clone(),
+            Some(asked.reply),
+        );
+        Ok(())
     }
 }
 
@@ -141,25 +182,41 @@ fn ledger() -> Result<Ledger, String> {
     Ledger::open(&path).map_err(|e| e.to_string())
 }
 
+/// A box's pull as a task of its own; `told`, for a pull another process asked for, gets its
+/// progress and its end (`control`).
 pub(super) fn spawn_pull(
     (session, host, spec): (Arc<Session>, HostConfig, PullConfig),
     progress: Arc<Progress>,
     held: Held,
     tx: mpsc::Sender<JobMsg>,
+    told: Option<mpsc::Sender<Frame>>,
 ) {
     tokio::spawn(async move {
         let mut verified = None;
         let recorded = match ledger() {
             Err(e) => Err(format!("pull {} not started: ledger: {e}", host.name)),
-            Ok(mut l) => pull_and_record(&session, &host, &spec, &mut l, progress, &held)
-                .await
+            Ok(mut l) => {
+                let pulling =
+                    pull_and_record(&session, &host, &spec, &mut l, progress.clone(), &held);
+                match &told {
+                    Some(told) => control::reporting(pulling, &progress, told).await,
+                    None => pulling.await,
+                }
                 .map(|pulled| {
                     // The cells need the files: read back once the pull's own state is gone.
                     let record = host.queue.as_ref().map(|_| l.pull(pulled.id));
                     (pulled, record)
                 })
-                .map_err(|e| format!("pull {} failed: {e}", host.name)),
+                .map_err(|e| format!("pull {} failed: {e}", host.name))
+            }
         };
+        if let Some(told) = told {
+            let frame = match &recorded {
+                Ok((pulled, _)) => Frame::Pulled(pulled.into()),
+                Err(why) => Frame::Failed(why.clone()),
+            };
+            let _ = told.send(frame).await;
+        }
         let summary = match recorded {
             Err(e) => e,
             Ok((done, record)) => {

@@ -36,6 +36,8 @@ pub struct DelayProxy {
     cuts: watch::Sender<u32>,
     /// The deepest chunk of any connection, in round trips (the module's comment).
     deepest: Arc<AtomicU32>,
+    /// Connections accepted so far.
+    accepted: Arc<AtomicU32>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -58,6 +60,8 @@ impl DelayProxy {
         let (cuts, cut_rx) = watch::channel(0u32);
         let deepest = Arc::new(AtomicU32::new(0));
         let max = deepest.clone();
+        let accepted = Arc::new(AtomicU32::new(0));
+        let count = accepted.clone();
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -70,6 +74,7 @@ impl DelayProxy {
                         let Ok((client, _)) = listener.accept().await else {
                             continue;
                         };
+                        count.fetch_add(1, Ordering::SeqCst);
                         let mut cut = cut_rx.clone();
                         cut.mark_unchanged();
                         let max = max.clone();
@@ -92,6 +97,7 @@ impl DelayProxy {
             stop: Some(stop),
             cuts,
             deepest,
+            accepted,
             thread: Some(thread),
         }
     }
@@ -99,6 +105,11 @@ impl DelayProxy {
     /// The round trips in sequence of the deepest conversation so far (the module's comment).
     pub fn rounds(&self) -> u32 {
         self.deepest.load(Ordering::SeqCst)
+    }
+
+    /// How many connections the proxy has taken (each one an SSH handshake and login).
+    pub fn connections(&self) -> u32 {
+        self.accepted.load(Ordering::SeqCst)
     }
 
     /// Cuts every connection through the proxy mid-stream (both sockets closed, whatever is in
