@@ -105,6 +105,10 @@ struct Measured {
     ours: Taken,
     rsync: Taken,
     scp: Option<Taken>,
+    /// Round trips in sequence through the delay proxy (`DelayProxy::rounds`): rigwatch's pull
+    /// on its connection (as the dashboard's `p`; with `PULL_BENCH_COLD`, after the handshake)
+    /// and rsync's whole run, its ssh handshake included.
+    rounds: Option<(u32, u32)>,
 }
 
 /// `with_scp` false leaves scp out: for many small files over a delayed link its SFTP mode
@@ -112,11 +116,12 @@ struct Measured {
 async fn measure(
     lab: &Lab,
     sshd: &support::Sshd,
-    port: u16,
+    proxy: Option<&DelayProxy>,
     src: &Path,
     tag: &str,
     with_scp: bool,
 ) -> Measured {
+    let port = proxy.map_or(sshd.port, |p| p.port);
     // First: it writes the known_hosts line for `port` (a delay proxy's) that scp and rsync use.
     let entry = lab.host_entry_via(sshd, port);
     let remote = format!("{}@127.0.0.1:{}", lab.user, src.display());
@@ -136,8 +141,14 @@ async fn measure(
         None
     };
     let rsync = rsync_run(lab, sshd, port, src, tag);
-    let ours = ours_run(lab, sshd, &entry, src, tag).await;
-    Measured { ours, rsync, scp }
+    let rsync_rounds = proxy.map(DelayProxy::newest_rounds);
+    let (ours, ours_rounds) = ours_run(lab, sshd, (&entry, proxy), src, tag).await;
+    Measured {
+        ours,
+        rsync,
+        scp,
+        rounds: ours_rounds.zip(rsync_rounds),
+    }
 }
 
 /// As `measure` without scp, each tool run twice in the order rsync, rigwatch, rigwatch, rsync,
@@ -151,9 +162,9 @@ async fn measure_both_orders(
     src: &Path,
     tag: &str,
 ) -> (Measured, String) {
-    let first = measure(lab, sshd, sshd.port, src, tag, false).await;
+    let first = measure(lab, sshd, None, src, tag, false).await;
     let again = format!("{tag}-b");
-    let ours = ours_run(lab, sshd, &lab.host_entry(sshd), src, &again).await;
+    let (ours, _) = ours_run(lab, sshd, (&lab.host_entry(sshd), None), src, &again).await;
     let rsync = rsync_run(lab, sshd, sshd.port, src, &again);
     let mean = |a: Taken, b: Taken| ((a.0 + b.0) / 2, (a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0);
     let runs = format!(
@@ -167,6 +178,7 @@ async fn measure_both_orders(
         ours: mean(first.ours, ours),
         rsync: mean(first.rsync, rsync),
         scp: None,
+        rounds: None,
     };
     (both, runs)
 }
@@ -189,9 +201,15 @@ fn rsync_run(lab: &Lab, sshd: &support::Sshd, port: u16, src: &Path, tag: &str) 
     rsync
 }
 
-/// rigwatch's pull of `src` into the lab's `ours-{tag}` from the box `entry` names, recorded
-/// in `{tag}.ledger`, timed.
-async fn ours_run(lab: &Lab, sshd: &support::Sshd, entry: &str, src: &Path, tag: &str) -> Taken {
+/// rigwatch's pull of `src` into the lab's `ours-{tag}` from the box `entry` names (through
+/// `proxy`, whose round trips it counts), recorded in `{tag}.ledger`, timed.
+async fn ours_run(
+    lab: &Lab,
+    sshd: &support::Sshd,
+    (entry, proxy): (&str, Option<&DelayProxy>),
+    src: &Path,
+    tag: &str,
+) -> (Taken, Option<u32>) {
     let dest = lab.path(&format!("ours-{tag}"));
     let body = format!(
         "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\n{VERIFY}",
@@ -201,11 +219,11 @@ async fn ours_run(lab: &Lab, sshd: &support::Sshd, entry: &str, src: &Path, tag:
     );
     let config =
         fleet::load(&lab.fleet(&format!("{tag}.toml"), "", &[("box", body)])).expect("fleet");
-    let (ours, _) = our_pull(lab, sshd, &config, tag).await;
+    let (ours, _, rounds) = our_pull(lab, sshd, (&config, proxy), tag).await;
     if src.is_file() {
         let _ = std::fs::remove_dir_all(&dest);
     }
-    ours
+    (ours, rounds)
 }
 
 /// One pull of `config`'s host "box" as `rigwatch pull` runs it (its records into the row's
@@ -214,9 +232,9 @@ async fn ours_run(lab: &Lab, sshd: &support::Sshd, entry: &str, src: &Path, tag:
 async fn our_pull(
     lab: &Lab,
     sshd: &support::Sshd,
-    config: &rigwatch::config::FleetConfig,
+    (config, proxy): (&rigwatch::config::FleetConfig, Option<&DelayProxy>),
     tag: &str,
-) -> (Taken, rigwatch::pull::Pulled) {
+) -> (Taken, rigwatch::pull::Pulled, Option<u32>) {
     let box_cpu = sshd.cpu_seconds();
     let (pool, session, spec) = support::results::box_to_pull(config).await;
     if std::env::var_os("PULL_BENCH_COLD").is_none() {
@@ -237,6 +255,7 @@ async fn our_pull(
     let host = &config.hosts[0];
     settle_disk();
     let (start, cpu) = (Instant::now(), cpu_seconds());
+    let up = proxy.map(DelayProxy::newest_rounds);
     let what = format!("box {}", host.name);
     let (locks, now) = (lab.path("locks"), chrono::Utc::now());
     let held = rigwatch::ledger::locks::try_take(&locks, &host.name, Act::Pull, &what, now)
@@ -245,9 +264,10 @@ async fn our_pull(
         .await
         .expect("pull");
     let (took, cpu) = (start.elapsed(), cpu_seconds() - cpu);
+    let rounds = proxy.zip(up).map(|(p, up)| p.newest_rounds() - up);
     assert!(pulled.all_proven(), "{pulled:?}");
     pool.shutdown().await;
-    ((took, cpu, box_cpu_since(sshd, box_cpu)), pulled)
+    ((took, cpu, box_cpu_since(sshd, box_cpu)), pulled, rounds)
 }
 
 /// The same folder pulled again, nothing changed on the box: rsync into its copy (its quick
@@ -264,7 +284,7 @@ async fn repull(lab: &Lab, sshd: &support::Sshd, src: &Path, tag: &str) -> Measu
         .arg(lab.path(&format!("rsync-{tag}")));
     let rsync = timed(sshd, cmd);
     let config = fleet::load(&lab.path(&format!("{tag}.toml"))).expect("fleet");
-    let (ours, pulled) = our_pull(lab, sshd, &config, tag).await;
+    let (ours, pulled, _) = our_pull(lab, sshd, (&config, None), tag).await;
     assert_eq!(
         pulled.tally.sent, 0,
         "a re-pull of unchanged files sends nothing"
@@ -273,6 +293,7 @@ async fn repull(lab: &Lab, sshd: &support::Sshd, src: &Path, tag: &str) -> Measu
         ours,
         rsync,
         scp: None,
+        rounds: None,
     }
 }
 
@@ -283,10 +304,19 @@ fn median(runs: Vec<Measured>) -> Measured {
         v[v.len() / 2]
     }
     let scp: Vec<_> = runs.iter().filter_map(|m| m.scp).collect();
+    let rounds = |pick: fn(&(u32, u32)) -> u32| {
+        let mut all: Vec<u32> = runs
+            .iter()
+            .filter_map(|m| m.rounds.as_ref().map(pick))
+            .collect();
+        all.sort_unstable();
+        all.get(all.len() / 2).copied()
+    };
     Measured {
         ours: mid(runs.iter().map(|m| m.ours).collect()),
         rsync: mid(runs.iter().map(|m| m.rsync).collect()),
         scp: (!scp.is_empty()).then(|| mid(scp)),
+        rounds: rounds(|r| r.0).zip(rounds(|r| r.1)),
     }
 }
 
@@ -294,6 +324,9 @@ fn row(at: &str, case: &str, bytes: u64, m: &Measured) {
     let gib = bytes as f64 / (1u64 << 30) as f64;
     let rate = |d: Duration| bytes as f64 / (1 << 20) as f64 / d.as_secs_f64();
     let (o, r) = (m.ours.0.as_secs_f64(), m.rsync.0.as_secs_f64());
+    let rounds = m.rounds.map_or("—".to_string(), |(ours, rsync)| {
+        format!("{ours} / {rsync}")
+    });
     let (scp, vs_scp, scp_cpu, scp_box) = match m.scp {
         Some((d, cpu, box_cpu)) => (
             format!("{:.2}s ({:.0} MiB/s)", d.as_secs_f64(), rate(d)),
@@ -305,7 +338,7 @@ fn row(at: &str, case: &str, bytes: u64, m: &Measured) {
     };
     println!(
         "| {at} ms | {case} | {o:.2}s ({:.1} MiB/s) | {r:.2}s ({:.1} MiB/s) | {scp} | {:.2}× \
-         | {vs_scp} | {:.1} / {:.1} / {scp_cpu} | {:.1} / {:.1} / {scp_box} |",
+         | {vs_scp} | {:.1} / {:.1} / {scp_cpu} | {:.1} / {:.1} / {scp_box} | {rounds} |",
         rate(m.ours.0),
         rate(m.rsync.0),
         r / o,
@@ -373,14 +406,13 @@ async fn main() {
     }
     let small_bytes = write_evals(&run.join("evals"), SMALL_FILES);
     println!(
-        "| home | RTT | case | rigwatch | rsync -e ssh | scp | rigwatch vs rsync | vs scp | client CPU s/GiB (rigwatch / rsync / scp) | box CPU s/GiB (rigwatch / rsync / scp) |"
+        "| home | RTT | case | rigwatch | rsync -e ssh | scp | rigwatch vs rsync | vs scp | client CPU s/GiB (rigwatch / rsync / scp) | box CPU s/GiB (rigwatch / rsync / scp) | round trips in sequence (rigwatch / rsync) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (home, sshd) in &boxes {
         for &rtt in &rtts {
             let proxy =
                 (rtt > 0).then(|| DelayProxy::start(sshd.port, Duration::from_millis(rtt / 2)));
-            let port = proxy.as_ref().map_or(sshd.port, |p| p.port);
             let at = format!("{home} | {rtt}");
             if rows.iter().any(|r| r == "large") {
                 let (large, size): (&PathBuf, u64) = if rtt == 0 {
@@ -394,14 +426,22 @@ async fn main() {
                 let mut runs = Vec::new();
                 for round in 0..3 {
                     let tag = format!("large-{home}-{rtt}-{round}");
-                    runs.push(measure(&lab, sshd, port, large, &tag, true).await);
+                    runs.push(measure(&lab, sshd, proxy.as_ref(), large, &tag, true).await);
                 }
                 let label = format!("one {} MiB file (median of 3)", size >> 20);
                 row(&at, &label, size, &median(runs));
             }
             if rows.iter().any(|r| r == "small") {
                 let tag = format!("small-{home}-{rtt}");
-                let m = measure(&lab, sshd, port, &run.join("evals"), &tag, rtt == 0).await;
+                let m = measure(
+                    &lab,
+                    sshd,
+                    proxy.as_ref(),
+                    &run.join("evals"),
+                    &tag,
+                    rtt == 0,
+                )
+                .await;
                 let label = format!("{SMALL_FILES} files of ~4 KiB");
                 row(&at, &label, small_bytes, &m);
             }

@@ -168,6 +168,16 @@ async fn a_cut_during_small_file_batches_resends_no_finished_file() {
         std::fs::write(evals.join(format!("e{i:04}.jsonl")), line.repeat(500)).expect("eval");
     }
     std::fs::write(run.join("metrics.jsonl"), "{\"step\": 1}\n").expect("jsonl");
+    // Every batch's tar but the first waits, so the cut falls between batches however fast
+    // the box is (a box that no longer hashes them sent all 4 000 before the cut came).
+    let first_tar = sshd.dir.join("first-tar");
+    sshd.shim_script(
+        "tar",
+        &format!(
+            "#!/bin/sh\nmkdir '{}' 2>/dev/null || sleep 5\nexec /usr/bin/tar \"$@\"\n",
+            first_tar.display()
+        ),
+    );
     let dest = lab.path("results/box");
     let config = fleet::load(&pull_fleet(&lab, &sshd, &run, &dest)).expect("fleet");
     let spec = config.hosts[0].pull.clone().expect("pull config");
@@ -202,6 +212,7 @@ async fn a_cut_during_small_file_batches_resends_no_finished_file() {
         "nothing half-written under a final name"
     );
 
+    sshd.shim_script("tar", "#!/bin/sh\nexec /usr/bin/tar \"$@\"\n");
     sshd.restart();
     let second = pull_once(&config, Some(&first)).await;
     assert_eq!(second.files.len(), FILES + 1);

@@ -38,6 +38,8 @@ pub struct DelayProxy {
     deepest: Arc<AtomicU32>,
     /// Connections accepted so far.
     accepted: Arc<AtomicU32>,
+    /// The newest connection's depths.
+    newest: Arc<std::sync::Mutex<Arc<Depths>>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -62,6 +64,8 @@ impl DelayProxy {
         let max = deepest.clone();
         let accepted = Arc::new(AtomicU32::new(0));
         let count = accepted.clone();
+        let newest = Arc::new(std::sync::Mutex::new(Arc::new(Depths::default())));
+        let latest = newest.clone();
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -75,12 +79,16 @@ impl DelayProxy {
                             continue;
                         };
                         count.fetch_add(1, Ordering::SeqCst);
+                        let depths = Arc::new(Depths::default());
+                        if let Ok(mut newest) = latest.lock() {
+                            *newest = depths.clone();
+                        }
                         let mut cut = cut_rx.clone();
                         cut.mark_unchanged();
                         let max = max.clone();
                         tokio::spawn(async move {
                             tokio::select! {
-                                _ = relay(client, target, one_way, max) => {}
+                                _ = relay(client, target, one_way, (depths, max)) => {}
                                 _ = cut.changed() => {}
                             }
                         });
@@ -98,6 +106,7 @@ impl DelayProxy {
             cuts,
             deepest,
             accepted,
+            newest,
             thread: Some(thread),
         }
     }
@@ -105,6 +114,15 @@ impl DelayProxy {
     /// The round trips in sequence of the deepest conversation so far (the module's comment).
     pub fn rounds(&self) -> u32 {
         self.deepest.load(Ordering::SeqCst)
+    }
+
+    /// The round trips in sequence of the newest connection so far (one tool's, where each
+    /// tool connects anew).
+    pub fn newest_rounds(&self) -> u32 {
+        self.newest.lock().map_or(0, |d| {
+            let down = d.to_client.load(Ordering::SeqCst);
+            down.max(d.to_server.load(Ordering::SeqCst))
+        })
     }
 
     /// How many connections the proxy has taken (each one an SSH handshake and login).
@@ -130,7 +148,12 @@ impl Drop for DelayProxy {
     }
 }
 
-async fn relay(client: TcpStream, target: u16, one_way: Duration, deepest: Arc<AtomicU32>) {
+async fn relay(
+    client: TcpStream,
+    target: u16,
+    one_way: Duration,
+    (depths, deepest): (Arc<Depths>, Arc<AtomicU32>),
+) {
     let Ok(server) = TcpStream::connect(SocketAddr::from((Ipv4Addr::LOCALHOST, target))).await
     else {
         return;
@@ -139,7 +162,6 @@ async fn relay(client: TcpStream, target: u16, one_way: Duration, deepest: Arc<A
     let _ = server.set_nodelay(true);
     let (cr, cw) = client.into_split();
     let (sr, sw) = server.into_split();
-    let depths = Arc::new(Depths::default());
     let up = Way {
         one_way,
         depths: depths.clone(),
