@@ -351,7 +351,8 @@ fn row(at: &str, case: &str, bytes: u64, m: &Measured) {
 
 /// The rows to run, from `PULL_BENCH` (a comma list of `large`, `small`, `many`, `resume`;
 /// `many` is the 100 000-file row, left out unless named; `PULL_BENCH_MANY` picks its file
-/// counts), `PULL_BENCH_RTT` (ms) and `PULL_BENCH_HOMES` (`empty`, `conda`).
+/// counts), `PULL_BENCH_RTT` (ms), `PULL_BENCH_HOMES` (`empty`, `conda`) and
+/// `PULL_BENCH_PROXY0` (set: the 0 ms rows through the proxy, of the far rows' file).
 fn picked(var: &str, default: &str) -> Vec<String> {
     std::env::var(var)
         .unwrap_or_else(|_| default.to_string())
@@ -377,6 +378,9 @@ async fn main() {
         .filter_map(|r| r.parse().ok())
         .collect();
     let homes = picked("PULL_BENCH_HOMES", "empty,conda");
+    // The 0 ms rows through the delay proxy too (with no delay), and of the far rows' file: the
+    // speed the far rows keep a share of, with the proxy's own CPU in both.
+    let proxied = std::env::var_os("PULL_BENCH_PROXY0").is_some();
     // Declared before the lab, so it is unmounted after the lab's folder is gone.
     let disk = support::fresh_disk::FreshDisk::mount(24);
     let mut lab = disk
@@ -411,11 +415,11 @@ async fn main() {
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (home, sshd) in &boxes {
         for &rtt in &rtts {
-            let proxy =
-                (rtt > 0).then(|| DelayProxy::start(sshd.port, Duration::from_millis(rtt / 2)));
+            let proxy = (rtt > 0 || proxied)
+                .then(|| DelayProxy::start(sshd.port, Duration::from_millis(rtt / 2)));
             let at = format!("{home} | {rtt}");
             if rows.iter().any(|r| r == "large") {
-                let (large, size): (&PathBuf, u64) = if rtt == 0 {
+                let (large, size): (&PathBuf, u64) = if rtt == 0 && !proxied {
                     (&big, LOOPBACK_LARGE)
                 } else {
                     (&medium, DELAYED_LARGE)
