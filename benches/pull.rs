@@ -158,14 +158,16 @@ async fn measure(
 /// rigwatch), so a fixed order favoured whichever went first.
 async fn measure_both_orders(
     lab: &Lab,
-    sshd: &support::Sshd,
+    (sshd, proxy): (&support::Sshd, Option<&DelayProxy>),
     src: &Path,
     tag: &str,
 ) -> (Measured, String) {
-    let first = measure(lab, sshd, None, src, tag, false).await;
+    let first = measure(lab, sshd, proxy, src, tag, false).await;
     let again = format!("{tag}-b");
-    let (ours, _) = ours_run(lab, sshd, (&lab.host_entry(sshd), None), src, &again).await;
-    let rsync = rsync_run(lab, sshd, sshd.port, src, &again);
+    let port = proxy.map_or(sshd.port, |p| p.port);
+    let entry = lab.host_entry_via(sshd, port);
+    let (ours, _) = ours_run(lab, sshd, (&entry, proxy), src, &again).await;
+    let rsync = rsync_run(lab, sshd, port, src, &again);
     let mean = |a: Taken, b: Taken| ((a.0 + b.0) / 2, (a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0);
     let runs = format!(
         "rigwatch {:.2}s, {:.2}s; rsync {:.2}s, {:.2}s",
@@ -178,7 +180,7 @@ async fn measure_both_orders(
         ours: mean(first.ours, ours),
         rsync: mean(first.rsync, rsync),
         scp: None,
-        rounds: None,
+        rounds: first.rounds,
     };
     (both, runs)
 }
@@ -273,9 +275,15 @@ async fn our_pull(
 /// The same folder pulled again, nothing changed on the box: rsync into its copy (its quick
 /// check by size and mtime) against rigwatch against its record (each file's stamp compared,
 /// then its local copy hashed and checked again).
-async fn repull(lab: &Lab, sshd: &support::Sshd, src: &Path, tag: &str) -> Measured {
+async fn repull(
+    lab: &Lab,
+    (sshd, proxy): (&support::Sshd, Option<&DelayProxy>),
+    src: &Path,
+    tag: &str,
+) -> Measured {
+    let port = proxy.map_or(sshd.port, |p| p.port);
     let remote = format!("{}@127.0.0.1:{}", lab.user, src.display());
-    let ssh = format!("ssh {} -p {}", ssh_options(lab).join(" "), sshd.port);
+    let ssh = format!("ssh {} -p {port}", ssh_options(lab).join(" "));
     let mut cmd = Command::new("rsync");
     cmd.arg("-rt")
         .arg("-e")
@@ -283,8 +291,9 @@ async fn repull(lab: &Lab, sshd: &support::Sshd, src: &Path, tag: &str) -> Measu
         .arg(&remote)
         .arg(lab.path(&format!("rsync-{tag}")));
     let rsync = timed(sshd, cmd);
+    let rsync_rounds = proxy.map(DelayProxy::newest_rounds);
     let config = fleet::load(&lab.path(&format!("{tag}.toml"))).expect("fleet");
-    let (ours, pulled, _) = our_pull(lab, sshd, (&config, None), tag).await;
+    let (ours, pulled, rounds) = our_pull(lab, sshd, (&config, proxy), tag).await;
     assert_eq!(
         pulled.tally.sent, 0,
         "a re-pull of unchanged files sends nothing"
@@ -293,7 +302,7 @@ async fn repull(lab: &Lab, sshd: &support::Sshd, src: &Path, tag: &str) -> Measu
         ours,
         rsync,
         scp: None,
-        rounds: None,
+        rounds: rounds.zip(rsync_rounds),
     }
 }
 
@@ -449,8 +458,8 @@ async fn main() {
                 let label = format!("{SMALL_FILES} files of ~4 KiB");
                 row(&at, &label, small_bytes, &m);
             }
-            if rows.iter().any(|r| r == "many") && rtt == 0 {
-                many(&lab, sshd, &at, &run).await;
+            if rows.iter().any(|r| r == "many") {
+                many(&lab, (sshd, proxy.as_ref()), &at, &run).await;
             }
         }
     }
@@ -477,7 +486,8 @@ fn write_evals(dir: &Path, files: usize) -> u64 {
 /// 10 000 and 100 000 files of ~40 bytes on loopback: the time against rsync, and this
 /// process's peak RSS during each pull (VmHWM, reset before it), which must not grow with the
 /// file count.
-async fn many(lab: &Lab, sshd: &support::Sshd, at: &str, run: &Path) {
+async fn many(lab: &Lab, to: (&support::Sshd, Option<&DelayProxy>), at: &str, run: &Path) {
+    let sshd = to.0;
     let counts = picked("PULL_BENCH_MANY", "10000,100000");
     for files in counts.iter().filter_map(|n| n.parse::<usize>().ok()) {
         let dir = run.join(format!("many-{files}"));
@@ -486,15 +496,15 @@ async fn many(lab: &Lab, sshd: &support::Sshd, at: &str, run: &Path) {
         }
         let bytes: u64 = walk(&dir).iter().sum();
         let _ = std::fs::write("/proc/self/clear_refs", "5");
-        let tag = format!("many-{files}-{}", sshd.name);
-        let (m, runs) = measure_both_orders(lab, sshd, &dir, &tag).await;
+        let tag = format!("many-{files}-{}-{}", sshd.name, to.1.map_or(0, |p| p.port));
+        let (m, runs) = measure_both_orders(lab, to, &dir, &tag).await;
         let label = format!(
             "{files} files of ~40 B, the mean of two each ({runs}; peak RSS {})",
             peak_rss()
         );
         row(at, &label, bytes, &m);
         let _ = std::fs::write("/proc/self/clear_refs", "5");
-        let again = repull(lab, sshd, &dir, &tag).await;
+        let again = repull(lab, to, &dir, &tag).await;
         let label = format!(
             "re-pull of the {files}, unchanged (peak RSS {})",
             peak_rss()

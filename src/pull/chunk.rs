@@ -119,7 +119,10 @@ pub(super) async fn pull_chunks<B: BoxExec>(
         }
         match running.next().await {
             Some((files, full, read)) => {
+                let began = std::time::Instant::now();
                 tally.write(shared.book, &files);
+                let ms = began.elapsed().as_millis() as u64;
+                tracing::debug!(files = files.len(), ms, "pull chunk: records written");
                 tally.local_disk_full |= full;
                 if let (Err(e), None) = (read, &tally.book_error) {
                     tally.book_error = Some(e);
@@ -250,7 +253,9 @@ async fn look_at_home<B: BoxExec>(
 ) {
     let spec = shared.spec;
     let home = looking.lock().await;
+    let began = std::time::Instant::now();
     let (recorded, previous, read) = recorded(shared.book, plan);
+    let read_ms = began.elapsed().as_millis() as u64;
     let records: Vec<Option<Recorded>> = plan
         .iter()
         .map(|(file, local)| {
@@ -273,6 +278,11 @@ async fn look_at_home<B: BoxExec>(
     let starts_looked =
         local_starts(&spec.dest, plan, records, &spec.verify, shared.parts_held).await;
     drop(home);
+    tracing::debug!(
+        read_ms,
+        ms = began.elapsed().as_millis() as u64,
+        "pull chunk: the last records read, the copies here looked at"
+    );
     (recorded_hashes, starts_looked, read)
 }
 

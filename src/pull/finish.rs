@@ -167,6 +167,11 @@ async fn sync_renamed(
     renamed: Vec<usize>,
     records: &mut [PulledFile],
 ) {
+    // A chunk of files unchanged since the last pull renames nothing: no blocking task to wait
+    // a turn for.
+    if renamed.is_empty() {
+        return;
+    }
     let mut renamed_in: HashMap<PathBuf, Vec<usize>> = HashMap::new();
     for i in renamed {
         if let Some(folder) = plan[i].1.parent() {

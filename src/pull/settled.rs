@@ -71,6 +71,9 @@ pub(super) async fn identify(
         .filter(|(_, r)| r.error.is_none() && r.local_stat.is_none())
         .map(|(i, _)| (i, plan[i].1.clone()))
         .collect();
+    if which.is_empty() {
+        return records;
+    }
     let stats = tokio::task::spawn_blocking(move || {
         which
             .into_iter()
