@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use support::Lab;
 use support::delay::DelayProxy;
-use support::results::write_small;
+use support::results::{pull_fleet_via, write_small};
 
 /// A far box (100 ms round trip through a proxy that counts connections) with 20 results, and
 /// a fleet file that pulls them.
@@ -19,13 +19,8 @@ fn far_box(lab: &mut Lab) -> (support::Sshd, DelayProxy, std::path::PathBuf) {
     let run = sshd.dir.join("workspace/run");
     write_small(&run, 20);
     let proxy = DelayProxy::start(sshd.port, Duration::from_millis(50));
-    let body = format!(
-        "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"",
-        lab.host_entry_via(&sshd, proxy.port),
-        run.join("final_ckpts").display(),
-        lab.path("results/box").display()
-    );
-    let fleet = lab.fleet("fleet.toml", "", &[("box", body)]);
+    let folder = run.join("final_ckpts");
+    let fleet = pull_fleet_via(lab, (&sshd, proxy.port), &folder, None, "fleet.toml");
     (sshd, proxy, fleet)
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use rigwatch::config::fleet;
 use support::Lab;
 use support::delay::DelayProxy;
-use support::results::{box_to_pull, pull_on, write_small};
+use support::results::{box_to_pull, pull_fleet_via, pull_on, write_small};
 
 /// The box's own record of a pull of one checkpoint over a 200 ms link: sftp-server logs the
 /// file's open and close, a `find` shim each second look (`find … -maxdepth 0`), all appended
@@ -90,13 +90,9 @@ fn far_box(lab: &mut Lab, cells: usize) -> (support::Sshd, DelayProxy, PathBuf) 
     write_small(&run, cells);
     support::write_random(&run.join("final_ckpts/ckpt.bin"), 4 << 20, 9);
     let proxy = DelayProxy::start(sshd.port, Duration::from_millis(100));
-    let body = format!(
-        "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\nverify = \"test -s {{file}}\"",
-        lab.host_entry_via(&sshd, proxy.port),
-        run.join("final_ckpts").display(),
-        lab.path("results/box").display()
-    );
-    let fleet = lab.fleet("far.toml", "", &[("box", body)]);
+    let folder = run.join("final_ckpts");
+    let check = Some("test -s {file}");
+    let fleet = pull_fleet_via(lab, (&sshd, proxy.port), &folder, check, "far.toml");
     (sshd, proxy, fleet)
 }
 

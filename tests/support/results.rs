@@ -49,6 +49,25 @@ pub fn hash_logging_box(lab: &mut Lab, count: usize) -> (Sshd, PathBuf, PathBuf,
     (sshd, log, run, fleet)
 }
 
+/// A fleet file `name` whose host "box" is reached through `port` (a delay proxy's) and pulls
+/// `folder` into the lab's `results/box`, with `[host.pull] verify` where one is given.
+pub fn pull_fleet_via(
+    lab: &Lab,
+    (sshd, port): (&Sshd, u16),
+    folder: &Path,
+    verify: Option<&str>,
+    name: &str,
+) -> PathBuf {
+    let verify = verify.map_or(String::new(), |v| format!("\nverify = \"{v}\""));
+    let body = format!(
+        "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"{verify}",
+        lab.host_entry_via(sshd, port),
+        folder.display(),
+        lab.path("results/box").display()
+    );
+    lab.fleet(name, "", &[("box", body)])
+}
+
 /// `count` files of ~40 bytes, `per_folder` to a folder (`dNNN/mNNNNNN.json`), as a sweep's
 /// per-cell metrics are.
 pub fn write_cells(dir: &Path, count: usize, per_folder: usize) {
