@@ -128,6 +128,28 @@ fn a_change_that_keeps_every_stat_is_refused_by_the_re_hash_after_a_settled_re_p
     assert!(s.changes().is_empty(), "nothing destroyed on a stat");
 }
 
+/// A `rigwatch pull` from another terminal while the dashboard is up runs on the dashboard's
+/// connection: its end is the dashboard's own status line, and a teardown dialog open on the
+/// box no longer stands on the check it took before the pull began (it looks again).
+#[test]
+fn a_pull_from_another_terminal_runs_in_the_dashboard_and_the_open_dialog_looks_again() {
+    let s = setup();
+    let tmux = s.dashboard("served");
+    tmux.keys(&["T"]);
+    tmux.wait_for("the refusal", Duration::from_secs(20), |sc| {
+        sc.contains("REFUSED — not until") && sc.contains("never pulled")
+    });
+    s.pull();
+    let screen = tmux.wait_for("the served pull", Duration::from_secs(30), |sc| {
+        sc.contains("pull #1 of box: 2/2 files hashed and verified")
+    });
+    assert!(
+        !screen.contains("never pulled"),
+        "the dialog still stands on the check taken before the pull: {screen}"
+    );
+    assert!(s.changes().is_empty(), "nothing destroyed");
+}
+
 #[test]
 fn the_dashboard_modal_refuses_then_pulls_then_destroys_once() {
     let s = setup();

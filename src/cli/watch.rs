@@ -182,7 +182,11 @@ async fn watch(
                 }
                 Step::Notice(why) => eprintln!("rigwatch: {why}"),
                 // A watch starts no pulls or teardowns.
-                Step::Readings | Step::Pulled { .. } | Step::Teardown { .. } | Step::Killed { .. } => {}
+                Step::Readings
+                | Step::PullBegan { .. }
+                | Step::Pulled { .. }
+                | Step::Teardown { .. }
+                | Step::Killed { .. } => {}
             },
             () = every(digest.as_mut()) => {
                 if let Some(event) = runtime.digest(Utc::now()) {

@@ -77,7 +77,14 @@ pub enum Step {
     Ticked(Vec<AlertEvent>),
     /// Something the person should read (a sink that failed, memory not saved).
     Notice(String),
-    /// A pull the front end started has ended: what it did, in a line.
+    /// A pull another process asked this one to run (`control`) has begun on this host: its
+    /// progress, for the front end to show as its own pull's.
+    PullBegan {
+        host: String,
+        progress: Arc<crate::pull::Progress>,
+    },
+    /// A pull the front end started (or another process asked for) has ended: what it did, in
+    /// a line.
     Pulled { host: String, summary: String },
     /// What `K` ended on this host, in a line (recorded in the ledger).
     Killed { host: String, said: String },
@@ -279,10 +286,7 @@ impl Runtime {
             }
             Some(why) = self.alerting.failures() => Step::Notice(why),
             Some(msg) = self.jobs.recv() => self.job_done(msg),
-            Some(asked) = recv(self.control.as_mut().map(|(_, rx)| rx)) => {
-                self.serve_pull(asked);
-                Step::Readings
-            }
+            Some(asked) = recv(self.control.as_mut().map(|(_, rx)| rx)) => self.serve_pull(asked),
             _ = tick(self.replay.as_mut()) => {
                 if let Source::Demo(demo) = &mut self.source {
                     demo.advance(&mut self.state, Utc::now());

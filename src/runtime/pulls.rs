@@ -8,9 +8,9 @@ use std::sync::Arc;
 use chrono::Utc;
 use tokio::sync::mpsc;
 
-use super::Runtime;
 use super::control::{self, Asked, Frame};
 use super::jobs::JobMsg;
+use super::{Runtime, Step};
 use crate::config::{HostConfig, KaggleConfig, KubeConfig, PullConfig};
 use crate::ledger::Ledger;
 use crate::ledger::locks::{self, Act, Busy, Held};
@@ -67,14 +67,18 @@ impl Runtime {
     /// A pull another process asked for over the control socket (`control`): run here as `p`
     /// runs it, on this process's connection, or refused at once (why, for the asker's debug
     /// log), and the asker pulls on a connection of its own.
-    pub(super) fn serve_pull(&self, asked: Asked) {
+    pub(super) fn serve_pull(&self, asked: Asked) -> Step {
         let reply = asked.reply.clone();
-        if let Err(why) = self.start_served(asked) {
-            let _ = reply.try_send(Frame::NotHere(why));
+        match self.start_served(asked) {
+            Ok((host, progress)) => Step::PullBegan { host, progress },
+            Err(why) => {
+                let _ = reply.try_send(Frame::NotHere(why));
+                Step::Readings
+            }
         }
     }
 
-    fn start_served(&self, asked: Asked) -> Result<(), String> {
+    fn start_served(&self, asked: Asked) -> Result<(String, Arc<Progress>), String> {
         let fleet = self.fleet().ok_or("the demo serves no pulls")?;
         let target = Target::Box(asked.host);
         let setup = crate::pull::setup::setup(fleet, &target).map_err(|e| e.to_string())?;
@@ -90,12 +94,14 @@ impl Runtime {
         let progress = Arc::new(Progress::default());
         spawn_pull(
             from,
-            progress,
+            Arc::clone(&progress),
             held,
             self.jobs_tx.clone(),
             Some(asked.reply),
         );
-        Ok(())
+        // Its end comes back as the `p` pull's does, under the name it was asked by (a Slurm
+        // cluster's, not its login node's).
+        Ok((target.member().to_string(), progress))
     }
 }
 

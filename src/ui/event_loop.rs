@@ -3,6 +3,7 @@
 //! SIGTERM/SIGHUP. Drain what is
 //! pending, draw once; no fixed frame rate, and nothing here waits on the network.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -15,6 +16,7 @@ use super::app::{Action, App, View};
 use super::teardown_modal::TeardownModal;
 use super::theme::Theme;
 use super::{Ctx, draw};
+use crate::pull::Progress;
 use crate::runtime::{Runtime, Sender, Step};
 use crate::target::Target;
 use crate::teardown::{Dialog, Event as DialogEvent, Stage, looks_of};
@@ -129,6 +131,7 @@ where
                     Step::Notice(why) => app.notice = Some(why),
                     Step::Killed { host, said } => killed(&mut app, &host, said),
                     Step::Readings => {}
+                    Step::PullBegan { host, progress } => pull_began(&mut app, &host, progress),
                     Step::Pulled { host, summary } => {
                         app.pulls.remove(&host);
                         app.notice = Some(summary);
@@ -228,15 +231,18 @@ fn start_pull(app: &mut App, runtime: &Runtime, target: &Target) {
         app.notice = Some(format!("pull {host}: already running"));
         return;
     }
-    let started = runtime.pull(target);
-    match started {
+    match runtime.pull(target) {
         Err(why) => app.notice = Some(format!("pull {host}: {why}")),
-        Ok(progress) => {
-            app.pulls.insert(host.to_string(), progress);
-            if let Some(modal) = app.modal.as_mut().filter(|m| m.host() == host) {
-                modal.dialog.handle(DialogEvent::Invalidated);
-            }
-        }
+        Ok(progress) => pull_began(app, host, progress),
+    }
+}
+
+/// A pull of `host` has begun, this dashboard's or one another process asked it to run: its
+/// gauge is shown, and a teardown dialog open on the host no longer stands on what it checked.
+fn pull_began(app: &mut App, host: &str, progress: Arc<Progress>) {
+    app.pulls.insert(host.to_string(), progress);
+    if let Some(modal) = app.modal.as_mut().filter(|m| m.host() == host) {
+        modal.dialog.handle(DialogEvent::Invalidated);
     }
 }
 
