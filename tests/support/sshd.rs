@@ -213,6 +213,9 @@ impl Sshd {
         if let Some(mut child) = self.child.take() {
             let _ = child.wait();
         }
+        if self.port != 0 {
+            self.wait_closed();
+        }
     }
 
     /// Caps the login user's processes at `n` in every session opened on this box from now on
@@ -311,6 +314,22 @@ impl Sshd {
         self.kill();
         let port = self.port;
         self.start_on(port);
+    }
+
+    /// Waits (up to 5 s) until nothing listens on this box's port any more. The killed sshd's
+    /// listening socket can outlive the wait for `unshare`: a readiness probe could then be
+    /// answered by the dying one while the new sshd failed to bind, and the box was refused
+    /// right after it had been reported up (seen once in a full run).
+    fn wait_closed(&self) {
+        let Ok(at) = format!("{}:{}", self.addr, self.port).parse::<std::net::SocketAddr>() else {
+            return;
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        // Bounded each time: a box behind a dropped route never answers at all.
+        let open = || std::net::TcpStream::connect_timeout(&at, Duration::from_millis(200)).is_ok();
+        while open() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Freezes the server and its sessions: TCP stays open, nothing answers.
