@@ -288,9 +288,10 @@ async fn look_at_home<B: BoxExec>(
 
 /// What the box hashes while the copies run: a small fresh file a tar batch carries is not
 /// hashed there (its hash is taken here over the bytes received: `batch`); files copied
-/// otherwise are hashed beside the copies, and whatever a batch handed back after them. Each hash is followed by the box's second look at its files,
-/// in the same command (`second_look_brought` says when that look holds for a copy). A settled
-/// file (unchanged by stat on both ends) is not hashed again: its record carries.
+/// otherwise are hashed beside the copies, and whatever a batch handed back after them. Each
+/// hash is followed by the box's second look at its files, in the same command
+/// (`second_look_brought` says when that look holds for a copy). A settled file (unchanged by
+/// stat on both ends) is not hashed again: its record carries.
 async fn copied_and_hashed<B: BoxExec>(
     session: &B,
     plan: &Plan,
