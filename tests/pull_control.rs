@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use support::Lab;
 use support::delay::DelayProxy;
-use support::results::{pull_fleet_via, write_small};
+use support::results::{pull_box, pull_fleet_via, write_small};
 
 /// A far box (100 ms round trip through a proxy that counts connections) with 20 results, and
 /// a fleet file that pulls them.
@@ -52,21 +52,6 @@ fn watching(lab: &Lab, fleet: &Path) -> Child {
     child
 }
 
-fn pull(lab: &Lab, fleet: &Path) -> String {
-    let out = lab
-        .rigwatch_on(fleet)
-        .args(["pull", "box"])
-        .output()
-        .expect("rigwatch pull");
-    let said = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    said
-}
-
 #[test]
 fn a_pull_runs_on_the_connection_a_watch_of_the_fleet_holds() {
     let mut lab = Lab::new();
@@ -74,7 +59,7 @@ fn a_pull_runs_on_the_connection_a_watch_of_the_fleet_holds() {
     let mut watch = watching(&lab, &fleet);
     assert_eq!(proxy.connections(), 1, "watch's own connection");
 
-    let said = pull(&lab, &fleet);
+    let said = pull_box(&lab, &fleet);
     assert!(said.starts_with("pull #1 of box"), "{said}");
     assert!(
         said.contains("20 files") && said.contains("20 proven"),
@@ -89,14 +74,14 @@ fn a_pull_runs_on_the_connection_a_watch_of_the_fleet_holds() {
     // Another fleet file naming the same box is not this watch's: it connects itself.
     let other = lab.path("other.toml");
     std::fs::copy(&fleet, &other).expect("copy the fleet");
-    let said = pull(&lab, &other);
+    let said = pull_box(&lab, &other);
     assert!(said.starts_with("pull #2 of box"), "{said}");
     assert_eq!(proxy.connections(), 2, "{said}");
 
     // Once the watch has gone, its socket answers no more: the pull connects itself.
     let _ = watch.kill();
     let _ = watch.wait();
-    let said = pull(&lab, &fleet);
+    let said = pull_box(&lab, &fleet);
     assert!(said.starts_with("pull #3 of box"), "{said}");
     assert_eq!(proxy.connections(), 3, "{said}");
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use rigwatch::config::fleet;
 use support::Lab;
 use support::delay::DelayProxy;
-use support::results::{box_to_pull, pull_fleet_via, pull_on, write_small};
+use support::results::{box_to_pull, pull_box, pull_fleet_via, pull_on, write_small};
 
 /// The box's own record of a pull of one checkpoint over a 200 ms link: sftp-server logs the
 /// file's open and close, a `find` shim each second look (`find … -maxdepth 0`), all appended
@@ -122,17 +122,7 @@ async fn a_pull_waits_for_few_round_trips_in_sequence() {
 
     let mut lab = Lab::new();
     let (_sshd, proxy, fleet) = far_box(&mut lab, 20);
-    let out = lab
-        .rigwatch_on(&fleet)
-        .args(["pull", "box"])
-        .output()
-        .expect("rigwatch pull");
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = pull_box(&lab, &fleet);
     assert!(
         said.contains("pull #1 of box") && said.contains("21 files"),
         "{said}"

@@ -34,33 +34,40 @@ impl Runtime {
             ));
         };
         let setup = crate::pull::setup::setup(fleet, target).map_err(|e| e.to_string())?;
-        let progress = Arc::new(Progress::default());
-        let job = match setup.source {
-            Source::Member(host) => {
-                let Some(session) = self.session(&host.name) else {
-                    return Err(
-                        "the link is down; it resumes from the .part files once it is back".into(),
-                    );
-                };
-                let held = hold(&setup.key, &setup.what)?;
-                let from = (session, host.clone(), setup.spec.clone());
-                spawn_pull(
-                    from,
-                    Arc::clone(&progress),
-                    held,
-                    self.jobs_tx.clone(),
-                    None,
-                );
-                None
-            }
-            Source::Job(cluster, job) => Some((JobSource::Kube(cluster.clone()), job)),
-            Source::Kaggle(member, kernel) => Some((JobSource::Kaggle(member.clone()), kernel)),
+        let (source, job) = match setup.source {
+            Source::Member(host) => return self.pull_member(host, &setup, None),
+            Source::Job(cluster, job) => (JobSource::Kube(cluster.clone()), job),
+            Source::Kaggle(member, kernel) => (JobSource::Kaggle(member.clone()), kernel),
         };
-        if let Some((source, job)) = job {
-            let held = hold(&setup.key, &setup.what)?;
-            let from = (source, job.to_string(), setup.spec.clone());
-            spawn_job_pull(from, (Arc::clone(&progress), held), self.jobs_tx.clone());
-        }
+        let held = hold(&setup.key, &setup.what)?;
+        let progress = Arc::new(Progress::default());
+        let from = (source, job.to_string(), setup.spec.clone());
+        spawn_job_pull(from, (Arc::clone(&progress), held), self.jobs_tx.clone());
+        Ok(progress)
+    }
+
+    /// A box's pull (or a Slurm cluster's, over its login node) on this process's connection,
+    /// the target held for it; `told` also gets its progress and end where another process
+    /// asked for it (`control`).
+    fn pull_member(
+        &self,
+        host: &HostConfig,
+        setup: &crate::pull::setup::Setup<'_>,
+        told: Option<mpsc::Sender<Frame>>,
+    ) -> Result<Arc<Progress>, String> {
+        let Some(session) = self.session(&host.name) else {
+            return Err("the link is down; it resumes from the .part files once it is back".into());
+        };
+        let held = hold(&setup.key, &setup.what)?;
+        let progress = Arc::new(Progress::default());
+        let from = (session, host.clone(), setup.spec.clone());
+        spawn_pull(
+            from,
+            Arc::clone(&progress),
+            held,
+            self.jobs_tx.clone(),
+            told,
+        );
         Ok(progress)
     }
 
@@ -88,17 +95,7 @@ impl Runtime {
         if control::digest(host) != asked.digest {
             return Err("the host is configured otherwise here".into());
         }
-        let session = self.session(&host.name).ok_or("its link is down here")?;
-        let held = hold(&setup.key, &setup.what)?;
-        let from = (session, host.clone(), setup.spec.clone());
-        let progress = Arc::new(Progress::default());
-        spawn_pull(
-            from,
-            Arc::clone(&progress),
-            held,
-            self.jobs_tx.clone(),
-            Some(asked.reply),
-        );
+        let progress = self.pull_member(host, &setup, Some(asked.reply))?;
         // Its end comes back as the `p` pull's does, under the name it was asked by (a Slurm
         // cluster's, not its login node's).
         Ok((target.member().to_string(), progress))

@@ -68,6 +68,22 @@ pub fn pull_fleet_via(
     lab.fleet(name, "", &[("box", body)])
 }
 
+/// `rigwatch pull box` on `fleet` as a person runs it, which must succeed: what it printed.
+pub fn pull_box(lab: &Lab, fleet: &Path) -> String {
+    let out = lab
+        .rigwatch_on(fleet)
+        .args(["pull", "box"])
+        .output()
+        .expect("rigwatch pull");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    said
+}
+
 /// `count` files of ~40 bytes, `per_folder` to a folder (`dNNN/mNNNNNN.json`), as a sweep's
 /// per-cell metrics are.
 pub fn write_cells(dir: &Path, count: usize, per_folder: usize) {
