@@ -242,9 +242,10 @@ fn every_box_shape_end_to_end_through_status_json() {
         (root["inodes_used"].as_u64(), root["inodes_total"].as_u64()),
         (Some(16609442), Some(16777216))
     );
-    assert!(
-        root["bytes_total"].as_u64().is_some_and(|b| b > 0),
-        "bytes come from the real df"
+    assert_eq!(
+        root["bytes_total"].as_u64(),
+        Some(270553174016),
+        "bytes come from df -PB1"
     );
     assert_eq!(
         h["gpus"][0]["sm_clock_max_mhz"].as_u64(),

@@ -276,6 +276,9 @@ impl Lab {
             netns,
             sftp_server: None,
         };
+        // A box's disk is the box's, never this machine's: a CI machine's own disk at 92 % put a
+        // disk alert on every lab box and hid the readings tests wait for.
+        sshd.shim_df_captured();
         sshd.start_on(free_port());
         sshd
     }
@@ -635,17 +638,39 @@ PATH=/usr/local/bin:/usr/bin:/bin exec {tool} \"$@\"
         );
     }
 
-    /// A `df` without `--output` (as busybox's), whose `-Pi` replays `capture_name`: the probe
-    /// falls back to `-PB1` and `-Pi`.
-    pub fn shim_df_inodes(&self, capture_name: &str) {
-        let data = self.write_data("df_Pi.txt", &capture(capture_name).body);
+    /// Every lab box's `df` (written when it starts): GNU's `--output`, `-PB1` and `-Pi` replay
+    /// the H100 box's captures (its `/` 21 % used), whatever mounts are asked for.
+    fn shim_df_captured(&self) {
+        let output = self.write_data("df_output.txt", &capture("h100/df_output.txt").body);
+        let bytes = self.write_data("df_PB1.txt", &capture("h100/df_PB1.txt").body);
+        let inodes = self.write_data("df_Pi.txt", &capture("h100/df_Pi.txt").body);
         self.write_script(
             "df",
             &format!(
-                "#!/bin/sh\nif [ \"$1\" = -Pi ]; then cat '{}'; exit 0; fi\n\
-                 case \"$*\" in *--output*) echo \"df: unrecognized option '--output'\" >&2; exit 1;; esac\n\
-                 exec /bin/df \"$@\"\n",
-                data.display()
+                "#!/bin/sh\ncase \"$*\" in\n\
+                 *--output=*) cat '{}';;\n-PB1*) cat '{}';;\n-Pi*) cat '{}';;\n\
+                 *) echo \"shim df: unexpected arguments: $*\" >&2; exit 9;;\nesac\n",
+                output.display(),
+                bytes.display(),
+                inodes.display()
+            ),
+        );
+    }
+
+    /// A `df` without `--output` (as busybox's), whose `-Pi` replays `capture_name` and `-PB1`
+    /// the H100 box's capture: the probe falls back to the two.
+    pub fn shim_df_inodes(&self, capture_name: &str) {
+        let inodes = self.write_data("df_Pi.txt", &capture(capture_name).body);
+        let bytes = self.write_data("df_PB1.txt", &capture("h100/df_PB1.txt").body);
+        self.write_script(
+            "df",
+            &format!(
+                "#!/bin/sh\ncase \"$*\" in\n\
+                 *--output*) echo \"df: unrecognized option '--output'\" >&2; exit 1;;\n\
+                 -PB1*) cat '{}';;\n-Pi*) cat '{}';;\n\
+                 *) echo \"shim df: unexpected arguments: $*\" >&2; exit 9;;\nesac\n",
+                bytes.display(),
+                inodes.display()
             ),
         );
     }
