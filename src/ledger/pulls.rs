@@ -177,10 +177,10 @@ impl Ledger {
     /// Pull `id`'s record of each of `paths` it has, looked up one by one (a re-pull asks for a
     /// chunk's files at a time, never the whole last pull).
     pub fn pulled_files(&self, id: i64, paths: &[&str]) -> Result<Vec<PulledFile>, LedgerError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(PULLED_FILE)
-            .map_err(|e| self.err(e))?;
+        // One read transaction for the chunk: each statement outside one began and ended its
+        // own, taking and dropping the file's locks (fcntl) and checking the WAL each time.
+        let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
+        let mut stmt = tx.prepare_cached(PULLED_FILE).map_err(|e| self.err(e))?;
         let mut found = Vec::new();
         for path in paths {
             let rows = stmt
@@ -190,6 +190,8 @@ impl Ledger {
                 found.push(row.map_err(|e| self.err(e))?);
             }
         }
+        drop(stmt);
+        tx.commit().map_err(|e| self.err(e))?;
         Ok(found)
     }
 
