@@ -94,6 +94,7 @@ fn twenty_boxes(lab: &mut Lab, runtime: &tokio::runtime::Runtime) {
     let boxes: Vec<Sshd> = (0..BOXES)
         .map(|i| {
             let h = lab.start_host(&format!("c{i}"));
+            h.real_df();
             h.shim_costly_nvidia_smi(
                 &GpuShim {
                     query_gpu: "h100/q_load_csv.txt",
@@ -233,6 +234,7 @@ fn main() {
         return;
     }
     let box_a = lab.start_host("box");
+    box_a.real_df();
     if conda_home() {
         println!(
             "conda-like ~/.bashrc on the box: {:.2} s per shell start here",
@@ -329,6 +331,7 @@ fn main() {
     let hosts: Vec<Sshd> = (0..50)
         .map(|i| {
             let h = lab.start_host(&format!("s{i}"));
+            h.real_df();
             h.shim_nvidia_smi(&GpuShim {
                 query_gpu: "h100/q_idle_csv.txt",
                 apps: "h100/apps_idle.txt",

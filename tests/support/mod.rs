@@ -657,6 +657,12 @@ PATH=/usr/local/bin:/usr/bin:/bin exec {tool} \"$@\"
         );
     }
 
+    /// This machine's own `df` on the box again, for a bench that measures what the probe costs
+    /// a box (a real `df`, not the replaying shim).
+    pub fn real_df(&self) {
+        std::fs::remove_file(self.bin.join("df")).expect("the df shim");
+    }
+
     /// A `df` without `--output` (as busybox's), whose `-Pi` replays `capture_name` and `-PB1`
     /// the H100 box's capture: the probe falls back to the two.
     pub fn shim_df_inodes(&self, capture_name: &str) {
