@@ -641,20 +641,7 @@ PATH=/usr/local/bin:/usr/bin:/bin exec {tool} \"$@\"
     /// Every lab box's `df` (written when it starts): GNU's `--output`, `-PB1` and `-Pi` replay
     /// the H100 box's captures (its `/` 21 % used), whatever mounts are asked for.
     fn shim_df_captured(&self) {
-        let output = self.write_data("df_output.txt", &capture("h100/df_output.txt").body);
-        let bytes = self.write_data("df_PB1.txt", &capture("h100/df_PB1.txt").body);
-        let inodes = self.write_data("df_Pi.txt", &capture("h100/df_Pi.txt").body);
-        self.write_script(
-            "df",
-            &format!(
-                "#!/bin/sh\ncase \"$*\" in\n\
-                 *--output=*) cat '{}';;\n-PB1*) cat '{}';;\n-Pi*) cat '{}';;\n\
-                 *) echo \"shim df: unexpected arguments: $*\" >&2; exit 9;;\nesac\n",
-                output.display(),
-                bytes.display(),
-                inodes.display()
-            ),
-        );
+        self.shim_df(true, "h100/df_Pi.txt");
     }
 
     /// This machine's own `df` on the box again, for a bench that measures what the probe costs
@@ -666,13 +653,24 @@ PATH=/usr/local/bin:/usr/bin:/bin exec {tool} \"$@\"
     /// A `df` without `--output` (as busybox's), whose `-Pi` replays `capture_name` and `-PB1`
     /// the H100 box's capture: the probe falls back to the two.
     pub fn shim_df_inodes(&self, capture_name: &str) {
-        let inodes = self.write_data("df_Pi.txt", &capture(capture_name).body);
+        self.shim_df(false, capture_name);
+    }
+
+    /// A `df` replaying captures: `-PB1` the H100 box's, `-Pi` `inodes`, and `--output` the H100
+    /// box's where `gnu` (else refused, as busybox's `df` does); anything else fails, saying so.
+    fn shim_df(&self, gnu: bool, inodes: &str) {
+        let output = if gnu {
+            let data = self.write_data("df_output.txt", &capture("h100/df_output.txt").body);
+            format!("cat '{}'", data.display())
+        } else {
+            "echo \"df: unrecognized option '--output'\" >&2; exit 1".to_string()
+        };
         let bytes = self.write_data("df_PB1.txt", &capture("h100/df_PB1.txt").body);
+        let inodes = self.write_data("df_Pi.txt", &capture(inodes).body);
         self.write_script(
             "df",
             &format!(
-                "#!/bin/sh\ncase \"$*\" in\n\
-                 *--output*) echo \"df: unrecognized option '--output'\" >&2; exit 1;;\n\
+                "#!/bin/sh\ncase \"$*\" in\n*--output*) {output};;\n\
                  -PB1*) cat '{}';;\n-Pi*) cat '{}';;\n\
                  *) echo \"shim df: unexpected arguments: $*\" >&2; exit 9;;\nesac\n",
                 bytes.display(),
