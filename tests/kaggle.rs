@@ -582,10 +582,10 @@ fn the_dashboard_pulls_a_commit_and_refuses_its_teardown() {
     assert!(!screen.contains("MISSING"), "{screen}");
     // Its detail offers what a commit takes: no cancel, no shell, no log to follow.
     tmux.keys(&["Enter"]);
+    // The detail's title can be on screen a frame before its keys: wait for both.
     let screen = tmux.wait_for("the commit's detail", limit, |s| {
-        s.contains("Kaggle commit alice/train-llama on kaggle")
+        s.contains("Kaggle commit alice/train-llama on kaggle") && s.contains("p pull its output")
     });
-    assert!(screen.contains("p pull its output"), "{screen}");
     assert!(!screen.contains("T cancel/delete"), "{screen}");
     tmux.escape_closing("Kaggle commit alice/train-llama on kaggle");
     tmux.keys(&["q"]);

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -22,6 +22,7 @@ use super::copy::Copied;
 use super::copy::copy_all;
 use super::engine::failed_file;
 use super::finish::{Landings, finish_all};
+use super::listed::{Listed, Next};
 use super::local::Start;
 use super::names;
 use super::plan::{Plan, Recorded, Refused, local_starts};
@@ -56,6 +57,8 @@ pub(super) struct Shared<'a, 's, 'k, B> {
     pub progress: &'a Progress,
     /// Where the records go, and the last pull's come from (locked only between awaits).
     pub book: &'a Mutex<&'k mut dyn Book>,
+    /// Set once the listing is read to its end (`Listed`): until then more files may come.
+    pub listed: &'a AtomicBool,
 }
 
 /// What a pull's records came to: they themselves are in its book.
@@ -92,15 +95,16 @@ impl Tally {
     }
 }
 
-/// The next chunk of planned files (about `CHUNK_FILES`), and those that may not land; None
-/// once the listing has ended.
-pub(super) type Chunks<'c> = dyn FnMut() -> Option<(Plan, Refused)> + Send + 'c;
+/// How long the box must have sent nothing, with no chunk running, before the files read so
+/// far go as a chunk of their own (`listed`): long enough that a listing arriving packet by
+/// packet is not cut into many small chunks, short beside a slow `find`.
+const QUIET: Duration = Duration::from_millis(50);
 
-/// Every planned file pulled, a chunk at a time, its records handed to the book in plan order
-/// (each chunk's refused files after its planned ones).
+/// Every planned file pulled, a chunk at a time as the listing is read, its records handed to
+/// the book in plan order (each chunk's refused files after its planned ones).
 pub(super) async fn pull_chunks<B: BoxExec>(
     shared: &Shared<'_, '_, '_, B>,
-    chunks: &mut Chunks<'_>,
+    chunks: &mut Listed<'_, '_>,
 ) -> Tally {
     // One chunk looks at home at a time: the chunks in hand then fall out of step, one asking
     // the box while another reads local disk, instead of all reading local disk while the
@@ -108,17 +112,29 @@ pub(super) async fn pull_chunks<B: BoxExec>(
     let looking = tokio::sync::Mutex::new(());
     let mut running = futures::stream::FuturesOrdered::new();
     let mut tally = Tally::default();
+    let mut quiet = false;
     // A loop, not a lazy stream: a closure held across the await trips rustc's `Send` check
     // when the pull is spawned.
     loop {
+        let mut waiting = false;
         while running.len() < CHUNKS_AT_ONCE {
-            let Some((plan, refused)) = chunks() else {
-                break;
-            };
-            running.push_back(one_chunk(shared, &looking, plan, refused));
+            match chunks.next(quiet && running.is_empty()) {
+                Next::Chunk(plan, refused) => {
+                    running.push_back(one_chunk(shared, &looking, plan, refused));
+                }
+                Next::Wait => {
+                    waiting = true;
+                    break;
+                }
+                Next::Done => break,
+            }
         }
-        match running.next().await {
-            Some((files, full, read)) => {
+        if running.is_empty() && !waiting {
+            return tally;
+        }
+        let hush = !quiet && running.is_empty();
+        tokio::select! {
+            Some((files, full, read)) = running.next(), if !running.is_empty() => {
                 let began = std::time::Instant::now();
                 tally.write(shared.book, &files);
                 let ms = began.elapsed().as_millis() as u64;
@@ -128,7 +144,8 @@ pub(super) async fn pull_chunks<B: BoxExec>(
                     tally.book_error = Some(e);
                 }
             }
-            None => return tally,
+            () = chunks.grew(), if waiting => quiet = false,
+            () = tokio::time::sleep(QUIET), if waiting && hush => quiet = true,
         }
     }
 }
@@ -216,7 +233,9 @@ async fn one_chunk<B: BoxExec>(
         copied_and_hashed(session, plan, &starts, &settled, copies).await;
     tracing::debug!(ms = ms(), "pull chunk: copied and hashed on the box");
     // Every file's copy has ended: what is left is checking.
-    if progress.files_copied.load(Ordering::Relaxed) >= progress.files_total.load(Ordering::Relaxed)
+    if shared.listed.load(Ordering::Relaxed)
+        && progress.files_copied.load(Ordering::Relaxed)
+            >= progress.files_total.load(Ordering::Relaxed)
     {
         progress.set_stage(Stage::Verifying);
     }

@@ -5,9 +5,8 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use super::progress::{Progress, Stage};
 
@@ -15,15 +14,15 @@ use chrono::Utc;
 
 use super::book::{Book, Kept};
 use super::channel::{LazySftp, Opening};
-use super::chunk::{CHUNK_FILES, Shared, Tally, pull_chunks};
+use super::chunk::{Shared, Tally, pull_chunks};
 use super::copy::disk;
-use super::plan::Planner;
+use super::listed::Listed;
 use super::protect::Protected;
 use super::remote::{
     Listing, RemoteFile, listing_command, parse_listing, parse_resolved, resolve_commands,
     settle_links,
 };
-use super::spool::spool_listing;
+use super::spool::Spool;
 use super::{PullError, names};
 use crate::config::PullConfig;
 use crate::ledger::{PullRecord, PulledFile};
@@ -154,10 +153,11 @@ pub(super) async fn pull_into(
 }
 
 /// A pull through `session`'s commands, with its SFTP channel being opened (an error where
-/// there is none: then every file goes over exec) and its round trip being measured.
+/// there is none: then every file goes over exec) and its round trip being measured. The
+/// chunks begin as the listing comes (`Listed`), not after it.
 pub(super) async fn pull_over<B: BoxExec>(
     session: &B,
-    (mut sftp, rtt): (Opening<'_>, impl Future<Output = Option<Duration>>),
+    (sftp, rtt): (Opening<'_>, impl Future<Output = Option<Duration>>),
     job: &PullJob<'_>,
     progress: Arc<Progress>,
     book: &mut dyn Book,
@@ -165,52 +165,56 @@ pub(super) async fn pull_over<B: BoxExec>(
     let (host, spec) = (job.host, job.spec);
     let started = Utc::now();
     progress.set_stage(Stage::Listing);
-    let (mut spooled, rtt) = list(session, job, &mut sftp, rtt, book).await?;
-    // Every listed byte to begin with; each chunk takes off what it need not send.
-    progress.bytes_total.store(spooled.bytes, Ordering::Relaxed);
-    progress.files_total.store(spooled.files, Ordering::Relaxed);
-    progress.set_stage(Stage::Copying);
-    let listing = std::mem::take(&mut spooled.listing);
-    let mut planner = Planner::new(job, listing.home.clone());
-    let mut reader = spooled
-        .reader(&spec.paths)
-        .map_err(|e| disk(&spec.dest, e))?;
-    let mut unread = None;
-    let mut chunks = || {
-        let mut files = Vec::with_capacity(CHUNK_FILES);
-        while files.len() < CHUNK_FILES {
-            match reader.next_files(&mut |f| files.push(f)) {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(e) => {
-                    unread = Some(disk(&spec.dest, e));
-                    return None;
-                }
-            }
-        }
-        (!files.is_empty()).then(|| planner.plan(files))
-    };
-    // The link's round trip sizes the reads kept in flight (the pooled session is warm, so the
-    // ping measures the link, not a login's delayed ACK).
+    // The SFTP channel is opened beside the listing unless the host's last pull held no file
+    // too big for a tar batch: a pull of small files never needs it, and opening it starts a
+    // login shell on the box (sftp-server's; conda's block costs 0.15 s), so such a pull opens
+    // it only once a file needs it. (A connection that pulls as it connects has opened it
+    // already: then it is ready at once.)
+    let beside = book
+        .last_largest()
+        .is_none_or(|size| size > super::batch::SMALL);
     let sftp = LazySftp::new(sftp);
+    let spool = Spool::default();
+    let listed = AtomicBool::new(false);
     let parts_held = super::local::parts_held(&spec.dest);
     let book = std::sync::Mutex::new(book);
-    let shared = Shared {
-        session,
-        spec,
-        protected: &job.protected,
-        sftp: &sftp,
-        rtt,
-        parts_held,
-        progress: &progress,
-        book: &book,
+    let chunked = async {
+        // The link's round trip sizes the reads kept in flight (the pooled session is warm, so
+        // the ping measures the link, not a login's delayed ACK); it is asked for as the box
+        // begins to list, and answered before the listing's first files are.
+        let rtt = rtt.await;
+        let shared = Shared {
+            session,
+            spec,
+            protected: &job.protected,
+            sftp: &sftp,
+            rtt,
+            parts_held,
+            progress: &progress,
+            book: &book,
+            listed: &listed,
+        };
+        let mut chunks = Listed::new(&spool, job, &progress, &listed);
+        let tally = pull_chunks(&shared, &mut chunks).await;
+        (tally, chunks.finish())
     };
-    let mut tally = pull_chunks(&shared, &mut chunks).await;
-    drop(reader);
+    let chunked = async {
+        if beside {
+            alongside(chunked, &mut Box::pin(sftp.get())).await.0
+        } else {
+            chunked.await
+        }
+    };
+    let (filled, (mut tally, listing)) = tokio::join!(spool.fill(session, host, spec), chunked);
+    // A listing that failed is the pull's error even where chunks had begun: their records are
+    // in the book, of a pull that never ends (nobody's last pull), as after a crash.
+    filled?;
+    let mut listing = listing.map_err(|e| disk(&spec.dest, e))?;
+    judge_links(session, &mut listing).await;
     // What the listing could not see is in the record too, so the pull says it and the guard
     // refuses on it.
     tally.write(&book, &unlisted(&listing.problems));
-    if let Some(e) = unread.or(tally.book_error.take()) {
+    if let Some(e) = tally.book_error.take() {
         return Err(e);
     }
     let head = PullRecord {
@@ -225,45 +229,6 @@ pub(super) async fn pull_over<B: BoxExec>(
         local_disk_full: tally.local_disk_full,
     };
     Ok((head, tally))
-}
-
-/// The listing, with the SFTP channel opened beside it (then `sftp` is ready) unless the
-/// host's last pull held no file too big for a tar batch: the listing does not wait for the
-/// channel (a pull of small files never needs it), and opening it starts a login shell on the
-/// box (sftp-server's; conda's block costs 0.15 s), so such a pull opens it only once a file
-/// needs it. (A connection that pulls as it connects has opened it already: then it is ready at
-/// once.) The link's round trip comes beside it.
-async fn list<B: BoxExec>(
-    session: &B,
-    job: &PullJob<'_>,
-    sftp: &mut Opening<'_>,
-    rtt: impl Future<Output = Option<Duration>>,
-    book: &mut dyn Book,
-) -> Result<(super::spool::Spooled, Option<Duration>), PullError> {
-    let listed = async { tokio::join!(spool_listing(session, job.host, job.spec), rtt) };
-    let listing_began = Instant::now();
-    let beside = book
-        .last_largest()
-        .is_none_or(|size| size > super::batch::SMALL);
-    let ((spooled, rtt), opened) = if beside {
-        alongside(listed, sftp).await
-    } else {
-        (listed.await, None)
-    };
-    let sftp_ready = opened.is_some();
-    if let Some(opened) = opened {
-        *sftp = Box::pin(std::future::ready(opened));
-    }
-    let spooled = spooled?;
-    tracing::debug!(
-        host = job.host,
-        files = spooled.files,
-        bytes = spooled.bytes,
-        sftp_ready,
-        ms = listing_began.elapsed().as_millis() as u64,
-        "pull: listed"
-    );
-    Ok((spooled, rtt))
 }
 
 /// Each path the listing could not see, as a failed file saying why.

@@ -12,10 +12,10 @@ use super::remote::{FIND_TIMEOUT_SECS, Listing, PendingLink, Problem, RemoteFile
 
 /// Reads the listing's records; `stderr` is what `find` said when one of them failed.
 pub fn parse_listing(paths: &[String], out: &[u8], stderr: &[u8]) -> Listing {
-    let mut parser = ListingParser::new(paths, stderr);
+    let mut parser = ListingParser::new(paths);
     let mut files = Vec::new();
     let used = parser.feed(out, &mut |f| files.push(f));
-    let mut listing = parser.finish(used < out.len());
+    let mut listing = parser.finish(used < out.len(), stderr);
     listing.files = files;
     listing
 }
@@ -30,7 +30,9 @@ pub struct ListingParser<'p> {
     /// Every file handed on so far, by a 128-bit digest of its name: overlapping pull paths (a
     /// folder and a glob inside it) list a file twice. Sixteen bytes a file, not its name.
     seen: HashSet<u128>,
-    complaint: String,
+    /// The problems of each `find` that failed with a status its stderr may explain: what it
+    /// said arrives with the listing's end (`finish`), after its records.
+    unexplained: Vec<usize>,
     /// Fields read so far.
     count: usize,
     /// A record could not be read: nothing after it is trusted.
@@ -40,7 +42,7 @@ pub struct ListingParser<'p> {
 }
 
 impl<'p> ListingParser<'p> {
-    pub fn new(paths: &'p [String], stderr: &[u8]) -> ListingParser<'p> {
+    pub fn new(paths: &'p [String]) -> ListingParser<'p> {
         ListingParser {
             paths,
             listing: Listing::default(),
@@ -48,7 +50,7 @@ impl<'p> ListingParser<'p> {
             root: None,
             base: String::new(),
             seen: HashSet::new(),
-            complaint: crate::sanitize::line(&String::from_utf8_lossy(stderr), 300),
+            unexplained: Vec::new(),
             count: 0,
             broke: false,
             ended: false,
@@ -93,8 +95,21 @@ impl<'p> ListingParser<'p> {
         used
     }
 
+    /// The box's `$HOME`, once the listing's first record was read.
+    pub fn home(&self) -> Option<&str> {
+        self.listing.home.as_deref()
+    }
+
     /// The listing once every block was fed; `cut`: bytes were left that begin no whole record.
-    pub fn finish(mut self, cut: bool) -> Listing {
+    /// `stderr` is what `find` said when one of them failed.
+    pub fn finish(mut self, cut: bool, stderr: &[u8]) -> Listing {
+        let complaint = crate::sanitize::line(&String::from_utf8_lossy(stderr), 300);
+        for &i in self.unexplained.iter().filter(|_| !complaint.is_empty()) {
+            if let Some(Problem::ListingFailed { why, .. }) = self.listing.problems.get_mut(i) {
+                why.push_str(": ");
+                why.push_str(&complaint);
+            }
+        }
         if cut && !self.broke {
             self.listing.problems.push(Problem::Garbled(format!(
                 "the listing ended mid-record after {} records",
@@ -139,10 +154,9 @@ impl<'p> ListingParser<'p> {
                 if code != "0" {
                     let why = if code == "124" || code == "137" {
                         format!("find timed out after {FIND_TIMEOUT_SECS}s (a hung mount?)")
-                    } else if self.complaint.is_empty() {
-                        format!("find exited {code}")
                     } else {
-                        format!("find exited {code}: {}", self.complaint)
+                        self.unexplained.push(listing.problems.len());
+                        format!("find exited {code}")
                     };
                     listing.problems.push(Problem::ListingFailed {
                         root: self.base.clone(),
@@ -238,14 +252,14 @@ pub(super) fn parse_in_blocks(
     stderr: &[u8],
     block: usize,
 ) -> Listing {
-    let mut parser = ListingParser::new(paths, stderr);
+    let mut parser = ListingParser::new(paths);
     let (mut files, mut held) = (Vec::new(), Vec::new());
     for piece in out.chunks(block) {
         held.extend_from_slice(piece);
         let used = parser.feed(&held, &mut |f| files.push(f));
         held.drain(..used);
     }
-    let mut listing = parser.finish(!held.is_empty());
+    let mut listing = parser.finish(!held.is_empty(), stderr);
     listing.files = files;
     listing
 }

@@ -25,6 +25,7 @@ mod durable;
 mod engine;
 mod finish;
 pub mod kaggle;
+mod listed;
 mod listing;
 pub mod local;
 pub mod names;

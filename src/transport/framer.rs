@@ -32,7 +32,13 @@ impl Framer {
         let mut pieces = Vec::new();
         loop {
             let Some(at) = self.finder.find(&self.held) else {
-                let keep = self.held.len().min(len - 1);
+                // Only a tail that begins the marker: a streamed listing's last record waited
+                // behind a marker's length of bytes until the box sent more.
+                let needle = self.finder.needle();
+                let keep = (1..len.min(self.held.len() + 1))
+                    .rev()
+                    .find(|&k| self.held.ends_with(&needle[..k]))
+                    .unwrap_or(0);
                 let free = self.held.len() - keep;
                 if free > 0 {
                     pieces.push(Piece::Data(self.held.drain(..free).collect()));
@@ -55,6 +61,18 @@ impl Framer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What cannot be the start of an end line is handed on at once, whole; only a tail that
+    /// begins the marker waits for the next piece.
+    #[test]
+    fn only_a_tail_that_begins_the_marker_is_held_back() {
+        let mut f = Framer::new(Finder::new(b"@mark:").into_owned());
+        assert_eq!(f.push(b"F\0record\0"), vec![data("F\0record\0")]);
+        assert_eq!(f.push(b"more@ma"), vec![data("more")]);
+        assert_eq!(f.push(b"y"), vec![data("@may")]);
+        assert_eq!(f.push(b"@"), vec![]);
+        assert_eq!(f.push(b"mark:0\n"), vec![Piece::End(b"0".to_vec())]);
+    }
 
     fn data(s: &str) -> Piece {
         Piece::Data(s.as_bytes().to_vec())

@@ -1,0 +1,67 @@
+//! A pull reads the box's listing as it comes: its chunks begin while the box still lists,
+//! instead of after the last record. A re-pull of a big tree spent its first half second
+//! waiting for `find` on the box with this machine idle, then read the whole listing once more
+//! only to count it.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rigwatch::config::fleet;
+use rigwatch::pull::{Progress, PullJob, pull};
+use support::Lab;
+use support::results::{box_to_pull, hash_logging_box, pull_on};
+
+/// The box's listing stalls after the first pull path (its `readlink` of the second, a glob,
+/// waits for a file the test writes): the first path's 30 unchanged files are carried by stat,
+/// and counted done, while the box is still listing. The stall is bounded (20 s), so on code
+/// that waits for the whole listing the test fails rather than hangs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_re_pull_carries_unchanged_files_while_the_box_still_lists() {
+    let mut lab = Lab::new();
+    let (sshd, _log, _run, fleet) = hash_logging_box(&mut lab, 30);
+    let config = fleet::load(&fleet).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let mut first = pull_on(&session, &spec, None).await;
+    first.id = 7;
+    assert_eq!(first.files.len(), 31, "{first:?}");
+    assert!(first.files.iter().all(|f| f.is_good()), "{first:?}");
+
+    let go = sshd.dir.join("go");
+    sshd.shim_script(
+        "readlink",
+        &format!(
+            "#!/bin/sh\ncase \"$*\" in *.jsonl*) n=0; \
+             while [ ! -e '{}' ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done;; esac\n\
+             PATH=/usr/local/bin:/usr/bin:/bin exec readlink \"$@\"\n",
+            go.display()
+        ),
+    );
+    let progress = Arc::new(Progress::default());
+    let second = {
+        let (session, spec, progress) = (session.clone(), spec.clone(), progress.clone());
+        tokio::spawn(async move {
+            let job = PullJob::of("box", &spec, Some(&first));
+            pull(&session, &job, progress).await
+        })
+    };
+    let done = || progress.files_done.load(Ordering::Relaxed);
+    let while_listing = support::wait_until(Duration::from_secs(15), || done() >= 30).await;
+    let done_while_listing = done();
+    std::fs::write(&go, "").expect("go");
+    let second = second.await.expect("task").expect("pull");
+    pool.shutdown().await;
+
+    assert!(
+        while_listing.is_some(),
+        "{done_while_listing} of the first path's 30 files were done while the box listed"
+    );
+    assert_eq!(second.files.len(), 31, "{second:?}");
+    for f in &second.files {
+        assert!(f.is_good(), "{f:?}");
+        assert_eq!(f.settled_since, Some(7), "carried by stat: {f:?}");
+        assert_eq!(f.sent, 0, "{f:?}");
+    }
+}
