@@ -65,3 +65,38 @@ async fn a_re_pull_carries_unchanged_files_while_the_box_still_lists() {
         assert_eq!(f.sent, 0, "{f:?}");
     }
 }
+
+/// The box's shell dies half way through its listing (its `readlink` of the second pull path
+/// kills its process group): the pull is an error naming the listing, even though the first
+/// path's files were carried meanwhile, never a pull of the files it happened to see.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_that_dies_half_way_fails_the_pull_though_chunks_began() {
+    let mut lab = Lab::new();
+    let (sshd, _log, _run, fleet) = hash_logging_box(&mut lab, 30);
+    let config = fleet::load(&fleet).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let first = pull_on(&session, &spec, None).await;
+    assert!(first.files.iter().all(|f| f.is_good()), "{first:?}");
+
+    sshd.shim_script(
+        "readlink",
+        "#!/bin/sh\ncase \"$*\" in *.jsonl*) sleep 1; kill -9 0;; esac\n\
+         PATH=/usr/local/bin:/usr/bin:/bin exec readlink \"$@\"\n",
+    );
+    let progress = Arc::new(Progress::default());
+    let job = PullJob::of("box", &spec, Some(&first));
+    let second = tokio::time::timeout(
+        Duration::from_secs(60),
+        pull(&session, &job, progress.clone()),
+    )
+    .await
+    .expect("the pull ends");
+    pool.shutdown().await;
+    let done = progress.files_done.load(Ordering::Relaxed);
+    let e = second.expect_err("a pull whose listing died");
+    assert!(e.to_string().contains("list"), "{e}");
+    assert_eq!(
+        done, 30,
+        "the first path's files were carried while the box listed"
+    );
+}
