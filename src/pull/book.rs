@@ -3,6 +3,11 @@
 //! pull is held in memory), or a vector for benches and tests that read the records back.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use super::PullError;
+use super::remote::RemoteFile;
 
 use crate::ledger::{Ledger, LedgerError, PullRecord, PulledFile};
 
@@ -104,5 +109,41 @@ impl Book for Booked<'_> {
 
     fn previous_id(&self) -> Option<i64> {
         self.previous
+    }
+}
+
+/// The last pull's record of each of `plan`'s files whose local copy was complete then, by
+/// remote path. Any earlier copy that was complete locally counts, even one whose pull failed
+/// afterwards (a link that died while hashing): its bytes are here, and this pull hashes both
+/// ends again. A copy whose hash disagreed with the box's never does.
+pub(super) fn recorded(
+    book: &Mutex<&mut dyn Book>,
+    plan: &[(RemoteFile, PathBuf)],
+) -> (
+    HashMap<String, PulledFile>,
+    Option<i64>,
+    Result<(), PullError>,
+) {
+    let paths: Vec<&str> = plan.iter().map(|(f, _)| f.path.as_str()).collect();
+    let found = match book.lock() {
+        Ok(mut book) => book
+            .recorded(&paths)
+            .map(|files| (files, book.previous_id()))
+            .map_err(PullError::from),
+        Err(_) => Err(PullError::Book("a chunk's reader panicked".into())),
+    };
+    match found {
+        Err(e) => (HashMap::new(), None, Err(e)),
+        Ok((files, previous)) => {
+            let complete = files.into_iter().filter(|f| {
+                f.local_sha256.is_some()
+                    && (f.remote_sha256.is_none() || f.remote_sha256 == f.local_sha256)
+            });
+            (
+                complete.map(|f| (f.remote_path.clone(), f)).collect(),
+                previous,
+                Ok(()),
+            )
+        }
     }
 }

@@ -5,8 +5,6 @@
 //! listing until the last one finished: for 100 000 files that was most of its memory, and
 //! the local disk idled while the box sent, then the box while the disk wrote.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -150,42 +148,6 @@ pub(super) async fn pull_chunks<B: BoxExec>(
     }
 }
 
-/// The last pull's record of each of `plan`'s files whose local copy was complete then, by
-/// remote path. Any earlier copy that was complete locally counts, even one whose pull failed
-/// afterwards (a link that died while hashing): its bytes are here, and this pull hashes both
-/// ends again. A copy whose hash disagreed with the box's never does.
-fn recorded(
-    book: &Mutex<&mut dyn Book>,
-    plan: &[(RemoteFile, PathBuf)],
-) -> (
-    HashMap<String, PulledFile>,
-    Option<i64>,
-    Result<(), PullError>,
-) {
-    let paths: Vec<&str> = plan.iter().map(|(f, _)| f.path.as_str()).collect();
-    let found = match book.lock() {
-        Ok(mut book) => book
-            .recorded(&paths)
-            .map(|files| (files, book.previous_id()))
-            .map_err(PullError::from),
-        Err(_) => Err(PullError::Book("a chunk's reader panicked".into())),
-    };
-    match found {
-        Err(e) => (HashMap::new(), None, Err(e)),
-        Ok((files, previous)) => {
-            let complete = files.into_iter().filter(|f| {
-                f.local_sha256.is_some()
-                    && (f.remote_sha256.is_none() || f.remote_sha256 == f.local_sha256)
-            });
-            (
-                complete.map(|f| (f.remote_path.clone(), f)).collect(),
-                previous,
-                Ok(()),
-            )
-        }
-    }
-}
-
 /// One chunk from its local look to its records.
 async fn one_chunk<B: BoxExec>(
     shared: &Shared<'_, '_, '_, B>,
@@ -273,7 +235,7 @@ async fn look_at_home<B: BoxExec>(
     let spec = shared.spec;
     let home = looking.lock().await;
     let began = std::time::Instant::now();
-    let (recorded, previous, read) = recorded(shared.book, plan);
+    let (recorded, previous, read) = super::book::recorded(shared.book, plan);
     let read_ms = began.elapsed().as_millis() as u64;
     let records: Vec<Option<Recorded>> = plan
         .iter()
