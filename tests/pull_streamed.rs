@@ -14,6 +14,26 @@ use rigwatch::pull::{Progress, PullJob, pull};
 use support::Lab;
 use support::results::{box_to_pull, hash_logging_box, pull_on};
 
+/// A box with 30 cells under its first pull path and one file matching its second (a glob),
+/// pulled once: every file proven, each copy's identity recorded.
+async fn pulled_once(
+    lab: &mut Lab,
+) -> (
+    support::Sshd,
+    rigwatch::transport::Pool,
+    Arc<rigwatch::transport::Session>,
+    rigwatch::config::PullConfig,
+    rigwatch::ledger::PullRecord,
+) {
+    let (sshd, _log, _run, fleet) = hash_logging_box(lab, 30);
+    let config = fleet::load(&fleet).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let first = pull_on(&session, &spec, None).await;
+    assert_eq!(first.files.len(), 31, "{first:?}");
+    assert!(first.files.iter().all(|f| f.is_good()), "{first:?}");
+    (sshd, pool, session, spec, first)
+}
+
 /// The box's listing stalls after the first pull path (its `readlink` of the second, a glob,
 /// waits for a file the test writes): the first path's 30 unchanged files are carried by stat,
 /// and counted done, while the box is still listing. The stall is bounded (20 s), so on code
@@ -21,13 +41,8 @@ use support::results::{box_to_pull, hash_logging_box, pull_on};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_re_pull_carries_unchanged_files_while_the_box_still_lists() {
     let mut lab = Lab::new();
-    let (sshd, _log, _run, fleet) = hash_logging_box(&mut lab, 30);
-    let config = fleet::load(&fleet).expect("fleet");
-    let (pool, session, spec) = box_to_pull(&config).await;
-    let mut first = pull_on(&session, &spec, None).await;
+    let (sshd, pool, session, spec, mut first) = pulled_once(&mut lab).await;
     first.id = 7;
-    assert_eq!(first.files.len(), 31, "{first:?}");
-    assert!(first.files.iter().all(|f| f.is_good()), "{first:?}");
 
     let go = sshd.dir.join("go");
     sshd.shim_script(
@@ -72,11 +87,7 @@ async fn a_re_pull_carries_unchanged_files_while_the_box_still_lists() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listing_that_dies_half_way_fails_the_pull_though_chunks_began() {
     let mut lab = Lab::new();
-    let (sshd, _log, _run, fleet) = hash_logging_box(&mut lab, 30);
-    let config = fleet::load(&fleet).expect("fleet");
-    let (pool, session, spec) = box_to_pull(&config).await;
-    let first = pull_on(&session, &spec, None).await;
-    assert!(first.files.iter().all(|f| f.is_good()), "{first:?}");
+    let (sshd, pool, session, spec, first) = pulled_once(&mut lab).await;
 
     sshd.shim_script(
         "readlink",
