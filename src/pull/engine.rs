@@ -1,8 +1,8 @@
 //! One pull of one host: list (into a spool) and, as the listing comes, a chunk of files at a
-//! time (`listed`, `chunk`): decide
-//! per file, copy what is missing (many small files at once, a big one with many reads in
-//! flight), hash both ends, look at the box again to catch files that changed while they were
-//! copied, verify; each chunk's records go to the pull's book (the ledger) as it ends.
+//! time (`listed`, `chunk`): decide per file, copy what is missing (many small files at once, a
+//! big one with many reads in flight), hash both ends, look at the box again to catch files
+//! that changed while they were copied, verify; each chunk's records go to the pull's book (the
+//! ledger) as it ends.
 
 use std::path::Path;
 use std::sync::Arc;
