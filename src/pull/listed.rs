@@ -22,7 +22,6 @@ pub(super) enum Next {
 }
 
 pub(super) struct Listed<'s, 'j> {
-    spool: &'s Spool,
     reader: Reader<'s, 'j>,
     job: &'j PullJob<'j>,
     /// Made at the first chunk: the listing's first record (the box's `$HOME`) is read by then.
@@ -45,7 +44,6 @@ impl<'s, 'j> Listed<'s, 'j> {
         listed: &'s AtomicBool,
     ) -> Listed<'s, 'j> {
         Listed {
-            spool,
             reader: spool.reader(&job.spec.paths),
             job,
             planner: None,
@@ -115,10 +113,10 @@ impl<'s, 'j> Listed<'s, 'j> {
         if self.progress.stage() == Stage::Listing {
             self.progress.set_stage(Stage::Copying);
         }
-        let home = self.reader.home().map(String::from);
+        let (job, reader) = (self.job, &self.reader);
         let planner = self
             .planner
-            .get_or_insert_with(|| Planner::new(self.job, home));
+            .get_or_insert_with(|| Planner::new(job, reader.home().map(String::from)));
         let files = std::mem::replace(&mut self.files, Vec::with_capacity(CHUNK_FILES));
         let (plan, refused) = planner.plan(files);
         Next::Chunk(plan, refused)
@@ -126,7 +124,7 @@ impl<'s, 'j> Listed<'s, 'j> {
 
     /// Ends once the box may have sent more, or its listing ended.
     pub(super) async fn grew(&self) {
-        self.spool.grew().await;
+        self.reader.grew().await;
     }
 
     /// Everything the listing said but its files, or why the spool could not be read back.

@@ -244,6 +244,11 @@ impl Reader<'_, '_> {
         Ok(Step::Read)
     }
 
+    /// Ends once the spool may hold more than this reader has read, or the listing ended.
+    pub(super) async fn grew(&self) {
+        self.spool.grew().await;
+    }
+
     /// The box's `$HOME`, once the listing's first record is read.
     pub(super) fn home(&self) -> Option<&str> {
         self.parser.home()
