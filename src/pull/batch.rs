@@ -35,6 +35,7 @@ use super::copy::{Copied, disk};
 use super::durable;
 use super::local::{Start, part_paths, parts_dir};
 use super::names::{Bounds, arg_batches, as_args, unescape};
+use super::pace::{Budget, Lease};
 use super::place;
 use super::remote::RemoteFile;
 use super::restat::{SECOND_LOOK, Seen, parse_restat, restat_args_unclocked, split_second_look};
@@ -53,6 +54,10 @@ pub const SMALL: u64 = 1 << 20;
 /// third.
 const BATCH_FILES: usize = 2048;
 const BATCH_BYTES: u64 = 16 << 20;
+/// A batch's bytes are also bounded by the room the pull's pace leaves (`pull::pace`: a stream
+/// the link cannot carry at once waits at the box), but never below this: a batch of 2 048
+/// small files' headers alone is 2 MiB.
+const BATCH_BYTES_LEAST: u64 = 2 << 20;
 /// sshd hands a command to the login shell as one argument, which Linux caps at 128 KiB.
 const BATCH_COMMAND: usize = 96 * 1024;
 const BATCHES_AT_ONCE: usize = 4;
@@ -82,36 +87,76 @@ pub async fn copy_small<B: BoxExec>(
     plan: &[(RemoteFile, PathBuf)],
     small: &[usize],
     placeable: &[bool],
-    rtt: Option<Duration>,
+    budget: &Budget,
     progress: &super::Progress,
 ) -> Vec<Landing> {
-    let batches = split(plan, small);
-    futures::stream::iter(
-        batches
-            .into_iter()
-            .map(|batch| one_batch(session, dest, plan, batch, placeable, rtt, progress)),
-    )
-    .buffer_unordered(BATCHES_AT_ONCE)
-    .flat_map(futures::stream::iter)
-    .collect()
-    .await
+    let mut rest = small;
+    let mut running = futures::stream::FuturesUnordered::new();
+    let mut landed = Vec::new();
+    loop {
+        // Each batch is made as the pace has room for it, sized to that room.
+        while !rest.is_empty() && running.len() < BATCHES_AT_ONCE {
+            let bytes = budget.room().clamp(BATCH_BYTES_LEAST, BATCH_BYTES);
+            let batch = next_batch(plan, rest, bytes);
+            let asked = stream_bytes(plan, batch);
+            let lease = match running.is_empty() {
+                true => budget.ask(asked).await,
+                false => match budget.try_ask(asked, std::time::Instant::now()) {
+                    Some(lease) => lease,
+                    None => break,
+                },
+            };
+            rest = &rest[batch.len()..];
+            let batch = batch.to_vec();
+            running.push(one_batch(
+                session, dest, plan, batch, placeable, lease, progress,
+            ));
+        }
+        match running.next().await {
+            Some(batch) => landed.extend(batch),
+            None => return landed,
+        }
+    }
 }
 
-fn split(plan: &[(RemoteFile, PathBuf)], small: &[usize]) -> Vec<Vec<usize>> {
+/// The first batch of `rest`, of at most `bytes` (and one file, whatever its size).
+fn next_batch<'a>(plan: &'a [(RemoteFile, PathBuf)], rest: &'a [usize], bytes: u64) -> &'a [usize] {
     let bounds = Bounds {
         files: BATCH_FILES,
-        bytes: BATCH_BYTES,
+        bytes,
         text: BATCH_COMMAND - BATCH_TEXT,
     };
-    arg_batches(
-        small,
-        |&i| plan[i].0.path.as_str(),
-        |&i| plan[i].0.size,
-        bounds,
-    )
-    .into_iter()
-    .map(<[usize]>::to_vec)
-    .collect()
+    let name = |i: &usize| plan[*i].0.path.as_str();
+    let size = |i: &usize| plan[*i].0.size;
+    arg_batches(rest, name, size, bounds)
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+}
+
+/// A batch's tar stream as it comes: each file its 512-byte header and its bytes padded to
+/// 512, a name past 99 bytes another header and its own blocks; the whole padded to tar's
+/// 10 KiB record.
+fn stream_bytes(plan: &[(RemoteFile, PathBuf)], batch: &[usize]) -> u64 {
+    let block = |n: u64| n.div_ceil(512) * 512;
+    let entry = |f: &RemoteFile| {
+        let long = f.path.len() as u64 > 99;
+        512 + block(f.size)
+            + if long {
+                512 + block(f.path.len() as u64 + 1)
+            } else {
+                0
+            }
+    };
+    let all: u64 = batch.iter().map(|&i| entry(&plan[i].0)).sum();
+    block(all + 1024).div_ceil(10240) * 10240
+}
+
+/// The most a batch's stream may be before it is cut: a long name may take more blocks (GNU's
+/// and pax's headers differ), so far more than `stream_bytes` expects.
+fn stream_limit(plan: &[(RemoteFile, PathBuf)], batch: &[usize]) -> u64 {
+    let bytes: u64 = batch.iter().map(|&i| plan[i].0.size).sum();
+    bytes + batch.len() as u64 * 8192 + 64 * 1024
 }
 
 /// A batch command's own text around its files' words (the hashing tools' choice, timeouts,
@@ -124,14 +169,11 @@ async fn one_batch<B: BoxExec>(
     plan: &[(RemoteFile, PathBuf)],
     batch: Vec<usize>,
     placeable: &[bool],
-    rtt: Option<Duration>,
+    lease: Lease<'_>,
     progress: &super::Progress,
 ) -> Vec<Landing> {
-    let command = batch_command(plan, &batch, rtt);
-    let bytes: u64 = batch.iter().map(|&i| plan[i].0.size).sum();
-    // Every entry adds a header and padding, a long name a header and its blocks; tar pads
-    // the whole to its 10 KiB record.
-    let room = bytes + batch.len() as u64 * 8192 + 64 * 1024;
+    let command = batch_command(plan, &batch, lease.rtt());
+    let room = stream_limit(plan, &batch);
     let limits = ExecLimits {
         timeout: Duration::from_secs(600),
         max_output: usize::try_from(room).unwrap_or(usize::MAX),
@@ -142,6 +184,7 @@ async fn one_batch<B: BoxExec>(
         Ok(out) => out,
         Err(_) => return handed_back(&batch),
     };
+    lease.arrived(std::time::Instant::now());
     // GNU tar exits 1 when a file changed as it was read: the stream is whole and the hashes
     // decide for each file; 2 and above (or a cut stream) mean the batch goes by SFTP.
     if out.truncated || !matches!(out.exit_status, Some(0 | 1)) {

@@ -6,6 +6,18 @@ use std::io::Read;
 /// A link across the internet: tiny files' batches travel gzipped over it.
 const FAR: Option<Duration> = Some(Duration::from_millis(30));
 
+/// `small` in batches as a pull with room to spare makes them, one after another.
+fn split(plan: &[(RemoteFile, PathBuf)], small: &[usize]) -> Vec<Vec<usize>> {
+    let mut rest = small;
+    let mut batches = Vec::new();
+    while !rest.is_empty() {
+        let batch = next_batch(plan, rest, BATCH_BYTES);
+        rest = &rest[batch.len()..];
+        batches.push(batch.to_vec());
+    }
+    batches
+}
+
 fn file(path: &str, size: u64) -> (RemoteFile, PathBuf) {
     let f = RemoteFile {
         path: path.to_string(),

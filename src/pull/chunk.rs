@@ -23,6 +23,7 @@ use super::finish::{Landings, finish_all};
 use super::listed::{Listed, Next};
 use super::local::Start;
 use super::names;
+use super::pace::Budget;
 use super::plan::{Plan, Recorded, Refused, local_starts};
 use super::progress::{Progress, Stage};
 use super::protect::Protected;
@@ -48,8 +49,8 @@ pub(super) struct Shared<'a, 's, 'k, B> {
     pub spec: &'a PullConfig,
     pub protected: &'a Protected,
     pub sftp: &'a LazySftp<'s>,
-    /// The link's round trip; None where it is not known (a pod's, a failed ping).
-    pub rtt: Option<Duration>,
+    /// What the pull keeps asked of the box, over all its chunks' copies (`pace`).
+    pub budget: &'a Budget,
     /// Whether the parts folder held anything as the pull began (`local_starts`).
     pub parts_held: bool,
     pub progress: &'a Progress,
@@ -187,7 +188,7 @@ async fn one_chunk<B: BoxExec>(
         plan,
         &starts,
         &spec.verify,
-        (shared.sftp, shared.rtt),
+        (shared.sftp, shared.budget),
         progress,
     );
     let settled: Vec<bool> = starts_looked.iter().map(|l| l.settled.is_some()).collect();

@@ -16,6 +16,7 @@ mod sftp;
 use super::channel::LazySftp;
 use super::local::{Start, part_paths, tag_part};
 use super::names::{Words, as_utf8};
+use super::pace::Budget;
 use super::remote::RemoteFile;
 use super::writeback::Writeback;
 use super::{NotCopied, PullError};
@@ -34,7 +35,7 @@ pub async fn copy_all<B: BoxExec>(
     plan: &[(RemoteFile, std::path::PathBuf)],
     starts: &[Start],
     verify: &VerifyCommands,
-    (sftp, rtt): (&LazySftp<'_>, Option<std::time::Duration>),
+    (sftp, budget): (&LazySftp<'_>, &Budget),
     everything: &super::Progress,
 ) -> Vec<Result<Option<Copied>, NotCopied>> {
     let progress = &everything.bytes_done;
@@ -61,9 +62,7 @@ pub async fn copy_all<B: BoxExec>(
             };
             let result = match (sftp, as_utf8(&file.path)) {
                 (Some(sftp), Some(name)) => {
-                    // An unknown round trip keeps the fewest reads in flight.
-                    let rtt = rtt.unwrap_or_default();
-                    let span = Span { from, rtt };
+                    let span = Span { from, budget };
                     // Every request of the copy (its open, reads and close) stops waiting once
                     // the connection is lost; what arrived stays in the `.part` for next time.
                     tokio::select! {
@@ -87,7 +86,7 @@ pub async fn copy_all<B: BoxExec>(
     };
     let placeable = placeable(plan, starts, verify);
     let (tarred, direct) = tokio::join!(
-        super::batch::copy_small(session, dest, plan, &small, &placeable, rtt, everything),
+        super::batch::copy_small(session, dest, plan, &small, &placeable, budget, everything),
         each(rest)
     );
     let mut results: Vec<Option<Result<Option<Copied>, NotCopied>>> =

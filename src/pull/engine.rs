@@ -18,6 +18,7 @@ use super::channel::{LazySftp, Opening};
 use super::chunk::{Shared, Tally, pull_chunks};
 use super::copy::disk;
 use super::listed::Listed;
+use super::pace::Budget;
 use super::protect::Protected;
 use super::remote::{
     Listing, RemoteFile, listing_command, parse_listing, parse_resolved, resolve_commands,
@@ -180,16 +181,16 @@ pub(super) async fn pull_over<B: BoxExec>(
     let parts_held = super::local::parts_held(&spec.dest);
     let book = std::sync::Mutex::new(book);
     let chunked = async {
-        // The link's round trip sizes the reads kept in flight (the pooled session is warm, so
-        // the ping measures the link, not a login's delayed ACK); it is asked for as the box
-        // begins to list, and answered before the listing's first files are.
-        let rtt = rtt.await;
+        // The link's round trip sizes what is first asked of the box (the pooled session is
+        // warm, so the ping measures the link, not a login's delayed ACK); it is asked for as
+        // the box begins to list, and answered before the listing's first files are.
+        let budget = Budget::new(rtt.await);
         let shared = Shared {
             session,
             spec,
             protected: &job.protected,
             sftp: &sftp,
-            rtt,
+            budget: &budget,
             parts_held,
             progress: &progress,
             book: &book,

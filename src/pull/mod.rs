@@ -29,6 +29,7 @@ mod listed;
 mod listing;
 pub mod local;
 pub mod names;
+mod pace;
 mod place;
 mod plan;
 mod progress;

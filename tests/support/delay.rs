@@ -6,6 +6,9 @@
 //! had capped a 100 ms link at ~90 MiB/s, below what the link carries), and a reader that gets
 //! ahead waits, as a real link's buffers fill; it listens on 127.0.0.1 only, and its runtime
 //! ends when the proxy is dropped. `cut` drops every open connection mid-stream.
+//! `start_limited` also caps each direction's rate, as a far link slower than the box's disk:
+//! the proxy reads no faster than the link carries, so what the box sends beyond that waits at
+//! the box (in its socket and its sshd), as behind a real bottleneck.
 //!
 //! `rounds` counts the round trips a conversation waited for, whatever the delay and the
 //! machine's speed: each chunk the client sends is one round trip deeper than the deepest
@@ -54,6 +57,11 @@ struct Depths {
 impl DelayProxy {
     /// Listens on a free loopback port and forwards every connection to 127.0.0.1:`target`.
     pub fn start(target: u16, one_way: Duration) -> DelayProxy {
+        DelayProxy::start_limited(target, one_way, None)
+    }
+
+    /// As `start`, each direction carrying at most `rate` bytes a second where one is given.
+    pub fn start_limited(target: u16, one_way: Duration, rate: Option<u64>) -> DelayProxy {
         let std_listener =
             std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind the proxy");
         std_listener.set_nonblocking(true).expect("nonblocking");
@@ -88,7 +96,7 @@ impl DelayProxy {
                         let max = max.clone();
                         tokio::spawn(async move {
                             tokio::select! {
-                                _ = relay(client, target, one_way, (depths, max)) => {}
+                                _ = relay(client, target, (one_way, rate), (depths, max)) => {}
                                 _ = cut.changed() => {}
                             }
                         });
@@ -151,7 +159,7 @@ impl Drop for DelayProxy {
 async fn relay(
     client: TcpStream,
     target: u16,
-    one_way: Duration,
+    (one_way, rate): (Duration, Option<u64>),
     (depths, deepest): (Arc<Depths>, Arc<AtomicU32>),
 ) {
     let Ok(server) = TcpStream::connect(SocketAddr::from((Ipv4Addr::LOCALHOST, target))).await
@@ -164,12 +172,14 @@ async fn relay(
     let (sr, sw) = server.into_split();
     let up = Way {
         one_way,
+        rate,
         depths: depths.clone(),
         deepest: deepest.clone(),
         from_client: true,
     };
     let down = Way {
         one_way,
+        rate,
         depths,
         deepest,
         from_client: false,
@@ -180,6 +190,8 @@ async fn relay(
 /// One direction of a connection: its delay, and where its chunks' depths are kept.
 struct Way {
     one_way: Duration,
+    /// Bytes a second this direction carries at most (none: as fast as loopback).
+    rate: Option<u64>,
     depths: Arc<Depths>,
     deepest: Arc<AtomicU32>,
     from_client: bool,
@@ -218,10 +230,17 @@ async fn pipe(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let reader = async move {
         let mut buf = vec![0u8; CHUNK];
+        // When the link is next free: a chunk read takes its length at the link's rate.
+        let mut free = Instant::now();
         loop {
             match from.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
+                    if let Some(rate) = way.rate {
+                        free = free.max(Instant::now())
+                            + Duration::from_secs_f64(n as f64 / rate as f64);
+                        tokio::time::sleep_until(free).await;
+                    }
                     // n <= CHUNK, far below the semaphore's limit, so the cast is exact.
                     let Ok(held) = room.clone().acquire_many_owned(n as u32).await else {
                         break;

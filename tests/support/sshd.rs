@@ -179,6 +179,23 @@ impl Sshd {
             .collect()
     }
 
+    /// The most memory any one session process of this box has held (its peak resident set,
+    /// `VmHWM`, in KiB): a session's sshd holds there what it has read from a command and not
+    /// yet sent.
+    pub fn peak_session_rss_kib(&self) -> u64 {
+        let root = self.listener_pid();
+        self.all_pids()
+            .into_iter()
+            .filter(|pid| Some(*pid) != root)
+            .filter_map(|pid| {
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+                let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+                line.split_whitespace().nth(1)?.parse().ok()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     pub(super) fn listener_pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }

@@ -1,6 +1,6 @@
-//! One file copied over SFTP: many reads in flight, sized to the server's largest read and
-//! to the link's round trip, answered in order and written in order into the file's `.part`,
-//! hashed as they land.
+//! One file copied over SFTP: many reads in flight, each sized to the server's largest read,
+//! as many as the pull's pace allows (`pull::pace`: what the link carries in a round trip),
+//! answered in order and written in order into the file's `.part`, hashed as they land.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use std::io::Write;
 
 use super::super::PullError;
 use super::super::channel::OpenHandle;
+use super::super::pace::Budget;
 use super::super::remote::RemoteFile;
 use super::super::writeback::Writeback;
 use super::{Copied, disk, open_part};
@@ -30,27 +31,15 @@ fn chunk_for(max_read: Option<u64>) -> u64 {
     max_read.map_or(SAFE, |m| m.clamp(1, CAP))
 }
 
-/// Bytes in flight per file: at least 4 MiB, and on a long link as many as ~512 MiB/s fills in
-/// one round trip, up to the channel's window (more could not be in flight anyway).
-const MIN_IN_FLIGHT: u64 = 4 << 20;
-const FILL_RATE: f64 = 512.0 * 1024.0 * 1024.0;
-
 /// How long a copy waits for any of its reads to answer on a live link before giving up: one
 /// 255 KiB read takes ~37 s at 56 kbit/s, and reads are answered in order.
 const READ_IDLE: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// How many reads of `chunk` bytes one file keeps in flight over a link with this round trip.
-fn reads_in_flight(rtt: std::time::Duration, chunk: u64) -> usize {
-    let window = u64::from(crate::transport::WINDOW_BYTES);
-    let want = ((rtt.as_secs_f64() * FILL_RATE) as u64).clamp(MIN_IN_FLIGHT, window);
-    want.div_ceil(chunk.max(1)) as usize
-}
-
-/// Where a copy starts, and the link's round trip (which sizes the reads kept in flight).
+/// Where a copy starts, and the pull's pace, which says how many reads it may keep in flight.
 #[derive(Clone, Copy)]
-pub(super) struct Span {
+pub(super) struct Span<'a> {
     pub(super) from: u64,
-    pub(super) rtt: std::time::Duration,
+    pub(super) budget: &'a Budget,
 }
 
 /// The next read's answer, in order: the reads in flight wait for the link, not for their own
@@ -121,7 +110,7 @@ pub(super) async fn download(
     remote: &RemoteFile,
     dest: &Path,
     local: &Path,
-    span: Span,
+    span: Span<'_>,
     progress: &AtomicU64,
 ) -> Result<Copied, PullError> {
     let sftp = &channel.raw;
@@ -131,9 +120,9 @@ pub(super) async fn download(
     let open = sftp.open(name, OpenFlags::READ, FileAttributes::default());
     let (opened, max_read) = tokio::join!(open, channel.max_read());
     let handle = OpenHandle::new(channel, opened.map_err(failed)?.handle);
-    let Span { from, rtt } = span;
+    let Span { from, budget } = span;
     let chunk = chunk_for(max_read);
-    let depth = reads_in_flight(rtt, chunk);
+    let mut most_asked = 0u64;
     let (part, file, mut hasher) = open_part(remote, dest, local, from).await?;
     let mut file = Writeback::new(file);
 
@@ -144,17 +133,29 @@ pub(super) async fn download(
     let mut inflight = FuturesOrdered::new();
     let result: Result<(), PullError> = async {
         loop {
-            while inflight.len() < depth && next < remote.size {
+            while next < remote.size {
                 let len = chunk.min(remote.size - next);
+                // A copy with nothing asked waits for room; one with reads out asks again as
+                // each is answered.
+                let lease = match inflight.is_empty() {
+                    true => budget.ask(len).await,
+                    false => match budget.try_ask(len, std::time::Instant::now()) {
+                        Some(lease) => lease,
+                        None => break,
+                    },
+                };
                 let offset = next;
                 let read = sftp.read(handle.name(), offset, len as u32);
-                inflight.push_back(async move { (offset, len, read.await) });
+                inflight.push_back(async move { (offset, len, lease, read.await) });
                 next += len;
             }
-            let Some((offset, len, read)) = next_answer(&mut inflight, channel, remote).await?
+            most_asked = most_asked.max(next - from - sent);
+            let Some((offset, len, lease, read)) =
+                next_answer(&mut inflight, channel, remote).await?
             else {
                 break;
             };
+            lease.answered(std::time::Instant::now());
             let read = read.map_err(failed)?.data;
             let data = whole_read(channel, handle.name(), remote, (offset, len), read).await?;
             file.file()
@@ -176,7 +177,8 @@ pub(super) async fn download(
     file.seal(&part).await?;
     tracing::debug!(
         bytes = sent,
-        reads_in_flight = depth,
+        most_asked_mib = most_asked >> 20,
+        pace_mib = budget.target() >> 20,
         read_bytes = chunk,
         received_ms = received.as_millis() as u64,
         sealed_ms = began.elapsed().as_millis() as u64,
@@ -211,10 +213,9 @@ fn remote_error(remote: &RemoteFile, e: SftpError) -> PullError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
-    fn reads_are_sized_to_the_server_and_in_flight_to_the_link() {
+    fn reads_are_sized_to_the_server() {
         assert_eq!(
             chunk_for(None),
             64 * 1024,
@@ -231,16 +232,5 @@ mod tests {
             "russh-sftp's packets cap it"
         );
         assert_eq!(chunk_for(Some(32_768)), 32_768);
-        assert_eq!(
-            reads_in_flight(Duration::ZERO, 64 * 1024),
-            64,
-            "4 MiB on a LAN"
-        );
-        assert_eq!(reads_in_flight(Duration::from_millis(30), 261_120), 62);
-        assert_eq!(
-            reads_in_flight(Duration::from_secs(1), 261_120),
-            258,
-            "never more than the 64 MiB window"
-        );
     }
 }

@@ -1,0 +1,342 @@
+//! How many bytes a pull keeps asked of its box and not yet arrived, over all its copies at once
+//! (every SFTP read and tar batch of every chunk). Whatever is asked beyond what the link
+//! carries in a round trip waits at the box, in its sshd, and there it costs more than its
+//! size: OpenSSH's sshd grows a channel's buffer a little at a time and copies the whole buffer
+//! at each growth (`sshbuf_allocate`'s `recallocarray`; HPN-SSH's sshbuf.c says as much of
+//! OpenSSH 8.9+), so a queue of Q bytes costs the box ~Q²/32 KiB of copying. Reads sized to a
+//! fixed 512 MiB/s kept 51 MiB asked on the bench's 100 ms link, and the box's sshd stalled a
+//! 256 MiB copy for 0.2–0.8 s at a full core while sending nothing; over a 24 MiB/s link it
+//! held 41 MiB (`tests/pull_far_link.rs` reads its peak memory).
+//!
+//! So what is asked follows what arrives: the link's round trip with nothing queued (the
+//! fastest any read was answered) times the best delivery rate of the last few rounds, plus a
+//! margin that keeps the link full and lets a faster rate show. At the start (a startup, as
+//! TCP's) a larger step is asked beyond the rate, and asked again each time the rate shows the
+//! link took the last; it ends when a whole round's reads were all answered later than the
+//! link's round trip (something waits at the box), or a tar stream came slower than was asked.
+//! The first ask assumes a 500 Mbit/s link: a faster one is found in a few round trips, and a
+//! slower one (a home downlink) has its first ask wait at the box once. Pure: every call is
+//! given the time.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Asked beyond what the link carries in a round trip, once its rate stopped growing: the
+/// room for a faster rate to show. On loopback, where a round trip carries almost nothing,
+/// this is all that is asked: 4 MiB kept a LAN copy at full speed.
+const MARGIN: u64 = 4 << 20;
+/// Asked beyond it each round while the rate still grows.
+const STARTUP_STEP: u64 = 8 << 20;
+/// The rate assumed before anything has arrived: a 500 Mbit/s link. Over a 24 MiB/s one the
+/// box's sshd held 15 MiB of a first ask at 128 MiB/s (`tests/pull_far_link.rs`).
+const FIRST_RATE: f64 = 64.0 * 1024.0 * 1024.0;
+/// The shortest round a rate is measured over (a LAN's round trip is far shorter).
+const MIN_ROUND: Duration = Duration::from_millis(10);
+/// The rounds whose best rate sets what is asked: one slow round (the box's CPU busy
+/// elsewhere) does not shrink it.
+const ROUNDS_KEPT: usize = 4;
+/// A round whose every read took longer than the link's round trip by this share of it (and
+/// 2 ms) ends the startup: the reads waited at the box.
+const QUEUED: f64 = 0.1;
+const QUEUED_AT_LEAST: Duration = Duration::from_millis(2);
+
+/// The bytes to keep asked, from what has arrived (see the module's comment).
+#[derive(Debug)]
+pub struct Pace {
+    /// The fastest any read was answered: the link's round trip with nothing queued.
+    floor: Option<Duration>,
+    /// Never more asked than this (the channel's window).
+    cap: u64,
+    target: u64,
+    /// The round being measured: when it began, the bytes arrived since, and the fastest
+    /// read answered in it.
+    round: Option<(Instant, u64, Option<Duration>)>,
+    rates: VecDeque<f64>,
+    startup: bool,
+}
+
+impl Pace {
+    /// Before anything has arrived: `rtt` (where known) at `FIRST_RATE`, plus the margin.
+    pub fn new(rtt: Option<Duration>, cap: u64) -> Pace {
+        let floor = rtt.filter(|d| !d.is_zero());
+        let first = floor.map_or(0, |f| (f.as_secs_f64() * FIRST_RATE) as u64);
+        Pace {
+            floor,
+            cap,
+            target: (first + MARGIN).min(cap),
+            round: None,
+            rates: VecDeque::with_capacity(ROUNDS_KEPT),
+            startup: true,
+        }
+    }
+
+    pub fn target(&self) -> u64 {
+        self.target
+    }
+
+    /// A read asked at `asked` was answered at `now` with `bytes`: the link's round trip, and
+    /// its rate.
+    pub fn answered(&mut self, asked: Instant, bytes: u64, now: Instant) {
+        let took = now.saturating_duration_since(asked);
+        self.floor = Some(self.floor.map_or(took, |f| f.min(took)));
+        let (since, sum, fastest) = self.round.get_or_insert((now, 0, None));
+        *sum += bytes;
+        *fastest = Some(fastest.map_or(took, |f| f.min(took)));
+        let floor = self.floor.unwrap_or_default();
+        let elapsed = now.saturating_duration_since(*since);
+        if elapsed < floor.max(MIN_ROUND) {
+            return;
+        }
+        let rate = *sum as f64 / elapsed.as_secs_f64();
+        let slack = floor.mul_f64(QUEUED).max(QUEUED_AT_LEAST);
+        if fastest.is_some_and(|f| f > floor + slack) {
+            self.startup = false;
+        }
+        self.round = Some((now, 0, None));
+        self.measured(rate);
+    }
+
+    /// A stream of `bytes` asked at `asked` had all come by `now` (a tar batch, whose time is
+    /// the box's work and the stream's, not a round trip): a rate, the link's at the least.
+    /// One that carried far less a round trip than was asked ends the startup.
+    pub fn arrived(&mut self, asked: Instant, bytes: u64, now: Instant) {
+        let took = now.saturating_duration_since(asked).max(MIN_ROUND);
+        let rate = bytes as f64 / took.as_secs_f64();
+        let carried = (rate * self.floor.unwrap_or_default().as_secs_f64()) as u64;
+        if carried + STARTUP_STEP < self.target {
+            self.startup = false;
+        }
+        self.measured(rate);
+    }
+
+    /// A rate measured: what is asked follows the best of late.
+    fn measured(&mut self, rate: f64) {
+        let floor = self.floor.unwrap_or_default();
+        if self.rates.len() == ROUNDS_KEPT {
+            self.rates.pop_front();
+        }
+        self.rates.push_back(rate);
+        let best = self.rates.iter().copied().fold(0.0, f64::max);
+        let carried = (best * floor.as_secs_f64()) as u64;
+        self.target = match self.startup {
+            // A round that has not yet shown the last step keeps it.
+            true => self.target.max(carried + STARTUP_STEP),
+            false => carried + MARGIN,
+        }
+        .clamp(MARGIN, self.cap);
+    }
+}
+
+/// One pull's asking, shared by all its copies: what is asked now, against the pace.
+#[derive(Debug)]
+pub struct Budget {
+    pace: Mutex<Pace>,
+    asked: AtomicU64,
+    /// Woken as asked bytes are given back.
+    freed: tokio::sync::Notify,
+    rtt: Option<Duration>,
+}
+
+impl Budget {
+    pub fn new(rtt: Option<Duration>) -> Budget {
+        let cap = u64::from(crate::transport::WINDOW_BYTES);
+        Budget {
+            pace: Mutex::new(Pace::new(rtt, cap)),
+            asked: AtomicU64::new(0),
+            freed: tokio::sync::Notify::new(),
+            rtt,
+        }
+    }
+
+    /// The link's round trip as the pull began (a ping); None where it is not known.
+    pub fn rtt(&self) -> Option<Duration> {
+        self.rtt
+    }
+
+    fn pace(&self) -> std::sync::MutexGuard<'_, Pace> {
+        self.pace.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The bytes to keep asked now.
+    pub fn target(&self) -> u64 {
+        self.pace().target()
+    }
+
+    /// Bytes that may still be asked now.
+    pub fn room(&self) -> u64 {
+        self.target()
+            .saturating_sub(self.asked.load(Ordering::Relaxed))
+    }
+
+    /// Leave to ask `bytes` more of the box now, where the pace has room for them or nothing
+    /// is asked at all (a read or batch bigger than the room still goes, alone).
+    pub fn try_ask(&self, bytes: u64, now: Instant) -> Option<Lease<'_>> {
+        let target = self.target();
+        self.asked
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |asked| {
+                (asked == 0 || asked + bytes <= target).then_some(asked + bytes)
+            })
+            .ok()?;
+        Some(Lease {
+            budget: self,
+            bytes,
+            asked: now,
+        })
+    }
+
+    /// Leave to ask `bytes` more, once there is room: for an asker with nothing asked, which
+    /// has no answer of its own to wait for.
+    pub async fn ask(&self, bytes: u64) -> Lease<'_> {
+        loop {
+            // Listening before looking: room made between the look and the wait still wakes it.
+            let freed = self.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            if let Some(lease) = self.try_ask(bytes, Instant::now()) {
+                return lease;
+            }
+            freed.await;
+        }
+    }
+}
+
+/// Bytes asked of the box and not yet arrived: given back when dropped (answered or not).
+#[derive(Debug)]
+pub struct Lease<'a> {
+    budget: &'a Budget,
+    bytes: u64,
+    asked: Instant,
+}
+
+impl Lease<'_> {
+    /// The link's round trip as the pull began.
+    pub fn rtt(&self) -> Option<Duration> {
+        self.budget.rtt()
+    }
+
+    /// A read's answer came at `now`.
+    pub fn answered(self, now: Instant) {
+        self.budget.pace().answered(self.asked, self.bytes, now);
+    }
+
+    /// A stream's bytes have all come, by `now`.
+    pub fn arrived(self, now: Instant) {
+        self.budget.pace().arrived(self.asked, self.bytes, now);
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        self.budget.asked.fetch_sub(self.bytes, Ordering::Relaxed);
+        self.budget.freed.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+    const CAP: u64 = 64 * MIB;
+
+    const READ: u64 = 256 << 10;
+
+    /// Reads of 256 KiB over a link of `rate` bytes a second and round trip `rtt`, for
+    /// `rounds` round trips: each asked as the pace allows, answered a round trip later or,
+    /// where the link is busy, once the reads before it have crossed (what waits, waits at the
+    /// box). What the pace asked, at the start of each round trip.
+    fn run(rate: u64, rtt: Duration, rounds: u32) -> Vec<u64> {
+        let start = Instant::now();
+        let mut pace = Pace::new(Some(rtt), CAP);
+        let mut out: std::collections::VecDeque<Instant> = std::collections::VecDeque::new();
+        let (mut now, mut link_free) = (start, start);
+        let mut asked = Vec::new();
+        while now < start + rtt * rounds {
+            while (out.len() as u64 + 1) * READ <= pace.target().max(READ) {
+                out.push_back(now);
+            }
+            let sent = out.pop_front().expect("a read out");
+            let crossed =
+                link_free.max(sent + rtt / 2) + Duration::from_secs_f64(READ as f64 / rate as f64);
+            link_free = crossed;
+            now = crossed + rtt / 2;
+            pace.answered(sent, READ, now);
+            if now >= start + rtt * asked.len() as u32 {
+                asked.push(pace.target());
+            }
+        }
+        asked
+    }
+
+    #[test]
+    fn before_anything_arrives_a_500_mbit_link_is_assumed() {
+        let at = |ms| Pace::new(Some(Duration::from_millis(ms)), CAP).target();
+        assert_eq!(at(0), MARGIN, "a LAN: the margin alone");
+        assert_eq!(at(100), (6.4 * MIB as f64) as u64 + MARGIN);
+        assert_eq!(Pace::new(None, CAP).target(), MARGIN);
+        assert_eq!(at(1000), CAP, "never past the window");
+    }
+
+    #[test]
+    fn a_fast_far_link_is_found_in_a_few_rounds_and_not_overshot() {
+        // 330 MiB/s at 100 ms carries 33 MiB a round trip.
+        let asked = run(330 * MIB, Duration::from_millis(100), 16);
+        let bdp = 33 * MIB;
+        let reached = asked
+            .iter()
+            .position(|&a| a >= bdp * 9 / 10)
+            .expect("reached");
+        assert!(reached <= 6, "{asked:?}");
+        assert!(
+            asked.iter().all(|&a| a <= bdp + STARTUP_STEP + 2 * MIB),
+            "at most a startup step beyond the link: {asked:?}"
+        );
+        let last = *asked.last().expect("rounds");
+        assert!(
+            (bdp..=bdp + MARGIN + 2 * MIB).contains(&last),
+            "settles at the link's round trip and the margin: {asked:?}"
+        );
+    }
+
+    #[test]
+    fn a_slow_far_link_is_asked_little_beyond_what_it_carries() {
+        // 24 MiB/s at 100 ms carries 2.4 MiB a round trip: the first ask (6.4 MiB and the
+        // margin) shrinks to what it carries and the margin.
+        let asked = run(24 * MIB, Duration::from_millis(100), 8);
+        let last = *asked.last().expect("rounds");
+        assert!(last <= 3 * MIB + MARGIN, "{asked:?}");
+    }
+
+    #[test]
+    fn a_tar_stream_slower_than_asked_ends_the_startup() {
+        let rtt = Duration::from_millis(100);
+        let mut pace = Pace::new(Some(rtt), CAP);
+        let t = Instant::now();
+        // 16 MiB in 0.7 s: 23 MiB/s, 2.3 MiB a round trip.
+        pace.arrived(t, 16 * MIB, t + Duration::from_millis(700));
+        assert!(pace.target() <= 3 * MIB + MARGIN, "{pace:?}");
+    }
+
+    #[tokio::test]
+    async fn a_lease_is_given_back_answered_or_not_and_wakes_a_waiting_asker() {
+        let budget = Budget::new(Some(Duration::from_millis(100)));
+        let now = Instant::now();
+        let room = budget.room();
+        let lease = budget.try_ask(room, now).expect("room");
+        assert!(budget.try_ask(MIB, now).is_none(), "no room");
+        let waiting = budget.ask(MIB);
+        tokio::pin!(waiting);
+        assert!(futures::poll!(waiting.as_mut()).is_pending());
+        drop(lease);
+        let lease = waiting.await;
+        drop(lease);
+        assert_eq!(budget.room(), room, "all given back");
+        let alone = budget
+            .try_ask(CAP, now)
+            .expect("nothing asked: any size goes, alone");
+        assert!(budget.try_ask(1, now).is_none());
+        drop(alone);
+    }
+}

@@ -1,0 +1,80 @@
+//! A pull over a far link slower than the box's disk. Whatever the pull asks of the box beyond
+//! what the link carries in a round trip waits at the box, in its sshd, and that costs the box
+//! more than its size: OpenSSH's sshd grows a channel's buffer a little at a time, copying it
+//! whole at each growth (`sshbuf_allocate`'s `recallocarray`), so a queue of Q bytes costs it
+//! ~Q²/32 KiB of copying. On the bench's 100 ms link the 51 MiB of reads kept in flight stalled
+//! a 256 MiB copy for 0.2–0.8 s with the box's sshd at a full core and sending nothing. The
+//! box's sshd's peak memory is what was queued there: each test reads it.
+
+mod support;
+
+use std::time::Duration;
+
+use rigwatch::config::fleet;
+use support::Lab;
+use support::delay::DelayProxy;
+use support::results::{box_to_pull, pull_fleet_via, pull_on};
+
+/// 100 ms away, 24 MiB/s: 2.4 MiB cross the link in a round trip.
+const RATE: u64 = 24 << 20;
+const ONE_WAY: Duration = Duration::from_millis(50);
+/// What the box's sshd may hold at its peak: its own ~9 MiB, and a pull's first ask (10.4 MiB
+/// at 100 ms, before the link's rate is known) waiting there once. Asking 51 MiB, as reads
+/// sized to a fixed 512 MiB/s did, held 41 MiB there; 16 MiB tar batches four at once, as many.
+const PEAK_KIB: u64 = 24 << 10;
+
+/// Pulls `folder` of the box through a 100 ms, 24 MiB/s link on a connection up; the box's
+/// sshd's peak memory, in KiB, and the files pulled.
+async fn pull_far(lab: &mut Lab, sshd: &support::Sshd, folder: &std::path::Path) -> (u64, usize) {
+    let proxy = DelayProxy::start_limited(sshd.port, ONE_WAY, Some(RATE));
+    let fleet = pull_fleet_via(
+        lab,
+        (sshd, proxy.port),
+        folder,
+        Some("test -s {file}"),
+        "far.toml",
+    );
+    let config = fleet::load(&fleet).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let record = pull_on(&session, &spec, None).await;
+    let peak = sshd.peak_session_rss_kib();
+    pool.shutdown().await;
+    assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
+    (peak, record.files.len())
+}
+
+/// One 48 MiB checkpoint, copied over SFTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkpoint_s_reads_in_flight_follow_what_the_link_carries() {
+    let mut lab = Lab::new();
+    let mut sshd = lab.start_host("box");
+    sshd.external_sftp();
+    let folder = sshd.dir.join("workspace/run/final_ckpts");
+    support::write_random(&folder.join("ckpt.bin"), 48 << 20, 3);
+    let (peak, files) = pull_far(&mut lab, &sshd, &folder).await;
+    assert_eq!(files, 1);
+    assert!(
+        peak <= PEAK_KIB,
+        "the box's sshd held {} MiB at its peak",
+        peak >> 10
+    );
+}
+
+/// 64 files of 768 KiB, carried in tar streams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_files_tar_streams_follow_what_the_link_carries() {
+    let mut lab = Lab::new();
+    let mut sshd = lab.start_host("box");
+    sshd.external_sftp();
+    let folder = sshd.dir.join("workspace/run/final_ckpts");
+    for i in 0..64 {
+        support::write_random(&folder.join(format!("shard{i:02}.bin")), 768 << 10, i);
+    }
+    let (peak, files) = pull_far(&mut lab, &sshd, &folder).await;
+    assert_eq!(files, 64);
+    assert!(
+        peak <= PEAK_KIB,
+        "the box's sshd held {} MiB at its peak",
+        peak >> 10
+    );
+}
