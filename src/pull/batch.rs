@@ -98,7 +98,7 @@ pub async fn copy_small<B: BoxExec>(
         while !rest.is_empty() && running.len() < BATCHES_AT_ONCE {
             let bytes = budget.room().clamp(BATCH_BYTES_LEAST, BATCH_BYTES);
             let batch = next_batch(plan, rest, bytes);
-            let asked = stream_bytes(plan, batch);
+            let asked = asked_bytes(plan, batch);
             let lease = match running.is_empty() {
                 true => budget.ask(asked).await,
                 false => match budget.try_ask(asked, std::time::Instant::now()) {
@@ -134,26 +134,16 @@ fn next_batch<'a>(plan: &'a [(RemoteFile, PathBuf)], rest: &'a [usize], bytes: u
         .unwrap_or_default()
 }
 
-/// A batch's tar stream as it comes: each file its 512-byte header and its bytes padded to
-/// 512, a name past 99 bytes another header and its own blocks; the whole padded to tar's
-/// 10 KiB record.
-fn stream_bytes(plan: &[(RemoteFile, PathBuf)], batch: &[usize]) -> u64 {
-    let block = |n: u64| n.div_ceil(512) * 512;
-    let entry = |f: &RemoteFile| {
-        let long = f.path.len() as u64 > 99;
-        512 + block(f.size)
-            + if long {
-                512 + block(f.path.len() as u64 + 1)
-            } else {
-                0
-            }
-    };
-    let all: u64 = batch.iter().map(|&i| entry(&plan[i].0)).sum();
-    block(all + 1024).div_ceil(10240) * 10240
+/// What a batch asks of the box against the pace: its files' bytes. Not the headers: a
+/// batch of 2 048 tiny files is 2 MiB of them, and the box's tar makes them at its per-file
+/// pace (opening each), far slower than a link carries; counted, they held a 100 000-file
+/// pull to two batches at once (1.51× rsync's time at 30 ms against 1.81×).
+fn asked_bytes(plan: &[(RemoteFile, PathBuf)], batch: &[usize]) -> u64 {
+    batch.iter().map(|&i| plan[i].0.size).sum()
 }
 
-/// The most a batch's stream may be before it is cut: a long name may take more blocks (GNU's
-/// and pax's headers differ), so far more than `stream_bytes` expects.
+/// The most a batch's stream may be before it is cut: every entry adds a header and padding, a
+/// long name a header and its blocks; tar pads the whole to its 10 KiB record.
 fn stream_limit(plan: &[(RemoteFile, PathBuf)], batch: &[usize]) -> u64 {
     let bytes: u64 = batch.iter().map(|&i| plan[i].0.size).sum();
     bytes + batch.len() as u64 * 8192 + 64 * 1024

@@ -34,6 +34,8 @@ const STARTUP_STEP: u64 = 8 << 20;
 const FIRST_RATE: f64 = 64.0 * 1024.0 * 1024.0;
 /// The shortest round a rate is measured over (a LAN's round trip is far shorter).
 const MIN_ROUND: Duration = Duration::from_millis(10);
+/// The least a tar stream carries for its time to count as the link's rate.
+const STREAM_SAMPLE: u64 = 1 << 20;
 /// The rounds whose best rate sets what is asked: one slow round (the box's CPU busy
 /// elsewhere) does not shrink it.
 const ROUNDS_KEPT: usize = 4;
@@ -100,8 +102,12 @@ impl Pace {
 
     /// A stream of `bytes` asked at `asked` had all come by `now` (a tar batch, whose time is
     /// the box's work and the stream's, not a round trip): a rate, the link's at the least.
-    /// One that carried far less a round trip than was asked ends the startup.
+    /// One that carried far less a round trip than was asked ends the startup. A stream under
+    /// `STREAM_SAMPLE` says nothing: its time is the box's work on each file.
     pub fn arrived(&mut self, asked: Instant, bytes: u64, now: Instant) {
+        if bytes < STREAM_SAMPLE {
+            return;
+        }
         let took = now.saturating_duration_since(asked).max(MIN_ROUND);
         let rate = bytes as f64 / took.as_secs_f64();
         let carried = (rate * self.floor.unwrap_or_default().as_secs_f64()) as u64;
