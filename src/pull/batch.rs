@@ -55,8 +55,8 @@ pub const SMALL: u64 = 1 << 20;
 const BATCH_FILES: usize = 2048;
 const BATCH_BYTES: u64 = 16 << 20;
 /// A batch's bytes are also bounded by the room the pull's pace leaves (`pull::pace`: a stream
-/// the link cannot carry at once waits at the box), but never below this: a batch of 2 048
-/// small files' headers alone is 2 MiB.
+/// the link cannot carry at once waits at the box), but never below this: each batch costs a
+/// tar and a sync, worth it only for a few files at least.
 const BATCH_BYTES_LEAST: u64 = 2 << 20;
 /// sshd hands a command to the login shell as one argument, which Linux caps at 128 KiB.
 const BATCH_COMMAND: usize = 96 * 1024;
