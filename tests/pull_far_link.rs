@@ -23,19 +23,27 @@ const ONE_WAY: Duration = Duration::from_millis(50);
 /// sized to a fixed 512 MiB/s did, held 41 MiB there; 16 MiB tar batches four at once, as many.
 const PEAK_KIB: u64 = 24 << 10;
 
-/// Pulls `folder` of the box (its `files` files) through a 100 ms, 24 MiB/s link on a
-/// connection up, every file proven, the box's sshd holding no more than `PEAK_KIB` at its peak.
-async fn pull_far(lab: &Lab, sshd: &support::Sshd, folder: &std::path::Path, files: usize) {
+/// A box holding `files` (name, size; random bytes) in its results folder, pulled through a
+/// 100 ms, 24 MiB/s link on a connection up: every file proven, the box's sshd holding no more
+/// than `PEAK_KIB` at its peak.
+async fn pull_far(files: &[(String, u64)]) {
+    let mut lab = Lab::new();
+    let mut sshd = lab.start_host("box");
+    sshd.external_sftp();
+    let folder = sshd.dir.join("workspace/run/final_ckpts");
+    for (seed, (name, size)) in (0..).zip(files) {
+        support::write_random(&folder.join(name), *size, seed);
+    }
     let proxy = DelayProxy::start_limited(sshd.port, ONE_WAY, Some(RATE));
     let check = Some("test -s {file}");
-    let fleet = pull_fleet_via(lab, (sshd, proxy.port), folder, check, "far.toml");
+    let fleet = pull_fleet_via(&lab, (&sshd, proxy.port), &folder, check, "far.toml");
     let config = fleet::load(&fleet).expect("fleet");
     let (pool, session, spec) = box_to_pull(&config).await;
     let record = pull_on(&session, &spec, None).await;
     let peak = sshd.peak_session_rss_kib();
     pool.shutdown().await;
     assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
-    assert_eq!(record.files.len(), files, "{record:?}");
+    assert_eq!(record.files.len(), files.len(), "{record:?}");
     assert!(
         peak <= PEAK_KIB,
         "the box's sshd held {} MiB at its peak",
@@ -46,23 +54,14 @@ async fn pull_far(lab: &Lab, sshd: &support::Sshd, folder: &std::path::Path, fil
 /// One 48 MiB checkpoint, copied over SFTP.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkpoint_s_reads_in_flight_follow_what_the_link_carries() {
-    let mut lab = Lab::new();
-    let mut sshd = lab.start_host("box");
-    sshd.external_sftp();
-    let folder = sshd.dir.join("workspace/run/final_ckpts");
-    support::write_random(&folder.join("ckpt.bin"), 48 << 20, 3);
-    pull_far(&lab, &sshd, &folder, 1).await;
+    pull_far(&[("ckpt.bin".to_string(), 48 << 20)]).await;
 }
 
 /// 64 files of 768 KiB, carried in tar streams.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn small_files_tar_streams_follow_what_the_link_carries() {
-    let mut lab = Lab::new();
-    let mut sshd = lab.start_host("box");
-    sshd.external_sftp();
-    let folder = sshd.dir.join("workspace/run/final_ckpts");
-    for i in 0..64 {
-        support::write_random(&folder.join(format!("shard{i:02}.bin")), 768 << 10, i);
-    }
-    pull_far(&lab, &sshd, &folder, 64).await;
+    let shards: Vec<(String, u64)> = (0..64)
+        .map(|i| (format!("shard{i:02}.bin"), 768 << 10))
+        .collect();
+    pull_far(&shards).await;
 }
