@@ -10,7 +10,7 @@
 //! whose `~/.bashrc` costs ~0.15 s of CPU at every shell start, as conda's block does. Run:
 //! `cargo bench --bench pull`; rows are picked with PULL_BENCH (`large,small,resume`, and `many`
 //! for 10 000 and 100 000 files with peak RSS, each tool run twice in both orders),
-//! PULL_BENCH_RTT (`0,30,100`) and PULL_BENCH_HOMES (`empty,conda`). rigwatch's pull is timed
+//! PULL_BENCH_RTT (`0,30,100`) and PULL_BENCH_HOMES (`empty,conda`; `nosftp`: a box without SFTP). rigwatch's pull is timed
 //! as the dashboard's `p`: the connection is up, and so are the helper shell and SFTP channel it
 //! opened for pulls (their box CPU is counted all the same); PULL_BENCH_COLD=1 times it as
 //! `rigwatch pull` does, both still opening. Prints markdown tables; BENCHMARKS.md records a
@@ -128,6 +128,9 @@ async fn measure(
     let scp = if with_scp {
         let out = lab.path(&format!("scp-{tag}"));
         let mut cmd = Command::new("scp");
+        if sshd.name == "nosftp" {
+            cmd.arg("-O");
+        }
         cmd.args(ssh_options(lab))
             .args(["-r", "-P", &port.to_string()])
             .arg(&remote)
@@ -251,7 +254,9 @@ async fn our_pull(
         let helper = rigwatch::transport::BoxExec::exec(&shell, "true", limits);
         let (helper, sftp) = tokio::join!(helper, session.sftp(Duration::from_secs(30)));
         helper.expect("the helper shell");
-        sftp.expect("the SFTP channel");
+        if sshd.name != "nosftp" {
+            sftp.expect("the SFTP channel");
+        }
     }
     let mut ledger = Ledger::open(&lab.path(&format!("{tag}.ledger"))).expect("ledger");
     let host = &config.hosts[0];
@@ -395,12 +400,17 @@ async fn main() {
     let mut lab = disk
         .as_ref()
         .map_or_else(Lab::new, |d| Lab::new_in(d.path()));
-    // Both boxes run OpenSSH's sftp-server, which sshd starts through the login shell, as a
-    // real box does; one has an empty home, the other a conda-like one.
+    // The boxes run OpenSSH's sftp-server, which sshd starts through the login shell, as a
+    // real box does; one has an empty home, the other a conda-like one. `nosftp` is an empty
+    // home on a box with no SFTP at all (a minimal image): rigwatch streams every file over
+    // exec, scp uses its legacy protocol.
     let mut boxes = Vec::new();
     for home in &homes {
         let mut sshd = lab.start_host(home);
-        sshd.external_sftp();
+        match home.as_str() {
+            "nosftp" => sshd.without_sftp(),
+            _ => sshd.external_sftp(),
+        }
         if home == "conda" {
             println!(
                 "conda-like ~/.bashrc: {:.2} s per shell start here",

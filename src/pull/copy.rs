@@ -1,32 +1,31 @@
 //! One remote file copied into its `.part` over SFTP (or an exec channel), with many reads in
 //! flight so a long link or a huge file is not limited to one round trip per chunk; fsynced and
 //! left there: it takes its final name only once proven (`promote`). The SFTP copy itself is
-//! `copy/sftp.rs`; the copy over an exec channel, and the `.part` both write into, are here.
+//! `copy/sftp.rs`, the copy over an exec channel `copy/exec.rs`; the `.part` both write into
+//! is here.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
-use std::io::{Read, Seek, Write};
+use std::io::{Read, Seek};
 use std::os::unix::fs::OpenOptionsExt;
 
+mod exec;
 mod sftp;
 
 use super::channel::LazySftp;
 use super::local::{Start, part_paths, tag_part};
-use super::names::{Words, as_utf8};
+use super::names::as_utf8;
 use super::pace::Budget;
 use super::remote::RemoteFile;
-use super::writeback::Writeback;
 use super::{NotCopied, PullError};
 use crate::config::fleet::VerifyCommands;
 use crate::transport::BoxExec;
 use sftp::{Span, download};
 
 const FILES_AT_ONCE: usize = 8;
-/// A copy over an exec channel ends if the box sends nothing for this long.
-const EXEC_IDLE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Copies every planned file; per-file errors come back as text.
 pub async fn copy_all<B: BoxExec>(
@@ -73,7 +72,10 @@ pub async fn copy_all<B: BoxExec>(
                         }),
                     }
                 }
-                _ => download_by_exec(session, file, dest, local, from, progress).await,
+                _ => {
+                    let to = (dest, local.as_path());
+                    exec::download_by_exec(session, file, to, from, budget, progress).await
+                }
             };
             everything.files_copied.fetch_add(1, Ordering::Relaxed);
             (i, result.map(Some).map_err(NotCopied::from))
@@ -121,114 +123,6 @@ fn placeable(
             *start == Start::New && verify.for_file(&name).is_empty()
         })
         .collect()
-}
-
-/// The exit status of a `tail` copy whose file no longer exists.
-const GONE: u32 = 66;
-
-/// Streams one `tail` copy may take, each from where the last stopped short (`download_by_exec`).
-const STREAM_TRIES: usize = 4;
-
-/// A file SFTP cannot carry (a name that is not UTF-8, or a box without SFTP): `tail -c +N` on
-/// an exec channel, resumed from `from` like an SFTP copy, written and hashed as it arrives.
-async fn download_by_exec<B: BoxExec>(
-    session: &B,
-    remote: &RemoteFile,
-    dest: &Path,
-    local: &Path,
-    from: u64,
-    progress: &AtomicU64,
-) -> Result<Copied, PullError> {
-    let (part, file, mut hasher) = open_part(remote, dest, local, from).await?;
-    let mut file = Writeback::new(file);
-    let mut words = Words::default();
-    let word = words.word(&remote.path);
-    let (mut sent, mut write_error) = (0u64, None);
-    let remote_err = |reason: String| PullError::Remote {
-        path: remote.path.clone(),
-        reason,
-    };
-    // A stream that ends short of the listed size with a clean exit is asked again from where
-    // it stopped, while each try brings bytes: `kubectl exec` can lose the end of a command's
-    // stdout and still exit 0 (kubernetes/kubernetes#124571). A file that really shrank brings
-    // nothing on its next try, and is named as shrunk then.
-    let mut tries = 0;
-    let end = loop {
-        let before = sent;
-        // A file gone before tail starts says so by its exit status (sysexits' EX_NOINPUT),
-        // not by tail's words, which are the box's locale's.
-        let command = format!(
-            "{}[ -e {word} ] || exit {GONE}; tail -c +{} -- {word}",
-            words.preamble(),
-            from + sent + 1
-        );
-        let mut sink = |data: &[u8]| {
-            // A box that kept writing the file sends more than was listed: stop there, as the
-            // SFTP copy reads only the listed size.
-            let room = remote.size.saturating_sub(from + sent);
-            let data = &data[..data.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
-            if let Err(e) = file.file().write_all(data) {
-                write_error = Some(e);
-                return false;
-            }
-            file.wrote(data.len() as u64);
-            hasher.update(data);
-            sent += data.len() as u64;
-            progress.fetch_add(data.len() as u64, Ordering::Relaxed);
-            from + sent < remote.size
-        };
-        let end = session
-            .exec_bytes(&command, EXEC_IDLE, &mut sink)
-            .await
-            .map_err(|e| remote_err(e.to_string()))?;
-        tries += 1;
-        let cut_clean = from + sent < remote.size && end.exit_status == Some(0);
-        if !cut_clean || write_error.is_some() || sent == before || tries == STREAM_TRIES {
-            break end;
-        }
-    };
-    if let Some(e) = write_error {
-        return Err(disk(&part, e));
-    }
-    if from + sent < remote.size {
-        // As on the SFTP path, a file that vanished leaves no empty `.part` behind.
-        if end.exit_status == Some(GONE) && from == 0 {
-            drop(file);
-            super::local::discard_part(dest, local).await;
-        }
-        return Err(ended_short(remote, from + sent, &end));
-    }
-    file.seal(&part).await?;
-    Ok(Copied {
-        sent,
-        sha256: super::local::hex(&hasher.finalize()),
-        box_sha256: None,
-        seen: None,
-        unnamed: None,
-    })
-}
-
-/// Why a stream ended at `got` bytes, short of the listed size: the file was gone before tail
-/// started (its exit status says so, not its words, which are the box's locale's), it shrank
-/// (a clean exit), or tail failed.
-fn ended_short(remote: &RemoteFile, got: u64, end: &crate::transport::BytesEnd) -> PullError {
-    match end.exit_status {
-        Some(GONE) => PullError::Vanished(remote.path.clone()),
-        Some(0) => PullError::Shrank {
-            path: remote.path.clone(),
-            expected: remote.size,
-            got,
-        },
-        status => PullError::Remote {
-            path: remote.path.clone(),
-            reason: format!(
-                "tail ended ({}) after {got} of {} bytes: {}",
-                crate::transport::status_words(status),
-                remote.size,
-                crate::sanitize::line(&String::from_utf8_lossy(&end.stderr), 200)
-            ),
-        },
-    }
 }
 
 /// `local`'s `.part`, cut to `from` bytes and positioned there, with those bytes already hashed

@@ -147,19 +147,22 @@ pub(super) async fn pull_into(
     // pull. The channel is used only if a file needs it; without it (a box with no SFTP) files
     // go over exec channels.
     let sftp: Opening<'_> = Box::pin(session.sftp(crate::transport::SFTP_OPEN_TIMEOUT));
-    let rtt = async { session.ping(Duration::from_secs(5)).await.ok() };
+    // The link's round trip sizes what is first asked of the box (the pooled session is warm,
+    // so the ping measures the link, not a login's delayed ACK); it is asked for as the box
+    // begins to list, and answered before the listing's first files are.
+    let budget = async { Budget::new(session.ping(Duration::from_secs(5)).await.ok()) };
     // Every command of the pull goes to one shell on the box: sshd starts the login shell (a
     // conda block's 0.15 s) once, not once per command.
     let shell = OneShell::new(session);
-    pull_over(&shell, (sftp, rtt), job, progress, book).await
+    pull_over(&shell, (sftp, budget), job, progress, book).await
 }
 
 /// A pull through `session`'s commands, with its SFTP channel being opened (an error where
-/// there is none: then every file goes over exec) and its round trip being measured. The
-/// chunks begin as the listing comes (`Listed`), not after it.
+/// there is none: then every file goes over exec) and its pace being made. The chunks begin as
+/// the listing comes (`Listed`), not after it.
 pub(super) async fn pull_over<B: BoxExec>(
     session: &B,
-    (sftp, rtt): (Opening<'_>, impl Future<Output = Option<Duration>>),
+    (sftp, budget): (Opening<'_>, impl Future<Output = Budget>),
     job: &PullJob<'_>,
     progress: Arc<Progress>,
     book: &mut dyn Book,
@@ -181,10 +184,7 @@ pub(super) async fn pull_over<B: BoxExec>(
     let parts_held = super::local::parts_held(&spec.dest);
     let book = std::sync::Mutex::new(book);
     let chunked = async {
-        // The link's round trip sizes what is first asked of the box (the pooled session is
-        // warm, so the ping measures the link, not a login's delayed ACK); it is asked for as
-        // the box begins to list, and answered before the listing's first files are.
-        let budget = Budget::new(rtt.await);
+        let budget = budget.await;
         let shared = Shared {
             session,
             spec,

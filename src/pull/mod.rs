@@ -294,9 +294,9 @@ pub async fn pull_job_and_record(
     let none: channel::Opening<'_> = Box::pin(std::future::ready(Err(
         crate::transport::TransportError::Kubectl("no SFTP in a pod: files go over exec".into()),
     )));
-    let no_rtt = std::future::ready(None);
+    let unpaced = std::future::ready(pace::Budget::unpaced());
     let mut book = booked(ledger, previous, &pull_job);
     let (head, tally) =
-        engine::pull_over(&pod, (none, no_rtt), &pull_job, progress, &mut book).await?;
+        engine::pull_over(&pod, (none, unpaced), &pull_job, progress, &mut book).await?;
     Ok(ended(book, head, tally)?)
 }

@@ -105,13 +105,27 @@ impl Pace {
     /// One that carried far less a round trip than was asked ends the startup. A stream under
     /// `STREAM_SAMPLE` says nothing: its time is the box's work on each file.
     pub fn arrived(&mut self, asked: Instant, bytes: u64, now: Instant) {
+        self.stream(asked, bytes, now, STARTUP_STEP);
+    }
+
+    /// A piece of a file streamed from its first byte at `first` to its last at `now`: the
+    /// link's delivery rate while it came (or the box's, where that is slower), with no round
+    /// trip or start in it, so one that carried less a round trip than is asked, by more than
+    /// the margin, ends the startup.
+    pub fn streamed(&mut self, first: Instant, bytes: u64, now: Instant) {
+        self.stream(first, bytes, now, MARGIN);
+    }
+
+    /// A stream's rate, from `since`; `short_by` is how far below what is asked the bytes it
+    /// carries a round trip may fall before the startup ends.
+    fn stream(&mut self, since: Instant, bytes: u64, now: Instant, short_by: u64) {
         if bytes < STREAM_SAMPLE {
             return;
         }
-        let took = now.saturating_duration_since(asked).max(MIN_ROUND);
+        let took = now.saturating_duration_since(since).max(MIN_ROUND);
         let rate = bytes as f64 / took.as_secs_f64();
         let carried = (rate * self.floor.unwrap_or_default().as_secs_f64()) as u64;
-        if carried + STARTUP_STEP < self.target {
+        if carried + short_by < self.target {
             self.startup = false;
         }
         self.measured(rate);
@@ -138,7 +152,8 @@ impl Pace {
 /// One pull's asking, shared by all its copies: what is asked now, against the pace.
 #[derive(Debug)]
 pub struct Budget {
-    pace: Mutex<Pace>,
+    /// None where the pull is not paced (`unpaced`).
+    pace: Option<Mutex<Pace>>,
     asked: AtomicU64,
     /// Woken as asked bytes are given back.
     freed: tokio::sync::Notify,
@@ -149,11 +164,26 @@ impl Budget {
     pub fn new(rtt: Option<Duration>) -> Budget {
         let cap = u64::from(crate::transport::WINDOW_BYTES);
         Budget {
-            pace: Mutex::new(Pace::new(rtt, cap)),
+            pace: Some(Mutex::new(Pace::new(rtt, cap))),
             asked: AtomicU64::new(0),
             freed: tokio::sync::Notify::new(),
             rtt,
         }
+    }
+
+    /// A pull whose box has no sshd to queue what is asked (a pod's, through `kubectl exec`,
+    /// whose streams the API server carries): as much is asked as its copies' own bounds allow.
+    pub fn unpaced() -> Budget {
+        Budget {
+            pace: None,
+            asked: AtomicU64::new(0),
+            freed: tokio::sync::Notify::new(),
+            rtt: None,
+        }
+    }
+
+    pub fn paced(&self) -> bool {
+        self.pace.is_some()
     }
 
     /// The link's round trip as the pull began (a ping); None where it is not known.
@@ -161,13 +191,15 @@ impl Budget {
         self.rtt
     }
 
-    fn pace(&self) -> std::sync::MutexGuard<'_, Pace> {
-        self.pace.lock().unwrap_or_else(|e| e.into_inner())
+    /// The pace, where the pull is paced.
+    fn pace(&self) -> Option<std::sync::MutexGuard<'_, Pace>> {
+        let pace = self.pace.as_ref()?;
+        Some(pace.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The bytes to keep asked now.
     pub fn target(&self) -> u64 {
-        self.pace().target()
+        self.pace().map_or(u64::MAX, |pace| pace.target())
     }
 
     /// Bytes that may still be asked now.
@@ -179,10 +211,16 @@ impl Budget {
     /// Leave to ask `bytes` more of the box now, where the pace has room for them or nothing
     /// is asked at all (a read or batch bigger than the room still goes, alone).
     pub fn try_ask(&self, bytes: u64, now: Instant) -> Option<Lease<'_>> {
-        let target = self.target();
+        self.try_ask_beyond(bytes, 0, now)
+    }
+
+    /// As `try_ask`, where up to `beyond` more than the pace may be asked in all: for an asker
+    /// whose next ask must wait at the box to keep the link busy.
+    pub fn try_ask_beyond(&self, bytes: u64, beyond: u64, now: Instant) -> Option<Lease<'_>> {
+        let most = self.target().saturating_add(beyond);
         self.asked
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |asked| {
-                (asked == 0 || asked + bytes <= target).then_some(asked + bytes)
+                (asked == 0 || asked + bytes <= most).then_some(asked + bytes)
             })
             .ok()?;
         Some(Lease {
@@ -224,12 +262,24 @@ impl Lease<'_> {
 
     /// A read's answer came at `now`.
     pub fn answered(self, now: Instant) {
-        self.budget.pace().answered(self.asked, self.bytes, now);
+        if let Some(mut pace) = self.budget.pace() {
+            pace.answered(self.asked, self.bytes, now);
+        }
     }
 
     /// A stream's bytes have all come, by `now`.
     pub fn arrived(self, now: Instant) {
-        self.budget.pace().arrived(self.asked, self.bytes, now);
+        if let Some(mut pace) = self.budget.pace() {
+            pace.arrived(self.asked, self.bytes, now);
+        }
+    }
+
+    /// A piece's bytes have all come, the first at `first` and the last by `now` (a piece may
+    /// wait behind another on the box before its first byte, which says nothing of the link).
+    pub fn streamed(self, first: Instant, now: Instant) {
+        if let Some(mut pace) = self.budget.pace() {
+            pace.streamed(first, self.bytes, now);
+        }
     }
 }
 
@@ -313,6 +363,45 @@ mod tests {
         let asked = run(24 * MIB, Duration::from_millis(100), 8);
         let last = *asked.last().expect("rounds");
         assert!(last <= 3 * MIB + MARGIN, "{asked:?}");
+    }
+
+    /// Pieces of a file (half what is asked, 4–32 MiB, as `copy/exec.rs` asks them) over a
+    /// link of `rate` and round trip `rtt`: the box starts each once its command has come and
+    /// the piece before it has left. What the pace asked after each piece, over `rounds`.
+    fn run_pieces(rate: u64, rtt: Duration, rounds: u32) -> Vec<u64> {
+        let start = Instant::now();
+        let mut pace = Pace::new(Some(rtt), CAP);
+        let mut out: VecDeque<(Instant, u64)> = VecDeque::new();
+        let (mut now, mut link_free) = (start, start);
+        let mut asked = Vec::new();
+        while now < start + rtt * rounds {
+            let len = (pace.target() / 2).clamp(4 * MIB, 32 * MIB);
+            let most = pace.target() + 4 * MIB;
+            while out.is_empty() || out.iter().map(|p| p.1).sum::<u64>() + len <= most {
+                out.push_back((now, len));
+            }
+            let (sent, len) = out.pop_front().expect("a piece out");
+            let leaves = link_free.max(sent + rtt / 2);
+            link_free = leaves + Duration::from_secs_f64(len as f64 / rate as f64);
+            now = link_free + rtt / 2;
+            pace.streamed(leaves + rtt / 2, len, now);
+            asked.push(pace.target());
+        }
+        asked
+    }
+
+    #[test]
+    fn pieces_of_a_file_follow_what_a_slow_or_fast_link_carries() {
+        let rtt = Duration::from_millis(100);
+        let slow = run_pieces(24 * MIB, rtt, 8);
+        let last = *slow.last().expect("pieces");
+        assert!(last <= 3 * MIB + MARGIN, "{slow:?}");
+        let fast = run_pieces(330 * MIB, rtt, 16);
+        let (bdp, last) = (33 * MIB, *fast.last().expect("pieces"));
+        assert!(
+            (bdp..=bdp + MARGIN + 2 * MIB).contains(&last),
+            "settles at the link's round trip and the margin: {fast:?}"
+        );
     }
 
     #[test]
