@@ -19,9 +19,12 @@ use support::results::{box_to_pull, pull_fleet_via, pull_on};
 const RATE: u64 = 24 << 20;
 const ONE_WAY: Duration = Duration::from_millis(50);
 /// What the box's sshd may hold at its peak: its own ~9 MiB, and a pull's first ask (10.4 MiB
-/// at 100 ms, before the link's rate is known) waiting there once. Asking 51 MiB, as reads
-/// sized to a fixed 512 MiB/s did, held 41 MiB there; 16 MiB tar batches four at once, as many.
-const PEAK_KIB: u64 = 24 << 10;
+/// at 100 ms, before the link's rate is known) waiting there once, with room for the spread
+/// between runs (17–23 MiB over 18 runs of the three tests on two busy cores: a proxy delayed
+/// by the load hands on a burst, which the pace reads as a faster link for a round). Asking
+/// 51 MiB, as reads sized to a fixed 512 MiB/s did, held 41 MiB there; 16 MiB tar batches four
+/// at once, and one `tail` of the whole file over exec, as many.
+const PEAK_KIB: u64 = 30 << 10;
 
 /// How the box serves SFTP.
 enum Sftp {

@@ -99,12 +99,8 @@ pub async fn copy_small<B: BoxExec>(
             let bytes = budget.room().clamp(BATCH_BYTES_LEAST, BATCH_BYTES);
             let batch = next_batch(plan, rest, bytes);
             let asked = asked_bytes(plan, batch);
-            let lease = match running.is_empty() {
-                true => budget.ask(asked).await,
-                false => match budget.try_ask(asked, std::time::Instant::now()) {
-                    Some(lease) => lease,
-                    None => break,
-                },
+            let Some(lease) = budget.ask_beside(asked, running.len(), 0).await else {
+                break;
             };
             rest = &rest[batch.len()..];
             let batch = batch.to_vec();

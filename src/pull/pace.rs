@@ -1,19 +1,21 @@
 //! How many bytes a pull keeps asked of its box and not yet arrived, over all its copies at once
-//! (every SFTP read and tar batch of every chunk). Whatever is asked beyond what the link
-//! carries in a round trip waits at the box, in its sshd, and there it costs more than its
-//! size: OpenSSH's sshd grows a channel's buffer a little at a time and copies the whole buffer
-//! at each growth (`sshbuf_allocate`'s `recallocarray`; HPN-SSH's sshbuf.c says as much of
-//! OpenSSH 8.9+), so a queue of Q bytes costs the box ~Q²/32 KiB of copying. Reads sized to a
-//! fixed 512 MiB/s kept 51 MiB asked on the bench's 100 ms link, and the box's sshd stalled a
-//! 256 MiB copy for 0.2–0.8 s at a full core while sending nothing; over a 24 MiB/s link it
-//! held 41 MiB (`tests/pull_far_link.rs` reads its peak memory).
+//! (every SFTP read, tar batch and piece streamed over exec, of every chunk). Whatever is asked
+//! beyond what the link carries in a round trip waits at the box, in its sshd, and there it
+//! costs more than its size: OpenSSH's sshd grows a channel's buffer a little at a time and
+//! copies the whole buffer at each growth (`sshbuf_allocate`'s `recallocarray`; HPN-SSH's
+//! sshbuf.c says as much of OpenSSH 8.9+), so a queue of Q bytes costs the box ~Q²/32 KiB of
+//! copying. Reads sized to a fixed 512 MiB/s kept 51 MiB asked on the bench's 100 ms link, and
+//! the box's sshd stalled a 256 MiB copy for 0.2–0.8 s at a full core while sending nothing;
+//! over a 24 MiB/s link it held 41 MiB (`tests/pull_far_link.rs` reads its peak memory), and
+//! as much for one `tail` of a file streamed over exec.
 //!
 //! So what is asked follows what arrives: the link's round trip with nothing queued (the
 //! fastest any read was answered) times the best delivery rate of the last few rounds, plus a
 //! margin that keeps the link full and lets a faster rate show. At the start (a startup, as
 //! TCP's) a larger step is asked beyond the rate, and asked again each time the rate shows the
 //! link took the last; it ends when a whole round's reads were all answered later than the
-//! link's round trip (something waits at the box), or a tar stream came slower than was asked.
+//! link's round trip (something waits at the box), or a tar stream or a piece came slower than
+//! was asked. A pod's pull is not paced (`Budget::unpaced`): no sshd holds what it asks.
 //! The first ask assumes a 500 Mbit/s link: a faster one is found in a few round trips, and a
 //! slower one (a home downlink) has its first ask wait at the box once. Pure: every call is
 //! given the time.
@@ -216,7 +218,7 @@ impl Budget {
 
     /// As `try_ask`, where up to `beyond` more than the pace may be asked in all: for an asker
     /// whose next ask must wait at the box to keep the link busy.
-    pub fn try_ask_beyond(&self, bytes: u64, beyond: u64, now: Instant) -> Option<Lease<'_>> {
+    fn try_ask_beyond(&self, bytes: u64, beyond: u64, now: Instant) -> Option<Lease<'_>> {
         let most = self.target().saturating_add(beyond);
         self.asked
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |asked| {
@@ -228,6 +230,16 @@ impl Budget {
             bytes,
             asked: now,
         })
+    }
+
+    /// Leave to ask `bytes` more, for an asker with `out` asks of its own unanswered: one with
+    /// none waits for room (`ask`); one with some gets leave only where there is room now, up to
+    /// `beyond` past the pace, and else (None) asks again as its own are answered.
+    pub async fn ask_beside(&self, bytes: u64, out: usize, beyond: u64) -> Option<Lease<'_>> {
+        match out {
+            0 => Some(self.ask(bytes).await),
+            _ => self.try_ask_beyond(bytes, beyond, Instant::now()),
+        }
     }
 
     /// Leave to ask `bytes` more, once there is room: for an asker with nothing asked, which
@@ -291,147 +303,5 @@ impl Drop for Lease<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MIB: u64 = 1 << 20;
-    const CAP: u64 = 64 * MIB;
-
-    const READ: u64 = 256 << 10;
-
-    /// Reads of 256 KiB over a link of `rate` bytes a second and round trip `rtt`, for
-    /// `rounds` round trips: each asked as the pace allows, answered a round trip later or,
-    /// where the link is busy, once the reads before it have crossed (what waits, waits at the
-    /// box). What the pace asked, at the start of each round trip.
-    fn run(rate: u64, rtt: Duration, rounds: u32) -> Vec<u64> {
-        let start = Instant::now();
-        let mut pace = Pace::new(Some(rtt), CAP);
-        let mut out: std::collections::VecDeque<Instant> = std::collections::VecDeque::new();
-        let (mut now, mut link_free) = (start, start);
-        let mut asked = Vec::new();
-        while now < start + rtt * rounds {
-            while (out.len() as u64 + 1) * READ <= pace.target().max(READ) {
-                out.push_back(now);
-            }
-            let sent = out.pop_front().expect("a read out");
-            let crossed =
-                link_free.max(sent + rtt / 2) + Duration::from_secs_f64(READ as f64 / rate as f64);
-            link_free = crossed;
-            now = crossed + rtt / 2;
-            pace.answered(sent, READ, now);
-            if now >= start + rtt * asked.len() as u32 {
-                asked.push(pace.target());
-            }
-        }
-        asked
-    }
-
-    #[test]
-    fn before_anything_arrives_a_500_mbit_link_is_assumed() {
-        let at = |ms| Pace::new(Some(Duration::from_millis(ms)), CAP).target();
-        assert_eq!(at(0), MARGIN, "a LAN: the margin alone");
-        assert_eq!(at(100), (6.4 * MIB as f64) as u64 + MARGIN);
-        assert_eq!(Pace::new(None, CAP).target(), MARGIN);
-        assert_eq!(at(1000), CAP, "never past the window");
-    }
-
-    #[test]
-    fn a_fast_far_link_is_found_in_a_few_rounds_and_not_overshot() {
-        // 330 MiB/s at 100 ms carries 33 MiB a round trip.
-        let asked = run(330 * MIB, Duration::from_millis(100), 16);
-        let bdp = 33 * MIB;
-        let reached = asked
-            .iter()
-            .position(|&a| a >= bdp * 9 / 10)
-            .expect("reached");
-        assert!(reached <= 6, "{asked:?}");
-        assert!(
-            asked.iter().all(|&a| a <= bdp + STARTUP_STEP + 2 * MIB),
-            "at most a startup step beyond the link: {asked:?}"
-        );
-        let last = *asked.last().expect("rounds");
-        assert!(
-            (bdp..=bdp + MARGIN + 2 * MIB).contains(&last),
-            "settles at the link's round trip and the margin: {asked:?}"
-        );
-    }
-
-    #[test]
-    fn a_slow_far_link_is_asked_little_beyond_what_it_carries() {
-        // 24 MiB/s at 100 ms carries 2.4 MiB a round trip: the first ask (6.4 MiB and the
-        // margin) shrinks to what it carries and the margin.
-        let asked = run(24 * MIB, Duration::from_millis(100), 8);
-        let last = *asked.last().expect("rounds");
-        assert!(last <= 3 * MIB + MARGIN, "{asked:?}");
-    }
-
-    /// Pieces of a file (half what is asked, 4–32 MiB, as `copy/exec.rs` asks them) over a
-    /// link of `rate` and round trip `rtt`: the box starts each once its command has come and
-    /// the piece before it has left. What the pace asked after each piece, over `rounds`.
-    fn run_pieces(rate: u64, rtt: Duration, rounds: u32) -> Vec<u64> {
-        let start = Instant::now();
-        let mut pace = Pace::new(Some(rtt), CAP);
-        let mut out: VecDeque<(Instant, u64)> = VecDeque::new();
-        let (mut now, mut link_free) = (start, start);
-        let mut asked = Vec::new();
-        while now < start + rtt * rounds {
-            let len = (pace.target() / 2).clamp(4 * MIB, 32 * MIB);
-            let most = pace.target() + 4 * MIB;
-            while out.is_empty() || out.iter().map(|p| p.1).sum::<u64>() + len <= most {
-                out.push_back((now, len));
-            }
-            let (sent, len) = out.pop_front().expect("a piece out");
-            let leaves = link_free.max(sent + rtt / 2);
-            link_free = leaves + Duration::from_secs_f64(len as f64 / rate as f64);
-            now = link_free + rtt / 2;
-            pace.streamed(leaves + rtt / 2, len, now);
-            asked.push(pace.target());
-        }
-        asked
-    }
-
-    #[test]
-    fn pieces_of_a_file_follow_what_a_slow_or_fast_link_carries() {
-        let rtt = Duration::from_millis(100);
-        let slow = run_pieces(24 * MIB, rtt, 8);
-        let last = *slow.last().expect("pieces");
-        assert!(last <= 3 * MIB + MARGIN, "{slow:?}");
-        let fast = run_pieces(330 * MIB, rtt, 16);
-        let (bdp, last) = (33 * MIB, *fast.last().expect("pieces"));
-        assert!(
-            (bdp..=bdp + MARGIN + 2 * MIB).contains(&last),
-            "settles at the link's round trip and the margin: {fast:?}"
-        );
-    }
-
-    #[test]
-    fn a_tar_stream_slower_than_asked_ends_the_startup() {
-        let rtt = Duration::from_millis(100);
-        let mut pace = Pace::new(Some(rtt), CAP);
-        let t = Instant::now();
-        // 16 MiB in 0.7 s: 23 MiB/s, 2.3 MiB a round trip.
-        pace.arrived(t, 16 * MIB, t + Duration::from_millis(700));
-        assert!(pace.target() <= 3 * MIB + MARGIN, "{pace:?}");
-    }
-
-    #[tokio::test]
-    async fn a_lease_is_given_back_answered_or_not_and_wakes_a_waiting_asker() {
-        let budget = Budget::new(Some(Duration::from_millis(100)));
-        let now = Instant::now();
-        let room = budget.room();
-        let lease = budget.try_ask(room, now).expect("room");
-        assert!(budget.try_ask(MIB, now).is_none(), "no room");
-        let waiting = budget.ask(MIB);
-        tokio::pin!(waiting);
-        assert!(futures::poll!(waiting.as_mut()).is_pending());
-        drop(lease);
-        let lease = waiting.await;
-        drop(lease);
-        assert_eq!(budget.room(), room, "all given back");
-        let alone = budget
-            .try_ask(CAP, now)
-            .expect("nothing asked: any size goes, alone");
-        assert!(budget.try_ask(1, now).is_none());
-        drop(alone);
-    }
-}
+#[path = "pace_tests.rs"]
+mod tests;

@@ -84,12 +84,8 @@ pub(super) async fn download_by_exec<B: BoxExec>(
             let len = piece_len(budget, remote.size - next);
             // A copy with nothing asked waits for room; one with pieces out asks again as
             // each ends, up to a piece beyond the pace, so the next is always waiting.
-            let lease = match running.is_empty() {
-                true => budget.ask(len).await,
-                false => match budget.try_ask_beyond(len, PIECE_LEAST, Instant::now()) {
-                    Some(lease) => lease,
-                    None => break,
-                },
+            let Some(lease) = budget.ask_beside(len, running.len(), PIECE_LEAST).await else {
+                break;
             };
             running.push(to.stream((next, len), lease));
             next += len;

@@ -137,12 +137,8 @@ pub(super) async fn download(
                 let len = chunk.min(remote.size - next);
                 // A copy with nothing asked waits for room; one with reads out asks again as
                 // each is answered.
-                let lease = match inflight.is_empty() {
-                    true => budget.ask(len).await,
-                    false => match budget.try_ask(len, std::time::Instant::now()) {
-                        Some(lease) => lease,
-                        None => break,
-                    },
+                let Some(lease) = budget.ask_beside(len, inflight.len(), 0).await else {
+                    break;
                 };
                 let offset = next;
                 let read = sftp.read(handle.name(), offset, len as u32);
