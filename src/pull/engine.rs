@@ -148,9 +148,11 @@ pub(super) async fn pull_into(
     // go over exec channels.
     let sftp: Opening<'_> = Box::pin(session.sftp(crate::transport::SFTP_OPEN_TIMEOUT));
     // The link's round trip sizes what is first asked of the box (the pooled session is warm,
-    // so the ping measures the link, not a login's delayed ACK); it is asked for as the box
-    // begins to list, and answered before the listing's first files are.
-    let budget = async { Budget::new(session.ping(Duration::from_secs(5)).await.ok()) };
+    // so the ping measures the link, not a login's delayed ACK), with the rate the connection's
+    // last pull learned; it is asked for as the box begins to list, and answered before the
+    // listing's first files are.
+    let link = Some(session.link_rate());
+    let budget = async { Budget::new(session.ping(Duration::from_secs(5)).await.ok(), link) };
     // Every command of the pull goes to one shell on the box: sshd starts the login shell (a
     // conda block's 0.15 s) once, not once per command.
     let shell = OneShell::new(session);

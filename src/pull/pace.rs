@@ -16,14 +16,16 @@
 //! link took the last; it ends when a whole round's reads were all answered later than the
 //! link's round trip (something waits at the box), or a tar stream or a piece came slower than
 //! was asked. A pod's pull is not paced (`Budget::unpaced`): no sshd holds what it asks.
-//! The first ask assumes a 500 Mbit/s link: a faster one is found in a few round trips, and a
-//! slower one (a home downlink) has its first ask wait at the box once. Pure: every call is
-//! given the time.
+//! The first ask assumes the rate the connection's last pull learned (`transport::LinkRate`),
+//! else a 500 Mbit/s link: a faster one is found in a few round trips, and a slower one (a home
+//! downlink) has its first ask wait at the box once. Pure: every call is given the time.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use crate::transport::LinkRate;
 
 /// Asked beyond what the link carries in a round trip, once its rate stopped growing: the
 /// room for a faster rate to show. On loopback, where a round trip carries almost nothing,
@@ -59,13 +61,19 @@ pub struct Pace {
     round: Option<(Instant, u64, Option<Duration>)>,
     rates: VecDeque<f64>,
     startup: bool,
+    /// The best rate of late measured by reads and pieces, timed by their bytes' arrival (a
+    /// tar stream's time holds the box's work and a round trip: a low bound).
+    learned: Option<f64>,
 }
 
 impl Pace {
-    /// Before anything has arrived: `rtt` (where known) at `FIRST_RATE`, plus the margin.
-    pub fn new(rtt: Option<Duration>, cap: u64) -> Pace {
+    /// Before anything has arrived: `rtt` (where known) at the rate the connection's last pull
+    /// learned (`known`), else at `FIRST_RATE`, plus the margin. The startup runs either way:
+    /// the link may have grown faster since.
+    pub fn new(rtt: Option<Duration>, cap: u64, known: Option<f64>) -> Pace {
         let floor = rtt.filter(|d| !d.is_zero());
-        let first = floor.map_or(0, |f| (f.as_secs_f64() * FIRST_RATE) as u64);
+        let rate = known.unwrap_or(FIRST_RATE);
+        let first = floor.map_or(0, |f| (f.as_secs_f64() * rate) as u64);
         Pace {
             floor,
             cap,
@@ -73,11 +81,17 @@ impl Pace {
             round: None,
             rates: VecDeque::with_capacity(ROUNDS_KEPT),
             startup: true,
+            learned: None,
         }
     }
 
     pub fn target(&self) -> u64 {
         self.target
+    }
+
+    /// The link's rate as reads and pieces measured it, for the connection's next pull.
+    pub fn learned(&self) -> Option<f64> {
+        self.learned
     }
 
     /// A read asked at `asked` was answered at `now` with `bytes`: the link's round trip, and
@@ -100,6 +114,7 @@ impl Pace {
         }
         self.round = Some((now, 0, None));
         self.measured(rate);
+        self.learned = Some(self.best());
     }
 
     /// A stream of `bytes` asked at `asked` had all come by `now` (a tar batch, whose time is
@@ -115,14 +130,17 @@ impl Pace {
     /// trip or start in it, so one that carried less a round trip than is asked, by more than
     /// the margin, ends the startup.
     pub fn streamed(&mut self, first: Instant, bytes: u64, now: Instant) {
-        self.stream(first, bytes, now, MARGIN);
+        if self.stream(first, bytes, now, MARGIN) {
+            self.learned = Some(self.best());
+        }
     }
 
     /// A stream's rate, from `since`; `short_by` is how far below what is asked the bytes it
-    /// carries a round trip may fall before the startup ends.
-    fn stream(&mut self, since: Instant, bytes: u64, now: Instant, short_by: u64) {
+    /// carries a round trip may fall before the startup ends. False where it was too short to
+    /// say.
+    fn stream(&mut self, since: Instant, bytes: u64, now: Instant, short_by: u64) -> bool {
         if bytes < STREAM_SAMPLE {
-            return;
+            return false;
         }
         let took = now.saturating_duration_since(since).max(MIN_ROUND);
         let rate = bytes as f64 / took.as_secs_f64();
@@ -131,6 +149,7 @@ impl Pace {
             self.startup = false;
         }
         self.measured(rate);
+        true
     }
 
     /// A rate measured: what is asked follows the best of late.
@@ -140,14 +159,18 @@ impl Pace {
             self.rates.pop_front();
         }
         self.rates.push_back(rate);
-        let best = self.rates.iter().copied().fold(0.0, f64::max);
-        let carried = (best * floor.as_secs_f64()) as u64;
+        let carried = (self.best() * floor.as_secs_f64()) as u64;
         self.target = match self.startup {
             // A round that has not yet shown the last step keeps it.
             true => self.target.max(carried + STARTUP_STEP),
             false => carried + MARGIN,
         }
         .clamp(MARGIN, self.cap);
+    }
+
+    /// The best rate of the last rounds.
+    fn best(&self) -> f64 {
+        self.rates.iter().copied().fold(0.0, f64::max)
     }
 }
 
@@ -160,16 +183,22 @@ pub struct Budget {
     /// Woken as asked bytes are given back.
     freed: tokio::sync::Notify,
     rtt: Option<Duration>,
+    /// Where the connection keeps the rate learned, for its next pull.
+    link: Option<Arc<LinkRate>>,
 }
 
 impl Budget {
-    pub fn new(rtt: Option<Duration>) -> Budget {
+    /// A pull over a link of round trip `rtt`, starting at the rate `link` kept from the
+    /// connection's last pull and keeping there what this one learns.
+    pub fn new(rtt: Option<Duration>, link: Option<Arc<LinkRate>>) -> Budget {
         let cap = u64::from(crate::transport::WINDOW_BYTES);
+        let known = link.as_ref().and_then(|l| l.get());
         Budget {
-            pace: Some(Mutex::new(Pace::new(rtt, cap))),
+            pace: Some(Mutex::new(Pace::new(rtt, cap, known))),
             asked: AtomicU64::new(0),
             freed: tokio::sync::Notify::new(),
             rtt,
+            link,
         }
     }
 
@@ -181,6 +210,7 @@ impl Budget {
             asked: AtomicU64::new(0),
             freed: tokio::sync::Notify::new(),
             rtt: None,
+            link: None,
         }
     }
 
@@ -191,6 +221,13 @@ impl Budget {
     /// The link's round trip as the pull began (a ping); None where it is not known.
     pub fn rtt(&self) -> Option<Duration> {
         self.rtt
+    }
+
+    /// What the pace has learned of the link, kept on the connection.
+    fn keep(&self, pace: &Pace) {
+        if let (Some(link), Some(rate)) = (&self.link, pace.learned()) {
+            link.set(rate);
+        }
     }
 
     /// The pace, where the pull is paced.
@@ -276,6 +313,7 @@ impl Lease<'_> {
     pub fn answered(self, now: Instant) {
         if let Some(mut pace) = self.budget.pace() {
             pace.answered(self.asked, self.bytes, now);
+            self.budget.keep(&pace);
         }
     }
 
@@ -291,6 +329,7 @@ impl Lease<'_> {
     pub fn streamed(self, first: Instant, now: Instant) {
         if let Some(mut pace) = self.budget.pace() {
             pace.streamed(first, self.bytes, now);
+            self.budget.keep(&pace);
         }
     }
 }

@@ -13,8 +13,12 @@ const READ: u64 = 256 << 10;
 /// where the link is busy, once the reads before it have crossed (what waits, waits at the
 /// box). What the pace asked, at the start of each round trip.
 fn run(rate: u64, rtt: Duration, rounds: u32) -> Vec<u64> {
+    run_on(Pace::new(Some(rtt), CAP, None), rate, rtt, rounds).0
+}
+
+/// As `run`, from `pace`; and the rate it learned.
+fn run_on(mut pace: Pace, rate: u64, rtt: Duration, rounds: u32) -> (Vec<u64>, Option<f64>) {
     let start = Instant::now();
-    let mut pace = Pace::new(Some(rtt), CAP);
     let mut out: std::collections::VecDeque<Instant> = std::collections::VecDeque::new();
     let (mut now, mut link_free) = (start, start);
     let mut asked = Vec::new();
@@ -32,15 +36,49 @@ fn run(rate: u64, rtt: Duration, rounds: u32) -> Vec<u64> {
             asked.push(pace.target());
         }
     }
-    asked
+    (asked, pace.learned())
+}
+
+#[test]
+fn a_rate_the_last_pull_learned_is_asked_from_the_first_round() {
+    let rtt = Duration::from_millis(100);
+    let bdp = 33 * MIB;
+    let (first, learned) = run_on(Pace::new(Some(rtt), CAP, None), 330 * MIB, rtt, 16);
+    let learned = learned.expect("reads teach the link's rate");
+    assert!(
+        (300.0..360.0).contains(&(learned / MIB as f64)),
+        "{learned}"
+    );
+    assert!(first[0] < bdp / 2, "a first pull starts low: {first:?}");
+    let (next, _) = run_on(Pace::new(Some(rtt), CAP, Some(learned)), 330 * MIB, rtt, 8);
+    assert!(next[0] >= bdp * 9 / 10, "{next:?}");
+    assert!(
+        next.iter().all(|&a| a <= bdp + STARTUP_STEP + 2 * MIB),
+        "no more beyond the link than a first pull's startup: {next:?}"
+    );
+}
+
+#[test]
+fn a_tar_stream_teaches_no_rate_to_keep() {
+    let rtt = Duration::from_millis(100);
+    let mut pace = Pace::new(Some(rtt), CAP, None);
+    let t = Instant::now();
+    pace.arrived(t, 16 * MIB, t + Duration::from_millis(200));
+    assert_eq!(
+        pace.learned(),
+        None,
+        "its time holds the box's work: a low bound"
+    );
+    pace.streamed(t, 16 * MIB, t + Duration::from_millis(200));
+    assert!(pace.learned().is_some(), "a piece timed by its bytes does");
 }
 
 #[test]
 fn before_anything_arrives_a_500_mbit_link_is_assumed() {
-    let at = |ms| Pace::new(Some(Duration::from_millis(ms)), CAP).target();
+    let at = |ms| Pace::new(Some(Duration::from_millis(ms)), CAP, None).target();
     assert_eq!(at(0), MARGIN, "a LAN: the margin alone");
     assert_eq!(at(100), (6.4 * MIB as f64) as u64 + MARGIN);
-    assert_eq!(Pace::new(None, CAP).target(), MARGIN);
+    assert_eq!(Pace::new(None, CAP, None).target(), MARGIN);
     assert_eq!(at(1000), CAP, "never past the window");
 }
 
@@ -79,7 +117,7 @@ fn a_slow_far_link_is_asked_little_beyond_what_it_carries() {
 /// the piece before it has left. What the pace asked after each piece, over `rounds`.
 fn run_pieces(rate: u64, rtt: Duration, rounds: u32) -> Vec<u64> {
     let start = Instant::now();
-    let mut pace = Pace::new(Some(rtt), CAP);
+    let mut pace = Pace::new(Some(rtt), CAP, None);
     let mut out: VecDeque<(Instant, u64)> = VecDeque::new();
     let (mut now, mut link_free) = (start, start);
     let mut asked = Vec::new();
@@ -116,7 +154,7 @@ fn pieces_of_a_file_follow_what_a_slow_or_fast_link_carries() {
 #[test]
 fn a_tar_stream_slower_than_asked_ends_the_startup() {
     let rtt = Duration::from_millis(100);
-    let mut pace = Pace::new(Some(rtt), CAP);
+    let mut pace = Pace::new(Some(rtt), CAP, None);
     let t = Instant::now();
     // 16 MiB in 0.7 s: 23 MiB/s, 2.3 MiB a round trip.
     pace.arrived(t, 16 * MIB, t + Duration::from_millis(700));
@@ -125,7 +163,7 @@ fn a_tar_stream_slower_than_asked_ends_the_startup() {
 
 #[tokio::test]
 async fn a_lease_is_given_back_answered_or_not_and_wakes_a_waiting_asker() {
-    let budget = Budget::new(Some(Duration::from_millis(100)));
+    let budget = Budget::new(Some(Duration::from_millis(100)), None);
     let now = Instant::now();
     let room = budget.room();
     let lease = budget.try_ask(room, now).expect("room");

@@ -15,6 +15,7 @@ use super::error::TransportError;
 use super::handler::ClientHandler;
 use super::jumps::Jumps;
 use super::known_hosts;
+use super::rate::LinkRate;
 use super::sftp::{KeptSftp, SFTP_OPEN_TIMEOUT, SftpChannel};
 use super::shell::{Helper, SharedHelper};
 use crate::config::ssh::ResolvedHost;
@@ -52,6 +53,7 @@ pub struct Session {
     jump: Option<(String, Arc<Session>)>,
     helper: SharedHelper,
     sftp: KeptSftp,
+    link_rate: Arc<LinkRate>,
 }
 
 /// How long a lost connection behind a jump host waits to see whether the jump host's own
@@ -199,6 +201,7 @@ impl Session {
             jump,
             helper: SharedHelper::default(),
             sftp: KeptSftp::default(),
+            link_rate: Arc::default(),
         })
     }
 
@@ -206,6 +209,11 @@ impl Session {
     /// not running; None where the box refuses one.
     pub(super) async fn helper(&self) -> Option<Arc<Helper>> {
         self.helper.get(self).await
+    }
+
+    /// The rate the link last delivered a pull at (`rate`), shared by every pull over it.
+    pub fn link_rate(&self) -> Arc<LinkRate> {
+        Arc::clone(&self.link_rate)
     }
 
     /// The connection's SFTP channel (`sftp`), opened within `timeout` if none works.
