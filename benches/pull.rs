@@ -10,11 +10,12 @@
 //! whose `~/.bashrc` costs ~0.15 s of CPU at every shell start, as conda's block does. Run:
 //! `cargo bench --bench pull`; rows are picked with PULL_BENCH (`large,small,resume`, and `many`
 //! for 10 000 and 100 000 files with peak RSS, each tool run twice in both orders),
-//! PULL_BENCH_RTT (`0,30,100`) and PULL_BENCH_HOMES (`empty,conda`; `nosftp`: a box without SFTP). rigwatch's pull is timed
-//! as the dashboard's `p`: the connection is up, and so are the helper shell and SFTP channel it
-//! opened for pulls (their box CPU is counted all the same); PULL_BENCH_COLD=1 times it as
-//! `rigwatch pull` does, both still opening. Prints markdown tables; BENCHMARKS.md records a
-//! run.
+//! PULL_BENCH_RTT (`0,30,100`) and PULL_BENCH_HOMES (`empty,conda`; `nosftp`: a box without
+//! SFTP). rigwatch's pull is timed as the dashboard's `p`: the connection is up, and so are the
+//! helper shell and SFTP channel it opened for pulls (their box CPU is counted all the same);
+//! PULL_BENCH_COLD=1 times it as `rigwatch pull` does, both still opening; PULL_BENCH_SECOND=1
+//! as the connection's second pull, which starts at the link rate its first learned. Prints
+//! markdown tables; BENCHMARKS.md records a run.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -240,7 +241,7 @@ async fn our_pull(
     (config, proxy): (&rigwatch::config::FleetConfig, Option<&DelayProxy>),
     tag: &str,
 ) -> (Taken, rigwatch::pull::Pulled, Option<u32>) {
-    let box_cpu = sshd.cpu_seconds();
+    let mut box_cpu = sshd.cpu_seconds();
     let (pool, session, spec) = support::results::box_to_pull(config).await;
     if std::env::var_os("PULL_BENCH_COLD").is_none() {
         // As the dashboard's `p`: its connection has been up, and with it the helper shell and
@@ -258,18 +259,35 @@ async fn our_pull(
             sftp.expect("the SFTP channel");
         }
     }
-    let mut ledger = Ledger::open(&lab.path(&format!("{tag}.ledger"))).expect("ledger");
     let host = &config.hosts[0];
+    let pull = |spec: &rigwatch::config::PullConfig, ledger: &str| {
+        let mut ledger = Ledger::open(&lab.path(ledger)).expect("ledger");
+        let (session, spec) = (&session, spec.clone());
+        async move {
+            let what = format!("box {}", host.name);
+            let (locks, now) = (lab.path("locks"), chrono::Utc::now());
+            let held = rigwatch::ledger::locks::try_take(&locks, &host.name, Act::Pull, &what, now)
+                .expect("the bench's lock is free");
+            pull_and_record(session, host, &spec, &mut ledger, Arc::default(), &held)
+                .await
+                .expect("pull")
+        }
+    };
+    if std::env::var_os("PULL_BENCH_SECOND").is_some() {
+        // As the dashboard's `p` on a connection that has pulled before, which keeps the
+        // link's rate its last pull learned: the same files first, untimed, elsewhere.
+        let first = rigwatch::config::PullConfig {
+            dest: lab.path(&format!("{tag}-first")),
+            ..spec.clone()
+        };
+        pull(&first, &format!("{tag}-first.ledger")).await;
+        let _ = std::fs::remove_dir_all(&first.dest);
+        box_cpu = sshd.cpu_seconds();
+    }
     settle_disk();
     let (start, cpu) = (Instant::now(), cpu_seconds());
     let up = proxy.map(DelayProxy::newest_rounds);
-    let what = format!("box {}", host.name);
-    let (locks, now) = (lab.path("locks"), chrono::Utc::now());
-    let held = rigwatch::ledger::locks::try_take(&locks, &host.name, Act::Pull, &what, now)
-        .expect("the bench's lock is free");
-    let pulled = pull_and_record(&session, host, &spec, &mut ledger, Arc::default(), &held)
-        .await
-        .expect("pull");
+    let pulled = pull(&spec, &format!("{tag}.ledger")).await;
     let (took, cpu) = (start.elapsed(), cpu_seconds() - cpu);
     let rounds = proxy.zip(up).map(|(p, up)| p.newest_rounds() - up);
     assert!(pulled.all_proven(), "{pulled:?}");
