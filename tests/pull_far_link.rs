@@ -70,12 +70,12 @@ async fn pull_far(files: &[(String, u64)], sftp: Sftp) -> Option<f64> {
 }
 
 /// The rate a pull learned is the link's, near enough to start the next pull's asking at (not
-/// the 64 MiB/s a first pull assumes, which this link would queue at the box). Here it reads
-/// 0.67–0.76 of the proxy's rate (SSH's framing and the rounds' edges), on the side that asks
-/// less.
+/// the 64 MiB/s, 2.67 times this link's, a first pull assumes, which this link would queue at
+/// the box). Here it reads 0.67–0.76 of the proxy's rate (SSH's framing and the rounds' edges),
+/// on the side that asks less; the bounds leave room for a loaded machine's stalls and bursts.
 fn near_the_link(learned: Option<f64>) {
     let rate = learned.expect("the connection kept the link's rate") / RATE as f64;
-    assert!((0.4..1.75).contains(&rate), "{rate:.2} of the link's rate");
+    assert!((0.3..2.4).contains(&rate), "{rate:.2} of the link's rate");
 }
 
 /// One 48 MiB checkpoint, copied over SFTP.
