@@ -141,8 +141,7 @@ fn asked_bytes(plan: &[(RemoteFile, PathBuf)], batch: &[usize]) -> u64 {
 /// The most a batch's stream may be before it is cut: every entry adds a header and padding, a
 /// long name a header and its blocks; tar pads the whole to its 10 KiB record.
 fn stream_limit(plan: &[(RemoteFile, PathBuf)], batch: &[usize]) -> u64 {
-    let bytes: u64 = batch.iter().map(|&i| plan[i].0.size).sum();
-    bytes + batch.len() as u64 * 8192 + 64 * 1024
+    asked_bytes(plan, batch) + batch.len() as u64 * 8192 + 64 * 1024
 }
 
 /// A batch command's own text around its files' words (the hashing tools' choice, timeouts,
