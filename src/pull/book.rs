@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use super::PullError;
 use super::remote::RemoteFile;
+use super::scribe::Scribe;
 
 use crate::ledger::{Ledger, LedgerError, PullRecord, PulledFile};
 
@@ -23,19 +23,22 @@ pub trait Book: Send {
     fn previous_id(&self) -> Option<i64>;
 }
 
-/// Every record kept in memory, the last pull's looked up in its own record.
-pub struct Kept<'a> {
-    previous: HashMap<&'a str, Vec<&'a PulledFile>>,
+/// Every record kept in memory, the last pull's looked up in a copy of its own record.
+pub struct Kept {
+    previous: HashMap<String, Vec<PulledFile>>,
     previous_id: Option<i64>,
     largest: Option<u64>,
     pub files: Vec<PulledFile>,
 }
 
-impl<'a> Kept<'a> {
-    pub fn new(previous: Option<&'a PullRecord>) -> Kept<'a> {
-        let mut by_path: HashMap<&str, Vec<&PulledFile>> = HashMap::new();
+impl Kept {
+    pub fn new(previous: Option<&PullRecord>) -> Kept {
+        let mut by_path: HashMap<String, Vec<PulledFile>> = HashMap::new();
         for f in previous.into_iter().flat_map(|p| &p.files) {
-            by_path.entry(f.remote_path.as_str()).or_default().push(f);
+            by_path
+                .entry(f.remote_path.clone())
+                .or_default()
+                .push(f.clone());
         }
         let largest = previous.and_then(|p| p.files.iter().map(|f| f.size).max());
         Kept {
@@ -47,10 +50,10 @@ impl<'a> Kept<'a> {
     }
 }
 
-impl Book for Kept<'_> {
+impl Book for Kept {
     fn recorded(&mut self, paths: &[&str]) -> Result<Vec<PulledFile>, LedgerError> {
-        let found = paths.iter().filter_map(|p| self.previous.get(p)).flatten();
-        Ok(found.map(|f| (*f).clone()).collect())
+        let found = paths.iter().filter_map(|p| self.previous.get(*p)).flatten();
+        Ok(found.cloned().collect())
     }
 
     fn write(&mut self, files: &[PulledFile]) -> Result<(), LedgerError> {
@@ -69,15 +72,16 @@ impl Book for Kept<'_> {
 
 /// A pull in the ledger, begun (from `head`) at its first records: a pull that fails before it
 /// has any leaves no row. `previous` is the host's last pull whose files may be unchanged
-/// (None: every file is fresh).
-pub struct Booked<'a> {
-    pub ledger: &'a mut Ledger,
+/// (None: every file is fresh). Its own connection to the ledger: the book works on a thread
+/// of its own (`scribe`).
+pub struct Booked {
+    pub ledger: Ledger,
     pub previous: Option<i64>,
     pub head: PullRecord,
     pub id: Option<i64>,
 }
 
-impl Booked<'_> {
+impl Booked {
     /// The pull has ended: it becomes its host's last pull. Its id.
     pub fn end(&mut self, ended: &PullRecord) -> Result<i64, LedgerError> {
         self.write(&[])?;
@@ -87,7 +91,7 @@ impl Booked<'_> {
     }
 }
 
-impl Book for Booked<'_> {
+impl Book for Booked {
     fn recorded(&mut self, paths: &[&str]) -> Result<Vec<PulledFile>, LedgerError> {
         match self.previous {
             Some(id) => self.ledger.pulled_files(id, paths),
@@ -112,36 +116,34 @@ impl Book for Booked<'_> {
     }
 }
 
-/// The last pull's record of each of `plan`'s files whose local copy was complete then, by
+/// What the last pull recorded of a chunk's files, asked of the book as the chunk is made.
+pub(super) type Asked =
+    std::pin::Pin<Box<dyn Future<Output = Result<Vec<PulledFile>, PullError>> + Send>>;
+
+/// The last pull's records of `plan`'s files, asked of the book now (it answers on its own
+/// thread while the pull goes on).
+pub(super) fn ask_recorded(scribe: &Scribe, plan: &[(RemoteFile, PathBuf)]) -> Asked {
+    let paths: Vec<String> = plan.iter().map(|(f, _)| f.path.clone()).collect();
+    Box::pin(scribe.ask(move |book| {
+        let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+        book.recorded(&paths)
+    }))
+}
+
+/// The last pull's record of each of a chunk's files whose local copy was complete then, by
 /// remote path. Any earlier copy that was complete locally counts, even one whose pull failed
 /// afterwards (a link that died while hashing): its bytes are here, and this pull hashes both
 /// ends again. A copy whose hash disagreed with the box's never does.
-pub(super) fn recorded(
-    book: &Mutex<&mut dyn Book>,
-    plan: &[(RemoteFile, PathBuf)],
-) -> (
-    HashMap<String, PulledFile>,
-    Option<i64>,
-    Result<(), PullError>,
-) {
-    let paths: Vec<&str> = plan.iter().map(|(f, _)| f.path.as_str()).collect();
-    let found = match book.lock() {
-        Ok(mut book) => book
-            .recorded(&paths)
-            .map(|files| (files, book.previous_id()))
-            .map_err(PullError::from),
-        Err(_) => Err(PullError::Book("a chunk's reader panicked".into())),
-    };
-    match found {
-        Err(e) => (HashMap::new(), None, Err(e)),
-        Ok((files, previous)) => {
+pub(super) async fn recorded(asked: Asked) -> (HashMap<String, PulledFile>, Result<(), PullError>) {
+    match asked.await {
+        Err(e) => (HashMap::new(), Err(e)),
+        Ok(files) => {
             let complete = files.into_iter().filter(|f| {
                 f.local_sha256.is_some()
                     && (f.remote_sha256.is_none() || f.remote_sha256 == f.local_sha256)
             });
             (
                 complete.map(|f| (f.remote_path.clone(), f)).collect(),
-                previous,
                 Ok(()),
             )
         }

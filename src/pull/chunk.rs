@@ -5,7 +5,6 @@
 //! listing until the last one finished: for 100 000 files that was most of its memory, and
 //! the local disk idled while the box sent, then the box while the disk wrote.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use futures::StreamExt;
 
 use super::NotCopied;
 use super::PullError;
-use super::book::Book;
+use super::book::{Asked, ask_recorded};
 use super::box_hash::{Looked, hashes_then_looks, remote_hashes};
 use super::channel::LazySftp;
 use super::copy::Copied;
@@ -29,6 +28,7 @@ use super::progress::{Progress, Stage};
 use super::protect::Protected;
 use super::remote::RemoteFile;
 use super::restat::restat;
+use super::scribe::Scribe;
 use super::settled::carry;
 use crate::config::PullConfig;
 use crate::ledger::PulledFile;
@@ -44,7 +44,7 @@ pub(super) const CHUNK_FILES: usize = 2048;
 const CHUNKS_AT_ONCE: usize = 3;
 
 /// What every chunk of one pull shares.
-pub(super) struct Shared<'a, 's, 'k, B> {
+pub(super) struct Shared<'a, 's, B> {
     pub session: &'a B,
     pub spec: &'a PullConfig,
     pub protected: &'a Protected,
@@ -54,8 +54,10 @@ pub(super) struct Shared<'a, 's, 'k, B> {
     /// Whether the parts folder held anything as the pull began (`local_starts`).
     pub parts_held: bool,
     pub progress: &'a Progress,
-    /// Where the records go, and the last pull's come from (locked only between awaits).
-    pub book: &'a Mutex<&'k mut dyn Book>,
+    /// Where the records go, and the last pull's come from, on a thread of its own.
+    pub book: &'a Scribe,
+    /// The last pull's id, which a record carried over by stat names (None: no last pull).
+    pub previous: Option<i64>,
     /// Set once the listing is read to its end (`Listed`): until then more files may come.
     pub listed: &'a AtomicBool,
 }
@@ -70,27 +72,22 @@ pub struct Tally {
     /// Files proven, unproven and failed (`Outcome` as an index).
     pub outcomes: [usize; 3],
     pub local_disk_full: bool,
-    /// The first record the book could not take or give (the pull goes on: its files are
-    /// on disk either way; the pull then ends with this error).
+    /// The first record the book could not give (the pull goes on: its files are on disk
+    /// either way; the pull then ends with this error; one it could not take is the
+    /// `Scribe`'s).
     pub book_error: Option<PullError>,
 }
 
 impl Tally {
-    /// `files` handed to the book and counted.
-    pub(super) fn write(&mut self, book: &Mutex<&mut dyn Book>, files: &[PulledFile]) {
-        for f in files {
+    /// `files` counted, and handed to the book.
+    pub(super) async fn write(&mut self, book: &Scribe, files: Vec<PulledFile>) {
+        for f in &files {
             self.files += 1;
             self.bytes += f.size;
             self.sent += f.sent;
             self.outcomes[f.outcome() as usize] += 1;
         }
-        let written = match book.lock() {
-            Ok(mut book) => book.write(files).map_err(PullError::from),
-            Err(_) => Err(PullError::Book("a chunk's writer panicked".into())),
-        };
-        if let (Err(e), None) = (written, &self.book_error) {
-            self.book_error = Some(e);
-        }
+        book.write(files).await;
     }
 }
 
@@ -102,7 +99,7 @@ const QUIET: Duration = Duration::from_millis(50);
 /// Every planned file pulled, a chunk at a time as the listing is read, its records handed to
 /// the book in plan order (each chunk's refused files after its planned ones).
 pub(super) async fn pull_chunks<B: BoxExec>(
-    shared: &Shared<'_, '_, '_, B>,
+    shared: &Shared<'_, '_, B>,
     chunks: &mut Listed<'_, '_>,
 ) -> Tally {
     // One chunk looks at home at a time: the chunks in hand then fall out of step, one asking
@@ -119,7 +116,8 @@ pub(super) async fn pull_chunks<B: BoxExec>(
         while running.len() < CHUNKS_AT_ONCE {
             match chunks.next(quiet && running.is_empty()) {
                 Next::Chunk(plan, refused) => {
-                    running.push_back(one_chunk(shared, &looking, plan, refused));
+                    let asked = ask_recorded(shared.book, &plan);
+                    running.push_back(one_chunk(shared, (&looking, asked), plan, refused));
                 }
                 Next::Wait => {
                     waiting = true;
@@ -135,9 +133,10 @@ pub(super) async fn pull_chunks<B: BoxExec>(
         tokio::select! {
             Some((files, full, read)) = running.next(), if !running.is_empty() => {
                 let began = std::time::Instant::now();
-                tally.write(shared.book, &files);
+                let n = files.len();
+                tally.write(shared.book, files).await;
                 let ms = began.elapsed().as_millis() as u64;
-                tracing::debug!(files = files.len(), ms, "pull chunk: records written");
+                tracing::debug!(files = n, ms, "pull chunk: records handed over");
                 tally.local_disk_full |= full;
                 if let (Err(e), None) = (read, &tally.book_error) {
                     tally.book_error = Some(e);
@@ -151,8 +150,8 @@ pub(super) async fn pull_chunks<B: BoxExec>(
 
 /// One chunk from its local look to its records.
 async fn one_chunk<B: BoxExec>(
-    shared: &Shared<'_, '_, '_, B>,
-    looking: &tokio::sync::Mutex<()>,
+    shared: &Shared<'_, '_, B>,
+    (looking, asked): (&tokio::sync::Mutex<()>, Asked),
     plan: Plan,
     refused: Refused,
 ) -> (Vec<PulledFile>, bool, Result<(), PullError>) {
@@ -168,7 +167,7 @@ async fn one_chunk<B: BoxExec>(
     progress
         .files_done
         .fetch_add(refused.len(), Ordering::Relaxed);
-    let (recorded_hashes, starts_looked, read) = look_at_home(shared, looking, plan).await;
+    let (recorded_hashes, starts_looked, read) = look_at_home(shared, (looking, asked), plan).await;
     let starts: Vec<Start> = starts_looked.iter().map(|l| l.start).collect();
     // The bar's total began as every listed byte: what need not be sent comes off it.
     let not_sent: u64 = plan
@@ -225,8 +224,8 @@ async fn one_chunk<B: BoxExec>(
 /// names this copy, the hash it recorded, and where the copy here starts from. The third part
 /// is whether the book could be read.
 async fn look_at_home<B: BoxExec>(
-    shared: &Shared<'_, '_, '_, B>,
-    looking: &tokio::sync::Mutex<()>,
+    shared: &Shared<'_, '_, B>,
+    (looking, asked): (&tokio::sync::Mutex<()>, Asked),
     plan: &Plan,
 ) -> (
     Vec<Option<String>>,
@@ -236,7 +235,8 @@ async fn look_at_home<B: BoxExec>(
     let spec = shared.spec;
     let home = looking.lock().await;
     let began = std::time::Instant::now();
-    let (recorded, previous, read) = super::book::recorded(shared.book, plan);
+    let (recorded, read) = super::book::recorded(asked).await;
+    let previous = shared.previous;
     let read_ms = began.elapsed().as_millis() as u64;
     let records: Vec<Option<Recorded>> = plan
         .iter()

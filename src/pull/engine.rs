@@ -24,6 +24,7 @@ use super::remote::{
     Listing, RemoteFile, listing_command, parse_listing, parse_resolved, resolve_commands,
     settle_links,
 };
+use super::scribe::Scribe;
 use super::spool::Spool;
 use super::{PullError, names};
 use crate::config::PullConfig;
@@ -125,8 +126,7 @@ pub async fn pull(
     job: &PullJob<'_>,
     progress: Arc<Progress>,
 ) -> Result<PullRecord, PullError> {
-    let mut kept = Kept::new(job.previous);
-    let (head, _) = pull_into(session, job, progress, &mut kept).await?;
+    let (head, _, kept) = pull_into(session, job, progress, Kept::new(job.previous)).await?;
     Ok(PullRecord {
         files: kept.files,
         ..head
@@ -134,13 +134,13 @@ pub async fn pull(
 }
 
 /// As `pull`, each chunk's records handed to `book` as it ends: the record comes back without
-/// its files, with what they came to.
-pub(super) async fn pull_into(
+/// its files, with what they came to, and the book.
+pub(super) async fn pull_into<K: Book + 'static>(
     session: &Session,
     job: &PullJob<'_>,
     progress: Arc<Progress>,
-    book: &mut dyn Book,
-) -> Result<(PullRecord, Tally), PullError> {
+    book: K,
+) -> Result<(PullRecord, Tally, K), PullError> {
     // The connection's SFTP channel (kept from an earlier pull, or opened as the host
     // connected; else four round trips to open) and the link's round trip (one ping) are asked
     // for while the box lists, not after: on a 100 ms link that was half a second of every
@@ -162,13 +162,13 @@ pub(super) async fn pull_into(
 /// A pull through `session`'s commands, with its SFTP channel being opened (an error where
 /// there is none: then every file goes over exec) and its pace being made. The chunks begin as
 /// the listing comes (`Listed`), not after it.
-pub(super) async fn pull_over<B: BoxExec>(
+pub(super) async fn pull_over<B: BoxExec, K: Book + 'static>(
     session: &B,
     (sftp, budget): (Opening<'_>, impl Future<Output = Budget>),
     job: &PullJob<'_>,
     progress: Arc<Progress>,
-    book: &mut dyn Book,
-) -> Result<(PullRecord, Tally), PullError> {
+    mut book: K,
+) -> Result<(PullRecord, Tally, K), PullError> {
     let (host, spec) = (job.host, job.spec);
     let started = Utc::now();
     progress.set_stage(Stage::Listing);
@@ -184,7 +184,9 @@ pub(super) async fn pull_over<B: BoxExec>(
     let spool = Spool::default();
     let listed = AtomicBool::new(false);
     let parts_held = super::local::parts_held(&spec.dest);
-    let book = std::sync::Mutex::new(book);
+    let previous = book.previous_id();
+    let (scribe, done) =
+        Scribe::start(book).map_err(|e| PullError::Book(format!("the ledger's thread: {e}")))?;
     let chunked = async {
         let budget = budget.await;
         let shared = Shared {
@@ -195,7 +197,8 @@ pub(super) async fn pull_over<B: BoxExec>(
             budget: &budget,
             parts_held,
             progress: &progress,
-            book: &book,
+            book: &scribe,
+            previous,
             listed: &listed,
         };
         let mut chunks = Listed::new(&spool, job, &progress, &listed);
@@ -217,7 +220,8 @@ pub(super) async fn pull_over<B: BoxExec>(
     judge_links(session, &mut listing).await;
     // What the listing could not see is in the record too, so the pull says it and the guard
     // refuses on it.
-    tally.write(&book, &unlisted(&listing.problems));
+    tally.write(&scribe, unlisted(&listing.problems)).await;
+    let book = scribe.finish(done).await?;
     if let Some(e) = tally.book_error.take() {
         return Err(e);
     }
@@ -232,7 +236,7 @@ pub(super) async fn pull_over<B: BoxExec>(
         files: Vec::new(),
         local_disk_full: tally.local_disk_full,
     };
-    Ok((head, tally))
+    Ok((head, tally, book))
 }
 
 /// Each path the listing could not see, as a failed file saying why.

@@ -38,6 +38,7 @@ pub mod protect;
 mod recheck;
 pub mod remote;
 mod restat;
+mod scribe;
 mod settled;
 pub mod setup;
 mod spool;
@@ -202,8 +203,8 @@ pub async fn pull_and_record(
         previous: None,
         protected,
     };
-    let mut book = booked(ledger, previous, &job);
-    let (head, tally) = engine::pull_into(session, &job, progress, &mut book).await?;
+    let book = booked(ledger, previous, &job)?;
+    let (head, tally, book) = engine::pull_into(session, &job, progress, book).await?;
     Ok(ended(book, head, tally)?)
 }
 
@@ -215,14 +216,15 @@ fn holds(held: &crate::ledger::locks::Held, name: &str) -> Result<(), String> {
     }
 }
 
-fn booked<'a>(
-    ledger: &'a mut crate::ledger::Ledger,
+/// The pull's book: a connection of its own to `ledger`'s file, for the book's own thread.
+fn booked(
+    ledger: &crate::ledger::Ledger,
     previous: Option<i64>,
     job: &PullJob<'_>,
-) -> book::Booked<'a> {
+) -> Result<book::Booked, crate::ledger::LedgerError> {
     let now = chrono::Utc::now();
-    book::Booked {
-        ledger,
+    Ok(book::Booked {
+        ledger: crate::ledger::Ledger::open(ledger.path())?,
         previous,
         head: crate::ledger::PullRecord {
             id: 0,
@@ -236,11 +238,11 @@ fn booked<'a>(
             local_disk_full: false,
         },
         id: None,
-    }
+    })
 }
 
 fn ended(
-    mut book: book::Booked<'_>,
+    mut book: book::Booked,
     head: crate::ledger::PullRecord,
     tally: Tally,
 ) -> Result<Pulled, crate::ledger::LedgerError> {
@@ -295,8 +297,8 @@ pub async fn pull_job_and_record(
         crate::transport::TransportError::Kubectl("no SFTP in a pod: files go over exec".into()),
     )));
     let unpaced = std::future::ready(pace::Budget::unpaced());
-    let mut book = booked(ledger, previous, &pull_job);
-    let (head, tally) =
-        engine::pull_over(&pod, (none, unpaced), &pull_job, progress, &mut book).await?;
+    let book = booked(ledger, previous, &pull_job)?;
+    let (head, tally, book) =
+        engine::pull_over(&pod, (none, unpaced), &pull_job, progress, book).await?;
     Ok(ended(book, head, tally)?)
 }
