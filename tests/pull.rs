@@ -52,7 +52,7 @@ async fn a_pull_cut_by_a_dead_link_resumes_without_resending_finished_bytes() {
     cut_and_resume(true).await;
 }
 
-/// The same on a box without SFTP, where big files come as `tail -c +N` streams.
+/// The same on a box without SFTP, where big files come as streams read from byte N.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pull_cut_on_a_box_without_sftp_resumes_over_exec_without_resending() {
     cut_and_resume(false).await;

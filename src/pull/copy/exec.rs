@@ -1,14 +1,14 @@
-//! A file SFTP cannot carry (a name that is not UTF-8, a box without SFTP, a pod): `tail` on an
-//! exec channel, resumed from where its `.part` stopped like an SFTP copy, written and hashed
+//! A file SFTP cannot carry (a name that is not UTF-8, a box without SFTP, a pod): read by `dd`
+//! (or `tail`) on an exec channel, resumed from where its `.part` stopped like an SFTP copy, written and hashed
 //! as it arrives.
 //!
-//! Over SSH it is asked in pieces (`tail -c +N | head -c LEN`), each leased from the pull's
-//! pace like an SFTP read: one stream of the whole file would be sent as fast as the channel's
+//! Over SSH it is asked in pieces (LEN bytes from byte N: `piece_reader`), each leased from the
+//! pull's pace like an SFTP read: one stream of the whole file would be sent as fast as the channel's
 //! window allows, and what the link cannot carry at once would wait in the box's sshd, which
 //! copies its whole buffer at each growth (`pull::pace`). The pieces go to the connection's
 //! helper shell, which runs them one after another with no round trip between, so a piece
-//! asked while the one before it streams keeps the link busy; each costs the box a `tail` and
-//! a `head` (~2 ms of CPU on the bench's VM: 2 MiB pieces made a loopback copy 23 % slower
+//! asked while the one before it streams keeps the link busy; each costs the box a process or
+//! two (a `tail` and a `head`: ~2 ms of CPU on the bench's VM: 2 MiB pieces made a loopback copy 23 % slower
 //! than one stream), so a piece is at least 4 MiB, and the next may be asked one piece beyond
 //! the pace. A pod's pull is not paced (no sshd on the box holds its stream): there the file
 //! is one piece.
@@ -38,7 +38,7 @@ const GONE: u32 = 66;
 /// Streams one piece may take, each from where the last stopped short.
 const STREAM_TRIES: usize = 4;
 /// A piece's bounds: half what the pace asks (two at once keep the link busy while the next
-/// starts on the box), but at least this, as each costs the box a `tail` and a `head`...
+/// starts on the box), but at least this, as each costs the box a process or two...
 const PIECE_LEAST: u64 = 4 << 20;
 /// ...and at most this, so a fast link still has a few asked at once.
 const PIECE_MOST: u64 = 32 << 20;
@@ -62,13 +62,13 @@ pub(super) async fn download_by_exec<B: BoxExec>(
     });
     let mut words = Words::default();
     let word = words.word(&remote.path);
-    // A file gone before tail starts says so by its exit status (sysexits' EX_NOINPUT), not by
-    // tail's words, which are the box's locale's.
+    // A file gone before the piece is read says so by its exit status (sysexits' EX_NOINPUT),
+    // not by the tool's words, which are the box's locale's.
     let command = |at: u64, len: u64| {
         format!(
-            "{}[ -e {word} ] || exit {GONE}; tail -c +{} -- {word} | head -c {len}",
+            "{}[ -e {word} ] || exit {GONE}; {}",
             words.preamble(),
-            at + 1
+            piece_reader(&word, at, len)
         )
     };
     let to = Pieces {
@@ -125,6 +125,22 @@ pub(super) async fn download_by_exec<B: BoxExec>(
         seen: None,
         unnamed: None,
     })
+}
+
+/// The shell that writes `len` bytes of the file `word` names, from byte `at`, seeking to it:
+/// `dd` where it takes byte offsets (GNU's and busybox's both do), else `tail -c +N | head`.
+/// busybox's `tail -c +N` reads through the N bytes before instead of seeking (GNU's seeks):
+/// there every piece read all that came before it, the square of a file's size in all
+/// (`tests/pull_busybox.rs`: 312 MiB read to send 48 MiB). `status=none` leaves stderr to
+/// errors, so a clean short piece is told apart from a failed read.
+fn piece_reader(word: &str, at: u64, len: u64) -> String {
+    const FLAGS: &str = "iflag=skip_bytes,count_bytes status=none";
+    format!(
+        "if dd if=/dev/null {FLAGS} 2>/dev/null; then \
+         dd if={word} bs=1048576 skip={at} count={len} {FLAGS}; \
+         else tail -c +{} -- {word} | head -c {len}; fi",
+        at + 1
+    )
 }
 
 /// How much the next piece asks: the whole rest where the pull is not paced.
@@ -233,9 +249,9 @@ fn lock(landing: &Mutex<Landing>) -> std::sync::MutexGuard<'_, Landing> {
     landing.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Why a stream ended at `got` bytes, short of the listed size: the file was gone before tail
-/// started (its exit status says so, not its words, which are the box's locale's), it shrank
-/// (a clean exit and nothing said), or tail failed (what it said).
+/// Why a stream ended at `got` bytes, short of the listed size: the file was gone before its
+/// read started (its exit status says so, not its words, which are the box's locale's), it
+/// shrank (a clean exit and nothing said), or the read failed (what it said).
 fn ended_short(remote: &RemoteFile, got: u64, end: &BytesEnd) -> PullError {
     match end.exit_status {
         Some(GONE) => PullError::Vanished(remote.path.clone()),
@@ -247,7 +263,7 @@ fn ended_short(remote: &RemoteFile, got: u64, end: &BytesEnd) -> PullError {
         status => PullError::Remote {
             path: remote.path.clone(),
             reason: format!(
-                "tail ended ({}) after {got} of {} bytes: {}",
+                "its read on the box ended ({}) after {got} of {} bytes: {}",
                 crate::transport::status_words(status),
                 remote.size,
                 crate::sanitize::line(&String::from_utf8_lossy(&end.stderr), 200)
