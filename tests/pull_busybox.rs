@@ -88,3 +88,39 @@ async fn a_checkpoint_sent_in_pieces_by_busybox_costs_the_box_one_read_of_it() {
         SIZE >> 20
     );
 }
+
+/// A box whose `find` is busybox's (no `-printf`, no `-readable`) cannot be listed: the pull
+/// says which tool the box lacks and how a box gets it, once for the host, not busybox's usage
+/// text as the reason of a listing that failed.
+#[test]
+fn a_box_whose_find_is_busybox_s_is_told_it_needs_gnu_find() {
+    let busybox = busybox();
+    let mut lab = Lab::new();
+    let sshd = lab.start_host("box");
+    sshd.shim_script(
+        "find",
+        &format!("#!/bin/sh\nexec {} find \"$@\"\n", busybox.display()),
+    );
+    let folder = sshd.dir.join("workspace/run/final_ckpts");
+    support::write_random(&folder.join("ckpt.bin"), 1 << 20, 4);
+    let body = format!(
+        "{}\n[host.pull]\npaths = [\"{}\"]\ndest = \"{}\"\nverify = \"test -s {{file}}\"",
+        lab.host_entry(&sshd),
+        folder.display(),
+        lab.path("results/box").display()
+    );
+    let fleet = lab.fleet("busybox.toml", "", &[("box", body)]);
+    let out = lab
+        .rigwatch_on(&fleet)
+        .args(["pull", "box"])
+        .output()
+        .expect("pull");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("GNU find"), "{said}");
+    assert!(!said.contains("Usage"), "{said}");
+}

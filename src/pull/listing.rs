@@ -137,6 +137,16 @@ impl<'p> ListingParser<'p> {
         let listing = &mut self.listing;
         match (tag, self.root) {
             (b"@end", _) => self.ended = true,
+            (b"@nofind", _) => {
+                // Every path failed to list, none matched nothing (the box's find is not GNU's).
+                for (path, matched) in self.paths.iter().zip(&mut self.matched) {
+                    *matched = true;
+                    listing.problems.push(Problem::ListingFailed {
+                        root: path.clone(),
+                        why: NO_GNU_FIND.into(),
+                    });
+                }
+            }
             (b"@home", _) => listing.home = Some(escape(f[0])),
             (b"@user", _) => listing.user = Some(escape(f[0])),
             (b"@root", _) => {
@@ -212,6 +222,11 @@ impl<'p> ListingParser<'p> {
         Some(())
     }
 }
+
+/// Why nothing was listed on a box whose `find` is not GNU's.
+const NO_GNU_FIND: &str = "the box's find is not GNU find (busybox's?): the listing needs its \
+                           -printf and -readable; install GNU findutils on the box (Alpine: \
+                           apk add findutils)";
 
 /// How many fields follow each tag (an unknown tag: none, and it is garbled).
 fn fields_of(tag: &[u8]) -> usize {

@@ -210,6 +210,10 @@ pub fn listing_command(paths: &[String]) -> String {
          \\( -type d \\( ! -readable -o ! -executable \\) -printf 'U\\0%p\\0' -prune \\) -o \
          \\( ! -type d -printf 'O\\0%y\\0%p\\0' \\)"
     );
+    // The listing is made of GNU find's `-printf` and `-readable`: a box whose find lacks them
+    // (busybox's, on Alpine) says so once (`@nofind`), not as each path's failed find with
+    // busybox's usage text, and not as paths that matched nothing.
+    script.push_str("if find / -maxdepth 0 -readable -printf '' >/dev/null 2>&1; then\n");
     for (i, p) in paths.iter().enumerate() {
         script.push_str(&format!(
             "printf '@root\\0%s\\0' {i}\n\
@@ -219,6 +223,7 @@ pub fn listing_command(paths: &[String]) -> String {
             glob_word(p)
         ));
     }
+    script.push_str("else printf '@nofind\\0'; fi\n");
     // The last record: a listing without it was cut on the way, even on a record's boundary
     // and with a clean exit (`kubectl exec` can lose a stream's end and exit 0).
     script.push_str("printf '@end\\0'\n");
