@@ -39,6 +39,8 @@ pub struct ListingParser<'p> {
     broke: bool,
     /// The listing's last record (`@end`) was read.
     ended: bool,
+    /// The box said its find is not GNU's (`@nofind`).
+    no_gnu_find: bool,
 }
 
 impl<'p> ListingParser<'p> {
@@ -54,6 +56,7 @@ impl<'p> ListingParser<'p> {
             count: 0,
             broke: false,
             ended: false,
+            no_gnu_find: false,
         }
     }
 
@@ -137,8 +140,11 @@ impl<'p> ListingParser<'p> {
         let listing = &mut self.listing;
         match (tag, self.root) {
             (b"@end", _) => self.ended = true,
+            // The box's find is not GNU's: every path failed to list (said once), none matched
+            // nothing, and what each find said after is busybox's usage text.
+            (b"@nofind", _) if self.no_gnu_find => {}
             (b"@nofind", _) => {
-                // Every path failed to list, none matched nothing (the box's find is not GNU's).
+                self.no_gnu_find = true;
                 for (path, matched) in self.paths.iter().zip(&mut self.matched) {
                     *matched = true;
                     listing.problems.push(Problem::ListingFailed {
@@ -147,6 +153,7 @@ impl<'p> ListingParser<'p> {
                     });
                 }
             }
+            (b"@exit", _) if self.no_gnu_find => {}
             (b"@home", _) => listing.home = Some(escape(f[0])),
             (b"@user", _) => listing.user = Some(escape(f[0])),
             (b"@root", _) => {

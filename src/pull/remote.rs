@@ -193,6 +193,12 @@ pub fn glob_word(path: &str) -> String {
 pub(super) const TIMEOUT_PREAMBLE: &str =
     "T=''; command -v timeout >/dev/null 2>&1 && T='timeout -k 5'\n";
 
+/// The listing is made of GNU find's `-printf` and `-readable`: where a `find` failed, whether
+/// the box's find lacks them (busybox's, on Alpine) is asked, and said as `@nofind`, not as
+/// each path's failed find with busybox's usage text. Only a failed find pays for the look.
+const NO_GNU_FIND: &str =
+    "find / -prune -readable -printf '' >/dev/null 2>&1 || printf '@nofind\\0'";
+
 /// Lists every path as NUL-separated records (names are bytes; only `/` and NUL cannot be in
 /// them). Each configured path's block starts with `@root N`; each thing it matched with `@base`
 /// (as matched, and its real location); each `find` ends with `@exit` and its status; the whole
@@ -210,20 +216,15 @@ pub fn listing_command(paths: &[String]) -> String {
          \\( -type d \\( ! -readable -o ! -executable \\) -printf 'U\\0%p\\0' -prune \\) -o \
          \\( ! -type d -printf 'O\\0%y\\0%p\\0' \\)"
     );
-    // The listing is made of GNU find's `-printf` and `-readable`: a box whose find lacks them
-    // (busybox's, on Alpine) says so once (`@nofind`), not as each path's failed find with
-    // busybox's usage text, and not as paths that matched nothing.
-    script.push_str("if find / -maxdepth 0 -readable -printf '' >/dev/null 2>&1; then\n");
     for (i, p) in paths.iter().enumerate() {
         script.push_str(&format!(
             "printf '@root\\0%s\\0' {i}\n\
              for f in {}; do {{ [ -e \"$f\" ] || [ -L \"$f\" ]; }} || continue; \
              r=$(readlink -f -- \"$f\" && printf x); printf '@base\\0%s\\0%s\\0' \"$f\" \"${{r%?x}}\"; \
-             {find}; printf '@exit\\0%s\\0' $?; done\n",
+             {find}; e=$?; [ $e = 0 ] || {NO_GNU_FIND}; printf '@exit\\0%s\\0' $e; done\n",
             glob_word(p)
         ));
     }
-    script.push_str("else printf '@nofind\\0'; fi\n");
     // The last record: a listing without it was cut on the way, even on a record's boundary
     // and with a clean exit (`kubectl exec` can lose a stream's end and exit 0).
     script.push_str("printf '@end\\0'\n");

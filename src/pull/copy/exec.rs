@@ -1,17 +1,17 @@
-//! A file SFTP cannot carry (a name that is not UTF-8, a box without SFTP, a pod): read by `dd`
-//! (or `tail`) on an exec channel, resumed from where its `.part` stopped like an SFTP copy, written and hashed
-//! as it arrives.
+//! A file SFTP cannot carry (a name that is not UTF-8, a box without SFTP, a pod): read by
+//! `dd` (or `tail`) on an exec channel, resumed from where its `.part` stopped like an SFTP
+//! copy, written and hashed as it arrives.
 //!
 //! Over SSH it is asked in pieces (LEN bytes from byte N: `piece_reader`), each leased from the
-//! pull's pace like an SFTP read: one stream of the whole file would be sent as fast as the channel's
-//! window allows, and what the link cannot carry at once would wait in the box's sshd, which
-//! copies its whole buffer at each growth (`pull::pace`). The pieces go to the connection's
-//! helper shell, which runs them one after another with no round trip between, so a piece
-//! asked while the one before it streams keeps the link busy; each costs the box a process or
-//! two (a `tail` and a `head`: ~2 ms of CPU on the bench's VM: 2 MiB pieces made a loopback copy 23 % slower
-//! than one stream), so a piece is at least 4 MiB, and the next may be asked one piece beyond
-//! the pace. A pod's pull is not paced (no sshd on the box holds its stream): there the file
-//! is one piece.
+//! pull's pace like an SFTP read: one stream of the whole file would be sent as fast as the
+//! channel's window allows, and what the link cannot carry at once would wait in the box's
+//! sshd, which copies its whole buffer at each growth (`pull::pace`). The pieces go to the
+//! connection's helper shell, which runs them one after another with no round trip between, so
+//! a piece asked while the one before it streams keeps the link busy; each costs the box a
+//! process or two (a `tail` and a `head` took ~2 ms of CPU on the bench's VM: 2 MiB pieces
+//! made a loopback copy 23 % slower than one stream), so a piece is at least 4 MiB, and the
+//! next may be asked one piece beyond the pace. A pod's pull is not paced (no sshd on the box
+//! holds its stream): there the file is one piece.
 
 use std::collections::BTreeMap;
 use std::path::Path;
