@@ -65,7 +65,7 @@ pub async fn copy_all<B: BoxExec>(
                     // Every request of the copy (its open, reads and close) stops waiting once
                     // the connection is lost; what arrived stays in the `.part` for next time.
                     tokio::select! {
-                        copied = download(sftp, &name, file, dest, local, span, progress) => copied,
+                        copied = download((sftp, session), &name, file, dest, local, span, progress) => copied,
                         reason = sftp.closed() => Err(PullError::Remote {
                             path: file.path.clone(),
                             reason: format!("connection lost: {reason}"),

@@ -52,6 +52,8 @@ pub struct DelayProxy {
 struct Depths {
     to_client: AtomicU32,
     to_server: AtomicU32,
+    /// Bytes handed to the client, by their depth.
+    client_bytes: std::sync::Mutex<std::collections::BTreeMap<u32, u64>>,
 }
 
 impl DelayProxy {
@@ -133,6 +135,15 @@ impl DelayProxy {
         })
     }
 
+    /// The bytes the newest connection's client was handed so far, by their depth in round
+    /// trips (the module's comment): how much came how many round trips into the conversation.
+    pub fn newest_bytes_by_depth(&self) -> std::collections::BTreeMap<u32, u64> {
+        self.newest.lock().map_or_else(
+            |_| Default::default(),
+            |d| d.client_bytes.lock().map(|b| b.clone()).unwrap_or_default(),
+        )
+    }
+
     /// How many connections the proxy has taken (each one an SSH handshake and login).
     pub fn connections(&self) -> u32 {
         self.accepted.load(Ordering::SeqCst)
@@ -207,11 +218,16 @@ impl Way {
         }
     }
 
-    /// A chunk of `depth` handed to the other side.
-    fn delivered(&self, depth: u32) {
+    /// A chunk of `len` bytes and `depth` handed to the other side.
+    fn delivered(&self, depth: u32, len: usize) {
         let to = match self.from_client {
             true => &self.depths.to_server,
-            false => &self.depths.to_client,
+            false => {
+                if let Ok(mut bytes) = self.depths.client_bytes.lock() {
+                    *bytes.entry(depth).or_default() += len as u64;
+                }
+                &self.depths.to_client
+            }
         };
         to.fetch_max(depth, Ordering::SeqCst);
         self.deepest.fetch_max(depth, Ordering::SeqCst);
@@ -259,7 +275,7 @@ async fn pipe(
             tokio::time::sleep_until(due).await;
             // Counted as handed over before the write, so an answer to it can never be read
             // before its depth is known.
-            way.delivered(depth);
+            way.delivered(depth, bytes.len());
             if to.write_all(&bytes).await.is_err() {
                 break;
             }

@@ -127,6 +127,30 @@ pub(super) async fn download_by_exec<B: BoxExec>(
     })
 }
 
+/// `len` bytes of `remote` from byte `at`, read by the box's shell (`piece_reader`) into memory:
+/// an SFTP copy's first piece, asked beside its file's open so its bytes need not wait for the
+/// handle. Whatever did not come by `within` (a read that failed or came short, a shell busy
+/// with a command before it) the SFTP copy reads itself (`whole_read`), so nothing here is an
+/// error.
+pub(super) async fn first_piece<B: BoxExec>(
+    session: &B,
+    remote: &RemoteFile,
+    (at, len): (u64, u64),
+    within: Duration,
+) -> Vec<u8> {
+    let mut words = Words::default();
+    let word = words.word(&remote.path);
+    let command = format!("{}{}", words.preamble(), piece_reader(&word, at, len));
+    let mut got = Vec::new();
+    let mut sink = |data: &[u8]| {
+        let room = usize::try_from(len).unwrap_or(usize::MAX) - got.len();
+        got.extend_from_slice(&data[..data.len().min(room)]);
+        true
+    };
+    let _ = tokio::time::timeout(within, session.exec_bytes(&command, EXEC_IDLE, &mut sink)).await;
+    got
+}
+
 /// The shell that writes `len` bytes of the file `word` names, from byte `at`, seeking to it:
 /// `dd` where it takes byte offsets (GNU's and busybox's both do), else `tail -c +N | head`.
 /// busybox's `tail -c +N` reads through the N bytes before instead of seeking (GNU's seeks):

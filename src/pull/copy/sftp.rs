@@ -7,10 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
+use futures::future::Either;
 use futures::stream::FuturesOrdered;
 use russh_sftp::client::error::Error as SftpError;
 use russh_sftp::protocol::{FileAttributes, OpenFlags, StatusCode};
 use sha2::Digest;
+use std::future::{Future, Ready};
 use std::io::Write;
 
 use super::super::PullError;
@@ -19,7 +21,7 @@ use super::super::pace::Budget;
 use super::super::remote::RemoteFile;
 use super::super::writeback::Writeback;
 use super::{Copied, disk, open_part};
-use crate::transport::SftpChannel;
+use crate::transport::{BoxExec, SftpChannel};
 
 /// Bytes asked per read: what the server says it answers whole (`limits@openssh.com`, 255 KiB on
 /// OpenSSH 8.9+), at most 255 KiB (russh-sftp's 256 KiB packets), else 64 KiB, which every
@@ -60,6 +62,42 @@ async fn next_answer<F: std::future::Future>(
                 reason: format!("no read answered for {} s on a live link", READ_IDLE.as_secs()),
             })
         }
+    }
+}
+
+/// A read's bytes.
+fn data_of(read: Result<russh_sftp::protocol::Data, SftpError>) -> Result<Vec<u8>, SftpError> {
+    read.map(|r| r.data)
+}
+
+/// A first piece's bytes, as a read's answer.
+async fn first_piece<B: BoxExec>(
+    session: &B,
+    remote: &RemoteFile,
+    (from, len): (u64, u64),
+    within: std::time::Duration,
+) -> (u64, u64, Result<Vec<u8>, SftpError>) {
+    let data = super::exec::first_piece(session, remote, (from, len), within).await;
+    (from, len, Ok(data))
+}
+
+/// How long past four round trips a first piece may take before the SFTP reads take over.
+const PIECE_SLACK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Runs `main` to its end while also driving `piece` (so its command goes to the box at once):
+/// `main`'s output, and the piece, done or still coming.
+async fn beside<M: Future, P: Future + Unpin, L>(
+    main: M,
+    piece: Option<(P, L)>,
+) -> (M::Output, Option<(Either<P, Ready<P::Output>>, L)>) {
+    let Some((mut piece, lease)) = piece else {
+        return (main.await, None);
+    };
+    tokio::pin!(main);
+    tokio::select! {
+        biased;
+        out = &mut main => (out, Some((Either::Left(piece), lease))),
+        done = &mut piece => (main.await, Some((Either::Right(std::future::ready(done)), lease))),
     }
 }
 
@@ -104,8 +142,8 @@ fn failed(channel: &SftpChannel, remote: &RemoteFile, e: SftpError) -> PullError
 /// Copies `remote` from byte `from` into `local`'s `.part`, fsynced.
 /// Writes go straight to the page cache from this task: a 128 KiB write costs microseconds,
 /// far less than handing each chunk to a blocking thread.
-pub(super) async fn download(
-    channel: &Arc<SftpChannel>,
+pub(super) async fn download<B: BoxExec>(
+    (channel, session): (&Arc<SftpChannel>, &B),
     name: &str,
     remote: &RemoteFile,
     dest: &Path,
@@ -115,12 +153,24 @@ pub(super) async fn download(
 ) -> Result<Copied, PullError> {
     let sftp = &channel.raw;
     let failed = |e: SftpError| failed(channel, remote, e);
+    let Span { from, budget } = span;
+    // The pull's first file on a far link has its first piece read by the box's shell while
+    // its open is answered: those bytes come a round trip before any read could.
+    let piece = match budget.first_piece(remote.size - from) {
+        Some(lease) => {
+            let len = lease.bytes();
+            let within = lease.rtt().unwrap_or_default() * 4 + PIECE_SLACK;
+            let piece = Box::pin(first_piece(session, remote, (from, len), within));
+            Some((piece, lease))
+        }
+        None => None,
+    };
     // The remote file first: one that vanished leaves no `.part` behind. The server's read
     // size is asked beside it (once per channel), not a round trip before it.
     let open = sftp.open(name, OpenFlags::READ, FileAttributes::default());
-    let (opened, max_read) = tokio::join!(open, channel.max_read());
+    let opening = async { tokio::join!(open, channel.max_read()) };
+    let ((opened, max_read), piece) = beside(opening, piece).await;
     let handle = OpenHandle::new(channel, opened.map_err(failed)?.handle);
-    let Span { from, budget } = span;
     let chunk = chunk_for(max_read);
     let mut most_asked = 0u64;
     let (part, file, mut hasher) = open_part(remote, dest, local, from).await?;
@@ -131,6 +181,13 @@ pub(super) async fn download(
     let mut next = from;
     // Requests go out when first polled: FuturesOrdered polls them all, hands them back in order.
     let mut inflight = FuturesOrdered::new();
+    // Each answer's lease, in the order they are asked (and answered: FuturesOrdered).
+    let mut leases = std::collections::VecDeque::new();
+    if let Some((piece, lease)) = piece {
+        next += lease.bytes();
+        inflight.push_back(Either::Left(piece));
+        leases.push_back(lease);
+    }
     let result: Result<(), PullError> = async {
         loop {
             while next < remote.size {
@@ -142,17 +199,21 @@ pub(super) async fn download(
                 };
                 let offset = next;
                 let read = sftp.read(handle.name(), offset, len as u32);
-                inflight.push_back(async move { (offset, len, lease, read.await) });
+                inflight.push_back(Either::Right(
+                    async move { (offset, len, data_of(read.await)) },
+                ));
+                leases.push_back(lease);
                 next += len;
             }
             most_asked = most_asked.max(next - from - sent);
-            let Some((offset, len, lease, read)) =
-                next_answer(&mut inflight, channel, remote).await?
+            let Some((offset, len, read)) = next_answer(&mut inflight, channel, remote).await?
             else {
                 break;
             };
-            lease.answered(std::time::Instant::now());
-            let read = read.map_err(failed)?.data;
+            if let Some(lease) = leases.pop_front() {
+                lease.answered(std::time::Instant::now());
+            }
+            let read = read.map_err(failed)?;
             let data = whole_read(channel, handle.name(), remote, (offset, len), read).await?;
             file.file()
                 .write_all(&data)
