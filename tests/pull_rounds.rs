@@ -7,9 +7,12 @@
 mod support;
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rigwatch::config::fleet;
+use rigwatch::pull::{Progress, PullJob, pull};
 use support::Lab;
 use support::delay::DelayProxy;
 use support::results::{box_to_pull, pull_box, pull_fleet_via, pull_on, write_small};
@@ -166,5 +169,70 @@ async fn a_checkpoint_s_first_bytes_come_beside_its_open_not_after_it() {
     assert!(
         early >= 1 << 20,
         "{early} bytes came within two round trips of the pull's start: {after:?} (from depth {up})"
+    );
+}
+
+/// The first piece goes to the box's shell only once the box has listed: while its `find` still
+/// runs there (a big tree's listing, whose first chunk is copied as it comes), a piece would
+/// wait behind it and the copy's first bytes with it. Here the listing stalls in its second
+/// pull path (its `readlink` of a glob waits for a file the test writes, at most 20 s) while
+/// the first path's checkpoint is copied; no `dd` runs on the box in the whole pull.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_first_piece_is_asked_while_the_box_still_lists() {
+    let mut lab = Lab::new();
+    let mut sshd = lab.start_host("box");
+    sshd.external_sftp();
+    let run = sshd.dir.join("workspace/run");
+    support::write_random(&run.join("final_ckpts/ckpt.bin"), 8 << 20, 4);
+    std::fs::write(run.join("metrics.jsonl"), "{}\n").expect("metrics");
+    let (go, dds) = (sshd.dir.join("go"), sshd.dir.join("dd.log"));
+    sshd.shim_script(
+        "readlink",
+        &format!(
+            "#!/bin/sh\ncase \"$*\" in *.jsonl*) n=0; \
+             while [ ! -e '{}' ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done;; esac\n\
+             PATH=/usr/local/bin:/usr/bin:/bin exec readlink \"$@\"\n",
+            go.display()
+        ),
+    );
+    sshd.shim_script(
+        "dd",
+        &format!(
+            "#!/bin/sh\necho \"dd $*\" >> '{}'\nPATH=/usr/local/bin:/usr/bin:/bin exec dd \"$@\"\n",
+            dds.display()
+        ),
+    );
+    let proxy = DelayProxy::start(sshd.port, Duration::from_millis(50));
+    let body = format!(
+        "{}\n[host.pull]\npaths = [\"{}\", \"{}\"]\ndest = \"{}\"\nverify = \"test -s {{file}}\"",
+        lab.host_entry_via(&sshd, proxy.port),
+        run.join("final_ckpts").display(),
+        run.join("*.jsonl").display(),
+        lab.path("results/box").display()
+    );
+    let config = fleet::load(&lab.fleet("far.toml", "", &[("box", body)])).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let progress = Arc::new(Progress::default());
+    let pulled = {
+        let (session, spec, progress) = (session.clone(), spec.clone(), progress.clone());
+        tokio::spawn(
+            async move { pull(&session, &PullJob::of("box", &spec, None), progress).await },
+        )
+    };
+    let copied = || progress.bytes_done.load(Ordering::Relaxed) >= 8 << 20;
+    let while_listing = support::wait_until(Duration::from_secs(15), copied).await;
+    std::fs::write(&go, "").expect("go");
+    let record = pulled.await.expect("task").expect("pull");
+    pool.shutdown().await;
+    assert!(
+        while_listing.is_some(),
+        "the checkpoint was not copied while the box listed"
+    );
+    assert_eq!(record.files.len(), 2, "{record:?}");
+    assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
+    let ran = std::fs::read_to_string(&dds).unwrap_or_default();
+    assert!(
+        ran.is_empty(),
+        "a piece was asked while the box listed:\n{ran}"
     );
 }

@@ -204,8 +204,9 @@ pub struct Budget {
     rtt: Option<Duration>,
     /// Where the connection keeps the rate learned, for its next pull.
     link: Option<Arc<LinkRate>>,
-    /// Whether anything has been asked yet (`first_piece`).
-    begun: AtomicBool,
+    /// Whether a first piece may still be asked (`first_piece`): nothing has been asked yet,
+    /// and the box's shell was not found busy.
+    piece_open: AtomicBool,
 }
 
 impl Budget {
@@ -220,7 +221,7 @@ impl Budget {
             freed: tokio::sync::Notify::new(),
             rtt,
             link,
-            begun: AtomicBool::new(false),
+            piece_open: AtomicBool::new(true),
         }
     }
 
@@ -233,7 +234,7 @@ impl Budget {
             freed: tokio::sync::Notify::new(),
             rtt: None,
             link: None,
-            begun: AtomicBool::new(false),
+            piece_open: AtomicBool::new(true),
         }
     }
 
@@ -272,16 +273,23 @@ impl Budget {
 
     /// Leave to ask the pull's first piece of a file over the box's shell while the file's SFTP
     /// open is answered (`copy/sftp.rs`): half the pace's first ask, at most `most`, where
-    /// nothing has been asked yet and the link is far enough for a round trip to matter. A
-    /// later file's piece would wait behind the box's hashing of the files before it.
+    /// nothing has been asked yet, the box has listed (`no_first_piece`) and the link is far
+    /// enough for a round trip to matter. A later file's piece would wait behind the box's
+    /// hashing of the files before it.
     pub fn first_piece(&self, most: u64) -> Option<Lease<'_>> {
         let far = self.rtt.is_some_and(|rtt| rtt >= PIECE_FAR);
         let bytes = (self.target() / 2).min(most);
-        if !self.paced() || !far || bytes < PIECE_LEAST || self.begun.swap(true, Ordering::Relaxed)
-        {
+        let open = || self.piece_open.swap(false, Ordering::Relaxed);
+        if !self.paced() || !far || bytes < PIECE_LEAST || !open() {
             return None;
         }
         self.try_ask(bytes, Instant::now())
+    }
+
+    /// No first piece for this pull: the box's shell is still listing, and a piece would wait
+    /// behind the listing, and the copy's first bytes with it.
+    pub fn no_first_piece(&self) {
+        self.piece_open.store(false, Ordering::Relaxed);
     }
 
     /// Leave to ask `bytes` more of the box now, where the pace has room for them or nothing
@@ -299,7 +307,7 @@ impl Budget {
                 (asked == 0 || asked + bytes <= most).then_some(asked + bytes)
             })
             .ok()?;
-        self.begun.store(true, Ordering::Relaxed);
+        self.piece_open.store(false, Ordering::Relaxed);
         Some(Lease {
             budget: self,
             bytes,
