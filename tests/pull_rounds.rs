@@ -7,15 +7,16 @@
 mod support;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rigwatch::config::fleet;
-use rigwatch::pull::{Progress, PullJob, pull};
+use rigwatch::pull::Progress;
 use support::Lab;
 use support::delay::DelayProxy;
-use support::results::{box_to_pull, pull_box, pull_fleet_via, pull_on, write_small};
+use support::results::{
+    box_to_pull, pull_box, pull_fleet_via, pull_on, pull_while_listing_stalls, write_small,
+};
 
 /// The box's own record of a pull of one checkpoint over a 200 ms link: sftp-server logs the
 /// file's open and close, a `find` shim each second look (`find … -maxdepth 0`), all appended
@@ -185,16 +186,7 @@ async fn no_first_piece_is_asked_while_the_box_still_lists() {
     let run = sshd.dir.join("workspace/run");
     support::write_random(&run.join("final_ckpts/ckpt.bin"), 8 << 20, 4);
     std::fs::write(run.join("metrics.jsonl"), "{}\n").expect("metrics");
-    let (go, dds) = (sshd.dir.join("go"), sshd.dir.join("dd.log"));
-    sshd.shim_script(
-        "readlink",
-        &format!(
-            "#!/bin/sh\ncase \"$*\" in *.jsonl*) n=0; \
-             while [ ! -e '{}' ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done;; esac\n\
-             PATH=/usr/local/bin:/usr/bin:/bin exec readlink \"$@\"\n",
-            go.display()
-        ),
-    );
+    let dds = sshd.dir.join("dd.log");
     sshd.shim_script(
         "dd",
         &format!(
@@ -212,17 +204,9 @@ async fn no_first_piece_is_asked_while_the_box_still_lists() {
     );
     let config = fleet::load(&lab.fleet("far.toml", "", &[("box", body)])).expect("fleet");
     let (pool, session, spec) = box_to_pull(&config).await;
-    let progress = Arc::new(Progress::default());
-    let pulled = {
-        let (session, spec, progress) = (session.clone(), spec.clone(), progress.clone());
-        tokio::spawn(
-            async move { pull(&session, &PullJob::of("box", &spec, None), progress).await },
-        )
-    };
-    let copied = || progress.bytes_done.load(Ordering::Relaxed) >= 8 << 20;
-    let while_listing = support::wait_until(Duration::from_secs(15), copied).await;
-    std::fs::write(&go, "").expect("go");
-    let record = pulled.await.expect("task").expect("pull");
+    let copied = |p: &Progress| p.bytes_done.load(Ordering::Relaxed) >= 8 << 20;
+    let (record, while_listing) =
+        pull_while_listing_stalls((&sshd, &session), &spec, None, copied).await;
     pool.shutdown().await;
     assert!(
         while_listing.is_some(),

@@ -12,7 +12,7 @@ use std::time::Duration;
 use rigwatch::config::fleet;
 use rigwatch::pull::{Progress, PullJob, pull};
 use support::Lab;
-use support::results::{box_to_pull, hash_logging_box, pull_on};
+use support::results::{box_to_pull, hash_logging_box, pull_on, pull_while_listing_stalls};
 
 /// A box with 30 cells under its first pull path and one file matching its second (a glob),
 /// pulled once: every file proven, each copy's identity recorded.
@@ -44,34 +44,14 @@ async fn a_re_pull_carries_unchanged_files_while_the_box_still_lists() {
     let (sshd, pool, session, spec, mut first) = pulled_once(&mut lab).await;
     first.id = 7;
 
-    let go = sshd.dir.join("go");
-    sshd.shim_script(
-        "readlink",
-        &format!(
-            "#!/bin/sh\ncase \"$*\" in *.jsonl*) n=0; \
-             while [ ! -e '{}' ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done;; esac\n\
-             PATH=/usr/local/bin:/usr/bin:/bin exec readlink \"$@\"\n",
-            go.display()
-        ),
-    );
-    let progress = Arc::new(Progress::default());
-    let second = {
-        let (session, spec, progress) = (session.clone(), spec.clone(), progress.clone());
-        tokio::spawn(async move {
-            let job = PullJob::of("box", &spec, Some(&first));
-            pull(&session, &job, progress).await
-        })
-    };
-    let done = || progress.files_done.load(Ordering::Relaxed);
-    let while_listing = support::wait_until(Duration::from_secs(15), || done() >= 30).await;
-    let done_while_listing = done();
-    std::fs::write(&go, "").expect("go");
-    let second = second.await.expect("task").expect("pull");
+    let done = |p: &Progress| p.files_done.load(Ordering::Relaxed) >= 30;
+    let (second, while_listing) =
+        pull_while_listing_stalls((&sshd, &session), &spec, Some(first), done).await;
     pool.shutdown().await;
 
     assert!(
         while_listing.is_some(),
-        "{done_while_listing} of the first path's 30 files were done while the box listed"
+        "the first path's 30 files were not done while the box listed"
     );
     assert_eq!(second.files.len(), 31, "{second:?}");
     for f in &second.files {

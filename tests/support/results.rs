@@ -123,6 +123,42 @@ pub async fn pull_on(
         .expect("pull")
 }
 
+/// A pull of "box" over `session`, against `previous`, whose listing stalls in a pull path that
+/// names `*.jsonl` (the box's `readlink` of the glob waits for a file, at most 20 s), so what a
+/// pull does while the box still lists shows: `listed_meanwhile` is waited for (up to 15 s)
+/// before the listing goes on. The pull's record, and how long `listed_meanwhile` took to hold
+/// (None: it never did while the box listed).
+pub async fn pull_while_listing_stalls(
+    (sshd, session): (&Sshd, &Arc<Session>),
+    spec: &PullConfig,
+    previous: Option<rigwatch::ledger::PullRecord>,
+    listed_meanwhile: impl Fn(&rigwatch::pull::Progress) -> bool,
+) -> (rigwatch::ledger::PullRecord, Option<Duration>) {
+    let go = sshd.dir.join("go");
+    sshd.shim_script(
+        "readlink",
+        &format!(
+            "#!/bin/sh\ncase \"$*\" in *.jsonl*) n=0; \
+             while [ ! -e '{}' ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done;; esac\n\
+             PATH=/usr/local/bin:/usr/bin:/bin exec readlink \"$@\"\n",
+            go.display()
+        ),
+    );
+    let progress = Arc::new(rigwatch::pull::Progress::default());
+    let pulled = {
+        let (session, spec, progress) = (session.clone(), spec.clone(), progress.clone());
+        tokio::spawn(async move {
+            let job = rigwatch::pull::PullJob::of("box", &spec, previous.as_ref());
+            rigwatch::pull::pull(&session, &job, progress).await
+        })
+    };
+    let meanwhile =
+        super::wait_until(Duration::from_secs(15), || listed_meanwhile(&progress)).await;
+    std::fs::write(&go, "").expect("go");
+    let record = pulled.await.expect("task").expect("pull");
+    (record, meanwhile)
+}
+
 /// How a measured pull is run.
 #[derive(Clone, Copy)]
 pub enum Way {
