@@ -13,13 +13,13 @@
 //! fastest any read was answered) times the best delivery rate of the last few rounds, plus a
 //! margin that keeps the link full and lets a faster rate show. At the start (a startup, as
 //! TCP's slow start) a pull that knows no rate yet adds the bytes of each read answered within
-//! two of the link's round trips to what it asks: what is asked doubles each round trip until
-//! reads wait a round trip at the box (a fixed step a round, as before, took seven round trips to fill a 100 ms
-//! link: half its copy, 0.15 s of its 1.4 s). One that starts at a rate its
-//! connection learned asks a step beyond it, and again each time the rate shows the link took
-//! the last. The startup ends when a whole round's reads were all answered later than the
-//! link's round trip (something waits at the box), or a tar stream or a piece came slower than
-//! was asked. A pod's pull is not paced (`Budget::unpaced`): no sshd holds what it asks.
+//! 1.5 of the link's round trips to what it asks: what is asked doubles each round trip until
+//! reads wait half a round trip at the box (a step of 8 MiB a round, as before, took seven
+//! round trips to fill a 100 ms link: 1.42 s a 256 MiB pull there, 1.23–1.27 s now). One that
+//! starts at a rate its connection learned asks a step beyond it, and again each time the rate
+//! shows the link took the last. The startup ends when a whole round's reads were all answered
+//! later than the link's round trip (something waits at the box), or a tar stream or a piece
+//! came slower than was asked. A pod's pull is not paced (`Budget::unpaced`): no sshd holds what it asks.
 //! The first ask assumes the rate the connection's last pull learned (`transport::LinkRate`),
 //! else a 500 Mbit/s link: a faster one is found in a few round trips, and a slower one (a home
 //! downlink) has its first ask wait at the box once. Pure: every call is given the time.
@@ -49,6 +49,10 @@ const STREAM_SAMPLE: u64 = 1 << 20;
 const PIECE_FAR: Duration = Duration::from_millis(5);
 /// The least first piece worth a process on the box.
 const PIECE_LEAST: u64 = 1 << 20;
+/// The most a first piece asks: on a link slower than the first ask assumes, the piece's bytes
+/// wait in the box's sshd in a buffer of their own beside the reads' (a 5 MiB piece took the
+/// box's sshd on a 24 MiB/s, 100 ms link from 23–24 MiB at its peak to 31–33).
+const PIECE_MOST: u64 = 2 << 20;
 /// The rounds whose best rate sets what is asked: one slow round (the box's CPU busy
 /// elsewhere) does not shrink it.
 const ROUNDS_KEPT: usize = 4;
@@ -113,9 +117,9 @@ impl Pace {
         let took = now.saturating_duration_since(asked);
         self.floor = Some(self.floor.map_or(took, |f| f.min(took)));
         let floor = self.floor.unwrap_or_default();
-        // A read that waited a whole round trip at the box (behind more than the link carries
-        // in one) says the link is full: it grows nothing. One that waited less may have waited
-        // only for the reads asked with it to cross.
+        // A read that waited half a round trip at the box (behind more than the link carries
+        // in half of one) says the link is full: it grows nothing. One that waited less may
+        // have waited only for the reads asked with it to cross.
         if self.startup && self.doubling && took < floor.mul_f64(1.5) {
             self.target = (self.target + bytes).min(self.cap);
         }
@@ -278,7 +282,7 @@ impl Budget {
     /// hashing of the files before it.
     pub fn first_piece(&self, most: u64) -> Option<Lease<'_>> {
         let far = self.rtt.is_some_and(|rtt| rtt >= PIECE_FAR);
-        let bytes = (self.target() / 2).min(most);
+        let bytes = (self.target() / 2).min(PIECE_MOST).min(most);
         let open = || self.piece_open.swap(false, Ordering::Relaxed);
         if !self.paced() || !far || bytes < PIECE_LEAST || !open() {
             return None;
@@ -350,6 +354,7 @@ pub struct Lease<'a> {
 }
 
 impl Lease<'_> {
+    /// The bytes it leaves to ask.
     pub fn bytes(&self) -> u64 {
         self.bytes
     }

@@ -81,7 +81,8 @@ async fn first_piece<B: BoxExec>(
     (from, len, Ok(data))
 }
 
-/// How long past four round trips a first piece may take before the SFTP reads take over.
+/// How long past four round trips a first piece's first byte may take before the SFTP reads
+/// take over.
 const PIECE_SLACK: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Runs `main` to its end while also driving `piece` (so its command goes to the box at once):
