@@ -49,9 +49,8 @@ const STREAM_SAMPLE: u64 = 1 << 20;
 const PIECE_FAR: Duration = Duration::from_millis(5);
 /// The least first piece worth a process on the box.
 const PIECE_LEAST: u64 = 1 << 20;
-/// The most a first piece asks: on a link slower than the first ask assumes, the piece's bytes
-/// wait in the box's sshd in a buffer of their own beside the reads' (a 5 MiB piece took the
-/// box's sshd on a 24 MiB/s, 100 ms link from 23–24 MiB at its peak to 31–33).
+/// The most a first piece asks: on a slow link its bytes wait in the box's sshd beside the
+/// reads' (5 MiB took its peak at 24 MiB/s, 100 ms from 21–24 MiB to 31–33).
 const PIECE_MOST: u64 = 2 << 20;
 /// The rounds whose best rate sets what is asked: one slow round (the box's CPU busy
 /// elsewhere) does not shrink it.
