@@ -73,7 +73,7 @@ impl Drop for OpenHandle {
         };
         let (channel, handle) = (self.channel.clone(), std::mem::take(&mut self.handle));
         runtime.spawn(async move {
-            let _ = channel.raw.close(handle).await;
+            channel.close(handle).await;
         });
     }
 }

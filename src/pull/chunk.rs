@@ -181,9 +181,6 @@ async fn one_chunk<B: BoxExec>(
         .sum();
     progress.bytes_total.fetch_sub(not_sent, Ordering::Relaxed);
     tracing::debug!(files = plan.len(), ms = ms(), "pull chunk: looked at home");
-    if !shared.listed.load(Ordering::Relaxed) {
-        shared.budget.no_first_piece();
-    }
     let copies = copy_all(
         session,
         &spec.dest,

@@ -64,7 +64,7 @@ pub async fn copy_all<B: BoxExec>(
                     let span = Span { from, budget };
                     // Every request of the copy (its open, reads and close) stops waiting once
                     // the connection is lost; what arrived stays in the `.part` for next time.
-                    let copy = download((sftp, session), &name, file, dest, local, span, progress);
+                    let copy = download(sftp, &name, file, (dest, local), span, progress);
                     tokio::select! {
                         copied = copy => copied,
                         reason = sftp.closed() => Err(PullError::Remote {

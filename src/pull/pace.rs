@@ -25,7 +25,7 @@
 //! downlink) has its first ask wait at the box once. Pure: every call is given the time.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -44,14 +44,6 @@ const FIRST_RATE: f64 = 64.0 * 1024.0 * 1024.0;
 const MIN_ROUND: Duration = Duration::from_millis(10);
 /// The least a tar stream carries for its time to count as the link's rate.
 const STREAM_SAMPLE: u64 = 1 << 20;
-/// The least round trip for which a file's first piece goes over the box's shell beside its
-/// SFTP open (`Budget::first_piece`): on a LAN the open costs nothing worth a process.
-const PIECE_FAR: Duration = Duration::from_millis(5);
-/// The least first piece worth a process on the box.
-const PIECE_LEAST: u64 = 1 << 20;
-/// The most a first piece asks: on a slow link its bytes wait in the box's sshd beside the
-/// reads' (5 MiB took its peak at 24 MiB/s, 100 ms from 21–24 MiB to 31–33).
-const PIECE_MOST: u64 = 2 << 20;
 /// The rounds whose best rate sets what is asked: one slow round (the box's CPU busy
 /// elsewhere) does not shrink it.
 const ROUNDS_KEPT: usize = 4;
@@ -207,9 +199,6 @@ pub struct Budget {
     rtt: Option<Duration>,
     /// Where the connection keeps the rate learned, for its next pull.
     link: Option<Arc<LinkRate>>,
-    /// Whether a first piece may still be asked (`first_piece`): nothing has been asked yet,
-    /// and the box's shell was not found busy.
-    piece_open: AtomicBool,
 }
 
 impl Budget {
@@ -224,7 +213,6 @@ impl Budget {
             freed: tokio::sync::Notify::new(),
             rtt,
             link,
-            piece_open: AtomicBool::new(true),
         }
     }
 
@@ -237,7 +225,6 @@ impl Budget {
             freed: tokio::sync::Notify::new(),
             rtt: None,
             link: None,
-            piece_open: AtomicBool::new(true),
         }
     }
 
@@ -274,27 +261,6 @@ impl Budget {
             .saturating_sub(self.asked.load(Ordering::Relaxed))
     }
 
-    /// Leave to ask the pull's first piece of a file over the box's shell while the file's SFTP
-    /// open is answered (`copy/sftp.rs`): half the pace's first ask, at most `most`, where
-    /// nothing has been asked yet, the box has listed (`no_first_piece`) and the link is far
-    /// enough for a round trip to matter. A later file's piece would wait behind the box's
-    /// hashing of the files before it.
-    pub fn first_piece(&self, most: u64) -> Option<Lease<'_>> {
-        let far = self.rtt.is_some_and(|rtt| rtt >= PIECE_FAR);
-        let bytes = (self.target() / 2).min(PIECE_MOST).min(most);
-        let open = || self.piece_open.swap(false, Ordering::Relaxed);
-        if !self.paced() || !far || bytes < PIECE_LEAST || !open() {
-            return None;
-        }
-        self.try_ask(bytes, Instant::now())
-    }
-
-    /// No first piece for this pull: the box's shell is still listing, and a piece would wait
-    /// behind the listing, and the copy's first bytes with it.
-    pub fn no_first_piece(&self) {
-        self.piece_open.store(false, Ordering::Relaxed);
-    }
-
     /// Leave to ask `bytes` more of the box now, where the pace has room for them or nothing
     /// is asked at all (a read or batch bigger than the room still goes, alone).
     pub fn try_ask(&self, bytes: u64, now: Instant) -> Option<Lease<'_>> {
@@ -310,7 +276,6 @@ impl Budget {
                 (asked == 0 || asked + bytes <= most).then_some(asked + bytes)
             })
             .ok()?;
-        self.piece_open.store(false, Ordering::Relaxed);
         Some(Lease {
             budget: self,
             bytes,
@@ -353,11 +318,6 @@ pub struct Lease<'a> {
 }
 
 impl Lease<'_> {
-    /// The bytes it leaves to ask.
-    pub fn bytes(&self) -> u64 {
-        self.bytes
-    }
-
     /// The link's round trip as the pull began.
     pub fn rtt(&self) -> Option<Duration> {
         self.budget.rtt()

@@ -11,6 +11,7 @@ mod error;
 mod exec;
 mod framer;
 mod handler;
+mod handles;
 mod jumps;
 pub mod kaggle;
 pub mod known_hosts;

@@ -3,6 +3,7 @@
 //! costs the box a login shell (sshd runs sftp-server through it: conda's block, 0.15–0.26 s
 //! of CPU) and four round trips, which were the start of every big file's copy.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,11 +11,14 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use russh_sftp::client::RawSftpSession;
+use russh_sftp::client::error::Error as SftpError;
+use russh_sftp::protocol::{FileAttributes, OpenFlags, StatusCode};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, broadcast};
 
 use super::budget::Budget;
 use super::error::TransportError;
+use super::handles::Handles;
 use super::session::Session;
 
 /// The raw SFTP client, so callers can keep many reads of one file in flight; holds one of the
@@ -30,6 +34,8 @@ pub struct SftpChannel {
     /// The server ended the channel (its sftp-server exited), or a copy found it broken: the
     /// connection then opens another for the next pull.
     ended: Arc<AtomicBool>,
+    /// Its handles as opened and closed here, so the next open's can be known (`handles`).
+    handles: std::sync::Mutex<Handles>,
     _slot: OwnedSemaphorePermit,
 }
 
@@ -64,12 +70,106 @@ impl SftpChannel {
             .await
     }
 
+    /// The server's largest read where it is known already (`max_read`), without asking.
+    pub fn known_max_read(&self) -> Option<u64> {
+        self.max_read.get().copied().flatten()
+    }
+
+    fn handles(&self) -> std::sync::MutexGuard<'_, Handles> {
+        self.handles.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Opens `name` to read, the request sent before this returns: its answer (the handle),
+    /// and the handle it will name where that is known now (`handles`: an OpenSSH server with
+    /// no file open on the channel), so reads can be sent with it before the answer. A read
+    /// sent with a guess the answer does not name read no file, and is asked again.
+    pub fn open_read<'a>(
+        &'a self,
+        name: &str,
+    ) -> (
+        impl Future<Output = Result<String, SftpError>> + Send + 'a,
+        Option<String>,
+    ) {
+        let mut open = Box::pin(self.raw.open(
+            name.to_string(),
+            OpenFlags::READ,
+            FileAttributes::default(),
+        ));
+        let mut unanswered = Unanswered {
+            channel: self,
+            answered: false,
+        };
+        let (guess, sent) = {
+            let mut handles = self.handles();
+            let guess = handles.guess().filter(|_| self.has_limits);
+            handles.opening();
+            (guess, send_now(&mut open))
+        };
+        let answered = async move {
+            let result = match sent {
+                Some(result) => result,
+                None => open.await,
+            };
+            unanswered.answered(result.as_ref().ok().map(|h| h.handle.as_str()));
+            result.map(|h| h.handle)
+        };
+        (answered, guess)
+    }
+
+    /// Closes `handle`: the request is sent at the first poll, in the order of every other
+    /// open and close (the order the server frees and gives its slots).
+    pub async fn close(&self, handle: String) {
+        let mut close = Box::pin(self.raw.close(handle.clone()));
+        let sent = {
+            let mut handles = self.handles();
+            handles.closing(&handle);
+            send_now(&mut close)
+        };
+        let result = match sent {
+            Some(result) => result,
+            None => close.await,
+        };
+        let ok = matches!(result, Ok(s) if s.status_code == StatusCode::Ok);
+        self.handles().closed(ok);
+    }
+
     /// Resolves when the connection under the channel is lost, with the reason.
     pub async fn closed(&self) -> String {
         let mut lost = self.lost.clone();
         match lost.wait_for(Option::is_some).await {
             Ok(reason) => reason.clone().unwrap_or_default(),
             Err(_) => "connection task ended".to_string(),
+        }
+    }
+}
+
+/// Polls `request` once: russh-sftp sends a request at its first poll, so it is sent now.
+fn send_now<F: Future + Unpin>(request: &mut F) -> Option<F::Output> {
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    match Pin::new(request).poll(&mut cx) {
+        Poll::Ready(out) => Some(out),
+        Poll::Pending => None,
+    }
+}
+
+/// An open sent and not yet answered: one whose copy was dropped first leaves its handle (if
+/// any) unknown, so the channel's table is no longer known.
+struct Unanswered<'a> {
+    channel: &'a SftpChannel,
+    answered: bool,
+}
+
+impl Unanswered<'_> {
+    fn answered(&mut self, handle: Option<&str>) {
+        self.channel.handles().opened(handle);
+        self.answered = true;
+    }
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.channel.handles().given_up();
         }
     }
 }
@@ -221,6 +321,7 @@ impl Session {
             max_read: tokio::sync::OnceCell::new(),
             lost: self.lost_watch(),
             ended,
+            handles: std::sync::Mutex::default(),
             _slot: slot,
         })
     }

@@ -276,6 +276,13 @@ impl Sshd {
         self.restart();
     }
 
+    /// As `external_sftp`, with Green End's SFTP server (`gesftpserver`) in place of
+    /// OpenSSH's: one that answers requests on threads of its own and names handles otherwise.
+    pub fn greenend_sftp(&mut self) {
+        self.sftp_server = Some("/usr/libexec/gesftpserver".to_string());
+        self.restart();
+    }
+
     /// As `external_sftp`, its sftp-server logging each file it opens and closes (`open "…"`,
     /// `close "…" bytes read N`) to `log`, a line each, appended.
     pub fn external_sftp_logging(&mut self, log: &Path) {

@@ -127,46 +127,6 @@ pub(super) async fn download_by_exec<B: BoxExec>(
     })
 }
 
-/// `len` bytes of `remote` from byte `at`, read by the box's shell (`piece_reader`) into memory:
-/// an SFTP copy's first piece, asked beside its file's open so its bytes need not wait for the
-/// handle. One whose first byte has not come by `within` (a shell busy with a command before
-/// it) is let go, and what did not come (that, or a read that failed or came short) the SFTP
-/// copy reads itself (`whole_read`), so nothing here is an error. One that has begun is waited
-/// for: let go, it would go on streaming into the box's sshd beside the reads that replace it.
-pub(super) async fn first_piece<B: BoxExec>(
-    session: &B,
-    remote: &RemoteFile,
-    (at, len): (u64, u64),
-    within: Duration,
-) -> Vec<u8> {
-    let mut words = Words::default();
-    let word = words.word(&remote.path);
-    let command = format!("{}{}", words.preamble(), piece_reader(&word, at, len));
-    let mut got = Vec::new();
-    let begun = std::sync::atomic::AtomicBool::new(false);
-    let mut sink = |data: &[u8]| {
-        begun.store(true, Ordering::Relaxed);
-        let room = usize::try_from(len)
-            .unwrap_or(usize::MAX)
-            .saturating_sub(got.len());
-        got.extend_from_slice(&data[..data.len().min(room)]);
-        true
-    };
-    {
-        let read = session.exec_bytes(&command, EXEC_IDLE, &mut sink);
-        tokio::pin!(read);
-        tokio::select! {
-            _ = &mut read => {}
-            () = tokio::time::sleep(within) => {
-                if begun.load(Ordering::Relaxed) {
-                    let _ = read.await;
-                }
-            }
-        }
-    }
-    got
-}
-
 /// The shell that writes `len` bytes of the file `word` names, from byte `at`, seeking to it:
 /// `dd` where it takes byte offsets (GNU's and busybox's both do), else `tail -c +N | head`.
 /// busybox's `tail -c +N` reads through the N bytes before instead of seeking (GNU's seeks):

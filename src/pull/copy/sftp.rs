@@ -2,17 +2,16 @@
 //! as many as the pull's pace allows (`pull::pace`: what the link carries in a round trip),
 //! answered in order and written in order into the file's `.part`, hashed as they land.
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::StreamExt;
-use futures::future::Either;
 use futures::stream::FuturesOrdered;
 use russh_sftp::client::error::Error as SftpError;
-use russh_sftp::protocol::{FileAttributes, OpenFlags, StatusCode};
+use russh_sftp::protocol::StatusCode;
 use sha2::Digest;
-use std::future::{Future, Ready};
 use std::io::Write;
 
 use super::super::PullError;
@@ -21,7 +20,7 @@ use super::super::pace::Budget;
 use super::super::remote::RemoteFile;
 use super::super::writeback::Writeback;
 use super::{Copied, disk, open_part};
-use crate::transport::{BoxExec, SftpChannel};
+use crate::transport::SftpChannel;
 
 /// Bytes asked per read: what the server says it answers whole (`limits@openssh.com`, 255 KiB on
 /// OpenSSH 8.9+), at most 255 KiB (russh-sftp's 256 KiB packets), else 64 KiB, which every
@@ -62,43 +61,6 @@ async fn next_answer<F: std::future::Future>(
                 reason: format!("no read answered for {} s on a live link", READ_IDLE.as_secs()),
             })
         }
-    }
-}
-
-/// A read's bytes.
-fn data_of(read: Result<russh_sftp::protocol::Data, SftpError>) -> Result<Vec<u8>, SftpError> {
-    read.map(|r| r.data)
-}
-
-/// A first piece's bytes, as a read's answer.
-async fn first_piece<B: BoxExec>(
-    session: &B,
-    remote: &RemoteFile,
-    (from, len): (u64, u64),
-    within: std::time::Duration,
-) -> (u64, u64, Result<Vec<u8>, SftpError>) {
-    let data = super::exec::first_piece(session, remote, (from, len), within).await;
-    (from, len, Ok(data))
-}
-
-/// How long past four round trips a first piece's first byte may take before the SFTP reads
-/// take over.
-const PIECE_SLACK: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// Runs `main` to its end while also driving `piece` (so its command goes to the box at once):
-/// `main`'s output, and the piece, done or still coming.
-async fn beside<M: Future, P: Future + Unpin, L>(
-    main: M,
-    piece: Option<(P, L)>,
-) -> (M::Output, Option<(Either<P, Ready<P::Output>>, L)>) {
-    let Some((mut piece, lease)) = piece else {
-        return (main.await, None);
-    };
-    tokio::pin!(main);
-    tokio::select! {
-        biased;
-        out = &mut main => (out, Some((Either::Left(piece), lease))),
-        done = &mut piece => (main.await, Some((Either::Right(std::future::ready(done)), lease))),
     }
 }
 
@@ -143,35 +105,65 @@ fn failed(channel: &SftpChannel, remote: &RemoteFile, e: SftpError) -> PullError
 /// Copies `remote` from byte `from` into `local`'s `.part`, fsynced.
 /// Writes go straight to the page cache from this task: a 128 KiB write costs microseconds,
 /// far less than handing each chunk to a blocking thread.
-pub(super) async fn download<B: BoxExec>(
-    (channel, session): (&Arc<SftpChannel>, &B),
+pub(super) async fn download(
+    channel: &Arc<SftpChannel>,
     name: &str,
     remote: &RemoteFile,
-    dest: &Path,
-    local: &Path,
+    (dest, local): (&Path, &Path),
     span: Span<'_>,
     progress: &AtomicU64,
 ) -> Result<Copied, PullError> {
     let sftp = &channel.raw;
     let failed = |e: SftpError| failed(channel, remote, e);
     let Span { from, budget } = span;
-    // The pull's first file on a far link has its first piece read by the box's shell while
-    // its open is answered: those bytes come a round trip before any read could.
-    let piece = match budget.first_piece(remote.size - from) {
-        Some(lease) => {
-            let len = lease.bytes();
-            let within = lease.rtt().unwrap_or_default() * 4 + PIECE_SLACK;
-            let piece = Box::pin(first_piece(session, remote, (from, len), within));
-            Some((piece, lease))
-        }
-        None => None,
+    let ask = |handle: String, offset: u64, len: u64| {
+        let read = sftp.read(handle, offset, len as u32);
+        async move { (offset, len, read.await.map(|r| r.data)) }
     };
-    // The remote file first: one that vanished leaves no `.part` behind. The server's read
-    // size is asked beside it (once per channel), not a round trip before it.
-    let open = sftp.open(name, OpenFlags::READ, FileAttributes::default());
-    let opening = async { tokio::join!(open, channel.max_read()) };
-    let ((opened, max_read), piece) = beside(opening, piece).await;
-    let handle = OpenHandle::new(channel, opened.map_err(failed)?.handle);
+    let mut next = from;
+    // Requests go out when first polled: FuturesOrdered polls them all, hands them back in order.
+    let mut inflight = FuturesOrdered::new();
+    // Each answer's lease, in the order they are asked (and answered: FuturesOrdered).
+    let mut leases = VecDeque::new();
+    // The remote file first: one that vanished leaves no `.part` behind. Where its handle is
+    // known before the answer, the first reads go with the open, a round trip before they
+    // could after it; the server's read size is asked beside it (once per channel).
+    let (opening, guess) = channel.open_read(name);
+    if let Some(guess) = &guess {
+        let len = chunk_for(channel.known_max_read());
+        while next < remote.size {
+            let len = len.min(remote.size - next);
+            let Some(lease) = budget.ask_beside(len, inflight.len(), 0).await else {
+                break;
+            };
+            inflight.push_back(ask(guess.clone(), next, len));
+            leases.push_back(lease);
+            next += len;
+        }
+    }
+    let guessed_to = next;
+    // Answers that came before the open's (from a server that does not answer in order).
+    let mut early = VecDeque::new();
+    let (opened, max_read) = {
+        let opening = async { tokio::join!(opening, channel.max_read()) };
+        tokio::pin!(opening);
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut opening => break out,
+                Some(answer) = inflight.next(), if !inflight.is_empty() => early.push_back(answer),
+            }
+        }
+    };
+    let handle = OpenHandle::new(channel, opened.map_err(failed)?);
+    let guessed = guess.as_ref().map(|g| g == handle.name());
+    if guessed == Some(false) {
+        // The guess named no file open: its reads are waited out (their leases held till
+        // then, as the pace counts them) and asked again.
+        while next_answer(&mut inflight, channel, remote).await?.is_some() {}
+        (early, next) = (VecDeque::new(), from);
+        leases.clear();
+    }
     let chunk = chunk_for(max_read);
     let mut most_asked = 0u64;
     let (part, file, mut hasher) = open_part(remote, dest, local, from).await?;
@@ -179,16 +171,6 @@ pub(super) async fn download<B: BoxExec>(
 
     let began = std::time::Instant::now();
     let mut sent = 0u64;
-    let mut next = from;
-    // Requests go out when first polled: FuturesOrdered polls them all, hands them back in order.
-    let mut inflight = FuturesOrdered::new();
-    // Each answer's lease, in the order they are asked (and answered: FuturesOrdered).
-    let mut leases = std::collections::VecDeque::new();
-    if let Some((piece, lease)) = piece {
-        next += lease.bytes();
-        inflight.push_back(Either::Left(piece));
-        leases.push_back(lease);
-    }
     let result: Result<(), PullError> = async {
         loop {
             while next < remote.size {
@@ -198,23 +180,28 @@ pub(super) async fn download<B: BoxExec>(
                 let Some(lease) = budget.ask_beside(len, inflight.len(), 0).await else {
                     break;
                 };
-                let offset = next;
-                let read = sftp.read(handle.name(), offset, len as u32);
-                inflight.push_back(Either::Right(
-                    async move { (offset, len, data_of(read.await)) },
-                ));
+                inflight.push_back(ask(handle.name().to_string(), next, len));
                 leases.push_back(lease);
                 next += len;
             }
             most_asked = most_asked.max(next - from - sent);
-            let Some((offset, len, read)) = next_answer(&mut inflight, channel, remote).await?
-            else {
-                break;
+            let answer = match early.pop_front() {
+                Some(answer) => answer,
+                None => match next_answer(&mut inflight, channel, remote).await? {
+                    Some(answer) => answer,
+                    None => break,
+                },
             };
+            let (offset, len, read) = answer;
             if let Some(lease) = leases.pop_front() {
                 lease.answered(std::time::Instant::now());
             }
-            let read = read.map_err(failed)?;
+            let read = match read {
+                Ok(data) => data,
+                // A guessed read the server did not answer with bytes is asked again.
+                Err(_) if offset < guessed_to => Vec::new(),
+                Err(e) => return Err(failed(e)),
+            };
             let data = whole_read(channel, handle.name(), remote, (offset, len), read).await?;
             file.file()
                 .write_all(&data)
@@ -238,6 +225,7 @@ pub(super) async fn download<B: BoxExec>(
         most_asked_mib = most_asked >> 20,
         pace_mib = budget.target() >> 20,
         read_bytes = chunk,
+        handle_guessed = ?guessed,
         received_ms = received.as_millis() as u64,
         sealed_ms = began.elapsed().as_millis() as u64,
         "pull: copied over SFTP"
