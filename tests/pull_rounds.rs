@@ -198,3 +198,35 @@ async fn reads_wait_for_the_open_on_a_server_whose_handles_are_not_known() {
     assert!(pulled == sent, "the pulled checkpoint differs");
     assert_eq!(warm, 3, "round trips in sequence");
 }
+
+/// The server's read size (`limits@openssh.com`) is asked as the connection's SFTP channel
+/// opens, so a copy's first reads, sent with its open before any answer, are of that size
+/// (255 KiB on OpenSSH 8.9+), not the 64 KiB every server answers whole: four times the
+/// requests in the first round trip otherwise. sftp-server logs each read it is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_reads_are_of_the_server_s_own_size() {
+    let mut lab = Lab::new();
+    let mut sshd = lab.start_host("box");
+    let events = sshd.dir.join("sftp.log");
+    sshd.external_sftp_logging_at(&events, "DEBUG");
+    let folder = sshd.dir.join("workspace/run/final_ckpts");
+    support::write_random(&folder.join("ckpt.bin"), 8 << 20, 6);
+    let proxy = DelayProxy::start(sshd.port, Duration::from_millis(50));
+    let check = Some("test -s {file}");
+    let fleet = pull_fleet_via(&lab, (&sshd, proxy.port), &folder, check, "far.toml");
+    let config = fleet::load(&fleet).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let record = pull_on(&session, &spec, None).await;
+    pool.shutdown().await;
+    assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
+    let log = std::fs::read_to_string(&events).expect("sftp-server's log");
+    let reads: Vec<&str> = log.lines().filter(|l| l.contains(": read ")).collect();
+    assert!(reads.len() >= 8, "{log}");
+    let small = reads.iter().filter(|l| l.ends_with("len 65536")).count();
+    assert_eq!(
+        small,
+        0,
+        "{small} of {} reads of 64 KiB:\n{log}",
+        reads.len()
+    );
+}

@@ -53,8 +53,9 @@ impl SftpChannel {
 
     /// The largest read the server answers whole, from its `limits@openssh.com` extension
     /// (OpenSSH 8.9+: 255 KiB); None where it does not say (older OpenSSH caps reads at 64 KiB).
-    /// Asked once, when first needed: a copy asks it beside its file's open, so its round trip
-    /// is not one more before the first read.
+    /// Asked once, as the channel opens (`KeptSftp::get`) and never waited for there: a copy
+    /// that finds it unanswered asks it beside its file's open, so its round trip is not one
+    /// more before the first read.
     pub async fn max_read(&self) -> Option<u64> {
         if !self.has_limits {
             return None;
@@ -212,6 +213,10 @@ impl KeptSftp {
         *kept = None;
         let opened = Arc::new(session.open_sftp(timeout).await?);
         *kept = Some(Arc::clone(&opened));
+        // The server's read size is asked now, not at the first copy: that copy's first reads
+        // go with its open (`open_read`), sized by it where it is known by then.
+        let asking = Arc::clone(&opened);
+        tokio::spawn(async move { asking.max_read().await });
         Ok(opened)
     }
 }

@@ -286,7 +286,12 @@ impl Sshd {
     /// As `external_sftp`, its sftp-server logging each file it opens and closes (`open "…"`,
     /// `close "…" bytes read N`) to `log`, a line each, appended.
     pub fn external_sftp_logging(&mut self, log: &Path) {
-        self.sftp_server = Some(format!("{SFTP_SERVER} -e -l INFO 2>>{}", log.display()));
+        self.external_sftp_logging_at(log, "INFO");
+    }
+
+    /// As `external_sftp_logging`, at sftp-server's log `level` (`DEBUG`: each request).
+    pub fn external_sftp_logging_at(&mut self, log: &Path, level: &str) {
+        self.sftp_server = Some(format!("{SFTP_SERVER} -e -l {level} 2>>{}", log.display()));
         self.restart();
     }
 
