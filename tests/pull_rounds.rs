@@ -135,6 +135,24 @@ async fn a_pull_waits_for_few_round_trips_in_sequence() {
     );
 }
 
+/// A box whose SFTP subsystem `sftp` sets up, holding one checkpoint of `mib` MiB (random bytes
+/// from `seed`), behind a proxy 50 ms round trip away: the box, the proxy, the checkpoint's
+/// folder and a fleet file that pulls it.
+fn checkpoint_box(
+    lab: &mut Lab,
+    sftp: impl FnOnce(&mut support::Sshd),
+    (mib, seed): (u64, u64),
+) -> (support::Sshd, DelayProxy, PathBuf, PathBuf) {
+    let mut sshd = lab.start_host("box");
+    sftp(&mut sshd);
+    let folder = sshd.dir.join("workspace/run/final_ckpts");
+    support::write_random(&folder.join("ckpt.bin"), mib << 20, seed);
+    let proxy = DelayProxy::start(sshd.port, Duration::from_millis(50));
+    let check = Some("test -s {file}");
+    let fleet = pull_fleet_via(lab, (&sshd, proxy.port), &folder, check, "far.toml");
+    (sshd, proxy, folder, fleet)
+}
+
 /// A checkpoint's first bytes need not wait for its SFTP handle: its first reads go with the
 /// open, named by the handle the server will give (`transport::handles`), so on a connection
 /// up they arrive one round trip after the listing, where reads sent on the open's answer
@@ -144,13 +162,7 @@ async fn a_pull_waits_for_few_round_trips_in_sequence() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkpoint_s_first_bytes_come_beside_its_open_not_after_it() {
     let mut lab = Lab::new();
-    let mut sshd = lab.start_host("box");
-    sshd.external_sftp();
-    let folder = sshd.dir.join("workspace/run/final_ckpts");
-    support::write_random(&folder.join("ckpt.bin"), 16 << 20, 3);
-    let proxy = DelayProxy::start(sshd.port, Duration::from_millis(50));
-    let check = Some("test -s {file}");
-    let fleet = pull_fleet_via(&lab, (&sshd, proxy.port), &folder, check, "far.toml");
+    let (_sshd, proxy, _, fleet) = checkpoint_box(&mut lab, support::Sshd::external_sftp, (16, 3));
     let config = fleet::load(&fleet).expect("fleet");
     let (pool, session, spec) = box_to_pull(&config).await;
     let up = proxy.newest_rounds();
@@ -178,13 +190,8 @@ async fn a_checkpoint_s_first_bytes_come_beside_its_open_not_after_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_wait_for_the_open_on_a_server_whose_handles_are_not_known() {
     let mut lab = Lab::new();
-    let mut sshd = lab.start_host("box");
-    sshd.greenend_sftp();
-    let folder = sshd.dir.join("workspace/run/final_ckpts");
-    support::write_random(&folder.join("ckpt.bin"), 4 << 20, 5);
-    let proxy = DelayProxy::start(sshd.port, Duration::from_millis(50));
-    let check = Some("test -s {file}");
-    let fleet = pull_fleet_via(&lab, (&sshd, proxy.port), &folder, check, "far.toml");
+    let (_sshd, proxy, folder, fleet) =
+        checkpoint_box(&mut lab, support::Sshd::greenend_sftp, (4, 5));
     let config = fleet::load(&fleet).expect("fleet");
     let (pool, session, spec) = box_to_pull(&config).await;
     let up = proxy.rounds();
@@ -206,14 +213,9 @@ async fn reads_wait_for_the_open_on_a_server_whose_handles_are_not_known() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_reads_are_of_the_server_s_own_size() {
     let mut lab = Lab::new();
-    let mut sshd = lab.start_host("box");
-    let events = sshd.dir.join("sftp.log");
-    sshd.external_sftp_logging_at(&events, "DEBUG");
-    let folder = sshd.dir.join("workspace/run/final_ckpts");
-    support::write_random(&folder.join("ckpt.bin"), 8 << 20, 6);
-    let proxy = DelayProxy::start(sshd.port, Duration::from_millis(50));
-    let check = Some("test -s {file}");
-    let fleet = pull_fleet_via(&lab, (&sshd, proxy.port), &folder, check, "far.toml");
+    let events = lab.path("sftp.log");
+    let logging = |sshd: &mut support::Sshd| sshd.external_sftp_logging_at(&events, "DEBUG");
+    let (_sshd, _proxy, _, fleet) = checkpoint_box(&mut lab, logging, (8, 6));
     let config = fleet::load(&fleet).expect("fleet");
     let (pool, session, spec) = box_to_pull(&config).await;
     let record = pull_on(&session, &spec, None).await;
