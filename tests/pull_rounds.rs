@@ -130,7 +130,7 @@ async fn a_pull_waits_for_few_round_trips_in_sequence() {
     );
     let cold = proxy.rounds();
     assert!(
-        cold <= 11,
+        cold <= 10,
         "a fresh `rigwatch pull` waited for {cold} round trips"
     );
 }
