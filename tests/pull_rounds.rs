@@ -232,3 +232,78 @@ async fn the_first_reads_are_of_the_server_s_own_size() {
         reads.len()
     );
 }
+
+/// A server that refused the SFTP subsystem (no `Subsystem sftp` line) refuses it for the
+/// connection's life: sshd keeps the configuration it started with. The connection remembers,
+/// so a pull from a box without SFTP, on a connection up, waits for 2 round trips (the listing,
+/// the checkpoint's piece), not for the subsystem asked and refused again first (3: a round
+/// trip more before the first piece could go).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_box_that_refused_sftp_is_not_asked_again_on_its_connection() {
+    let mut lab = Lab::new();
+    let (_sshd, proxy, folder, fleet) =
+        checkpoint_box(&mut lab, support::Sshd::without_sftp, (4, 7));
+    let config = fleet::load(&fleet).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let first = pull_on(&session, &spec, None).await;
+    assert!(first.files.iter().all(|f| f.is_good()), "{first:?}");
+    // The run writes a new checkpoint in its place: the next pull copies it again.
+    support::write_random(&folder.join("ckpt.bin"), 4 << 20, 8);
+    let up = proxy.rounds();
+    let again = pull_on(&session, &spec, Some(&first)).await;
+    let warm = proxy.rounds() - up;
+    pool.shutdown().await;
+    assert_eq!(again.files.len(), 1, "{again:?}");
+    assert!(again.files.iter().all(|f| f.is_good()), "{again:?}");
+    assert_eq!(again.files[0].sent, 4 << 20, "{again:?}");
+    assert!(
+        warm <= 2,
+        "a pull on the connection up waited for {warm} round trips"
+    );
+}
+
+/// A box whose sftp-server is not installed still grants the subsystem (its `Subsystem` line
+/// names the missing program, as a minimal Debian image's does): the pull goes over exec as
+/// soon as the program ends, not at the init's timeout, and the connection does not remember
+/// that failure: installed since, the next pull on the same connection copies over SFTP
+/// (sftp-server's log names the checkpoint's open).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sftp_server_installed_while_connected_is_used_by_the_next_pull() {
+    let mut lab = Lab::new();
+    let program = lab.path("box-bin/sftp-server");
+    let log = lab.path("sftp.log");
+    let missing = |sshd: &mut support::Sshd| sshd.sftp_program(&program);
+    let (_sshd, _proxy, folder, fleet) = checkpoint_box(&mut lab, missing, (4, 9));
+    let config = fleet::load(&fleet).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let began = std::time::Instant::now();
+    let first = pull_on(&session, &spec, None).await;
+    let took = began.elapsed();
+    assert!(first.files.iter().all(|f| f.is_good()), "{first:?}");
+    // Not a speed bound: the subsystem's init has a minute's timeout, which this must not wait
+    // for (it did: 59.9 s here, russh-sftp leaving the init unanswered at the stream's end).
+    assert!(
+        took < Duration::from_secs(30),
+        "the first pull took {took:?}"
+    );
+    std::fs::create_dir_all(program.parent().expect("folder")).expect("bin");
+    let script = format!(
+        "#!/bin/sh\nexec /usr/lib/openssh/sftp-server -e -l INFO 2>>'{}'\n",
+        log.display()
+    );
+    std::fs::write(&program, script).expect("sftp-server");
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("mode");
+    support::write_random(&folder.join("ckpt.bin"), 4 << 20, 10);
+    let again = pull_on(&session, &spec, Some(&first)).await;
+    pool.shutdown().await;
+    assert!(again.files.iter().all(|f| f.is_good()), "{again:?}");
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        said.contains("ckpt.bin"),
+        "no SFTP open on the box: {said:?}"
+    );
+}

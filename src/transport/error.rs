@@ -66,6 +66,10 @@ pub enum TransportError {
     Disconnected(String),
     #[error("ssh: {0}")]
     Ssh(String),
+    /// The server refused the `sftp` subsystem (no `Subsystem sftp` line): a connection's
+    /// server keeps the configuration it started with, so it refuses again on that connection.
+    #[error("ssh: the server has no SFTP subsystem; check `Subsystem sftp` in its sshd_config")]
+    SftpRefused,
     /// kubectl could not run a command in a pod (its own words, sanitized, one line).
     #[error("{0}")]
     Kubectl(String),

@@ -189,11 +189,15 @@ const NO_SFTP: &str =
 
 /// A connection's SFTP channel, shared by every pull over it: opened by the first that needs it
 /// (or `Session::warm_for_pulls` as the connection opens), kept while it works, and opened again
-/// once it ended or was retired. A box without SFTP is asked again at each pull: its refusal
-/// costs one round trip and no shell.
+/// once it ended or was retired. A server that refused the subsystem is not asked again on the
+/// connection (it keeps the configuration it started with): asking cost each pull from a box
+/// without SFTP a round trip before its first piece. One whose sftp-server could not start
+/// (not installed: the subsystem is granted, its command fails, a login shell each time) is
+/// asked again at each pull, as it may be installed since.
 #[derive(Default)]
 pub(super) struct KeptSftp {
     kept: tokio::sync::Mutex<Option<Arc<SftpChannel>>>,
+    refused: AtomicBool,
 }
 
 impl KeptSftp {
@@ -211,7 +215,17 @@ impl KeptSftp {
         // An ended channel is let go first: once its last user ends it frees its MaxSessions
         // slot, which the new one may need.
         *kept = None;
-        let opened = Arc::new(session.open_sftp(timeout).await?);
+        if self.refused.load(Ordering::Relaxed) {
+            return Err(TransportError::SftpRefused);
+        }
+        let opened = match session.open_sftp(timeout).await {
+            Ok(opened) => Arc::new(opened),
+            Err(e) => {
+                let refused = matches!(e, TransportError::SftpRefused);
+                self.refused.store(refused, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
         *kept = Some(Arc::clone(&opened));
         // The server's read size is asked now, not at the first copy: that copy's first reads
         // go with its open (`open_read`), sized by it where it is known by then.
@@ -226,6 +240,8 @@ impl KeptSftp {
 struct Watched<S> {
     inner: S,
     ended: Arc<AtomicBool>,
+    /// Told once the stream has ended: the channel's opening waits on it beside the init.
+    gone: Arc<tokio::sync::Notify>,
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
@@ -239,6 +255,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
         if let Poll::Ready(read) = &polled {
             if read.is_err() || (asked > 0 && buf.filled().len() == before) {
                 self.ended.store(true, Ordering::Relaxed);
+                self.gone.notify_one();
             }
         }
         polled
@@ -301,22 +318,27 @@ impl Session {
             }
         };
         let ended = Arc::new(AtomicBool::new(false));
+        let gone = Arc::new(tokio::sync::Notify::new());
         let stream = Watched {
             inner: channel.into_stream(),
             ended: Arc::clone(&ended),
+            gone: Arc::clone(&gone),
         };
         let raw = RawSftpSession::new(stream);
         raw.set_timeout(REQUEST_TIMEOUT_SECS);
         let init = async {
             tokio::select! {
-                version = raw.init() => version.map_err(|e| format!("{NO_SFTP} ({e})")),
-                () = refused => Err(NO_SFTP.to_string()),
+                version = raw.init() => version
+                    .map_err(|e| TransportError::Ssh(format!("{NO_SFTP} ({e})"))),
+                () = refused => Err(TransportError::SftpRefused),
+                // Granted, but its program ended before answering (not installed): russh-sftp
+                // would leave the init to its timeout, a minute of every pull from such a box.
+                () = gone.notified() => Err(TransportError::Ssh(format!(
+                    "{NO_SFTP} (it ended before answering: is its sftp-server installed?)"
+                ))),
             }
         };
-        let version = budget
-            .step("sftp init", init)
-            .await?
-            .map_err(TransportError::Ssh)?;
+        let version = budget.step("sftp init", init).await??;
         let has_limits = version
             .extensions
             .contains_key(russh_sftp::extensions::LIMITS);

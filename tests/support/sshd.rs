@@ -276,6 +276,13 @@ impl Sshd {
         self.restart();
     }
 
+    /// The SFTP subsystem named in sshd's configuration as `program`, whatever is there (a
+    /// box whose sftp-server is not installed: sshd grants the subsystem, its command fails).
+    pub fn sftp_program(&mut self, program: &Path) {
+        self.sftp_server = Some(program.display().to_string());
+        self.restart();
+    }
+
     /// As `external_sftp`, with Green End's SFTP server (`gesftpserver`) in place of
     /// OpenSSH's: one that answers requests on threads of its own and names handles otherwise.
     pub fn greenend_sftp(&mut self) {
