@@ -63,13 +63,14 @@ pub async fn copy_all<B: BoxExec>(
                 (Some(sftp), Some(name)) => {
                     let span = Span { from, budget };
                     // Every request of the copy (its open, reads and close) stops waiting once
-                    // the connection is lost; what arrived stays in the `.part` for next time.
+                    // the connection is lost or the box's sftp-server ended; what arrived stays
+                    // in the `.part` for next time.
                     let copy = download(sftp, &name, file, (dest, local), span, progress);
                     tokio::select! {
                         copied = copy => copied,
                         reason = sftp.closed() => Err(PullError::Remote {
                             path: file.path.clone(),
-                            reason: format!("connection lost: {reason}"),
+                            reason,
                         }),
                     }
                 }

@@ -34,6 +34,8 @@ pub struct SftpChannel {
     /// The server ended the channel (its sftp-server exited), or a copy found it broken: the
     /// connection then opens another for the next pull.
     ended: Arc<AtomicBool>,
+    /// Whether its stream has ended (its sftp-server exited, the channel closed).
+    gone: tokio::sync::watch::Receiver<bool>,
     /// Its handles as opened and closed here, so the next open's can be known (`handles`).
     handles: std::sync::Mutex<Handles>,
     _slot: OwnedSemaphorePermit,
@@ -134,12 +136,19 @@ impl SftpChannel {
         self.handles().closed(ok);
     }
 
-    /// Resolves when the connection under the channel is lost, with the reason.
+    /// Resolves when the channel can answer nothing more, saying why: the connection under it
+    /// was lost, or its stream ended (the box's sftp-server exited: killed, out of memory),
+    /// where russh-sftp would leave the requests in flight to their timeouts.
     pub async fn closed(&self) -> String {
-        let mut lost = self.lost.clone();
-        match lost.wait_for(Option::is_some).await {
-            Ok(reason) => reason.clone().unwrap_or_default(),
-            Err(_) => "connection task ended".to_string(),
+        let (mut lost, mut gone) = (self.lost.clone(), self.gone.clone());
+        tokio::select! {
+            reason = lost.wait_for(Option::is_some) => match reason {
+                Ok(reason) => format!("connection lost: {}", reason.clone().unwrap_or_default()),
+                Err(_) => "connection lost: connection task ended".to_string(),
+            },
+            _ = gone.wait_for(|ended| *ended) => {
+                "the box's sftp-server ended (its channel closed)".to_string()
+            }
         }
     }
 }
@@ -240,8 +249,9 @@ impl KeptSftp {
 struct Watched<S> {
     inner: S,
     ended: Arc<AtomicBool>,
-    /// Told once the stream has ended: the channel's opening waits on it beside the init.
-    gone: Arc<tokio::sync::Notify>,
+    /// Set once the stream has ended: the channel's opening waits on it beside the init, and
+    /// its copies beside their reads (`SftpChannel::closed`).
+    gone: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
@@ -255,7 +265,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
         if let Poll::Ready(read) = &polled {
             if read.is_err() || (asked > 0 && buf.filled().len() == before) {
                 self.ended.store(true, Ordering::Relaxed);
-                self.gone.notify_one();
+                self.gone.send_replace(true);
             }
         }
         polled
@@ -318,7 +328,8 @@ impl Session {
             }
         };
         let ended = Arc::new(AtomicBool::new(false));
-        let gone = Arc::new(tokio::sync::Notify::new());
+        let gone = Arc::new(tokio::sync::watch::Sender::new(false));
+        let mut ending = gone.subscribe();
         let stream = Watched {
             inner: channel.into_stream(),
             ended: Arc::clone(&ended),
@@ -333,7 +344,7 @@ impl Session {
                 () = refused => Err(TransportError::SftpRefused),
                 // Granted, but its program ended before answering (not installed): russh-sftp
                 // would leave the init to its timeout, a minute of every pull from such a box.
-                () = gone.notified() => Err(TransportError::Ssh(format!(
+                _ = ending.wait_for(|ended| *ended) => Err(TransportError::Ssh(format!(
                     "{NO_SFTP} (it ended before answering: is its sftp-server installed?)"
                 ))),
             }
@@ -348,6 +359,7 @@ impl Session {
             max_read: tokio::sync::OnceCell::new(),
             lost: self.lost_watch(),
             ended,
+            gone: gone.subscribe(),
             handles: std::sync::Mutex::default(),
             _slot: slot,
         })
