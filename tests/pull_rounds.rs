@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rigwatch::config::fleet;
@@ -96,6 +96,18 @@ fn far_box(lab: &mut Lab, cells: usize) -> (support::Sshd, DelayProxy, PathBuf) 
     (sshd, proxy, fleet)
 }
 
+/// One pull of the box in `fleet` on a connection already up: its record, and the round trips
+/// it waited for in sequence (`proxy`'s count).
+async fn counted_pull(fleet: &Path, proxy: &DelayProxy) -> (rigwatch::ledger::PullRecord, u32) {
+    let config = fleet::load(fleet).expect("fleet");
+    let (pool, session, spec) = box_to_pull(&config).await;
+    let up = proxy.rounds();
+    let record = pull_on(&session, &spec, None).await;
+    let waited = proxy.rounds() - up;
+    pool.shutdown().await;
+    (record, waited)
+}
+
 /// Round trips in sequence are what a far link multiplies by its delay (a tenth of a second
 /// each at 100 ms), so each is counted here and a new one shows. On a connection already up
 /// (the dashboard's `p`), a pull of small files and a checkpoint waits for 2: the listing; the
@@ -108,12 +120,7 @@ fn far_box(lab: &mut Lab, cells: usize) -> (support::Sshd, DelayProxy, PathBuf) 
 async fn a_pull_waits_for_few_round_trips_in_sequence() {
     let mut lab = Lab::new();
     let (_sshd, proxy, fleet) = far_box(&mut lab, 20);
-    let config = fleet::load(&fleet).expect("fleet");
-    let (pool, session, spec) = box_to_pull(&config).await;
-    let up = proxy.rounds();
-    let record = pull_on(&session, &spec, None).await;
-    let warm = proxy.rounds() - up;
-    pool.shutdown().await;
+    let (record, warm) = counted_pull(&fleet, &proxy).await;
     assert_eq!(record.files.len(), 21, "{record:?}");
     assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
     assert!(
@@ -192,12 +199,7 @@ async fn reads_wait_for_the_open_on_a_server_whose_handles_are_not_known() {
     let mut lab = Lab::new();
     let (_sshd, proxy, folder, fleet) =
         checkpoint_box(&mut lab, support::Sshd::greenend_sftp, (4, 5));
-    let config = fleet::load(&fleet).expect("fleet");
-    let (pool, session, spec) = box_to_pull(&config).await;
-    let up = proxy.rounds();
-    let record = pull_on(&session, &spec, None).await;
-    let warm = proxy.rounds() - up;
-    pool.shutdown().await;
+    let (record, warm) = counted_pull(&fleet, &proxy).await;
     assert_eq!(record.files.len(), 1, "{record:?}");
     assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
     let pulled = std::fs::read(&record.files[0].local_path).expect("pulled");
