@@ -30,7 +30,7 @@ async fn a_copy_whose_sftp_server_dies_ends_at_once_and_the_next_pull_resumes_it
     let (pool, session, spec) = box_to_pull(&config).await;
     let progress = Arc::new(Progress::default());
     let running = {
-        let (progress, spec) = (Arc::clone(&progress), spec.clone());
+        let (progress, spec, session) = (Arc::clone(&progress), spec.clone(), session.clone());
         tokio::spawn(
             async move { pull(&session, &PullJob::of("box", &spec, None), progress).await },
         )
@@ -70,7 +70,7 @@ async fn a_copy_whose_sftp_server_dies_ends_at_once_and_the_next_pull_resumes_it
     let said = record.files[0].error.clone().unwrap_or_default();
     assert!(said.contains("sftp-server ended"), "{record:?}");
 
-    let again = pull_on(&pool_session(&pool), &spec, Some(&record)).await;
+    let again = pull_on(&session, &spec, Some(&record)).await;
     let now = servers();
     pool.shutdown().await;
     assert!(again.files[0].is_good(), "{again:?}");
@@ -85,9 +85,4 @@ async fn a_copy_whose_sftp_server_dies_ends_at_once_and_the_next_pull_resumes_it
         !now.is_empty() && !now.contains(&server[0]),
         "no second sftp-server finished the copy: {now:?}"
     );
-}
-
-/// The pool's session to the box.
-fn pool_session(pool: &rigwatch::transport::Pool) -> Arc<rigwatch::transport::Session> {
-    pool.get("box").and_then(|l| l.session()).expect("session")
 }

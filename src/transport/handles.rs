@@ -98,29 +98,23 @@ fn slot_of(handle: &str) -> Option<u32> {
 mod tests {
     use super::*;
 
-    /// sftp-server.c's table, as `handle_new` and `handle_unused` keep it.
+    /// sftp-server.c's table, as `handle_new` and `handle_unused` keep it: the slots made, and
+    /// the free ones, last freed last.
     #[derive(Default)]
     struct Server {
-        used: Vec<bool>,
+        made: u32,
         free: Vec<u32>,
     }
 
     impl Server {
         fn open(&mut self) -> u32 {
-            match self.free.pop() {
-                Some(slot) => {
-                    self.used[slot as usize] = true;
-                    slot
-                }
-                None => {
-                    self.used.push(true);
-                    self.used.len() as u32 - 1
-                }
-            }
+            self.free.pop().unwrap_or_else(|| {
+                self.made += 1;
+                self.made - 1
+            })
         }
 
         fn close(&mut self, slot: u32) {
-            self.used[slot as usize] = false;
             self.free.push(slot);
         }
     }

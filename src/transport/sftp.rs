@@ -31,10 +31,10 @@ pub struct SftpChannel {
     /// The connection's loss, so a copy stops waiting the moment it is gone: russh-sftp ends
     /// its reader with the channel but leaves the reads in flight to their own timeouts.
     lost: tokio::sync::watch::Receiver<Option<String>>,
-    /// The server ended the channel (its sftp-server exited), or a copy found it broken: the
-    /// connection then opens another for the next pull.
-    ended: Arc<AtomicBool>,
-    /// Whether its stream has ended (its sftp-server exited, the channel closed).
+    /// A copy found it broken (`retire`): the connection opens another for the next pull.
+    retired: AtomicBool,
+    /// Whether its stream has ended (its sftp-server exited, the channel closed): the
+    /// connection opens another for the next pull, and copies on it stop (`closed`).
     gone: tokio::sync::watch::Receiver<bool>,
     /// Its handles as opened and closed here, so the next open's can be known (`handles`).
     handles: std::sync::Mutex<Handles>,
@@ -46,11 +46,13 @@ impl SftpChannel {
     /// the server's answer (a timeout, a closed stream), or its reads stopped being answered,
     /// so its sftp-server may still be busy with them. Those using it keep it till they end.
     pub fn retire(&self) {
-        self.ended.store(true, Ordering::Relaxed);
+        self.retired.store(true, Ordering::Relaxed);
     }
 
     fn usable(&self) -> bool {
-        !self.ended.load(Ordering::Relaxed) && self.lost.borrow().is_none()
+        !self.retired.load(Ordering::Relaxed)
+            && !*self.gone.borrow()
+            && self.lost.borrow().is_none()
     }
 
     /// The largest read the server answers whole, from its `limits@openssh.com` extension
@@ -248,7 +250,6 @@ impl KeptSftp {
 /// its stream, and a kept channel must not be handed to the next pull after that.
 struct Watched<S> {
     inner: S,
-    ended: Arc<AtomicBool>,
     /// Set once the stream has ended: the channel's opening waits on it beside the init, and
     /// its copies beside their reads (`SftpChannel::closed`).
     gone: Arc<tokio::sync::watch::Sender<bool>>,
@@ -264,7 +265,6 @@ impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Poll::Ready(read) = &polled {
             if read.is_err() || (asked > 0 && buf.filled().len() == before) {
-                self.ended.store(true, Ordering::Relaxed);
                 self.gone.send_replace(true);
             }
         }
@@ -280,7 +280,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     ) -> Poll<std::io::Result<usize>> {
         let polled = Pin::new(&mut self.inner).poll_write(cx, data);
         if let Poll::Ready(Err(_)) = &polled {
-            self.ended.store(true, Ordering::Relaxed);
+            self.gone.send_replace(true);
         }
         polled
     }
@@ -327,12 +327,10 @@ impl Session {
                 }
             }
         };
-        let ended = Arc::new(AtomicBool::new(false));
         let gone = Arc::new(tokio::sync::watch::Sender::new(false));
         let mut ending = gone.subscribe();
         let stream = Watched {
             inner: channel.into_stream(),
-            ended: Arc::clone(&ended),
             gone: Arc::clone(&gone),
         };
         let raw = RawSftpSession::new(stream);
@@ -358,7 +356,7 @@ impl Session {
             has_limits,
             max_read: tokio::sync::OnceCell::new(),
             lost: self.lost_watch(),
-            ended,
+            retired: AtomicBool::new(false),
             gone: gone.subscribe(),
             handles: std::sync::Mutex::default(),
             _slot: slot,
