@@ -14,8 +14,9 @@
 //! SFTP). rigwatch's pull is timed as the dashboard's `p`: the connection is up, and so are the
 //! helper shell and SFTP channel it opened for pulls (their box CPU is counted all the same);
 //! PULL_BENCH_COLD=1 times it as `rigwatch pull` does, both still opening; PULL_BENCH_SECOND=1
-//! as the connection's second pull, which starts at the link rate its first learned. Prints
-//! markdown tables; BENCHMARKS.md records a run.
+//! as the connection's second pull, which starts at the link rate its first learned;
+//! PULL_BENCH_ALONE=1 times rigwatch alone in the large and small rows. Prints markdown tables;
+//! BENCHMARKS.md records a run.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -104,12 +105,13 @@ fn settle_disk() {
 
 struct Measured {
     ours: Taken,
-    rsync: Taken,
+    /// None where `PULL_BENCH_ALONE` left it out.
+    rsync: Option<Taken>,
     scp: Option<Taken>,
     /// Round trips in sequence through the delay proxy (`DelayProxy::rounds`): rigwatch's pull
     /// on its connection (as the dashboard's `p`; with `PULL_BENCH_COLD`, after the handshake)
     /// and rsync's whole run, its ssh handshake included.
-    rounds: Option<(u32, u32)>,
+    rounds: (Option<u32>, Option<u32>),
 }
 
 /// `with_scp` false leaves scp out: for many small files over a delayed link its SFTP mode
@@ -126,7 +128,7 @@ async fn measure(
     // First: it writes the known_hosts line for `port` (a delay proxy's) that scp and rsync use.
     let entry = lab.host_entry_via(sshd, port);
     let remote = format!("{}@127.0.0.1:{}", lab.user, src.display());
-    let scp = if with_scp {
+    let scp = if with_scp && !alone() {
         let out = lab.path(&format!("scp-{tag}"));
         let mut cmd = Command::new("scp");
         if sshd.name == "nosftp" {
@@ -144,14 +146,14 @@ async fn measure(
     } else {
         None
     };
-    let rsync = rsync_run(lab, sshd, port, src, tag);
+    let rsync = (!alone()).then(|| rsync_run(lab, sshd, port, src, tag));
     let rsync_rounds = proxy.map(DelayProxy::newest_rounds);
     let (ours, ours_rounds) = ours_run(lab, sshd, (&entry, proxy), src, tag).await;
     Measured {
         ours,
+        rounds: (ours_rounds, rsync.and(rsync_rounds)),
         rsync,
         scp,
-        rounds: ours_rounds.zip(rsync_rounds),
     }
 }
 
@@ -167,6 +169,7 @@ async fn measure_both_orders(
     tag: &str,
 ) -> (Measured, String) {
     let first = measure(lab, sshd, proxy, src, tag, false).await;
+    let first_rsync = first.rsync.expect("the many rows always run rsync");
     let again = format!("{tag}-b");
     let port = proxy.map_or(sshd.port, |p| p.port);
     let entry = lab.host_entry_via(sshd, port);
@@ -177,12 +180,12 @@ async fn measure_both_orders(
         "rigwatch {:.2}s, {:.2}s; rsync {:.2}s, {:.2}s",
         first.ours.0.as_secs_f64(),
         ours.0.as_secs_f64(),
-        first.rsync.0.as_secs_f64(),
+        first_rsync.0.as_secs_f64(),
         rsync.0.as_secs_f64()
     );
     let both = Measured {
         ours: mean(first.ours, ours),
-        rsync: mean(first.rsync, rsync),
+        rsync: Some(mean(first_rsync, rsync)),
         scp: None,
         rounds: first.rounds,
     };
@@ -323,9 +326,9 @@ async fn repull(
     );
     Measured {
         ours,
-        rsync,
+        rsync: Some(rsync),
         scp: None,
-        rounds: rounds.zip(rsync_rounds),
+        rounds: (rounds, rsync_rounds),
     }
 }
 
@@ -336,49 +339,55 @@ fn median(runs: Vec<Measured>) -> Measured {
         v[v.len() / 2]
     }
     let scp: Vec<_> = runs.iter().filter_map(|m| m.scp).collect();
-    let rounds = |pick: fn(&(u32, u32)) -> u32| {
-        let mut all: Vec<u32> = runs
-            .iter()
-            .filter_map(|m| m.rounds.as_ref().map(pick))
-            .collect();
+    let rsync: Vec<_> = runs.iter().filter_map(|m| m.rsync).collect();
+    let rounds = |pick: fn(&(Option<u32>, Option<u32>)) -> Option<u32>| {
+        let mut all: Vec<u32> = runs.iter().filter_map(|m| pick(&m.rounds)).collect();
         all.sort_unstable();
         all.get(all.len() / 2).copied()
     };
     Measured {
         ours: mid(runs.iter().map(|m| m.ours).collect()),
-        rsync: mid(runs.iter().map(|m| m.rsync).collect()),
+        rsync: (!rsync.is_empty()).then(|| mid(rsync)),
         scp: (!scp.is_empty()).then(|| mid(scp)),
-        rounds: rounds(|r| r.0).zip(rounds(|r| r.1)),
+        rounds: (rounds(|r| r.0), rounds(|r| r.1)),
     }
 }
 
 fn row(at: &str, case: &str, bytes: u64, m: &Measured) {
     let gib = bytes as f64 / (1u64 << 30) as f64;
     let rate = |d: Duration| bytes as f64 / (1 << 20) as f64 / d.as_secs_f64();
-    let (o, r) = (m.ours.0.as_secs_f64(), m.rsync.0.as_secs_f64());
-    let rounds = m.rounds.map_or("—".to_string(), |(ours, rsync)| {
-        format!("{ours} / {rsync}")
-    });
-    let (scp, vs_scp, scp_cpu, scp_box) = match m.scp {
+    let o = m.ours.0.as_secs_f64();
+    let rounds = match m.rounds {
+        (Some(ours), Some(rsync)) => format!("{ours} / {rsync}"),
+        (Some(ours), None) => format!("{ours} / —"),
+        _ => "—".to_string(),
+    };
+    // A tool's time, its speed against rigwatch's, its client and box CPU per GiB; dashes
+    // where the run left it out.
+    let other = |taken: Option<Taken>| match taken {
         Some((d, cpu, box_cpu)) => (
-            format!("{:.2}s ({:.0} MiB/s)", d.as_secs_f64(), rate(d)),
+            format!("{:.2}s ({:.1} MiB/s)", d.as_secs_f64(), rate(d)),
             format!("{:.2}×", d.as_secs_f64() / o),
             format!("{:.1}", cpu / gib),
             format!("{:.1}", box_cpu / gib),
         ),
         None => ("—".into(), "—".into(), "—".into(), "—".into()),
     };
+    let (rsync, vs_rsync, rsync_cpu, rsync_box) = other(m.rsync);
+    let (scp, vs_scp, scp_cpu, scp_box) = other(m.scp);
     println!(
-        "| {at} ms | {case} | {o:.2}s ({:.1} MiB/s) | {r:.2}s ({:.1} MiB/s) | {scp} | {:.2}× \
-         | {vs_scp} | {:.1} / {:.1} / {scp_cpu} | {:.1} / {:.1} / {scp_box} | {rounds} |",
+        "| {at} ms | {case} | {o:.2}s ({:.1} MiB/s) | {rsync} | {scp} | {vs_rsync} \
+         | {vs_scp} | {:.1} / {rsync_cpu} / {scp_cpu} | {:.1} / {rsync_box} / {scp_box} | {rounds} |",
         rate(m.ours.0),
-        rate(m.rsync.0),
-        r / o,
         m.ours.1 / gib,
-        m.rsync.1 / gib,
         m.ours.2 / gib,
-        m.rsync.2 / gib,
     );
+}
+
+/// `PULL_BENCH_ALONE` set: the large and small rows time rigwatch alone (no rsync, no scp), for
+/// runs repeated to see its own spread.
+fn alone() -> bool {
+    std::env::var_os("PULL_BENCH_ALONE").is_some()
 }
 
 /// The rows to run, from `PULL_BENCH` (a comma list of `large`, `small`, `many`, `resume`;
@@ -394,7 +403,9 @@ fn picked(var: &str, default: &str) -> Vec<String> {
         .collect()
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+// As many workers as cores, as the `rigwatch` binary runs (`cli`): on a client with cores of its
+// own the copy and its hashing are not held to two.
+#[tokio::main(flavor = "multi_thread")]
 async fn main() {
     // `RUST_LOG=rigwatch::pull=debug` prints where each pull's time went.
     if std::env::var_os("RUST_LOG").is_some() {

@@ -51,6 +51,7 @@ const ROUNDS_KEPT: usize = 4;
 /// 2 ms) ends the startup: the reads waited at the box.
 const QUEUED: f64 = 0.1;
 const QUEUED_AT_LEAST: Duration = Duration::from_millis(2);
+const MIB: f64 = 1024.0 * 1024.0;
 
 /// The bytes to keep asked, from what has arrived (see the module's comment).
 #[derive(Debug)]
@@ -123,7 +124,19 @@ impl Pace {
         }
         let rate = *sum as f64 / elapsed.as_secs_f64();
         let slack = floor.mul_f64(QUEUED).max(QUEUED_AT_LEAST);
-        if fastest.is_some_and(|f| f > floor + slack) {
+        let waited = fastest.is_some_and(|f| f > floor + slack);
+        // Each round's figures, for a pull whose speed is in question
+        // (`RUST_LOG=rigwatch::pull::pace=trace`).
+        tracing::trace!(
+            mib_s = (rate / MIB) as u64,
+            fastest_ms = fastest.map_or(0.0, |f| f.as_secs_f64() * 1e3),
+            floor_ms = floor.as_secs_f64() * 1e3,
+            target_mib = self.target as f64 / MIB,
+            startup = self.startup,
+            waited,
+            "pace: a round"
+        );
+        if waited {
             self.startup = false;
         }
         self.round = Some((now, 0, None));
