@@ -160,6 +160,32 @@ fn checkpoint_box(
     (sshd, proxy, folder, fleet)
 }
 
+/// A far checkpoint's reads are held by the link and the pace, never by the SSH channel's
+/// window. russh tops a window up only once half of it is used, so half of it is what the box
+/// may have in flight: at 64 MiB a 16-core machine's 256 MiB pull at 100 ms moved ~310 MiB/s
+/// where the link carried 800 (BENCHMARKS.md). Over 400 ms the pace's startup asks ~30, then
+/// ~60 MiB, then the rest: a 128 MiB checkpoint comes in 4 round trips in sequence (the
+/// listing, the open with its first reads, two rounds of reads); with a 64 MiB window, 6 (32 MiB
+/// a round trip once the first 64 were sent). One more is allowed for a round this machine's
+/// CPU could not fill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_far_checkpoint_is_held_by_the_link_not_the_ssh_window() {
+    let mut lab = Lab::new();
+    let mut sshd = lab.start_host("box");
+    sshd.external_sftp();
+    let folder = sshd.dir.join("workspace/run/final_ckpts");
+    support::write_random(&folder.join("ckpt.bin"), 128 << 20, 11);
+    let proxy = DelayProxy::start(sshd.port, Duration::from_millis(200));
+    let check = Some("test -s {file}");
+    let fleet = pull_fleet_via(&lab, (&sshd, proxy.port), &folder, check, "far.toml");
+    let (record, waited) = counted_pull(&fleet, &proxy).await;
+    assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
+    assert!(
+        waited <= 5,
+        "a 128 MiB pull at 400 ms waited for {waited} round trips in sequence"
+    );
+}
+
 /// A checkpoint's first bytes need not wait for its SFTP handle: its first reads go with the
 /// open, named by the handle the server will give (`transport::handles`), so on a connection
 /// up they arrive one round trip after the listing, where reads sent on the open's answer
