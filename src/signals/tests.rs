@@ -1,4 +1,4 @@
-//! Signals on the real H100 captures, with time passed in.
+//! Signals on the real H100 and H200 captures, with time passed in.
 //!
 //! Past 400 lines: a table of cases, each read on its own.
 
@@ -154,6 +154,25 @@ fn loaded_h100_is_power_capped_with_the_reason_named() {
     assert!(capped.message.contains("719/700 W"), "{}", capped.message);
     assert!(find(&signals, SignalKind::ZombieVram).is_none());
     assert!(find(&signals, SignalKind::IdleButBilling).is_none());
+}
+
+/// The H200 capture (tests/fixtures/h200): at its cap, under it by a hair (692 of 700 W), the
+/// SW power cap reason still says why the clock is 1440 of 1980 MHz.
+#[test]
+fn h200_under_load_is_power_capped_not_throttled() {
+    let mut case = Case::new(None);
+    case.gpu_for(
+        Duration::seconds(10),
+        &gpus(include_str!("../../tests/fixtures/h200/q_load.txt")),
+    );
+    let (_, signals) = case.run();
+    let capped = find(&signals, SignalKind::PowerCapped).expect("power-capped");
+    assert!(
+        capped.message.contains("1440/1980 MHz") && capped.message.contains("692/700 W"),
+        "{}",
+        capped.message
+    );
+    assert!(find(&signals, SignalKind::Throttled).is_none());
 }
 
 #[test]

@@ -1,10 +1,11 @@
-//! Parser tests against the verbatim captures in tests/fixtures/h100, plus fuzzing.
+//! Parser tests against the verbatim captures in tests/fixtures/h100 and h200, plus fuzzing.
 //!
 //! Each capture is `$ <command>`, the output, `[exit N]`; the helpers split that apart so a
 //! test parses exactly what the box printed and can take the field list from the command line
 //! it was captured with.
 
 mod captures_gpu;
+mod captures_h200;
 mod captures_host;
 mod fuzz;
 mod kernel;
@@ -20,6 +21,15 @@ macro_rules! capture {
     ($name:literal) => {
         $crate::probe::tests::split(include_str!(concat!(
             "../../../tests/fixtures/h100/",
+            $name,
+            ".txt"
+        )))
+    };
+    ($dir:literal, $name:literal) => {
+        $crate::probe::tests::split(include_str!(concat!(
+            "../../../tests/fixtures/",
+            $dir,
+            "/",
             $name,
             ".txt"
         )))
