@@ -374,3 +374,18 @@ async fn sftp_opens_in_one_go_and_a_box_without_it_says_so_at_once() {
     assert!(!said.contains("timed out"), "{said}");
     pool.shutdown().await;
 }
+
+/// The lab's own readiness check is its sshd saying it listens, not an answer on its port: a
+/// port `free_port` gave back can be taken by another test's listener before sshd binds it,
+/// and a probe that listener answered once reported a box up whose sshd had exited (a status
+/// run then found the port refused). Here another listener holds the port as the box starts
+/// again: the lab says so rather than handing out a box with no sshd.
+#[test]
+#[should_panic(expected = "could not listen")]
+fn a_lab_box_whose_port_another_listener_holds_is_not_reported_up() {
+    let mut lab = Lab::new();
+    let mut sshd = lab.start_host("box");
+    sshd.kill();
+    let _held = std::net::TcpListener::bind(("127.0.0.1", sshd.port)).expect("the box's port");
+    sshd.restart();
+}

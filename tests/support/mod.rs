@@ -279,7 +279,9 @@ impl Lab {
         // A box's disk is the box's, never this machine's: a CI machine's own disk at 92 % put a
         // disk alert on every lab box and hid the readings tests wait for.
         sshd.shim_df_captured();
-        sshd.start_on(free_port());
+        // A port taken by another listener before sshd bound it: another port.
+        let started = (0..5).any(|_| sshd.start_on(free_port()));
+        assert!(started, "sshd {name} found no free port in 5 tries");
         sshd
     }
 

@@ -51,9 +51,13 @@ impl Sshd {
         std::fs::write(&self.config, config).expect("sshd_config");
     }
 
-    pub(super) fn start_on(&mut self, port: u16) {
+    /// Starts sshd on `port`; false where it could not listen there (another process took the
+    /// port between `free_port` and sshd's bind: it then exits).
+    pub(super) fn start_on(&mut self, port: u16) -> bool {
         self.port = port;
         self.write_config();
+        // Only what this start logs counts: a restart appends to the same log.
+        let logged_before = self.log_text().len();
         // Each box gets its own process namespace (and /proc), so what `pgrep`, `ps` and tmux
         // see on one box is that box's processes only, as on separate machines. The namespace
         // dies with its first process, sshd, taking every session and tmux server with it.
@@ -108,8 +112,28 @@ impl Sshd {
             .spawn()
             .expect("spawn sshd");
         self.child = Some(child);
+        // Ready when this sshd says it listens, not when something answers on the port: a port
+        // `free_port` gave back can be taken by another test's listener before sshd binds it,
+        // and a probe answered by that one reported the box up while its sshd had exited (a
+        // status run then found the port refused, once in a full run).
+        let listening = format!("Server listening on {} port {port}.", self.addr);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect((self.addr.as_str(), port)).is_err() {
+        loop {
+            let logged = self.log_text();
+            let ours = logged.get(logged_before..).unwrap_or_default();
+            if ours.contains(&listening)
+                && std::net::TcpStream::connect((self.addr.as_str(), port)).is_ok()
+            {
+                break;
+            }
+            let exited = self
+                .child
+                .as_mut()
+                .is_some_and(|c| c.try_wait().ok().flatten().is_some());
+            if exited {
+                self.child = None;
+                return false;
+            }
             assert!(
                 Instant::now() < deadline,
                 "sshd {} did not listen on {port}: {}",
@@ -119,6 +143,7 @@ impl Sshd {
             std::thread::sleep(Duration::from_millis(20));
         }
         self.readiness_probes += 1;
+        true
     }
 
     pub fn spec(&self, user: &str) -> String {
@@ -349,7 +374,12 @@ impl Sshd {
     pub fn restart(&mut self) {
         self.kill();
         let port = self.port;
-        self.start_on(port);
+        let started = self.start_on(port);
+        assert!(
+            started,
+            "sshd {} could not listen on {port} again",
+            self.name
+        );
     }
 
     /// Waits (up to 5 s) until nothing listens on this box's port any more. The killed sshd's
@@ -384,7 +414,12 @@ impl Sshd {
         let _ = std::fs::remove_file(self.dir.join("host_ed25519.pub"));
         keygen(&self.dir.join("host_ed25519"), "");
         let port = self.port;
-        self.start_on(port);
+        let started = self.start_on(port);
+        assert!(
+            started,
+            "sshd {} could not listen on {port} again",
+            self.name
+        );
     }
 
     /// Runs `command` on the box as the lab user (OpenSSH client, no rigwatch); its stdout.
