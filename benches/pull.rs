@@ -111,8 +111,11 @@ struct Measured {
     /// Round trips in sequence through the delay proxy (`DelayProxy::rounds`): rigwatch's pull
     /// on its connection (as the dashboard's `p`; with `PULL_BENCH_COLD`, after the handshake)
     /// and rsync's whole run, its ssh handshake included.
-    rounds: (Option<u32>, Option<u32>),
+    rounds: Rounds,
 }
+
+/// Round trips in sequence: rigwatch's, rsync's (either left out where it was not counted).
+type Rounds = (Option<u32>, Option<u32>);
 
 /// `with_scp` false leaves scp out: for many small files over a delayed link its SFTP mode
 /// waits a round trip per request (66 s for 500 files at 30 ms), which says nothing new.
@@ -340,7 +343,7 @@ fn median(runs: Vec<Measured>) -> Measured {
     }
     let scp: Vec<_> = runs.iter().filter_map(|m| m.scp).collect();
     let rsync: Vec<_> = runs.iter().filter_map(|m| m.rsync).collect();
-    let rounds = |pick: fn(&(Option<u32>, Option<u32>)) -> Option<u32>| {
+    let rounds = |pick: fn(&Rounds) -> Option<u32>| {
         let mut all: Vec<u32> = runs.iter().filter_map(|m| pick(&m.rounds)).collect();
         all.sort_unstable();
         all.get(all.len() / 2).copied()
