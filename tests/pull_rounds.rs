@@ -142,19 +142,22 @@ async fn a_pull_waits_for_few_round_trips_in_sequence() {
     );
 }
 
+/// The round trip of most far boxes here.
+const FAR: Duration = Duration::from_millis(100);
+
 /// A box whose SFTP subsystem `sftp` sets up, holding one checkpoint of `mib` MiB (random bytes
-/// from `seed`), behind a proxy 50 ms round trip away: the box, the proxy, the checkpoint's
+/// from `seed`), behind a proxy `rtt` round trip away: the box, the proxy, the checkpoint's
 /// folder and a fleet file that pulls it.
 fn checkpoint_box(
     lab: &mut Lab,
     sftp: impl FnOnce(&mut support::Sshd),
-    (mib, seed): (u64, u64),
+    (mib, seed, rtt): (u64, u64, Duration),
 ) -> (support::Sshd, DelayProxy, PathBuf, PathBuf) {
     let mut sshd = lab.start_host("box");
     sftp(&mut sshd);
     let folder = sshd.dir.join("workspace/run/final_ckpts");
     support::write_random(&folder.join("ckpt.bin"), mib << 20, seed);
-    let proxy = DelayProxy::start(sshd.port, Duration::from_millis(50));
+    let proxy = DelayProxy::start(sshd.port, rtt / 2);
     let check = Some("test -s {file}");
     let fleet = pull_fleet_via(lab, (&sshd, proxy.port), &folder, check, "far.toml");
     (sshd, proxy, folder, fleet)
@@ -171,13 +174,8 @@ fn checkpoint_box(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_far_checkpoint_is_held_by_the_link_not_the_ssh_window() {
     let mut lab = Lab::new();
-    let mut sshd = lab.start_host("box");
-    sshd.external_sftp();
-    let folder = sshd.dir.join("workspace/run/final_ckpts");
-    support::write_random(&folder.join("ckpt.bin"), 128 << 20, 11);
-    let proxy = DelayProxy::start(sshd.port, Duration::from_millis(200));
-    let check = Some("test -s {file}");
-    let fleet = pull_fleet_via(&lab, (&sshd, proxy.port), &folder, check, "far.toml");
+    let far = (128, 11, Duration::from_millis(400));
+    let (_sshd, proxy, _, fleet) = checkpoint_box(&mut lab, support::Sshd::external_sftp, far);
     let (record, waited) = counted_pull(&fleet, &proxy).await;
     assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
     assert!(
@@ -195,7 +193,8 @@ async fn a_far_checkpoint_is_held_by_the_link_not_the_ssh_window() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkpoint_s_first_bytes_come_beside_its_open_not_after_it() {
     let mut lab = Lab::new();
-    let (_sshd, proxy, _, fleet) = checkpoint_box(&mut lab, support::Sshd::external_sftp, (16, 3));
+    let (_sshd, proxy, _, fleet) =
+        checkpoint_box(&mut lab, support::Sshd::external_sftp, (16, 3, FAR));
     let config = fleet::load(&fleet).expect("fleet");
     let (pool, session, spec) = box_to_pull(&config).await;
     let up = proxy.newest_rounds();
@@ -224,7 +223,7 @@ async fn a_checkpoint_s_first_bytes_come_beside_its_open_not_after_it() {
 async fn reads_wait_for_the_open_on_a_server_whose_handles_are_not_known() {
     let mut lab = Lab::new();
     let (_sshd, proxy, folder, fleet) =
-        checkpoint_box(&mut lab, support::Sshd::greenend_sftp, (4, 5));
+        checkpoint_box(&mut lab, support::Sshd::greenend_sftp, (4, 5, FAR));
     let (record, warm) = counted_pull(&fleet, &proxy).await;
     assert_eq!(record.files.len(), 1, "{record:?}");
     assert!(record.files.iter().all(|f| f.is_good()), "{record:?}");
@@ -243,7 +242,7 @@ async fn the_first_reads_are_of_the_server_s_own_size() {
     let mut lab = Lab::new();
     let events = lab.path("sftp.log");
     let logging = |sshd: &mut support::Sshd| sshd.external_sftp_logging_at(&events, "DEBUG");
-    let (_sshd, _proxy, _, fleet) = checkpoint_box(&mut lab, logging, (8, 6));
+    let (_sshd, _proxy, _, fleet) = checkpoint_box(&mut lab, logging, (8, 6, FAR));
     let config = fleet::load(&fleet).expect("fleet");
     let (pool, session, spec) = box_to_pull(&config).await;
     let record = pull_on(&session, &spec, None).await;
@@ -270,7 +269,7 @@ async fn the_first_reads_are_of_the_server_s_own_size() {
 async fn a_box_that_refused_sftp_is_not_asked_again_on_its_connection() {
     let mut lab = Lab::new();
     let (_sshd, proxy, folder, fleet) =
-        checkpoint_box(&mut lab, support::Sshd::without_sftp, (4, 7));
+        checkpoint_box(&mut lab, support::Sshd::without_sftp, (4, 7, FAR));
     let config = fleet::load(&fleet).expect("fleet");
     let (pool, session, spec) = box_to_pull(&config).await;
     let first = pull_on(&session, &spec, None).await;
@@ -301,7 +300,7 @@ async fn an_sftp_server_installed_while_connected_is_used_by_the_next_pull() {
     let program = lab.path("box-bin/sftp-server");
     let log = lab.path("sftp.log");
     let missing = |sshd: &mut support::Sshd| sshd.sftp_program(&program);
-    let (_sshd, _proxy, folder, fleet) = checkpoint_box(&mut lab, missing, (4, 9));
+    let (_sshd, _proxy, folder, fleet) = checkpoint_box(&mut lab, missing, (4, 9, FAR));
     let config = fleet::load(&fleet).expect("fleet");
     let (pool, session, spec) = box_to_pull(&config).await;
     let began = std::time::Instant::now();
