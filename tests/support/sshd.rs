@@ -57,7 +57,7 @@ impl Sshd {
         self.port = port;
         self.write_config();
         // Only what this start logs counts: a restart appends to the same log.
-        let logged_before = self.log_text().len();
+        let logged_before = std::fs::metadata(&self.log).map_or(0, |m| m.len());
         // Each box gets its own process namespace (and /proc), so what `pgrep`, `ps` and tmux
         // see on one box is that box's processes only, as on separate machines. The namespace
         // dies with its first process, sshd, taking every session and tmux server with it.
@@ -119,9 +119,7 @@ impl Sshd {
         let listening = format!("Server listening on {} port {port}.", self.addr);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let logged = self.log_text();
-            let ours = logged.get(logged_before..).unwrap_or_default();
-            if ours.contains(&listening)
+            if self.logged_since(logged_before).contains(&listening)
                 && std::net::TcpStream::connect((self.addr.as_str(), port)).is_ok()
             {
                 break;
@@ -161,6 +159,19 @@ impl Sshd {
 
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// What sshd logged past byte `from` (a DEBUG1 log of a long test is large, and readiness
+    /// looks at it every 20 ms).
+    fn logged_since(&self, from: u64) -> String {
+        use std::io::{Read, Seek};
+        let mut text = String::new();
+        if let Ok(mut log) = std::fs::File::open(&self.log)
+            && log.seek(std::io::SeekFrom::Start(from)).is_ok()
+        {
+            let _ = log.read_to_string(&mut text);
+        }
+        text
     }
 
     /// How many commands clients have started on this sshd (exec requests), across connections.

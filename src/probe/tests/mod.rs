@@ -19,11 +19,7 @@ pub(super) struct Capture {
 
 macro_rules! capture {
     ($name:literal) => {
-        $crate::probe::tests::split(include_str!(concat!(
-            "../../../tests/fixtures/h100/",
-            $name,
-            ".txt"
-        )))
+        $crate::probe::tests::capture!("h100", $name)
     };
     ($dir:literal, $name:literal) => {
         $crate::probe::tests::split(include_str!(concat!(
